@@ -1,0 +1,5 @@
+"""Entry point for ``python -m orchestrator``."""
+
+from orchestrator.cli import main
+
+main()

@@ -1,0 +1,1 @@
+"""Delegation packets and the Message Contract grammar; imports nothing from orchestrator or registry."""

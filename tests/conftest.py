@@ -1,0 +1,62 @@
+"""Shared fixtures: every test runs with a private HOME, state dirs and git identity, never the user's real ones."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Variables that would connect a test to the developer's real herdr, tmux or git setup.
+_LEAKY_ENV = (
+    "HERDR_ENV",
+    "HERDR_SOCKET_PATH",
+    "HERDR_SESSION",
+    "HERDR_WORKSPACE_ID",
+    "HERDR_TAB_ID",
+    "HERDR_PANE_ID",
+    "HERDR_SIM_HOME",
+    "ORCH_HOME",
+    "ORCH_HERDR",
+    "TMUX",
+    "TMUX_PANE",
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+    "XDG_DATA_HOME",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "NO_COLOR",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point HOME, XDG dirs, TMUX_TMPDIR and git at a throwaway directory for this test."""
+    home = tmp_path_factory.mktemp("home")
+    for name in _LEAKY_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("TMUX_TMPDIR", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Orch Test")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "orch-test@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Orch Test")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "orch-test@example.invalid")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+    return home
+
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture
+def shared_dir() -> Path:
+    """The read-only shared reference folder beside the project (spec, herdr contract, upstream schema)."""
+    if not SHARED.is_dir():
+        pytest.skip(f"shared reference folder not found at {SHARED}")
+    return SHARED
