@@ -43,3 +43,53 @@ def run_git(args: list[str], *, cwd: Path | str | None = None, check: bool = Tru
         detail = proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}"
         raise GitError(f"{' '.join(argv)} failed: {detail}", result)
     return result
+
+
+def rev_parse(repo: Path | str, rev: str) -> str | None:
+    """The full SHA that ``rev`` names in ``repo``, or None when it names no commit."""
+    result = run_git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=repo, check=False)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def commits_between(repo: Path | str, base: str, head: str) -> list[str]:
+    """SHAs reachable from ``head`` but not from ``base``, oldest first."""
+    out = run_git(["rev-list", "--reverse", f"{base}..{head}"], cwd=repo).stdout
+    return out.split()
+
+
+def changed_paths(repo: Path | str, base: str, head: str) -> list[str]:
+    """Paths that differ between two commits (renames count as delete + add)."""
+    out = run_git(["diff", "--name-only", "--no-renames", "-z", base, head], cwd=repo).stdout
+    return sorted(p for p in out.split("\0") if p)
+
+
+def path_exists_at(repo: Path | str, rev: str, path: str) -> bool:
+    """True when ``path`` exists in the tree of commit ``rev``."""
+    return run_git(["cat-file", "-e", f"{rev}:{path}"], cwd=repo, check=False).returncode == 0
+
+
+def status_porcelain(checkout: Path | str) -> list[str]:
+    """``git status --porcelain`` lines (untracked files included): empty means clean."""
+    out = run_git(["status", "--porcelain", "--untracked-files=all"], cwd=checkout).stdout
+    return [line for line in out.splitlines() if line]
+
+
+def current_branch(checkout: Path | str) -> str:
+    """``git rev-parse --abbrev-ref HEAD`` ("HEAD" when detached)."""
+    return run_git(["rev-parse", "--abbrev-ref", "HEAD"], cwd=checkout).stdout.strip()
+
+
+def toplevel(checkout: Path | str) -> str:
+    """``git rev-parse --show-toplevel``."""
+    return run_git(["rev-parse", "--show-toplevel"], cwd=checkout).stdout.strip()
+
+
+def add_scratch_worktree(repo: Path | str, path: Path | str, rev: str) -> None:
+    """A detached checkout of ``rev`` at ``path``, for running checks without touching a live worker."""
+    run_git(["worktree", "add", "--detach", "--quiet", str(path), rev], cwd=repo)
+
+
+def remove_scratch_worktree(repo: Path | str, path: Path | str) -> None:
+    """Remove a scratch checkout this process created (it only ever holds a copy of committed work)."""
+    run_git(["worktree", "remove", "--force", str(path)], cwd=repo, check=False)
+    run_git(["worktree", "prune"], cwd=repo, check=False)

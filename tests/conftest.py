@@ -60,3 +60,45 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip(f"shared reference folder not found at {SHARED}")
     return SHARED
+
+
+class GitRepo:
+    """A real git repository in a temp dir, with a few builder methods for tests."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def git(self, *args: str, cwd: Path | None = None) -> str:
+        import subprocess
+
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd or self.path, capture_output=True, text=True, check=True, timeout=30
+        )
+        return proc.stdout.strip()
+
+    def write(self, relpath: str, text: str, *, cwd: Path | None = None) -> Path:
+        target = (cwd or self.path) / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        return target
+
+    def commit(self, message: str, files: dict[str, str] | None = None, *, cwd: Path | None = None) -> str:
+        for relpath, text in (files or {}).items():
+            self.write(relpath, text, cwd=cwd)
+        self.git("add", "-A", cwd=cwd)
+        self.git("commit", "--quiet", "--allow-empty", "-m", message, cwd=cwd)
+        return self.git("rev-parse", "HEAD", cwd=cwd)
+
+    def head(self, cwd: Path | None = None) -> str:
+        return self.git("rev-parse", "HEAD", cwd=cwd)
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> GitRepo:
+    """A repository `widgets` on branch main with one commit (README.md)."""
+    path = tmp_path / "src" / "acme" / "widgets"
+    path.mkdir(parents=True)
+    repo = GitRepo(path)
+    repo.git("init", "--quiet", "--initial-branch=main")
+    repo.commit("initial", {"README.md": "# widgets\n"})
+    return repo

@@ -1,0 +1,59 @@
+"""Runs a plan's verification and setup commands: each is a shell command line, so it runs as ``bash -c``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+CHECK_TIMEOUT_S = 600.0
+TAIL_LINES = 20
+
+
+class CheckRun(BaseModel):
+    """One command run by the controller; ``exit_code`` is None when it could not run or timed out."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    command: str
+    exit_code: int | None
+    seconds: float
+    output_tail: str
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        """A check passes only when it ran to completion with exit 0 (fail closed otherwise)."""
+        return self.exit_code == 0
+
+
+def _tail(text: str, lines: int = TAIL_LINES) -> str:
+    return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+def run_command(command: str, *, cwd: Path, timeout: float = CHECK_TIMEOUT_S, env: dict[str, str] | None = None) -> CheckRun:
+    """Run one plan command line in ``cwd``; output is stdout and stderr interleaved, kept as a tail."""
+    # Plan commands are shell command lines written by a person (pipes, &&), so bash parses them;
+    # the argv itself is still a list and nothing is interpolated into it.
+    argv = ["bash", "-c", command]
+    started = time.monotonic()
+    try:
+        # A session of its own, so a timeout can kill the whole process group (pipelines, test runners'
+        # children), not just bash, whose orphans would otherwise keep the output pipe open.
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True, start_new_session=True,
+        )
+    except OSError as exc:
+        return CheckRun(command=command, exit_code=None, seconds=time.monotonic() - started, output_tail="", error=f"could not run: {exc.strerror or exc}")
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return CheckRun(command=command, exit_code=None, seconds=time.monotonic() - started, output_tail=_tail(out or ""), error=f"timed out after {timeout:g}s")
+    return CheckRun(command=command, exit_code=proc.returncode, seconds=time.monotonic() - started, output_tail=_tail(out))
