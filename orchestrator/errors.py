@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import enum
+import os
+import shlex
+from dataclasses import dataclass
 
 
 class ExitCode(enum.IntEnum):
@@ -29,3 +32,170 @@ class OrchError(Exception):
 
 class ConfigError(OrchError):
     """A plan, policy overlay or setting is invalid; nothing was changed."""
+
+
+# --- the herdr error family (raised only by orchestrator.herdr) ---
+
+
+@dataclass(frozen=True)
+class HerdrCall:
+    """One finished (or abandoned) herdr process: what we ran and everything it said."""
+
+    argv: tuple[str, ...]
+    returncode: int | None  # None when the process never finished: missing binary or our own timeout
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def command(self) -> str:
+        """The command path for messages, e.g. ``herdr agent prompt`` (never the free text that follows)."""
+        words = [os.path.basename(self.argv[0])] if self.argv else ["herdr"]
+        rest = list(self.argv[1:])
+        if rest[:1] == ["--session"]:
+            rest = rest[2:]
+        for word in rest[:2]:
+            words.append(word)
+            if word.startswith("-"):
+                break
+        return " ".join(words)
+
+    def describe(self) -> str:
+        """A multi-line rendering for logs: argv, exit code, time, stdout and stderr."""
+        lines = [f"argv: {shlex.join(self.argv)}", f"exit: {self.returncode}", f"seconds: {self.seconds:.3f}"]
+        for name, text in (("stdout", self.stdout), ("stderr", self.stderr)):
+            lines.append(f"{name}:" if text else f"{name}: (empty)")
+            lines.extend(f"  {line}" for line in text.splitlines())
+        return "\n".join(lines)
+
+
+def one_line(text: str) -> str:
+    """Collapse herdr's (possibly multi-line, e.g. git stderr) text into one line."""
+    return " / ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+class HerdrError(OrchError):
+    """A herdr call failed; ``call`` holds argv, exit code, stdout and stderr, ``code`` herdr's error code if any."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        call: HerdrCall | None = None,
+        code: str | None = None,
+        herdr_message: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.call = call
+        self.code = code
+        self.herdr_message = herdr_message
+
+
+class HerdrMissing(HerdrError):
+    """The herdr binary could not be executed (not installed, not on PATH, not executable)."""
+
+    exit_code = ExitCode.HERDR_UNAVAILABLE
+
+
+class HerdrUnavailable(HerdrError):
+    """The herdr server is not running or refuses connections; reads may retry, the run cannot proceed."""
+
+    exit_code = ExitCode.HERDR_UNAVAILABLE
+
+
+class HerdrTimeout(HerdrError):
+    """herdr did not finish within our own wall-clock limit; the effect of a mutating call is unknown."""
+
+    exit_code = ExitCode.HERDR_UNAVAILABLE
+
+
+class HerdrProtocolError(HerdrError):
+    """herdr answered with something we cannot parse or did not expect (wrong shape, wrong type, protocol mismatch)."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+class HerdrUsageError(HerdrError):
+    """herdr rejected the argv orch built (exit 2, or a Rust ``Error: Custom``): a bug in orch, never retried."""
+
+    exit_code = ExitCode.INTERNAL
+
+
+class HerdrCommandError(HerdrError):
+    """herdr refused or failed a well-formed command with a JSON error body; ``code`` says why."""
+
+
+class HerdrNotFound(HerdrCommandError):
+    """The workspace, tab, pane, agent or worktree named does not exist (or is not an agent)."""
+
+
+class HerdrTargetAmbiguous(HerdrCommandError):
+    """An agent name matched more than one agent."""
+
+
+class HerdrAgentNotReady(HerdrCommandError):
+    """The agent cannot take input: not a known kind, launch pending, or no longer the foreground process."""
+
+
+class HerdrAgentNotRunning(HerdrCommandError):
+    """The agent being waited on went away (pane closed, exited, moved or replaced)."""
+
+
+class HerdrPaneBusy(HerdrCommandError):
+    """``agent start`` refused: the pane is not an idle shell; nothing was typed."""
+
+
+class HerdrNameTaken(HerdrCommandError):
+    """The agent name is already used by another agent."""
+
+
+class HerdrWaitExpired(HerdrCommandError):
+    """herdr's own wait timed out: a check-in, not a verdict; read state and decide."""
+
+
+class HerdrPromptStalled(HerdrWaitExpired):
+    """``agent prompt --wait`` saw no state change within herdr's 5 s activity gate; the prompt was submitted."""
+
+
+class HerdrConfirmationRequired(HerdrCommandError):
+    """Closing would close a worktree group; herdr closed nothing."""
+
+
+class HerdrWorktreeCreateFailed(HerdrCommandError):
+    """git refused to create the worktree (existing path or branch, ...); the message is git's stderr."""
+
+
+class HerdrWorktreeBusy(HerdrCommandError):
+    """Another create or remove is in flight for the same checkout path."""
+
+
+class HerdrDirtyWorktree(HerdrCommandError):
+    """``worktree remove`` refused a dirty checkout without ``--force``; nothing was removed."""
+
+
+# herdr error code -> exception class; codes not listed become a plain HerdrCommandError (CONTRACT.md §11).
+HERDR_ERROR_BY_CODE: dict[str, type[HerdrError]] = {
+    "workspace_not_found": HerdrNotFound,
+    "tab_not_found": HerdrNotFound,
+    "pane_not_found": HerdrNotFound,
+    "target_pane_not_found": HerdrNotFound,
+    "agent_not_found": HerdrNotFound,
+    "agent_pane_not_found": HerdrNotFound,
+    "agent_name_not_found": HerdrNotFound,
+    "worktree_not_found": HerdrNotFound,
+    "agent_target_ambiguous": HerdrTargetAmbiguous,
+    "agent_not_ready": HerdrAgentNotReady,
+    "agent_launch_pending": HerdrAgentNotReady,
+    "agent_not_running": HerdrAgentNotRunning,
+    "agent_pane_busy": HerdrPaneBusy,
+    "agent_name_taken": HerdrNameTaken,
+    "timeout": HerdrWaitExpired,
+    "agent_prompt_stalled": HerdrPromptStalled,
+    "confirmation_required": HerdrConfirmationRequired,
+    "worktree_create_failed": HerdrWorktreeCreateFailed,
+    "worktree_operation_in_progress": HerdrWorktreeBusy,
+    "dirty_worktree_requires_force": HerdrDirtyWorktree,
+    "server_unavailable": HerdrUnavailable,
+    "protocol_mismatch": HerdrProtocolError,
+}
