@@ -1,1 +1,54 @@
 """Delegation packets and the Message Contract grammar; imports nothing from orchestrator or registry."""
+
+from packets.envelope import (
+    CONTROLLER_KINDS,
+    WORKER_KINDS,
+    Message,
+    build_controller_message,
+    classify_prompt,
+    normalise,
+    parse_message,
+    render_message,
+)
+from packets.errors import EnvelopeError, PacketError, PacketSyntaxError
+from packets.model import AGENT_KINDS, Packet, build_packet
+from packets.render import parse_packet, render_packet
+from packets.validate import (
+    REASON_SUMMARIES,
+    Accepted,
+    KeptAside,
+    LedgerView,
+    Reason,
+    RegisteredWorker,
+    Verdict,
+    fingerprint,
+    validate,
+)
+
+__all__ = [
+    "AGENT_KINDS",
+    "CONTROLLER_KINDS",
+    "REASON_SUMMARIES",
+    "WORKER_KINDS",
+    "Accepted",
+    "EnvelopeError",
+    "KeptAside",
+    "LedgerView",
+    "Message",
+    "Packet",
+    "PacketError",
+    "PacketSyntaxError",
+    "Reason",
+    "RegisteredWorker",
+    "Verdict",
+    "build_controller_message",
+    "build_packet",
+    "classify_prompt",
+    "fingerprint",
+    "normalise",
+    "parse_message",
+    "parse_packet",
+    "render_message",
+    "render_packet",
+    "validate",
+]

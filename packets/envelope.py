@@ -1,0 +1,154 @@
+"""The Message Contract envelope: one strict header line plus a body, built for the controller and parsed from terminals."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from packets.errors import EnvelopeError, PacketError
+from packets.model import check_task_label, check_token, describe_validation_error
+
+ENVELOPE_PREFIX = "[herdr-orchestration "
+PACKET_PREFIX = "Delegation packet for task "
+HEADER_KEYS: tuple[str, ...] = ("run", "task", "from", "kind", "reply-to")
+WORKER_KINDS: tuple[str, ...] = ("update", "question", "blocked", "result")
+CONTROLLER_KINDS: tuple[str, ...] = ("answer", "follow-up", "stop")
+MessageKind = Literal["update", "question", "blocked", "result", "answer", "follow-up", "stop"]
+ControllerKind = Literal["answer", "follow-up", "stop"]
+
+# What a terminal adds around pasted text: bracketed-paste markers (herdr pastes prompts that way when the app asks).
+_PASTE_MARKERS = ("\x1b[200~", "\x1b[201~")
+_VALUE_CHAR_RE = re.compile(r"[!-\\^-~]")  # printable ASCII except space and "]"
+
+
+class Message(BaseModel):
+    """One parsed envelope: header fields plus the body, both normalised."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    run_id: str
+    task: str
+    sender: str
+    kind: MessageKind
+    reply_to: str
+    body: str
+
+    def header(self) -> str:
+        """The header line exactly as the grammar requires it."""
+        return (
+            f"{ENVELOPE_PREFIX}run={self.run_id} task={self.task} from={self.sender}"
+            f" kind={self.kind} reply-to={self.reply_to}]"
+        )
+
+
+def normalise(raw: str) -> str:
+    """Undo what a terminal adds: paste markers, CR/LF or CR endings, trailing spaces, surrounding blank lines."""
+    text = raw
+    for marker in _PASTE_MARKERS:
+        text = text.replace(marker, "")
+    lines = [line.rstrip(" ") for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    while lines and lines[0] == "":
+        lines.pop(0)
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(lines)
+
+
+def classify_prompt(raw: str) -> Literal["envelope", "packet", "other"]:
+    """Tell an envelope from a delegation packet by its first non-blank line, as workers must."""
+    first = normalise(raw).split("\n", 1)[0]
+    if first.startswith(ENVELOPE_PREFIX):
+        return "envelope"
+    if first.startswith(PACKET_PREFIX):
+        return "packet"
+    return "other"
+
+
+def _show(text: str, limit: int = 60) -> str:
+    shown = text if len(text) <= limit else text[:limit] + "…"
+    return json.dumps(shown, ensure_ascii=False)
+
+
+def _found(part: str) -> str:
+    if part == "":
+        return "an extra space"
+    name, eq, _ = part.partition("=")
+    return _show(name if eq else part)
+
+
+def _parse_header(line: str) -> dict[str, str]:
+    if not line.startswith(ENVELOPE_PREFIX):
+        raise EnvelopeError(f"malformed header: the first line must start with {_show(ENVELOPE_PREFIX)}, found {_show(line)}")
+    close = line.find("]")
+    if close == -1:
+        raise EnvelopeError('malformed header: missing the closing "]"')
+    if close != len(line) - 1:
+        raise EnvelopeError(f'malformed header: unexpected {_show(line[close + 1 :])} after the closing "]" (the body starts on the next line)')
+    parts = line[len(ENVELOPE_PREFIX) : close].split(" ")
+    values: dict[str, str] = {}
+    previous = '"[herdr-orchestration"'
+    for index, key in enumerate(HEADER_KEYS):
+        if index >= len(parts):
+            raise EnvelopeError(f'malformed header: expected key "{key}" after {previous}, found the end of the header')
+        part = parts[index]
+        name, eq, value = part.partition("=")
+        if name != key or not eq:
+            raise EnvelopeError(f'malformed header: expected key "{key}" after {previous}, found {_found(part)}')
+        if not value:
+            raise EnvelopeError(f'malformed header: empty value for key "{key}"')
+        bad = next((char for char in value if not _VALUE_CHAR_RE.fullmatch(char)), None)
+        if bad is not None:
+            raise EnvelopeError(f'malformed header: value of key "{key}" contains {_show(bad)} (values are printable ASCII without spaces)')
+        values[key] = value
+        previous = part
+    if len(parts) > len(HEADER_KEYS):
+        extra = parts[len(HEADER_KEYS)]
+        raise EnvelopeError(f"malformed header: unexpected {_show(extra) if extra else 'an extra space'} after {previous}")
+    if values["kind"] not in WORKER_KINDS + CONTROLLER_KINDS:
+        raise EnvelopeError(
+            f'malformed header: unknown kind {_show(values["kind"])} (expected one of {", ".join(WORKER_KINDS + CONTROLLER_KINDS)})'
+        )
+    return values
+
+
+def parse_message(raw: str) -> Message:
+    """Parse raw envelope text as received from a terminal or an inbox; EnvelopeError names the exact problem."""
+    text = normalise(raw)
+    if not text:
+        raise EnvelopeError("malformed header: the message is empty")
+    header, _, body = text.partition("\n")
+    values = _parse_header(header)
+    # A blank line between header and body is terminal noise as much as a leading one.
+    return Message(
+        run_id=values["run"],
+        task=values["task"],
+        sender=values["from"],
+        kind=values["kind"],  # type: ignore[arg-type]  # checked against the kinds above
+        reply_to=values["reply-to"],
+        body=normalise(body),
+    )
+
+
+def render_message(message: Message) -> str:
+    """The envelope text: header line, newline, body (no trailing newline)."""
+    return f"{message.header()}\n{message.body}"
+
+
+def build_controller_message(*, run_id: str, task_label: str, controller_target: str, kind: ControllerKind, body: str) -> str:
+    """Build an answer, follow-up or stop for a worker: from and reply-to are both the controller target."""
+    if kind not in CONTROLLER_KINDS:
+        raise PacketError(f"invalid controller message: kind {kind!r} is not one of {', '.join(CONTROLLER_KINDS)}")
+    try:
+        check_token(run_id)
+        check_task_label(task_label)
+        check_token(controller_target)
+    except ValueError as error:
+        raise PacketError(f"invalid controller message: {error}") from None
+    try:
+        message = Message(run_id=run_id, task=task_label, sender=controller_target, kind=kind, reply_to=controller_target, body=normalise(body))
+    except ValidationError as error:
+        raise PacketError(describe_validation_error(error, "controller message")) from None
+    return render_message(message)
