@@ -1,0 +1,93 @@
+"""The worker state machine: states and the explicit transition table; standard library only, no I/O, no clock."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+
+from registry.errors import IllegalTransition
+
+
+class WorkerState(StrEnum):
+    """Where one worker is in its life, from provisioning to retirement."""
+
+    PROVISIONING = "provisioning"
+    READY = "ready"
+    DISPATCHED = "dispatched"
+    WORKING = "working"
+    QUESTION = "question"
+    BLOCKED = "blocked"
+    RESULT = "result"
+    VERIFYING = "verifying"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    SUPERSEDED = "superseded"
+    FAILED = "failed"
+    RETIRING = "retiring"
+    RETIRED = "retired"
+    RETAINED = "retained"
+
+
+S = WorkerState
+
+# Integration is deliberately not a state: it is a recorded fact (journal + integrated_sha) about accepted work.
+# The spec integrates after the owning worker is retired or paused, so "integrated" is orthogonal to the
+# retire ladder; as a state it would need accepted -> integrated -> retiring and could not follow retired.
+TRANSITIONS: Mapping[WorkerState, frozenset[WorkerState]] = {
+    S.PROVISIONING: frozenset({S.READY, S.FAILED, S.RETIRING}),
+    S.READY: frozenset({S.DISPATCHED, S.FAILED, S.RETIRING}),
+    # The worker may finish, ask or block before any check-in saw it working.
+    S.DISPATCHED: frozenset({S.WORKING, S.QUESTION, S.BLOCKED, S.RESULT, S.FAILED, S.SUPERSEDED}),
+    S.WORKING: frozenset({S.QUESTION, S.BLOCKED, S.RESULT, S.FAILED, S.SUPERSEDED}),
+    # An answer puts the worker back to work; it may also reply with a result straight away.
+    S.QUESTION: frozenset({S.WORKING, S.BLOCKED, S.RESULT, S.FAILED, S.SUPERSEDED}),
+    # Blocked is both a worker report (needs user authority) and a verification verdict (evidence not
+    # reproducible); the answer or follow-up decides where it goes next, and the user may give up on it.
+    S.BLOCKED: frozenset({S.WORKING, S.DISPATCHED, S.RESULT, S.VERIFYING, S.FAILED, S.SUPERSEDED, S.RETIRING, S.RETAINED}),
+    # A follow-up packet (e.g. the result lacked evidence) is a new dispatch awaiting acceptance.
+    S.RESULT: frozenset({S.VERIFYING, S.DISPATCHED, S.FAILED, S.SUPERSEDED}),
+    S.VERIFYING: frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.BLOCKED, S.FAILED}),
+    S.ACCEPTED: frozenset({S.RETIRING, S.RETAINED}),
+    # Rejected work can be sent back with a follow-up instead of being fixed by the controller.
+    S.REJECTED: frozenset({S.DISPATCHED, S.RETIRING, S.RETAINED}),
+    S.SUPERSEDED: frozenset({S.RETIRING, S.RETAINED}),
+    S.FAILED: frozenset({S.RETIRING, S.RETAINED}),
+    # The ladder stops at confirmation_required or unresolved evidence: the pane is kept, with a reason.
+    S.RETIRING: frozenset({S.RETIRED, S.RETAINED}),
+    S.RETAINED: frozenset({S.RETIRING}),
+    S.RETIRED: frozenset(),
+}
+
+# States in which the worker's agent may still be doing or holding work of this run.
+LIVE_STATES: frozenset[WorkerState] = frozenset(
+    {S.PROVISIONING, S.READY, S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED, S.RESULT, S.VERIFYING}
+)
+
+# Verdicts recorded as the worker's final disposition when entered (blocked only when it comes from verifying).
+DISPOSITIONS: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.BLOCKED, S.FAILED})
+
+# Entering one of these means the work is open again, so an earlier disposition no longer holds.
+REOPENING: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.RESULT, S.VERIFYING})
+
+
+def is_legal(current: WorkerState, new: WorkerState) -> bool:
+    """Whether the table allows current -> new."""
+    return new in TRANSITIONS[current]
+
+
+def check_transition(current: WorkerState, new: WorkerState) -> None:
+    """Raise IllegalTransition unless the table allows current -> new."""
+    if not is_legal(current, new):
+        allowed = tuple(state.value for state in WorkerState if state in TRANSITIONS[current])
+        raise IllegalTransition(current.value, new.value, allowed)
+
+
+def disposition_after(current: WorkerState, new: WorkerState, previous: WorkerState | None) -> WorkerState | None:
+    """The worker's final disposition once current -> new happened, given the disposition it had before."""
+    if new is S.BLOCKED:
+        return S.BLOCKED if current is S.VERIFYING else previous
+    if new in DISPOSITIONS:
+        return new
+    if new in REOPENING:
+        return None
+    return previous

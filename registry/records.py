@@ -1,0 +1,182 @@
+"""Frozen pydantic records the ledger hands out (runs, workers, events, inbox messages, effects), and run ids."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict
+
+from registry.machine import WorkerState
+
+
+def as_utc(value: datetime) -> datetime:
+    """The same instant in UTC; naive datetimes are refused."""
+    # Naive datetimes are ambiguous across controller processes; the ledger only speaks UTC.
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError("timestamp must be timezone-aware")
+    return value.astimezone(UTC)
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(as_utc)]
+
+
+def make_run_id(controller_pane: str, at: datetime) -> str:
+    """The spec's run id, `${controller_pane}-${UTC yyyymmddTHHMMSSZ}`, e.g. `w1:p1-20261130T080000Z`."""
+    if not controller_pane or any(ch.isspace() for ch in controller_pane):
+        raise ValueError(f"controller pane id must be non-empty without whitespace, got {controller_pane!r}")
+    return f"{controller_pane}-{as_utc(at):%Y%m%dT%H%M%SZ}"
+
+
+class RunStatus(StrEnum):
+    """Whether a run is going, stopped part-way (resumable), or over."""
+
+    ACTIVE = "active"
+    INTERRUPTED = "interrupted"
+    FINISHED = "finished"
+
+
+class RunVerdict(StrEnum):
+    """The report's first line: Herdr: PASS | PARTIAL | FAIL."""
+
+    PASS = "PASS"
+    PARTIAL = "PARTIAL"
+    FAIL = "FAIL"
+
+
+class InboxVerdict(StrEnum):
+    """What validation decided about an inbound message."""
+
+    ACCEPTED = "accepted"
+    KEPT_ASIDE = "kept_aside"
+
+
+class EffectStatus(StrEnum):
+    """Where one side effect stands: intended (in flight until settled) or settled one of three ways."""
+
+    INTENDED = "intended"
+    CONFIRMED = "confirmed"
+    FAILED = "failed"
+    ABANDONED = "abandoned"
+
+
+class EventKind(StrEnum):
+    """Journal kinds the ledger writes itself; recorded facts may use any other lowercase name."""
+
+    RUN_CREATED = "run_created"
+    RUN_STATUS = "run_status"
+    WORKER_ADDED = "worker_added"
+    TRANSITION = "transition"
+    WORKER_UPDATED = "worker_updated"
+    CHECK_IN = "check_in"
+    INBOX_RECORDED = "inbox_recorded"
+    INBOX_HANDLED = "inbox_handled"
+    EFFECT_INTENDED = "effect_intended"
+    EFFECT_CONFIRMED = "effect_confirmed"
+    EFFECT_FAILED = "effect_failed"
+    EFFECT_ABANDONED = "effect_abandoned"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Run(_Record):
+    """One orchestration run: its controller, target repo and where it stopped."""
+
+    run_id: str
+    controller_target: str
+    session: str | None
+    organization: str | None
+    repo: str | None
+    repo_path: str | None
+    base_ref: str | None
+    base_sha: str | None
+    plan_path: str | None
+    status: RunStatus
+    stopped_at: str | None
+    verdict: RunVerdict | None
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+
+
+class Worker(_Record):
+    """One worker's registry entry: the spec's fields plus layout, git and liveness bookkeeping."""
+
+    run_id: str
+    task_label: str
+    name: str
+    kind: str
+    state: WorkerState
+    objective: str
+    claimed_files: tuple[str, ...]
+    pane_id: str | None
+    reply_target: str | None
+    last_callback_id: int | None
+    pending_question: str | None
+    reported_checks: str | None
+    controller_verification: str | None
+    final_disposition: WorkerState | None
+    branch: str | None
+    worktree_path: str | None
+    tab_label: str | None
+    workspace_id: str | None
+    tab_id: str | None
+    created_workspace_ids: tuple[str, ...]
+    created_pane_ids: tuple[str, ...]
+    created_worktree_paths: tuple[str, ...]
+    base_sha: str | None
+    head_sha: str | None
+    integrated_sha: str | None
+    last_state_change_seq: int | None
+    unchanged_check_ins: int
+    created_at: UtcDatetime
+    updated_at: UtcDatetime
+
+
+class Event(_Record):
+    """One append-only journal row: a state change or a recorded fact."""
+
+    seq: int
+    run_id: str
+    task_label: str | None
+    at: UtcDatetime
+    kind: str
+    from_state: WorkerState | None
+    to_state: WorkerState | None
+    detail: dict[str, Any]
+
+
+class InboxMessage(_Record):
+    """One inbound message exactly as received, with the validation verdict it got."""
+
+    id: int
+    run_id: str
+    received_at: UtcDatetime
+    source: str
+    raw: str
+    verdict: InboxVerdict
+    reason_code: str | None
+    reason: str | None
+    task_label: str | None
+    kind: str | None
+    sender: str | None
+    fingerprint: str
+    handled_at: UtcDatetime | None
+
+
+class Effect(_Record):
+    """One side effect on herdr or git, recorded before it is made and settled after."""
+
+    id: int
+    run_id: str
+    task_label: str | None
+    kind: str
+    key: str
+    status: EffectStatus
+    request: dict[str, Any]
+    response: dict[str, Any] | None
+    error: str | None
+    intended_at: UtcDatetime
+    settled_at: UtcDatetime | None

@@ -1,0 +1,115 @@
+"""Ordered ledger migrations keyed by PRAGMA user_version; append new ones, never edit a released one."""
+
+from __future__ import annotations
+
+# Migration N (1-based) takes a ledger from user_version N-1 to N. The state lists are literal on purpose:
+# a migration must mean the same thing forever, whatever later code does to the enums.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE runs (
+        run_id TEXT PRIMARY KEY,
+        controller_target TEXT NOT NULL,
+        session TEXT,
+        organization TEXT,
+        repo TEXT,
+        repo_path TEXT,
+        base_ref TEXT,
+        base_sha TEXT,
+        plan_path TEXT,
+        status TEXT NOT NULL CHECK (status IN ('active', 'interrupted', 'finished')),
+        stopped_at TEXT,
+        verdict TEXT CHECK (verdict IN ('PASS', 'PARTIAL', 'FAIL')),
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    ) STRICT;
+
+    CREATE TABLE inbox (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (run_id),
+        received_at TEXT NOT NULL,
+        source TEXT NOT NULL,
+        raw TEXT NOT NULL,
+        verdict TEXT NOT NULL CHECK (verdict IN ('accepted', 'kept_aside')),
+        reason_code TEXT,
+        reason TEXT,
+        task_label TEXT,
+        kind TEXT,
+        sender TEXT,
+        fingerprint TEXT NOT NULL,
+        handled_at TEXT
+    ) STRICT;
+    -- The same message may arrive twice (resent callback, two transports); only one copy may be acted on.
+    CREATE UNIQUE INDEX inbox_accepted_once ON inbox (run_id, fingerprint) WHERE verdict = 'accepted';
+    CREATE INDEX inbox_by_run ON inbox (run_id, id);
+
+    CREATE TABLE workers (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (run_id),
+        task_label TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        state TEXT NOT NULL CHECK (state IN (
+            'provisioning', 'ready', 'dispatched', 'working', 'question', 'blocked', 'result', 'verifying',
+            'accepted', 'rejected', 'superseded', 'failed', 'retiring', 'retired', 'retained')),
+        objective TEXT NOT NULL,
+        claimed_files TEXT NOT NULL DEFAULT '[]',
+        pane_id TEXT,
+        reply_target TEXT,
+        last_callback_id INTEGER REFERENCES inbox (id),
+        pending_question TEXT,
+        reported_checks TEXT,
+        controller_verification TEXT,
+        final_disposition TEXT CHECK (final_disposition IN ('accepted', 'rejected', 'superseded', 'blocked', 'failed')),
+        branch TEXT,
+        worktree_path TEXT,
+        tab_label TEXT,
+        workspace_id TEXT,
+        tab_id TEXT,
+        created_workspace_ids TEXT NOT NULL DEFAULT '[]',
+        created_pane_ids TEXT NOT NULL DEFAULT '[]',
+        created_worktree_paths TEXT NOT NULL DEFAULT '[]',
+        base_sha TEXT,
+        head_sha TEXT,
+        integrated_sha TEXT,
+        last_state_change_seq INTEGER,
+        unchanged_check_ins INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL,
+        UNIQUE (run_id, task_label),
+        UNIQUE (run_id, name)
+    ) STRICT;
+
+    CREATE TABLE events (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs (run_id),
+        task_label TEXT,
+        at TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        from_state TEXT,
+        to_state TEXT,
+        detail TEXT NOT NULL DEFAULT '{}',
+        FOREIGN KEY (run_id, task_label) REFERENCES workers (run_id, task_label)
+    ) STRICT;
+    CREATE INDEX events_by_run ON events (run_id, seq);
+    -- The journal is the audit trail the report is computed from: nothing may rewrite history.
+    CREATE TRIGGER events_no_update BEFORE UPDATE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+    CREATE TRIGGER events_no_delete BEFORE DELETE ON events BEGIN SELECT RAISE(ABORT, 'events are append-only'); END;
+
+    CREATE TABLE effects (
+        id INTEGER PRIMARY KEY,
+        run_id TEXT NOT NULL REFERENCES runs (run_id),
+        task_label TEXT,
+        kind TEXT NOT NULL,
+        key TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('intended', 'confirmed', 'failed', 'abandoned')),
+        request TEXT NOT NULL,
+        response TEXT,
+        error TEXT,
+        intended_at TEXT NOT NULL,
+        settled_at TEXT,
+        UNIQUE (run_id, key),
+        FOREIGN KEY (run_id, task_label) REFERENCES workers (run_id, task_label)
+    ) STRICT;
+    CREATE INDEX effects_in_flight ON effects (run_id, status);
+    """,
+)

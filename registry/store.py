@@ -1,0 +1,710 @@
+"""The durable ledger over SQLite (WAL): runs, workers with compare-and-set transitions, journal, inbox, effects."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any, Self, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from registry import machine
+from registry.errors import (
+    DuplicateRun,
+    DuplicateWorker,
+    EffectConflict,
+    EffectNotFound,
+    EffectSettled,
+    InboxNotFound,
+    RegistryError,
+    RunNotFound,
+    SchemaTooNew,
+    StaleState,
+    WorkerNotFound,
+)
+from registry.machine import WorkerState
+from registry.records import (
+    Effect,
+    EffectStatus,
+    Event,
+    EventKind,
+    InboxMessage,
+    InboxVerdict,
+    Run,
+    RunStatus,
+    RunVerdict,
+    Worker,
+    as_utc,
+)
+from registry.schema import MIGRATIONS
+
+Clock = Callable[[], datetime]
+
+# Fields a caller may set on a worker. The rest is owned by the ledger: identity (run, task, name, kind),
+# state and disposition (only via transition), liveness counters (only via record_check_in) and timestamps.
+WORKER_FIELDS: frozenset[str] = frozenset(
+    {
+        "objective", "claimed_files", "pane_id", "reply_target", "last_callback_id", "pending_question",
+        "reported_checks", "controller_verification", "branch", "worktree_path", "tab_label", "workspace_id",
+        "tab_id", "created_workspace_ids", "created_pane_ids", "created_worktree_paths", "base_sha", "head_sha",
+        "integrated_sha",
+    }
+)  # fmt: skip
+
+_JSON_COLUMNS = {
+    Worker: ("claimed_files", "created_workspace_ids", "created_pane_ids", "created_worktree_paths"),
+    Event: ("detail",),
+    Effect: ("request", "response"),
+}
+
+# Run status changes allowed: an interrupted run resumes; a finished run stays finished.
+_RUN_MOVES: Mapping[RunStatus, frozenset[RunStatus]] = {
+    RunStatus.ACTIVE: frozenset({RunStatus.INTERRUPTED, RunStatus.FINISHED}),
+    RunStatus.INTERRUPTED: frozenset({RunStatus.ACTIVE, RunStatus.FINISHED}),
+    RunStatus.FINISHED: frozenset(),
+}
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def utc_now() -> datetime:
+    """The real clock, in UTC."""
+    return datetime.now(UTC)
+
+
+def _json(value: Any) -> str:
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise RegistryError(f"value is not JSON-serialisable: {exc}") from None
+
+
+def _column(value: Any) -> Any:
+    """A Python value as the ledger stores it: enums by value, sequences as JSON, datetimes as ISO UTC."""
+    if isinstance(value, (tuple, list, dict)):
+        return _json(value)
+    if isinstance(value, datetime):
+        # Fixed width, so ISO strings sort in time order inside SQLite.
+        return value.astimezone(UTC).isoformat(timespec="microseconds")
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _aware(value: datetime, what: str) -> datetime:
+    try:
+        return as_utc(value)
+    except ValueError:
+        raise RegistryError(f"{what} gave a naive datetime; the ledger needs timezone-aware UTC") from None
+
+
+def _validate(model: type[R], data: Mapping[str, Any]) -> R:
+    # ValidationError must not leave the package (house rule): turn it into one line naming the fields.
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
+        raise RegistryError(f"invalid {model.__name__.lower()}: {problems}") from None
+
+
+def _record(model: type[R], row: sqlite3.Row) -> R:
+    data = dict(row)
+    for name in _JSON_COLUMNS.get(model, ()):
+        if data[name] is not None:
+            data[name] = json.loads(data[name])
+    if model is Worker:
+        del data["id"]  # the surrogate key only serves foreign keys; (run_id, task_label) is the identity
+    return _validate(model, data)
+
+
+def _split_statements(script: str) -> Iterator[str]:
+    """Statements of a migration script; executescript() cannot be used because it commits on its own."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                yield pending
+            pending = ""
+    if pending.strip() and not pending.strip().startswith("--"):
+        raise RegistryError("migration script ends with an incomplete statement")
+
+
+class Ledger:
+    """One connection to the ledger file; several processes may each hold one on the same file."""
+
+    def __init__(self, connection: sqlite3.Connection, now: Clock) -> None:
+        self._db = connection
+        self._now = now
+
+    @classmethod
+    def open(cls, path: Path, *, now: Clock = utc_now, busy_timeout_ms: int = 30_000) -> Self:
+        """Open (creating if needed) and migrate the ledger at path."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # isolation_level=None: we issue BEGIN IMMEDIATE ourselves, so Python never opens a deferred transaction.
+        db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
+        db.row_factory = sqlite3.Row
+        try:
+            db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA foreign_keys = ON")
+            # NORMAL is durable across application crashes in WAL mode; only power loss can drop the last commit.
+            db.execute("PRAGMA synchronous = NORMAL")
+            ledger = cls(db, now)
+            ledger._migrate()
+        except BaseException:
+            db.close()
+            raise
+        return ledger
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        """The PRAGMA user_version the file is at."""
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        with self._write():
+            version = self.schema_version
+            if version > len(MIGRATIONS):
+                raise SchemaTooNew(f"ledger schema version {version} is newer than this orch understands ({len(MIGRATIONS)})")
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                for statement in _split_statements(script):
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {number}")
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        # BEGIN IMMEDIATE takes the write lock up front, so read-then-write sequences never deadlock on upgrade.
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _stamp(self) -> str:
+        return str(_column(_aware(self._now(), "the ledger clock")))
+
+    def _journal(
+        self,
+        run_id: str,
+        kind: str,
+        *,
+        task_label: str | None = None,
+        from_state: WorkerState | None = None,
+        to_state: WorkerState | None = None,
+        detail: Mapping[str, Any] | None = None,
+        at: str | None = None,
+    ) -> int:
+        cursor = self._db.execute(
+            "INSERT INTO events (run_id, task_label, at, kind, from_state, to_state, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (run_id, task_label, at or self._stamp(), kind, from_state, to_state, _json(dict(detail or {}))),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    # -- runs ---------------------------------------------------------------------------------------------
+
+    def create_run(
+        self,
+        run_id: str,
+        *,
+        controller_target: str,
+        session: str | None = None,
+        organization: str | None = None,
+        repo: str | None = None,
+        repo_path: Path | str | None = None,
+        base_ref: str | None = None,
+        base_sha: str | None = None,
+        plan_path: Path | str | None = None,
+    ) -> Run:
+        """Record a new active run."""
+        at = self._stamp()
+        run = _validate(
+            Run,
+            {
+                "run_id": run_id, "controller_target": controller_target, "session": session,
+                "organization": organization, "repo": repo, "repo_path": _column(repo_path), "base_ref": base_ref,
+                "base_sha": base_sha, "plan_path": _column(plan_path), "status": RunStatus.ACTIVE,
+                "stopped_at": None, "verdict": None, "created_at": at, "updated_at": at,
+            },
+        )  # fmt: skip
+        data = {key: _column(value) for key, value in run.model_dump().items()}
+        with self._write() as db:
+            try:
+                db.execute(
+                    f"INSERT INTO runs ({', '.join(data)}) VALUES ({', '.join('?' * len(data))})",
+                    tuple(data.values()),
+                )
+            except sqlite3.IntegrityError:
+                raise DuplicateRun(f"run {run_id} already exists in the ledger") from None
+            self._journal(run_id, EventKind.RUN_CREATED, detail={"controller_target": controller_target}, at=at)
+        return run
+
+    def get_run(self, run_id: str) -> Run:
+        """The run with this id, or RunNotFound."""
+        row = self._db.execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(run_id)
+        return _record(Run, row)
+
+    def list_runs(self, *, status: RunStatus | None = None) -> list[Run]:
+        """Runs, oldest first, optionally only those with one status."""
+        sql, args = "SELECT * FROM runs", ()
+        if status is not None:
+            sql, args = sql + " WHERE status = ?", (str(status),)
+        return [_record(Run, row) for row in self._db.execute(sql + " ORDER BY created_at, run_id", args)]
+
+    def set_run_status(
+        self, run_id: str, status: RunStatus, *, stopped_at: str | None = None, verdict: RunVerdict | None = None
+    ) -> Run:
+        """Move a run to status, noting where it stopped; a finished run needs its verdict."""
+        if (status is RunStatus.FINISHED) != (verdict is not None):
+            raise RegistryError("a verdict is given exactly when a run is finished")
+        with self._write() as db:
+            current = self.get_run(run_id)
+            if status not in _RUN_MOVES[current.status]:
+                raise RegistryError(f"run {run_id} is {current.status}; it cannot become {status}")
+            at = self._stamp()
+            db.execute(
+                "UPDATE runs SET status = ?, stopped_at = ?, verdict = ?, updated_at = ? WHERE run_id = ?",
+                (str(status), stopped_at, verdict and str(verdict), at, run_id),
+            )
+            self._journal(
+                run_id,
+                EventKind.RUN_STATUS,
+                detail={"from": str(current.status), "to": str(status), "stopped_at": stopped_at, "verdict": verdict and str(verdict)},
+                at=at,
+            )
+        return self.get_run(run_id)
+
+    # -- workers ------------------------------------------------------------------------------------------
+
+    def _worker_row(self, run_id: str, task_label: str) -> sqlite3.Row:
+        row = self._db.execute("SELECT * FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)).fetchone()
+        if row is None:
+            self.get_run(run_id)  # a missing run is the better error
+            raise WorkerNotFound(run_id, task_label)
+        return row
+
+    @staticmethod
+    def _check_fields(changes: Mapping[str, Any]) -> None:
+        unknown = sorted(set(changes) - WORKER_FIELDS)
+        if unknown:
+            raise RegistryError(f"worker fields not settable here: {', '.join(unknown)}")
+
+    def add_worker(
+        self,
+        run_id: str,
+        task_label: str,
+        *,
+        name: str,
+        kind: str,
+        objective: str,
+        cause: Mapping[str, Any] | None = None,
+        **fields: Any,
+    ) -> Worker:
+        """Register a worker in state provisioning, before any of its side effects."""
+        self._check_fields(fields)
+        at = self._stamp()
+        empty = {field: None for field in Worker.model_fields}
+        empty.update(claimed_files=(), created_workspace_ids=(), created_pane_ids=(), created_worktree_paths=())
+        worker = _validate(
+            Worker,
+            {
+                **empty, **fields, "run_id": run_id, "task_label": task_label, "name": name, "kind": kind,
+                "objective": objective, "state": WorkerState.PROVISIONING, "unchanged_check_ins": 0,
+                "created_at": at, "updated_at": at,
+            },
+        )  # fmt: skip
+        data = {key: _column(value) for key, value in worker.model_dump().items()}
+        with self._write() as db:
+            self.get_run(run_id)
+            clash = db.execute(
+                "SELECT task_label, name FROM workers WHERE run_id = ? AND (task_label = ? OR name = ?)",
+                (run_id, task_label, name),
+            ).fetchone()
+            if clash is not None:
+                what = f"task {task_label}" if clash["task_label"] == task_label else f"name {name}"
+                raise DuplicateWorker(f"run {run_id} already has a worker with {what}")
+            db.execute(
+                f"INSERT INTO workers ({', '.join(data)}) VALUES ({', '.join('?' * len(data))})", tuple(data.values())
+            )
+            self._journal(
+                run_id,
+                EventKind.WORKER_ADDED,
+                task_label=task_label,
+                to_state=WorkerState.PROVISIONING,
+                detail={"cause": dict(cause or {}), "changes": {"name": name, "kind": kind, **self._plain(worker, fields)}},
+                at=at,
+            )
+        return worker
+
+    @staticmethod
+    def _plain(worker: Worker, fields: Iterable[str]) -> dict[str, Any]:
+        dumped = worker.model_dump(mode="json")
+        return {field: dumped[field] for field in sorted(fields)}
+
+    def get_worker(self, run_id: str, task_label: str) -> Worker:
+        """The worker with this task label, or WorkerNotFound."""
+        return _record(Worker, self._worker_row(run_id, task_label))
+
+    def find_worker(self, run_id: str, *, name: str) -> Worker | None:
+        """The worker of the run with this agent name, if any (inbound messages name their sender)."""
+        row = self._db.execute("SELECT * FROM workers WHERE run_id = ? AND name = ?", (run_id, name)).fetchone()
+        return None if row is None else _record(Worker, row)
+
+    def list_workers(self, run_id: str, *, states: Iterable[WorkerState] | None = None) -> list[Worker]:
+        """Workers of the run in registration order, optionally only those in the given states."""
+        sql, args = "SELECT * FROM workers WHERE run_id = ?", [run_id]
+        if states is not None:
+            wanted = [str(state) for state in states]
+            sql += f" AND state IN ({', '.join('?' * len(wanted))})"
+            args += wanted
+        return [_record(Worker, row) for row in self._db.execute(sql + " ORDER BY id", args)]
+
+    def _apply(self, current: Worker, changes: Mapping[str, Any], **owned: Any) -> tuple[Worker, dict[str, Any]]:
+        """The worker after changes (validated), and the column values to write."""
+        updated = _validate(Worker, {**current.model_dump(), **changes, **owned})
+        columns = {key: _column(value) for key, value in updated.model_dump().items() if key in {*changes, *owned}}
+        return updated, columns
+
+    def transition(
+        self,
+        run_id: str,
+        task_label: str,
+        expected: WorkerState,
+        new: WorkerState,
+        *,
+        cause: Mapping[str, Any] | None = None,
+        **changes: Any,
+    ) -> Worker:
+        """Compare-and-set the worker from expected to new (plus field changes), journalled in the same transaction."""
+        machine.check_transition(expected, new)
+        self._check_fields(changes)
+        with self._write() as db:
+            current = self.get_worker(run_id, task_label)
+            at = self._stamp()
+            disposition = machine.disposition_after(expected, new, current.final_disposition)
+            updated, columns = self._apply(
+                current, changes, state=new, final_disposition=disposition, updated_at=at
+            )
+            assignments = ", ".join(f"{key} = :{key}" for key in columns)
+            cursor = db.execute(
+                f"UPDATE workers SET {assignments} WHERE run_id = :_run AND task_label = :_task AND state = :_expected",
+                {**columns, "_run": run_id, "_task": task_label, "_expected": str(expected)},
+            )
+            if cursor.rowcount == 0:
+                raise StaleState(run_id, task_label, str(expected), str(current.state))
+            self._journal(
+                run_id,
+                EventKind.TRANSITION,
+                task_label=task_label,
+                from_state=expected,
+                to_state=new,
+                detail={"cause": dict(cause or {}), "changes": self._plain(updated, changes)},
+                at=at,
+            )
+        return updated
+
+    def update_worker(
+        self,
+        run_id: str,
+        task_label: str,
+        *,
+        fact: str = EventKind.WORKER_UPDATED,
+        cause: Mapping[str, Any] | None = None,
+        **changes: Any,
+    ) -> Worker:
+        """Record facts about a worker (pane id, head SHA, reported checks…) with a journal row named fact."""
+        self._check_fields(changes)
+        if not changes:
+            raise RegistryError("update_worker needs at least one field to change; use record_fact for a bare fact")
+        with self._write() as db:
+            current = self.get_worker(run_id, task_label)
+            at = self._stamp()
+            updated, columns = self._apply(current, changes, updated_at=at)
+            assignments = ", ".join(f"{key} = :{key}" for key in columns)
+            db.execute(
+                f"UPDATE workers SET {assignments} WHERE run_id = :_run AND task_label = :_task",
+                {**columns, "_run": run_id, "_task": task_label},
+            )
+            self._journal(
+                run_id,
+                fact,
+                task_label=task_label,
+                detail={"cause": dict(cause or {}), "changes": self._plain(updated, changes)},
+                at=at,
+            )
+        return updated
+
+    def record_check_in(self, run_id: str, task_label: str, state_change_seq: int | None) -> Worker:
+        """Note one check-in: count consecutive check-ins whose herdr state_change_seq did not move."""
+        with self._write() as db:
+            current = self.get_worker(run_id, task_label)
+            unchanged = current.unchanged_check_ins + 1 if state_change_seq == current.last_state_change_seq else 0
+            at = self._stamp()
+            updated, columns = self._apply(
+                current, {}, last_state_change_seq=state_change_seq, unchanged_check_ins=unchanged, updated_at=at
+            )
+            db.execute(
+                "UPDATE workers SET last_state_change_seq = ?, unchanged_check_ins = ?, updated_at = ? WHERE run_id = ? AND task_label = ?",
+                (state_change_seq, unchanged, at, run_id, task_label),
+            )
+            self._journal(
+                run_id,
+                EventKind.CHECK_IN,
+                task_label=task_label,
+                detail={"state_change_seq": state_change_seq, "unchanged_check_ins": unchanged},
+                at=at,
+            )
+        return updated
+
+    # -- journal ------------------------------------------------------------------------------------------
+
+    def record_fact(
+        self, run_id: str, kind: str, *, task_label: str | None = None, detail: Mapping[str, Any] | None = None
+    ) -> Event:
+        """Append a fact to the journal without changing any row (e.g. a verification step, a report path)."""
+        if not kind or kind != kind.strip():
+            raise RegistryError(f"fact kind must be a non-empty word, got {kind!r}")
+        with self._write():
+            if task_label is None:
+                self.get_run(run_id)
+            else:
+                self._worker_row(run_id, task_label)
+            seq = self._journal(run_id, kind, task_label=task_label, detail=detail)
+        return self.event(seq)
+
+    def event(self, seq: int) -> Event:
+        """One journal row by sequence number."""
+        row = self._db.execute("SELECT * FROM events WHERE seq = ?", (seq,)).fetchone()
+        if row is None:
+            raise RegistryError(f"no event #{seq} in the ledger")
+        return _record(Event, row)
+
+    def events(self, run_id: str, *, task_label: str | None = None, after_seq: int = 0) -> list[Event]:
+        """The run's journal in order, optionally one worker's rows only, optionally after a sequence number."""
+        sql, args = "SELECT * FROM events WHERE run_id = ? AND seq > ?", [run_id, after_seq]
+        if task_label is not None:
+            sql, args = sql + " AND task_label = ?", [*args, task_label]
+        return [_record(Event, row) for row in self._db.execute(sql + " ORDER BY seq", args)]
+
+    # -- inbox --------------------------------------------------------------------------------------------
+
+    def record_inbound(
+        self,
+        run_id: str,
+        raw: str,
+        *,
+        source: str,
+        verdict: InboxVerdict,
+        fingerprint: str,
+        reason_code: str | None = None,
+        reason: str | None = None,
+        task_label: str | None = None,
+        kind: str | None = None,
+        sender: str | None = None,
+        received_at: datetime | None = None,
+    ) -> InboxMessage:
+        """Record one inbound message once; an accepted copy of an already accepted message is kept aside instead."""
+        if not fingerprint:
+            raise RegistryError("an inbound message needs a fingerprint")
+        at = self._stamp()
+        stamp = at if received_at is None else str(_column(_aware(received_at, "received_at")))
+        with self._write() as db:
+            self.get_run(run_id)
+            if verdict is InboxVerdict.ACCEPTED:
+                first = db.execute(
+                    "SELECT id FROM inbox WHERE run_id = ? AND fingerprint = ? AND verdict = 'accepted'",
+                    (run_id, fingerprint),
+                ).fetchone()
+                if first is not None:
+                    # Never act twice on one message, never drop it silently: keep the copy aside, pointing at the first.
+                    verdict, reason_code, reason = (
+                        InboxVerdict.KEPT_ASIDE,
+                        "duplicate",
+                        f"duplicate of accepted message #{first['id']}",
+                    )
+            cursor = db.execute(
+                "INSERT INTO inbox (run_id, received_at, source, raw, verdict, reason_code, reason, task_label, kind, sender, fingerprint)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (run_id, stamp, source, raw, str(verdict), reason_code, reason, task_label, kind, sender, fingerprint),
+            )
+            inbox_id = cursor.lastrowid
+            assert inbox_id is not None
+            # The journal row names the task only when it is a registered worker: kept-aside mail may name anything.
+            known = task_label is not None and db.execute(
+                "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)
+            ).fetchone() is not None
+            self._journal(
+                run_id,
+                EventKind.INBOX_RECORDED,
+                task_label=task_label if known else None,
+                detail={
+                    "inbox_id": inbox_id, "verdict": str(verdict), "reason_code": reason_code, "task": task_label,
+                    "kind": kind, "sender": sender, "source": source,
+                },
+                at=at,
+            )  # fmt: skip
+        return self.get_inbound(inbox_id)
+
+    def get_inbound(self, inbox_id: int) -> InboxMessage:
+        """One inbox message by id."""
+        row = self._db.execute("SELECT * FROM inbox WHERE id = ?", (inbox_id,)).fetchone()
+        if row is None:
+            raise InboxNotFound(inbox_id)
+        return _record(InboxMessage, row)
+
+    def mark_handled(self, inbox_id: int) -> InboxMessage:
+        """Note that the controller has acted on (or reported) a message; idempotent resume skips it after this."""
+        with self._write() as db:
+            message = self.get_inbound(inbox_id)
+            if message.handled_at is not None:
+                return message
+            at = self._stamp()
+            db.execute("UPDATE inbox SET handled_at = ? WHERE id = ?", (at, inbox_id))
+            known = message.task_label is not None and db.execute(
+                "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (message.run_id, message.task_label)
+            ).fetchone() is not None
+            self._journal(
+                message.run_id,
+                EventKind.INBOX_HANDLED,
+                task_label=message.task_label if known else None,
+                detail={"inbox_id": inbox_id},
+                at=at,
+            )
+        return self.get_inbound(inbox_id)
+
+    def list_inbox(
+        self,
+        run_id: str,
+        *,
+        verdict: InboxVerdict | None = None,
+        task_label: str | None = None,
+        kind: str | None = None,
+        unhandled: bool = False,
+    ) -> list[InboxMessage]:
+        """The run's inbox in arrival order, filtered by verdict, task, kind and whether it is still unhandled."""
+        sql, args = "SELECT * FROM inbox WHERE run_id = ?", [run_id]
+        for column, value in (("verdict", verdict), ("task_label", task_label), ("kind", kind)):
+            if value is not None:
+                sql, args = sql + f" AND {column} = ?", [*args, str(value)]
+        if unhandled:
+            sql += " AND handled_at IS NULL"
+        return [_record(InboxMessage, row) for row in self._db.execute(sql + " ORDER BY id", args)]
+
+    # -- effects ------------------------------------------------------------------------------------------
+
+    def intend(self, run_id: str, task_label: str | None, kind: str, key: str, request: Mapping[str, Any]) -> Effect:
+        """Record a side effect before making it; the same key again returns the existing row (whatever its status)."""
+        if not key or not kind:
+            raise RegistryError("an effect needs a kind and a key")
+        encoded = _json(dict(request))
+        with self._write() as db:
+            row = db.execute("SELECT * FROM effects WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
+            if row is not None:
+                existing = _record(Effect, row)
+                if (existing.kind, existing.task_label, _json(existing.request)) != (kind, task_label, encoded):
+                    raise EffectConflict(
+                        f"effect key {key} of run {run_id} already names a {existing.kind} for {existing.task_label or 'the run'}"
+                        " with a different request; use a new key for a different action"
+                    )
+                return existing
+            if task_label is None:
+                self.get_run(run_id)
+            else:
+                self._worker_row(run_id, task_label)
+            at = self._stamp()
+            cursor = db.execute(
+                "INSERT INTO effects (run_id, task_label, kind, key, status, request, intended_at) VALUES (?, ?, ?, ?, 'intended', ?, ?)",
+                (run_id, task_label, kind, key, encoded, at),
+            )
+            effect_id = cursor.lastrowid
+            assert effect_id is not None
+            self._journal(
+                run_id,
+                EventKind.EFFECT_INTENDED,
+                task_label=task_label,
+                detail={"effect_id": effect_id, "kind": kind, "key": key, "request": dict(request)},
+                at=at,
+            )
+        return self.get_effect(effect_id)
+
+    def get_effect(self, effect_id: int) -> Effect:
+        """One effect by id."""
+        row = self._db.execute("SELECT * FROM effects WHERE id = ?", (effect_id,)).fetchone()
+        if row is None:
+            raise EffectNotFound(effect_id)
+        return _record(Effect, row)
+
+    def find_effect(self, run_id: str, key: str) -> Effect | None:
+        """The effect of the run with this key, if it was ever intended."""
+        row = self._db.execute("SELECT * FROM effects WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
+        return None if row is None else _record(Effect, row)
+
+    def _settle(self, effect: Effect | int, status: EffectStatus, kind: EventKind, **columns: Any) -> Effect:
+        effect_id = effect if isinstance(effect, int) else effect.id
+        with self._write() as db:
+            at = self._stamp()
+            cursor = db.execute(
+                f"UPDATE effects SET status = ?, settled_at = ?{''.join(f', {c} = ?' for c in columns)}"
+                " WHERE id = ? AND status = 'intended'",
+                (str(status), at, *(_column(v) for v in columns.values()), effect_id),
+            )
+            if cursor.rowcount == 0:
+                raise EffectSettled(effect_id, str(self.get_effect(effect_id).status), str(status))
+            settled = self.get_effect(effect_id)
+            self._journal(
+                settled.run_id,
+                kind,
+                task_label=settled.task_label,
+                detail={"effect_id": effect_id, "kind": settled.kind, "key": settled.key, **columns},
+                at=at,
+            )
+        return settled
+
+    def confirm(self, effect: Effect | int, response: Mapping[str, Any] | None = None) -> Effect:
+        """The effect happened; keep what herdr or git answered (ids to reuse on resume)."""
+        return self._settle(effect, EffectStatus.CONFIRMED, EventKind.EFFECT_CONFIRMED, response=dict(response or {}))
+
+    def fail(self, effect: Effect | int, error: str) -> Effect:
+        """The effect was attempted and did not happen; keep the exact error."""
+        return self._settle(effect, EffectStatus.FAILED, EventKind.EFFECT_FAILED, error=error)
+
+    def abandon(self, effect: Effect | int, reason: str) -> Effect:
+        """The effect will not be made (or could not be settled by read-back); keep why."""
+        return self._settle(effect, EffectStatus.ABANDONED, EventKind.EFFECT_ABANDONED, error=reason)
+
+    def in_flight(self, run_id: str) -> list[Effect]:
+        """Effects of the run still intended: made or not, unknown until read back from herdr and git."""
+        return self.list_effects(run_id, status=EffectStatus.INTENDED)
+
+    def list_effects(
+        self, run_id: str, *, task_label: str | None = None, status: EffectStatus | None = None
+    ) -> list[Effect]:
+        """The run's effects in the order they were intended, optionally filtered."""
+        sql, args = "SELECT * FROM effects WHERE run_id = ?", [run_id]
+        for column, value in (("task_label", task_label), ("status", status)):
+            if value is not None:
+                sql, args = sql + f" AND {column} = ?", [*args, str(value)]
+        return [_record(Effect, row) for row in self._db.execute(sql + " ORDER BY id", args)]
+
