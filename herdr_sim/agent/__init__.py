@@ -1,0 +1,32 @@
+"""Scripted stand-ins for coding agents (codex, claude, opencode, pi) that run inside simulated herdr panes."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+from herdr_sim.agent.console import Console
+from herdr_sim.agent.worker import Agent, AgentCrash
+
+KINDS = ("codex", "claude", "opencode", "pi")
+
+
+def _log_path(env: dict[str, str]) -> Path | None:
+    home, pane = env.get("HERDR_SIM_HOME"), env.get("HERDR_PANE_ID")
+    if not home or not pane:
+        return None
+    return Path(home) / "agents" / f"{re.sub(r'[^A-Za-z0-9._-]', '_', pane)}.log"
+
+
+def main(kind: str) -> None:
+    """Run the scripted agent of this kind on the current tty until /exit, Ctrl-C at the prompt, or a scripted crash."""
+    env = dict(os.environ)
+    console = Console(_log_path(env))
+    with console:
+        try:
+            code = Agent(kind, env, console).run()
+        except AgentCrash as crash:
+            code = crash.exit_code
+    sys.exit(code)

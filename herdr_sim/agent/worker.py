@@ -1,0 +1,493 @@
+"""The scripted worker: takes prompts at its tty, acts out scenario steps, reports lifecycle to herdr, sends callbacks."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from herdr_sim.agent.console import Console, EndOfInput, Event, Interrupt, Submit
+from herdr_sim.agent.packet import Envelope, Packet, PacketError, classify, fill_callback, parse_envelope, parse_packet
+from herdr_sim.agent.result import Check, format_report, format_result, needs_report, tail
+from herdr_sim.agent.scenario import (
+    Blocked,
+    Commit,
+    Crash,
+    Question,
+    Result,
+    Run,
+    ScenarioError,
+    Send,
+    Stall,
+    Step,
+    Update,
+    Verify,
+    Write,
+    load_steps,
+)
+
+SOURCE = "custom:sim-agent"
+HERDR_TIMEOUT_S = 15
+CALLBACK_TIMEOUT_S = 60
+COMMAND_TIMEOUT_S = 600
+GIT_TIMEOUT_S = 60
+
+
+class TurnInterrupted(Exception):
+    """Ctrl-C or a `stop` envelope arrived mid-turn."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class TurnPaused(Exception):
+    """The turn ends waiting for the controller (after a question or blocked)."""
+
+    def __init__(self, state: str, message: str) -> None:
+        super().__init__(message)
+        self.state = state
+        self.message = message
+
+
+class AgentCrash(Exception):
+    """The scenario asked the agent to die with this exit status."""
+
+    def __init__(self, exit_code: int) -> None:
+        super().__init__(exit_code)
+        self.exit_code = exit_code
+
+
+@dataclass
+class Task:
+    """Everything the worker remembers about its current delegation."""
+
+    packet: Packet
+    steps: list[Step]
+    position: int = 0
+    commits: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    checks: list[Check] | None = None
+    answer: str = ""
+    pending: str | None = None  # "question" or "blocked" while waiting for the controller
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A claim glob as a regex: `**` crosses directories, `*` and `?` do not."""
+    out = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out += "(?:.*/)?"
+            i += 3
+        elif pattern.startswith("**", i):
+            out += ".*"
+            i += 2
+        elif pattern[i] == "*":
+            out += "[^/]*"
+            i += 1
+        elif pattern[i] == "?":
+            out += "[^/]"
+            i += 1
+        else:
+            out += re.escape(pattern[i])
+            i += 1
+    return re.compile(out + r"\Z")
+
+
+def claim_file(claim: tuple[str, ...], task: str) -> str:
+    """A concrete new file path that the first claim pattern allows (what a careful worker would pick)."""
+    name = f"sim-{task}"
+    for pattern in claim:
+        if pattern.endswith("/"):
+            candidate = f"{pattern}{name}.txt"
+        else:
+            candidate = pattern.replace("**/", "").replace("**", f"{name}.txt").replace("*", name).replace("?", "x")
+        if _glob_regex(pattern.rstrip("/") + ("/**" if pattern.endswith("/") else "")).match(candidate):
+            return candidate
+    return f"{name}.txt"
+
+
+class Agent:
+    """One scripted agent process: the prompt loop, turns, and the steps of its scenario."""
+
+    def __init__(
+        self,
+        kind: str,
+        env: dict[str, str],
+        console: Console,
+        now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+    ) -> None:
+        self.kind = kind
+        self.env = env
+        self.console = console
+        self.now_ms = now_ms
+        self.pane_id = env.get("HERDR_PANE_ID", "")
+        self.task: Task | None = None
+        self.deferred: deque[Event] = deque()
+        self._seq = 0
+
+    # --- herdr lifecycle -------------------------------------------------------------------------------------
+
+    def report(self, state: str, message: str | None = None) -> None:
+        """Report lifecycle state the way a herdr integration hook does; failures are logged, never fatal."""
+        if not self.pane_id:
+            return
+        # A millisecond clock keeps seq increasing across restarts in the same pane (herdr drops stale seqs).
+        self._seq = max(self._seq + 1, self.now_ms())
+        argv = ["herdr", "pane", "report-agent", self.pane_id, "--source", SOURCE, "--agent", self.kind, "--state", state]
+        if message:
+            argv += ["--message", message]
+        argv += ["--seq", str(self._seq)]
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=HERDR_TIMEOUT_S, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            self.console.log(f"report-agent {state} failed: {exc}")
+            return
+        if done.returncode != 0:
+            self.console.log(f"report-agent {state} exit {done.returncode}: {done.stderr.strip()}")
+
+    # --- the prompt loop -------------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Serve prompts until /exit, Ctrl-C at the prompt, or end of input; return the exit status."""
+        self.console.say(f"{self.kind} (herdr-sim scripted agent) - paste a delegation packet; /exit to quit")
+        self.report("idle")
+        while True:
+            self.console.prompt()
+            event = self.deferred.popleft() if self.deferred else self.console.poll(None)
+            if isinstance(event, (Interrupt, EndOfInput)):
+                self.console.say("Bye.")
+                return 0
+            if isinstance(event, Submit):
+                if event.text.strip() == "/exit":
+                    self.console.say("Bye.")
+                    return 0
+                if event.text.strip():
+                    self.handle(event.text)
+
+    def handle(self, text: str) -> None:
+        """One submitted prompt at the idle prompt."""
+        sort = classify(text)
+        if sort == "packet":
+            self.start_task(text)
+        elif sort == "envelope":
+            self.on_envelope(text)
+        else:
+            self.note_turn("I only act on delegation packets and run-scoped [herdr-orchestration ...] messages.")
+
+    def note_turn(self, line: str) -> None:
+        """A turn that only says something."""
+        self.report("working")
+        self.console.say(f"• {line}")
+        self.report("idle")
+
+    def start_task(self, text: str) -> None:
+        """A delegation packet: read it, pick the scenario for its task label, run the first turn."""
+        try:
+            packet = parse_packet(text)
+        except PacketError as exc:
+            self.note_turn(f"Cannot read this packet: {exc}")
+            return
+        try:
+            steps = load_steps(self.env, "task", packet.task_label)
+        except ScenarioError as exc:
+            self.note_turn(f"Scenario error: {exc}")
+            return
+        if not Path(packet.working_directory).is_dir():
+            steps = [Blocked(do="blocked", message=f"Working directory {packet.working_directory} does not exist.")]
+        self.task = Task(packet=packet, steps=steps)
+        claim = ", ".join(packet.file_claim) or "(none)"
+        self.console.say(
+            f"• Read packet: task {packet.task_label}, run {packet.run_id}, branch {packet.branch}, claim {claim}"
+        )
+        self.run_turn()
+
+    def on_envelope(self, text: str) -> None:
+        """A controller message: act on it only if it is for this run and task and comes from the controller."""
+        try:
+            envelope = parse_envelope(text)
+        except PacketError as exc:
+            self.note_turn(f"Ignoring message: {exc}")
+            return
+        task = self.task
+        if task is None:
+            self.note_turn(f"Ignoring {envelope.kind} for run {envelope.run} task {envelope.task}: I have no task.")
+            return
+        mismatch = self._mismatch(envelope, task.packet)
+        if mismatch:
+            self.note_turn(f"Ignoring {envelope.kind} for run {envelope.run} task {envelope.task}: {mismatch}.")
+            return
+        if envelope.kind == "answer":
+            if task.pending is None:
+                self.note_turn("Answer noted; no question was pending.")
+                return
+            task.answer, task.pending = envelope.body, None
+            self.console.say(f"• Answer received: {envelope.body.splitlines()[0] if envelope.body else ''}")
+            self.run_turn()
+        elif envelope.kind == "follow-up":
+            try:
+                steps = load_steps(self.env, "follow-up", task.packet.task_label)
+            except ScenarioError as exc:
+                self.note_turn(f"Scenario error: {exc}")
+                return
+            task.answer, task.pending, task.steps, task.position = envelope.body, None, steps, 0
+            self.console.say("• Follow-up received.")
+            self.run_turn()
+        elif envelope.kind == "stop":
+            task.pending, task.position = None, len(task.steps)
+            self.note_turn("Stopped by the controller.")
+        else:
+            self.note_turn(f"Ignoring message of kind {envelope.kind}: not a controller message.")
+
+    @staticmethod
+    def _mismatch(envelope: Envelope, packet: Packet) -> str:
+        if (envelope.run, envelope.task) != (packet.run_id, packet.task_label):
+            return f"my task is {packet.task_label} in run {packet.run_id}"
+        if envelope.sender != packet.controller_target:
+            return f"sender {envelope.sender} is not my controller {packet.controller_target}"
+        return ""
+
+    # --- turns -----------------------------------------------------------------------------------------------
+
+    def run_turn(self) -> None:
+        """Run the task's remaining steps as one turn, ending idle, blocked, interrupted or crashed."""
+        task = self.task
+        assert task is not None
+        self.report("working")
+        try:
+            while task.position < len(task.steps):
+                step = task.steps[task.position]
+                task.position += 1
+                self.check_input()
+                self.do(step)
+        except TurnPaused as paused:
+            task.pending = paused.state
+            self.report("blocked" if paused.state == "blocked" else "idle", paused.message if paused.state == "blocked" else None)
+            return
+        except TurnInterrupted as stop:
+            task.position, task.pending = len(task.steps), None
+            self.console.say("• Stopped by the controller." if stop.reason == "stop" else "• Interrupted.")
+        self.console.say("• Turn complete.")
+        self.report("idle")
+
+    def check_input(self, timeout: float | None = 0) -> None:
+        """Look at input that arrived mid-turn: Ctrl-C and `stop` end the turn, anything else waits for the prompt."""
+        while True:
+            event = self.console.poll(timeout)
+            if event is None:
+                return
+            if isinstance(event, Interrupt):
+                raise TurnInterrupted("interrupt")
+            if isinstance(event, Submit) and self._is_stop(event.text):
+                raise TurnInterrupted("stop")
+            self.deferred.append(event)
+            if isinstance(event, EndOfInput):
+                return
+
+    def _is_stop(self, text: str) -> bool:
+        if self.task is None or classify(text) != "envelope":
+            return False
+        try:
+            envelope = parse_envelope(text)
+        except PacketError:
+            return False
+        return envelope.kind == "stop" and not self._mismatch(envelope, self.task.packet)
+
+    # --- steps -----------------------------------------------------------------------------------------------
+
+    def fill(self, text: str) -> str:
+        """Substitute the scenario placeholders."""
+        task = self.task
+        assert task is not None
+        packet = task.packet
+        values = {
+            "{task}": packet.task_label,
+            "{run}": packet.run_id,
+            "{worker}": packet.worker_name,
+            "{branch}": packet.branch,
+            "{answer}": task.answer,
+            "{objective_line}": packet.objective.splitlines()[0] if packet.objective else "",
+            "{claim_file}": claim_file(packet.file_claim, packet.task_label),
+        }
+        return re.sub(r"\{[a-z_]+\}", lambda m: values.get(m.group(0), m.group(0)), text)
+
+    @property
+    def workdir(self) -> Path:
+        assert self.task is not None
+        return Path(self.task.packet.working_directory)
+
+    def do(self, step: Step) -> None:
+        """Perform one scenario step."""
+        task = self.task
+        assert task is not None
+        if isinstance(step, Update):
+            self.send("update", self.fill(step.message))
+        elif isinstance(step, Write):
+            self.write(self.fill(step.path), self.fill(step.content), step.append)
+        elif isinstance(step, Commit):
+            self.commit(self.fill(step.message))
+        elif isinstance(step, Run):
+            self.run_command(self.fill(step.command))
+        elif isinstance(step, Verify):
+            task.checks = self.verify()
+        elif isinstance(step, Question):
+            message = self.fill(step.message)
+            self.send("question", message)
+            self.console.say("• Waiting for an answer.")
+            raise TurnPaused("question", message)
+        elif isinstance(step, Blocked):
+            message = self.fill(step.message)
+            self.send("blocked", message)
+            self.console.say("• Blocked; waiting for the controller.")
+            raise TurnPaused("blocked", message)
+        elif isinstance(step, Stall):
+            while True:  # no output, no progress: only Ctrl-C or a stop gets out
+                self.check_input(timeout=None)
+        elif isinstance(step, Crash):
+            self.console.say(f"Error: {self.fill(step.message)}")
+            raise AgentCrash(step.exit_code)
+        elif isinstance(step, Send):
+            overrides = {
+                key: self.fill(value)
+                for key, value in (("run", step.run), ("task", step.task), ("from", step.sender), ("reply-to", step.reply_to))
+                if value is not None
+            }
+            self.send(step.kind, self.fill(step.message), overrides)
+        elif isinstance(step, Result):
+            self.send_result(step)
+
+    def write(self, path: str, content: str, append: bool) -> None:
+        """Write a file relative to the working directory."""
+        target = self.workdir / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("a" if append else "w") as handle:
+            handle.write(content)
+        assert self.task is not None
+        if path not in self.task.written:
+            self.task.written.append(path)
+        self.console.say(f"• {'Appended to' if append else 'Wrote'} {path}")
+
+    def git(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run git in the working directory."""
+        return subprocess.run(
+            ["git", *args], cwd=self.workdir, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
+
+    def commit(self, message: str) -> None:
+        """Stage everything and commit; remember the SHA."""
+        self.git("add", "-A")
+        done = self.git("commit", "-q", "-m", message)
+        if done.returncode != 0:
+            self.console.say(f"• git commit failed (exit {done.returncode}):\n{(done.stdout + done.stderr).rstrip()}")
+            return
+        sha = self.git("rev-parse", "HEAD").stdout.strip()
+        assert self.task is not None
+        self.task.commits.append(sha)
+        self.console.say(f"• Committed {sha[:7]} {message}")
+
+    def run_command(self, command: str) -> Check:
+        """Run a shell command in the working directory, interruptibly; show its output tail."""
+        self.console.say(f"• Running `{command}`")
+        proc = subprocess.Popen(
+            ["bash", "-c", command],
+            cwd=self.workdir,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + COMMAND_TIMEOUT_S
+        while True:
+            try:
+                output, _ = proc.communicate(timeout=0.05)
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    output, _ = proc.communicate()
+                    output += f"\n(killed after {COMMAND_TIMEOUT_S}s)"
+                    break
+                try:
+                    self.check_input()
+                except TurnInterrupted:
+                    proc.kill()
+                    proc.communicate()
+                    raise
+        check = Check(command=command, exit_code=proc.returncode, output=output)
+        self.console.say(f"  => exit {check.exit_code}")
+        for line in tail(output):
+            self.console.say(f"  | {line}")
+        return check
+
+    def verify(self) -> list[Check]:
+        """Run each verification command of the packet for real."""
+        assert self.task is not None
+        return [self.run_command(command) for command in self.task.packet.verification]
+
+    def changed_files(self) -> list[str]:
+        """Files that differ from the base (committed or not), plus untracked ones."""
+        assert self.task is not None
+        diff = self.git("diff", "--name-only", self.task.packet.base_sha)
+        if diff.returncode != 0:
+            return sorted(self.task.written)
+        untracked = self.git("ls-files", "--others", "--exclude-standard")
+        return sorted({*diff.stdout.split("\n"), *untracked.stdout.split("\n")} - {""})
+
+    def send_result(self, step: Result) -> None:
+        """Compose and send the result message."""
+        task = self.task
+        assert task is not None
+        if step.checks == "claimed":
+            checks = [Check(command=command, exit_code=0) for command in task.packet.verification]
+        else:
+            checks = task.checks if task.checks is not None else self.verify()
+            task.checks = checks
+        report = None
+        if step.report or needs_report(checks):
+            path = Path(tempfile.gettempdir()) / "herdr-sim-reports" / task.packet.run_id / f"{task.packet.task_label}.md"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(format_report(task=task.packet.task_label, run=task.packet.run_id, checks=checks))
+            report = str(path)
+            self.console.say(f"• Wrote report {report}")
+        body = format_result(
+            status=step.status,
+            commits=list(step.commits) if step.commits is not None else task.commits,
+            changed_files=list(step.changed_files) if step.changed_files is not None else self.changed_files(),
+            checks=checks,
+            report=report,
+            residual_risk=self.fill(step.residual_risk),
+        )
+        self.send("result", body)
+
+    def send(self, kind: str, message: str, overrides: dict[str, str] | None = None) -> None:
+        """Run the packet's callback command once; show a failure verbatim and carry on (never retry)."""
+        assert self.task is not None
+        command = fill_callback(self.task.packet.callback, kind, message, overrides)
+        self.console.say(f"• Sending {kind}:")
+        for line in message.splitlines():
+            self.console.say(f"    {line}")
+        try:
+            done = subprocess.run(
+                ["bash", "-c", command],
+                cwd=self.workdir if self.workdir.is_dir() else None,
+                capture_output=True,
+                text=True,
+                timeout=CALLBACK_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            self.console.say(f"• Send of {kind} timed out after {CALLBACK_TIMEOUT_S}s; not retrying.")
+            return
+        if done.returncode == 0:
+            self.console.say(f"• Sent {kind}.")
+            return
+        self.console.say(f"• Send of {kind} failed with exit {done.returncode}; not retrying:")
+        for stream in (done.stdout, done.stderr):
+            if stream:
+                self.console.say(stream.rstrip("\n"))
