@@ -1,0 +1,640 @@
+"""The herdr boundary: the only module that runs the herdr CLI (argv, timeouts, parsing, error mapping, retries).
+
+Everything else in orch talks to herdr through the ``Herdr`` Protocol; nothing else may import subprocess for herdr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+import pydantic
+import tenacity
+
+from orchestrator.errors import (
+    HERDR_ERROR_BY_CODE,
+    HerdrCall,
+    HerdrCommandError,
+    HerdrError,
+    HerdrMissing,
+    HerdrPaneBusy,
+    HerdrProtocolError,
+    HerdrTimeout,
+    HerdrUnavailable,
+    HerdrUsageError,
+    one_line,
+)
+from orchestrator.herdr_models import (
+    AgentExplain,
+    AgentInfo,
+    AgentInfoResult,
+    AgentListResult,
+    AgentPrompted,
+    AgentStarted,
+    AgentStatus,
+    ErrorEnvelope,
+    HerdrStatus,
+    HerdrVersion,
+    IntegrationEntry,
+    OkResult,
+    PaneCurrentResult,
+    PaneInfo,
+    PaneInfoResult,
+    PaneLayoutResult,
+    PaneLayoutSnapshot,
+    PaneListResult,
+    PaneMoved,
+    PaneMoveResult,
+    ReadSource,
+    SessionList,
+    SplitDirection,
+    SuccessEnvelope,
+    TabCreated,
+    TabInfo,
+    TabInfoResult,
+    TabListResult,
+    WorkspaceCreated,
+    WorkspaceInfo,
+    WorkspaceInfoResult,
+    WorkspaceListResult,
+    WorktreeCreated,
+    WorktreeListResult,
+    WorktreeOpened,
+    WorktreeRemoved,
+)
+
+DEFAULT_TIMEOUT_S = 30.0
+# git runs inside worktree create/remove and herdr sets no client timeout for them (CONTRACT §9).
+WORKTREE_TIMEOUT_S = 180.0
+# Our wall clock for a call that waits inside herdr: herdr's own timeout plus this, so herdr reports first.
+WAIT_MARGIN_S = 15.0
+# herdr's default agent start timeout (CONTRACT §8.5).
+AGENT_START_DEFAULT_MS = 30_000
+
+Env = Mapping[str, str]
+PathArg = str | os.PathLike[str]
+
+_OS_ERROR = re.compile(r"^Error: Os \{.*\bkind: (?P<kind>\w+)")
+_CUSTOM_ERROR = re.compile(r"^Error: Custom \{")
+_VERSION = re.compile(r"^herdr (?P<version>\S+)$")
+_INTEGRATION_LINE = re.compile(
+    r"^(?P<target>[^:\s]+): (?:"
+    r"(?P<not_installed>not installed)"
+    r"|current \((?:v(?P<current>\d+)|(?P<current_legacy>legacy))\)"
+    r"|outdated \((?:v(?P<outdated>\d+)|(?P<outdated_legacy>legacy)) < v(?P<expected>\d+)\)"
+    r") \((?P<path>.*)\)$"
+)
+
+R = TypeVar("R", bound=pydantic.BaseModel)
+
+
+class Runner(Protocol):
+    """Runs one argv (no shell) and returns the finished process; raises like ``subprocess.run`` does."""
+
+    def __call__(self, argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.CompletedProcess[str]: ...
+
+
+def run_process(argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.CompletedProcess[str]:
+    """The default runner: ``subprocess.run`` with an argv list, text mode, stdin closed, output captured."""
+    return subprocess.run(
+        list(argv),
+        env=dict(env),
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        check=False,
+    )
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long the boundary retries the calls that are safe to repeat."""
+
+    read_attempts: int = 3
+    read_wait_s: float = 0.5
+    # A freshly created pane's shell may still be starting (rc files, prompt); herdr then answers
+    # agent_pane_busy before typing anything. 20 waits of 0.5 s bound that at about 10 s.
+    busy_attempts: int = 21
+    busy_wait_s: float = 0.5
+
+
+class Herdr(Protocol):
+    """What the engine may ask of herdr; ``HerdrCli`` is the real implementation."""
+
+    calls: list[HerdrCall]
+
+    def version(self) -> HerdrVersion: ...
+    def help_text(self) -> str: ...
+    def status(self) -> HerdrStatus: ...
+    def session_list(self) -> SessionList: ...
+    def integration_status(self) -> tuple[IntegrationEntry, ...]: ...
+    def api_schema_methods(self) -> tuple[str, ...]: ...
+    def workspace_list(self) -> tuple[WorkspaceInfo, ...]: ...
+    def workspace_create(self, *, cwd: PathArg | None = None, label: str | None = None, env: Env | None = None) -> WorkspaceCreated: ...
+    def workspace_get(self, workspace_id: str) -> WorkspaceInfo: ...
+    def workspace_close(self, workspace_id: str) -> None: ...
+    def tab_list(self, *, workspace: str | None = None) -> tuple[TabInfo, ...]: ...
+    def tab_create(self, *, workspace: str | None = None, cwd: PathArg | None = None, label: str | None = None, env: Env | None = None) -> TabCreated: ...
+    def tab_rename(self, tab_id: str, label: str) -> TabInfo: ...
+    def tab_close(self, tab_id: str) -> None: ...
+    def pane_current(self, *, pane: str | None = None) -> PaneInfo: ...
+    def pane_list(self, *, workspace: str | None = None) -> tuple[PaneInfo, ...]: ...
+    def pane_get(self, pane_id: str) -> PaneInfo: ...
+    def pane_layout(self, pane_id: str) -> PaneLayoutSnapshot: ...
+    def pane_split(self, pane_id: str, *, direction: SplitDirection, ratio: float | None = None, cwd: PathArg | None = None, env: Env | None = None) -> PaneInfo: ...
+    def pane_move_new_tab(self, pane_id: str, *, workspace: str | None = None, label: str | None = None) -> PaneMoveResult: ...
+    def pane_read(self, pane_id: str, *, source: ReadSource = "recent", lines: int | None = None) -> str: ...
+    def pane_send_text(self, pane_id: str, text: str) -> None: ...
+    def pane_send_keys(self, pane_id: str, *keys: str) -> None: ...
+    def pane_run(self, pane_id: str, command: str) -> None: ...
+    def pane_close(self, pane_id: str) -> None: ...
+    def pane_rename(self, pane_id: str, label: str | None) -> PaneInfo: ...
+    def worktree_list(self, *, workspace: str | None = None, cwd: PathArg | None = None) -> WorktreeListResult: ...
+    def worktree_create(self, *, workspace: str | None = None, cwd: PathArg | None = None, branch: str | None = None, base: str | None = None, path: PathArg | None = None, label: str | None = None) -> WorktreeCreated: ...
+    def worktree_open(self, *, workspace: str | None = None, cwd: PathArg | None = None, path: PathArg | None = None, branch: str | None = None, label: str | None = None) -> WorktreeOpened: ...
+    def worktree_remove(self, workspace_id: str, *, force: bool = False) -> WorktreeRemoved: ...
+    def agent_list(self) -> tuple[AgentInfo, ...]: ...
+    def agent_get(self, target: str) -> AgentInfo: ...
+    def agent_start(self, name: str, *, kind: str, pane: str, timeout_ms: int | None = None, args: Sequence[str] = ()) -> AgentStarted: ...
+    def agent_prompt(self, target: str, text: str, *, wait: bool = False, until: Sequence[AgentStatus] = (), timeout_ms: int | None = None) -> AgentPrompted: ...
+    def agent_wait(self, target: str, *, until: Sequence[AgentStatus] = (), timeout_ms: int) -> AgentInfo: ...
+    def agent_read(self, target: str, *, source: ReadSource = "recent", lines: int | None = None) -> str: ...
+    def agent_send_keys(self, target: str, *keys: str) -> None: ...
+    def agent_rename(self, target: str, name: str | None) -> AgentInfo: ...
+    def agent_focus(self, target: str) -> AgentInfo: ...
+    def agent_explain(self, target: str) -> AgentExplain: ...
+
+
+class HerdrCli:
+    """Runs the herdr CLI: one method per herdr command, argv exactly as herdr 0.7.5 accepts it."""
+
+    def __init__(
+        self,
+        binary: str = "herdr",
+        *,
+        env: Env | None = None,
+        session: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        worktree_timeout_s: float = WORKTREE_TIMEOUT_S,
+        runner: Runner = run_process,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        on_call: Callable[[HerdrCall], None] | None = None,
+    ) -> None:
+        self.binary = binary
+        self.env_overlay = dict(env or {})
+        self.session = session
+        self.timeout_s = timeout_s
+        self.worktree_timeout_s = worktree_timeout_s
+        self.runner = runner
+        self.retry = retry or RetryPolicy()
+        self.sleep = sleep
+        self.clock = clock
+        self.on_call = on_call
+        self.calls: list[HerdrCall] = []
+
+    # --- discovery and preflight (local commands: no server needed) ---
+
+    def version(self) -> HerdrVersion:
+        """``herdr --version``."""
+        call = self._run(["--version"], retry_reads=True)
+        text = call.stdout.strip()
+        match = _VERSION.match(text)
+        if match is None:
+            raise _protocol(call, f"unexpected version line {text!r}")
+        return HerdrVersion(text=text, version=match["version"])
+
+    def help_text(self) -> str:
+        """``herdr --help`` (plain ``herdr`` would launch the TUI)."""
+        return self._run(["--help"], retry_reads=True).stdout
+
+    def status(self) -> HerdrStatus:
+        """``herdr status --json``; works whether or not the server runs."""
+        return self._bare(["status", "--json"], HerdrStatus, retry_reads=True)
+
+    def session_list(self) -> SessionList:
+        """``herdr session list --json`` (no envelope)."""
+        return self._bare(["session", "list", "--json"], SessionList, retry_reads=True)
+
+    def integration_status(self) -> tuple[IntegrationEntry, ...]:
+        """``herdr integration status``: one text line per integration target, parsed (CONTRACT §4)."""
+        call = self._run(["integration", "status"], retry_reads=True)
+        return tuple(_parse_integration_line(call, line) for line in call.stdout.splitlines() if line.strip())
+
+    def api_schema_methods(self) -> tuple[str, ...]:
+        """The socket method names in ``herdr api schema --json``, in schema order."""
+        call = self._run(["api", "schema", "--json"], retry_reads=True)
+        try:
+            variants = json.loads(call.stdout)["schemas"]["request"]["oneOf"]
+            methods = tuple(str(variant["properties"]["method"]["const"]) for variant in variants)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise _protocol(call, f"api schema has no request methods ({exc.__class__.__name__})") from exc
+        return methods
+
+    # --- workspaces (CONTRACT §5) ---
+
+    def workspace_list(self) -> tuple[WorkspaceInfo, ...]:
+        """``herdr workspace list`` (never ``--json``: herdr rejects it)."""
+        return self._result(["workspace", "list"], WorkspaceListResult, retry_reads=True).workspaces
+
+    def workspace_create(self, *, cwd: PathArg | None = None, label: str | None = None, env: Env | None = None) -> WorkspaceCreated:
+        """``herdr workspace create … --no-focus``; use ``.root_pane.pane_id`` to reach its first pane."""
+        argv = ["workspace", "create", *_opt("--cwd", cwd), *_opt("--label", label), *_env_flags(env), "--no-focus"]
+        return self._result(argv, WorkspaceCreated)
+
+    def workspace_get(self, workspace_id: str) -> WorkspaceInfo:
+        """``herdr workspace get <id>``."""
+        return self._result(["workspace", "get", workspace_id], WorkspaceInfoResult, retry_reads=True).workspace
+
+    def workspace_close(self, workspace_id: str) -> None:
+        """``herdr workspace close <id>``; closing a worktree group's parent closes the whole group."""
+        self._result(["workspace", "close", workspace_id], OkResult)
+
+    # --- tabs (CONTRACT §6) ---
+
+    def tab_list(self, *, workspace: str | None = None) -> tuple[TabInfo, ...]:
+        """``herdr tab list [--workspace ID]`` (all workspaces without it)."""
+        return self._result(["tab", "list", *_opt("--workspace", workspace)], TabListResult, retry_reads=True).tabs
+
+    def tab_create(self, *, workspace: str | None = None, cwd: PathArg | None = None, label: str | None = None, env: Env | None = None) -> TabCreated:
+        """``herdr tab create … --no-focus``."""
+        argv = ["tab", "create", *_opt("--workspace", workspace), *_opt("--cwd", cwd), *_opt("--label", label), *_env_flags(env), "--no-focus"]
+        return self._result(argv, TabCreated)
+
+    def tab_rename(self, tab_id: str, label: str) -> TabInfo:
+        """``herdr tab rename <tab_id> <label>`` with the label as one argv word."""
+        return self._result(["tab", "rename", tab_id, _text_word(label, "label")], TabInfoResult).tab
+
+    def tab_close(self, tab_id: str) -> None:
+        """``herdr tab close <tab_id>``."""
+        self._result(["tab", "close", tab_id], OkResult)
+
+    # --- panes (CONTRACT §7) ---
+
+    def pane_current(self, *, pane: str | None = None) -> PaneInfo:
+        """``herdr pane current --current`` (the caller's HERDR_PANE_ID) or ``--pane ID``."""
+        argv = ["pane", "current", *(["--pane", pane] if pane is not None else ["--current"])]
+        return self._result(argv, PaneCurrentResult, retry_reads=True).pane
+
+    def pane_list(self, *, workspace: str | None = None) -> tuple[PaneInfo, ...]:
+        """``herdr pane list [--workspace ID]``."""
+        return self._result(["pane", "list", *_opt("--workspace", workspace)], PaneListResult, retry_reads=True).panes
+
+    def pane_get(self, pane_id: str) -> PaneInfo:
+        """``herdr pane get <pane_id>``."""
+        return self._result(["pane", "get", pane_id], PaneInfoResult, retry_reads=True).pane
+
+    def pane_layout(self, pane_id: str) -> PaneLayoutSnapshot:
+        """``herdr pane layout --pane ID``; never ``--current``, which means the UI-focused pane here (CONTRACT §13.1)."""
+        return self._result(["pane", "layout", "--pane", pane_id], PaneLayoutResult, retry_reads=True).layout
+
+    def pane_split(self, pane_id: str, *, direction: SplitDirection, ratio: float | None = None, cwd: PathArg | None = None, env: Env | None = None) -> PaneInfo:
+        """``herdr pane split --pane ID --direction D … --no-focus``; returns the NEW pane."""
+        argv = ["pane", "split", "--pane", pane_id, "--direction", direction, *_opt("--ratio", ratio), *_opt("--cwd", cwd), *_env_flags(env), "--no-focus"]
+        return self._result(argv, PaneInfoResult).pane
+
+    def pane_move_new_tab(self, pane_id: str, *, workspace: str | None = None, label: str | None = None) -> PaneMoveResult:
+        """``herdr pane move <pane> --new-tab [--workspace W] [--label L] --no-focus`` (move focuses by default)."""
+        argv = ["pane", "move", pane_id, "--new-tab", *_opt("--workspace", workspace), *_opt("--label", label), "--no-focus"]
+        return self._result(argv, PaneMoved).move_result
+
+    def pane_read(self, pane_id: str, *, source: ReadSource = "recent", lines: int | None = None) -> str:
+        """``herdr pane read <pane> --source S [--lines N]``: the raw text, ANSI stripped, exactly as printed."""
+        return self._run(["pane", "read", pane_id, "--source", source, *_opt("--lines", lines)], retry_reads=True).stdout
+
+    def pane_send_text(self, pane_id: str, text: str) -> None:
+        """``herdr pane send-text <pane> <text>``: bytes unchanged, no Enter."""
+        self._run(["pane", "send-text", pane_id, _text_word(text, "text")])
+
+    def pane_send_keys(self, pane_id: str, *keys: str) -> None:
+        """``herdr pane send-keys <pane> <key>…`` (herdr checks every key before sending any)."""
+        if not keys:
+            raise ValueError("pane_send_keys needs at least one key")
+        self._run(["pane", "send-keys", pane_id, *(_text_word(key, "key") for key in keys)])
+
+    def pane_run(self, pane_id: str, command: str) -> None:
+        """``herdr pane run <pane> <command>``: the text then Enter, in one write."""
+        self._run(["pane", "run", pane_id, _text_word(command, "command")])
+
+    def pane_close(self, pane_id: str) -> None:
+        """``herdr pane close <pane>``; a worktree group's parent gives HerdrConfirmationRequired and closes nothing."""
+        self._result(["pane", "close", pane_id], OkResult)
+
+    def pane_rename(self, pane_id: str, label: str | None) -> PaneInfo:
+        """``herdr pane rename <pane> <label>``, or ``--clear`` when label is None."""
+        value = "--clear" if label is None else _text_word(label, "label", reserved=("--clear",))
+        return self._result(["pane", "rename", pane_id, value], PaneInfoResult).pane
+
+    # --- worktrees (CONTRACT §9) ---
+
+    def worktree_list(self, *, workspace: str | None = None, cwd: PathArg | None = None) -> WorktreeListResult:
+        """``herdr worktree list [--workspace ID | --cwd PATH] --json``."""
+        argv = ["worktree", "list", *_source(workspace, cwd), "--json"]
+        return self._result(argv, WorktreeListResult, retry_reads=True)
+
+    def worktree_create(
+        self,
+        *,
+        workspace: str | None = None,
+        cwd: PathArg | None = None,
+        branch: str | None = None,
+        base: str | None = None,
+        path: PathArg | None = None,
+        label: str | None = None,
+    ) -> WorktreeCreated:
+        """``herdr worktree create … --no-focus --json``: creates a NEW workspace for the checkout, never a tab."""
+        argv = [
+            "worktree", "create", *_source(workspace, cwd), *_opt("--branch", branch), *_opt("--base", base),
+            *_opt("--path", path), *_opt("--label", label), "--no-focus", "--json",
+        ]  # fmt: skip
+        return self._result(argv, WorktreeCreated, timeout=self.worktree_timeout_s)
+
+    def worktree_open(
+        self,
+        *,
+        workspace: str | None = None,
+        cwd: PathArg | None = None,
+        path: PathArg | None = None,
+        branch: str | None = None,
+        label: str | None = None,
+    ) -> WorktreeOpened:
+        """``herdr worktree open (--path P | --branch B) … --no-focus --json``; reuses a workspace already open there."""
+        if (path is None) == (branch is None):
+            raise ValueError("worktree_open needs exactly one of path or branch")
+        argv = ["worktree", "open", *_source(workspace, cwd), *_opt("--path", path), *_opt("--branch", branch), *_opt("--label", label), "--no-focus", "--json"]
+        return self._result(argv, WorktreeOpened, timeout=self.worktree_timeout_s)
+
+    def worktree_remove(self, workspace_id: str, *, force: bool = False) -> WorktreeRemoved:
+        """``herdr worktree remove --workspace ID [--force] --json``; the branch is kept."""
+        argv = ["worktree", "remove", "--workspace", workspace_id, *(["--force"] if force else []), "--json"]
+        return self._result(argv, WorktreeRemoved, timeout=self.worktree_timeout_s)
+
+    # --- agents (CONTRACT §8) ---
+
+    def agent_list(self) -> tuple[AgentInfo, ...]:
+        """``herdr agent list`` (agent panes only; never ``--json``)."""
+        return self._result(["agent", "list"], AgentListResult, retry_reads=True).agents
+
+    def agent_get(self, target: str) -> AgentInfo:
+        """``herdr agent get <target>`` (a unique agent name or the pane's current id)."""
+        return self._result(["agent", "get", target], AgentInfoResult, retry_reads=True).agent
+
+    def agent_start(self, name: str, *, kind: str, pane: str, timeout_ms: int | None = None, args: Sequence[str] = ()) -> AgentStarted:
+        """``herdr agent start NAME --kind K --pane P [--timeout MS] [-- args…]``; returns once interactive-ready."""
+        argv = ["agent", "start", name, "--kind", kind, "--pane", pane, *_opt("--timeout", timeout_ms)]
+        if args:
+            argv += ["--", *args]
+        limit = (timeout_ms or AGENT_START_DEFAULT_MS) / 1000 + WAIT_MARGIN_S
+        return self._result(argv, AgentStarted, timeout=limit, retry_busy=True)
+
+    def agent_prompt(self, target: str, text: str, *, wait: bool = False, until: Sequence[AgentStatus] = (), timeout_ms: int | None = None) -> AgentPrompted:
+        """``herdr agent prompt <target> <text> [--wait [--until S]… [--timeout MS]]``; exit 0 only means submitted."""
+        if not wait and (until or timeout_ms is not None):
+            raise ValueError("agent_prompt: until and timeout_ms need wait=True (herdr exits 2 otherwise)")
+        if wait and timeout_ms is None:
+            raise ValueError("agent_prompt: wait=True needs timeout_ms; herdr would otherwise wait forever")
+        argv = ["agent", "prompt", target, _text_word(text, "prompt text")]
+        limit = None
+        if wait:
+            argv += ["--wait", *_until_flags(until), "--timeout", str(timeout_ms)]
+            limit = (timeout_ms or 0) / 1000 + WAIT_MARGIN_S
+        return self._result(argv, AgentPrompted, timeout=limit)
+
+    def agent_wait(self, target: str, *, until: Sequence[AgentStatus] = (), timeout_ms: int) -> AgentInfo:
+        """``herdr agent wait <target> [--until S]… --timeout MS``; HerdrWaitExpired is a check-in, not a verdict."""
+        argv = ["agent", "wait", target, *_until_flags(until), "--timeout", str(timeout_ms)]
+        return self._result(argv, AgentInfoResult, timeout=timeout_ms / 1000 + WAIT_MARGIN_S).agent
+
+    def agent_read(self, target: str, *, source: ReadSource = "recent", lines: int | None = None) -> str:
+        """``herdr agent read <target> --source S [--lines N]``: the raw text exactly as printed."""
+        return self._run(["agent", "read", target, "--source", source, *_opt("--lines", lines)], retry_reads=True).stdout
+
+    def agent_send_keys(self, target: str, *keys: str) -> None:
+        """``herdr agent send-keys <target> <key>…`` (prints ``{"type":"ok"}``, unlike pane send-keys)."""
+        if not keys:
+            raise ValueError("agent_send_keys needs at least one key")
+        self._result(["agent", "send-keys", target, *(_text_word(key, "key") for key in keys)], OkResult)
+
+    def agent_rename(self, target: str, name: str | None) -> AgentInfo:
+        """``herdr agent rename <target> <name>``, or ``--clear`` when name is None."""
+        value = "--clear" if name is None else _text_word(name, "name", reserved=("--clear",))
+        return self._result(["agent", "rename", target, value], AgentInfoResult).agent
+
+    def agent_focus(self, target: str) -> AgentInfo:
+        """``herdr agent focus <target>``: moves the user's view and marks the tab seen."""
+        return self._result(["agent", "focus", target], AgentInfoResult).agent
+
+    def agent_explain(self, target: str) -> AgentExplain:
+        """``herdr agent explain <target> --json`` (the bare explain object, no envelope)."""
+        return self._bare(["agent", "explain", target, "--json"], AgentExplain, retry_reads=True)
+
+    # --- running and parsing ---
+
+    def _result(
+        self,
+        args: list[str],
+        expected: type[R],
+        *,
+        timeout: float | None = None,
+        retry_reads: bool = False,
+        retry_busy: bool = False,
+    ) -> R:
+        """Run a socket command and return its ``result`` if it has the expected ``type``."""
+        call = self._run(args, timeout=timeout, retry_reads=retry_reads, retry_busy=retry_busy)
+        try:
+            result = SuccessEnvelope.model_validate_json(call.stdout).result
+        except pydantic.ValidationError as exc:
+            raise _protocol(call, _validation_summary(exc)) from None
+        if not isinstance(result, expected):
+            raise _protocol(call, f"expected a {expected.__name__} result, got type {result.type!r}")
+        return result
+
+    def _bare(self, args: list[str], model: type[R], *, retry_reads: bool = False) -> R:
+        """Run a command whose stdout is one bare JSON object (no envelope)."""
+        call = self._run(args, retry_reads=retry_reads)
+        try:
+            return model.model_validate_json(call.stdout)
+        except pydantic.ValidationError as exc:
+            raise _protocol(call, _validation_summary(exc)) from None
+
+    def _run(self, args: list[str], *, timeout: float | None = None, retry_reads: bool = False, retry_busy: bool = False) -> HerdrCall:
+        """Run herdr with retries where the call is safe to repeat; return the successful call or raise."""
+        argv = self._argv(args)
+        limit = self.timeout_s if timeout is None else timeout
+        if retry_reads:
+            retrying = self._retrying(self.retry.read_attempts, self.retry.read_wait_s, HerdrUnavailable)
+        elif retry_busy:
+            retrying = self._retrying(self.retry.busy_attempts, self.retry.busy_wait_s, HerdrPaneBusy)
+        else:
+            return self._once(argv, limit)
+        return retrying(self._once, argv, limit)
+
+    def _retrying(self, attempts: int, wait_s: float, error: type[HerdrError]) -> tenacity.Retrying:
+        return tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(attempts),
+            wait=tenacity.wait_fixed(wait_s),
+            retry=tenacity.retry_if_exception_type(error),
+            sleep=self.sleep,
+            reraise=True,
+        )
+
+    def _argv(self, args: list[str]) -> list[str]:
+        # herdr strips `--session X` / `--session=X` from anywhere before `--` (src/session.rs:29-92), so a
+        # free-text word shaped like that would silently change the session; refuse it instead.
+        head = args[: args.index("--")] if "--" in args else args
+        for word in head:
+            if word == "--session" or word.startswith("--session="):
+                raise ValueError(f"herdr would take the argv word {word!r} as a session flag")
+        session = ["--session", self.session] if self.session else []
+        return [self.binary, *session, *args]
+
+    def _once(self, argv: list[str], timeout: float) -> HerdrCall:
+        """One herdr process: run, record, and map a failure to a typed error."""
+        env = {**os.environ, **self.env_overlay}
+        started = self.clock()
+        try:
+            proc = self.runner(argv, env=env, timeout=timeout)
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            call = self._record(argv, None, "", str(exc), started)
+            raise HerdrMissing(
+                f"{call.command}: cannot execute {self.binary!r} ({exc.strerror or exc})",
+                call=call,
+                hint="install herdr, or point orch at it with --herdr PATH or ORCH_HERDR",
+            ) from None
+        except subprocess.TimeoutExpired as exc:
+            call = self._record(argv, None, _text(exc.stdout), _text(exc.stderr), started)
+            raise HerdrTimeout(
+                f"{call.command}: no answer within {timeout:g}s; killed",
+                call=call,
+                hint="a mutating call may still have taken effect; read herdr's state back before repeating it",
+            ) from None
+        call = self._record(argv, proc.returncode, proc.stdout or "", proc.stderr or "", started)
+        if call.returncode != 0:
+            raise error_for(call)
+        return call
+
+    def _record(self, argv: list[str], returncode: int | None, stdout: str, stderr: str, started: float) -> HerdrCall:
+        call = HerdrCall(tuple(argv), returncode, stdout, stderr, max(0.0, self.clock() - started))
+        self.calls.append(call)
+        if self.on_call is not None:
+            self.on_call(call)
+        return call
+
+
+def error_for(call: HerdrCall) -> HerdrError:
+    """Map a failed herdr call to its typed error (CONTRACT §0): the one place exit codes are interpreted."""
+    stderr_lines = [line for line in call.stderr.splitlines() if line.strip()]
+    last = stderr_lines[-1].strip() if stderr_lines else ""
+    if call.returncode == 2:
+        detail = one_line(call.stderr) or "usage error"
+        return HerdrUsageError(f"{call.command}: herdr rejected orch's arguments: {detail}", call=call, hint=_BUG_HINT)
+    if call.returncode == 1:
+        body = _error_body(last)
+        if body is not None:
+            cls = HERDR_ERROR_BY_CODE.get(body.code, HerdrCommandError)
+            message = one_line(body.message)
+            hint = _BUG_HINT if cls is HerdrProtocolError else None
+            return cls(f"{call.command}: {body.code}: {message}", call=call, code=body.code, herdr_message=body.message, hint=hint)
+        first = stderr_lines[0].strip() if stderr_lines else ""
+        os_error = _OS_ERROR.match(first)
+        if os_error is not None:
+            kind = os_error["kind"]
+            reason = "herdr server is not running" if kind in ("NotFound", "ConnectionRefused") else f"cannot reach the herdr server ({kind})"
+            return HerdrUnavailable(f"{call.command}: {reason}", call=call, hint="start herdr (or check --session / HERDR_SESSION / HERDR_SOCKET_PATH)")
+        if _CUSTOM_ERROR.match(first):
+            return HerdrUsageError(f"{call.command}: herdr rejected a value orch passed: {one_line(first)}", call=call, hint=_BUG_HINT)
+    detail = one_line(call.stderr) or "no output"
+    return HerdrProtocolError(f"{call.command}: unexpected exit {call.returncode}: {detail}", call=call, hint=_BUG_HINT)
+
+
+_BUG_HINT = "this is a bug in orch or an incompatible herdr; the full herdr call is in the log"
+
+
+def _error_body(line: str) -> ErrorEnvelope | None:
+    if not line.startswith("{"):
+        return None
+    try:
+        return ErrorEnvelope.model_validate_json(line)
+    except pydantic.ValidationError:
+        return None
+
+
+def _protocol(call: HerdrCall, detail: str) -> HerdrProtocolError:
+    return HerdrProtocolError(f"{call.command}: unexpected output: {detail}", call=call, hint=_BUG_HINT)
+
+
+def _validation_summary(exc: pydantic.ValidationError) -> str:
+    """One line naming the first problem, so a pydantic error never crosses the boundary."""
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(root)"
+    more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def _parse_integration_line(call: HerdrCall, line: str) -> IntegrationEntry:
+    match = _INTEGRATION_LINE.match(line.rstrip())
+    if match is None:
+        raise _protocol(call, f"unexpected integration status line {line!r}")
+    if match["not_installed"]:
+        return IntegrationEntry(target=match["target"], state="not_installed", path=match["path"])
+    if match["current"] or match["current_legacy"]:
+        version = match["current"]
+        return IntegrationEntry(target=match["target"], state="current", installed_version=int(version) if version else None, legacy=version is None, path=match["path"])
+    version = match["outdated"]
+    return IntegrationEntry(
+        target=match["target"],
+        state="outdated",
+        installed_version=int(version) if version else None,
+        legacy=version is None,
+        expected_version=int(match["expected"]),
+        path=match["path"],
+    )
+
+
+def _text(data: str | bytes | None) -> str:
+    # TimeoutExpired carries bytes even in text mode on some Python paths.
+    if data is None:
+        return ""
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+
+
+def _opt(flag: str, value: str | int | float | PathArg | None) -> list[str]:
+    if value is None:
+        return []
+    return [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+
+
+def _env_flags(env: Env | None) -> list[str]:
+    flags: list[str] = []
+    for key, value in (env or {}).items():
+        if not key or "=" in key or "\0" in key:
+            raise ValueError(f"invalid env key {key!r}")
+        flags += ["--env", f"{key}={value}"]
+    return flags
+
+
+def _until_flags(until: Iterable[AgentStatus]) -> list[str]:
+    return [word for status in until for word in ("--until", status)]
+
+
+def _source(workspace: str | None, cwd: PathArg | None) -> list[str]:
+    if workspace is not None and cwd is not None:
+        raise ValueError("give workspace or cwd, not both (herdr exits 2)")
+    return [*_opt("--workspace", workspace), *_opt("--cwd", cwd)]
+
+
+def _text_word(text: str, what: str, *, reserved: tuple[str, ...] = ()) -> str:
+    """Check a free-text argv word herdr would read as something else."""
+    if text in reserved:
+        raise ValueError(f"{what} {text!r} would be read as a herdr flag")
+    return text

@@ -1,0 +1,145 @@
+"""The herdr wire models read CONTRACT.md-shaped samples, tolerate unknown fields, and the samples match herdr's schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pydantic
+import pytest
+
+from orchestrator import herdr_models as m
+
+DATA = Path(__file__).parent / "data" / "herdr"
+
+ENVELOPE_SAMPLES = {
+    "workspace_list.json": m.WorkspaceListResult,
+    "workspace_create.json": m.WorkspaceCreated,
+    "workspace_get.json": m.WorkspaceInfoResult,
+    "workspace_close.json": m.OkResult,
+    "tab_list.json": m.TabListResult,
+    "tab_create.json": m.TabCreated,
+    "tab_rename.json": m.TabInfoResult,
+    "tab_close.json": m.OkResult,
+    "pane_list.json": m.PaneListResult,
+    "pane_get.json": m.PaneInfoResult,
+    "pane_current.json": m.PaneCurrentResult,
+    "pane_layout.json": m.PaneLayoutResult,
+    "pane_split.json": m.PaneInfoResult,
+    "pane_rename.json": m.PaneInfoResult,
+    "pane_close.json": m.OkResult,
+    "pane_move_new_tab.json": m.PaneMoved,
+    "agent_list.json": m.AgentListResult,
+    "agent_get.json": m.AgentInfoResult,
+    "agent_wait.json": m.AgentInfoResult,
+    "agent_rename.json": m.AgentInfoResult,
+    "agent_focus.json": m.AgentInfoResult,
+    "agent_start.json": m.AgentStarted,
+    "agent_prompt.json": m.AgentPrompted,
+    "agent_send_keys.json": m.OkResult,
+    "worktree_list.json": m.WorktreeListResult,
+    "worktree_create.json": m.WorktreeCreated,
+    "worktree_open.json": m.WorktreeOpened,
+    "worktree_remove.json": m.WorktreeRemoved,
+}
+ERROR_SAMPLES = ["error_agent_not_found.json", "error_confirmation_required.json", "error_agent_prompt_stalled.json"]
+
+
+def _sample(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+@pytest.mark.parametrize(("name", "model"), sorted(ENVELOPE_SAMPLES.items()))
+def test_envelope_sample_parses_to_the_result_named_by_its_type(name: str, model: type[pydantic.BaseModel]) -> None:
+    envelope = m.SuccessEnvelope.model_validate_json(_sample(name))
+    assert type(envelope.result) is model
+
+
+@pytest.mark.parametrize("name", sorted(ENVELOPE_SAMPLES))
+def test_envelope_sample_validates_against_herdr_schema(name: str, shared_dir: Path) -> None:
+    _validate(shared_dir, "success_response", json.loads(_sample(name)))
+
+
+@pytest.mark.parametrize("name", ERROR_SAMPLES)
+def test_error_sample_validates_against_herdr_schema_and_parses(name: str, shared_dir: Path) -> None:
+    _validate(shared_dir, "error_response", json.loads(_sample(name)))
+    assert m.ErrorEnvelope.model_validate_json(_sample(name)).error.code == name.removeprefix("error_").removesuffix(".json")
+
+
+def _validate(shared_dir: Path, which: str, instance: Any) -> None:
+    root = json.loads((shared_dir / "herdr-0.7.5" / "upstream" / "herdr-api.schema.json").read_text())
+    # The schema's $refs are rooted at the whole document, so validate against it with a pointer into it.
+    jsonschema.Draft202012Validator({**root, "$ref": f"#/schemas/{which}"}).validate(instance)
+
+
+def test_agent_started_is_read_whole() -> None:
+    started = m.SuccessEnvelope.model_validate_json(_sample("agent_start.json")).result
+    assert started == m.AgentStarted(
+        type="agent_started",
+        agent=m.AgentInfo(
+            terminal_id="term_6537a1b2c3d4e2",
+            name="reviewer",
+            agent="codex",
+            agent_status="idle",
+            workspace_id="w1",
+            tab_id="w1:t1",
+            pane_id="w1:p2",
+            focused=False,
+            interactive_ready=True,
+            state_change_seq=3,
+            cwd="/home/me/project",
+            revision=2,
+        ),
+        argv=("codex", "-m", "gpt-5.4"),
+    )
+
+
+def test_pane_move_keeps_ids_and_optional_parts() -> None:
+    moved = m.SuccessEnvelope.model_validate_json(_sample("pane_move_new_tab.json")).result
+    assert isinstance(moved, m.PaneMoved)
+    r = moved.move_result
+    assert (r.changed, r.reason, r.previous_pane_id, r.pane.pane_id, r.pane.tab_id) == (True, None, "w3:p1", "w1:p4", "w1:t2")
+    assert (r.created_tab and r.created_tab.label, r.closed_workspace_id, r.closed_tab_id, r.source_layout) == ("project-feat-x", "w3", None, None)
+
+
+def test_unknown_fields_are_ignored_and_models_are_frozen() -> None:
+    raw = json.loads(_sample("agent_get.json"))
+    raw["result"]["agent"]["future_field"] = {"x": 1}
+    raw["result"]["extra"] = True
+    agent = m.SuccessEnvelope.model_validate(raw).result
+    assert isinstance(agent, m.AgentInfoResult)
+    with pytest.raises(pydantic.ValidationError):
+        agent.agent.name = "other"  # type: ignore[misc]
+
+
+def test_optional_flags_default_when_herdr_omits_them() -> None:
+    shell_agent = m.AgentInfo.model_validate(
+        {"terminal_id": "term_1", "agent_status": "unknown", "workspace_id": "w1", "tab_id": "w1:t1", "pane_id": "w1:p1", "focused": False, "revision": 0, "state_change_seq": 0}
+    )
+    assert (shell_agent.name, shell_agent.launch_pending, shell_agent.interactive_ready, shell_agent.screen_detection_skipped) == (None, False, False, False)
+
+
+def test_unknown_result_type_is_rejected() -> None:
+    with pytest.raises(pydantic.ValidationError):
+        m.SuccessEnvelope.model_validate_json('{"id":"cli:x","result":{"type":"agent_stopped"}}')
+
+
+def test_status_running_and_not_running() -> None:
+    running = m.HerdrStatus.model_validate_json(_sample("status.json"))
+    down = m.HerdrStatus.model_validate_json(_sample("status_not_running.json"))
+    assert (running.server.running, running.server.protocol, running.server.compatible, running.client.version) == (True, 17, True, "0.7.5")
+    assert down.server == m.ServerStatus(status="not_running", running=False, socket="/home/me/.config/herdr/herdr.sock", restart_needed=False)
+
+
+def test_session_list_and_explain() -> None:
+    sessions = m.SessionList.model_validate_json(_sample("session_list.json")).sessions
+    assert [(s.name, s.default, s.running) for s in sessions] == [("default", True, True), ("acme", False, False)]
+    explain = m.AgentExplain.model_validate_json(_sample("agent_explain.json"))
+    assert (explain.agent, explain.state, explain.matched_rule, explain.fallback_reason) == (
+        "codex",
+        "idle",
+        m.MatchedRule(id="idle_prompt", priority=10, region="bottom", state="idle"),
+        None,
+    )
