@@ -111,6 +111,11 @@ class _Reader:
     def __init__(self, text: str) -> None:
         self.lines = text.split("\n")
         self.index = 0
+        # 1-based line where each value starts, so a bad value is reported where it is written.
+        self.where: dict[str, int] = {}
+
+    def mark(self, name: str) -> None:
+        self.where[name] = self.index + 1
 
     def fail(self, reason: str) -> PacketSyntaxError:
         return PacketSyntaxError(self.index + 1, reason)
@@ -174,41 +179,54 @@ def parse_packet(text: str) -> Packet:
         r.index -= 1
         raise r.fail(f"expected '{TITLE_PREFIX}<task-label> (run <run-id>)', found {title!r}")
     r.expect("")
-    fields: dict[str, object] = {
-        "run_id": r.field("Run ID"),
-        "task_label": r.field("Task label"),
-        "worker_name": r.field("Worker name"),
-        "worker_target": r.field("Worker target"),
-        "controller_target": r.field("Controller target"),
-        "worker_kind": r.field("Worker kind"),
-        "repo_path": r.field("Repository"),
-        "workdir": r.field("Working directory"),
-        "branch": r.field("Branch"),
-    }
+    fields: dict[str, object] = {}
+    for name, label in (
+        ("run_id", "Run ID"),
+        ("task_label", "Task label"),
+        ("worker_name", "Worker name"),
+        ("worker_target", "Worker target"),
+        ("controller_target", "Controller target"),
+        ("worker_kind", "Worker kind"),
+        ("repo_path", "Repository"),
+        ("workdir", "Working directory"),
+        ("branch", "Branch"),
+    ):
+        r.mark(name)
+        fields[name] = r.field(label)
+    for name in ("base_ref", "base_sha"):
+        r.mark(name)
     base = r.field("Base")
     base_ref, sep, base_sha = base.rpartition(" at ")
     if not sep:
         r.index -= 1
         raise r.fail(f"expected 'Base: <ref> at <sha>', found {base!r}")
+    r.mark("execution_mode")
     fields.update(base_ref=base_ref, base_sha=base_sha, execution_mode=r.field("Execution mode"))
     r.expect("")
     r.expect("## Objective")
+    r.mark("objective")
     fields["objective"] = r.block("## Deliverable")
     r.expect("## Deliverable")
+    r.mark("deliverable")
     fields["deliverable"] = r.block("## Scope")
     r.expect("## Scope")
+    r.mark("scope")
     fields["scope"] = r.bullets()
     r.expect("## Exclusions")
+    r.mark("exclusions")
     exclusions = r.bullets()
     fields["exclusions"] = () if exclusions == ("none",) else exclusions
     r.expect("## File claim")
     r.expect(CLAIM_INTRO)
+    r.mark("file_claim")
     fields["file_claim"] = r.bullets()
     r.expect("## Evidence required")
+    r.mark("evidence")
     fields["evidence"] = r.bullets()
     r.expect("## Verification")
     r.expect(VERIFICATION_INTRO)
     start = r.index
+    r.mark("verification")
     commands = r.bullets()
     for offset, command in enumerate(commands):
         if not (len(command) >= 2 and command.startswith("`") and command.endswith("`")):
@@ -216,13 +234,16 @@ def parse_packet(text: str) -> Packet:
     fields["verification"] = tuple(command[1:-1] for command in commands)
     r.expect("## Stop conditions")
     r.expect(STOP_INTRO)
+    r.mark("stop_conditions")
     fields["stop_conditions"] = r.bullets()
     if r.peek() == "## Context files":
         r.take()
+        r.mark("context_files")
         fields["context_files"] = r.bullets()
     r.expect("## Message Contract")
     for line in (*CONTRACT_RULES.split("\n"), SEND_INTRO, "", "```sh"):
         r.expect(line)
+    r.mark("callback_prefix")
     command = r.take()
     cut = command.rfind(_ENVELOPE_START)
     if cut <= 0:
@@ -236,7 +257,8 @@ def parse_packet(text: str) -> Packet:
     try:
         packet = Packet.model_validate(fields)
     except ValidationError as error:
-        raise PacketSyntaxError(r.index, describe_validation_error(error, "packet value")) from None
+        field = str(error.errors()[0]["loc"][0])
+        raise PacketSyntaxError(r.where.get(field, r.index), describe_validation_error(error, "packet value")) from None
     # Everything else (title, callback header, closing lines) is derived from the fields: compare the whole rendering.
     canonical = render_packet(packet).split("\n")
     for number, (got, want) in enumerate(zip(text.split("\n"), canonical), start=1):
