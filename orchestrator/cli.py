@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import click
 
 from orchestrator import __version__
-from orchestrator.errors import ExitCode, OrchError
+from orchestrator.config import Settings
+from orchestrator.errors import ConfigError, ExitCode, OrchError
+from orchestrator.plan import Plan, check_report, load_plan, render_check
 
 
 @contextmanager
@@ -36,6 +40,46 @@ def cli() -> None:
     Example:
       orch plan check plan.toml
     """
+
+
+@cli.group()
+def plan() -> None:
+    """Check plan files and print their schema."""
+
+
+@contextmanager
+def problem_lines() -> Iterator[None]:
+    """Print each line of a multi-problem ConfigError as its own `orch: ` line, then exit 1."""
+    try:
+        yield
+    except ConfigError as exc:
+        for line in exc.message.splitlines():
+            click.echo(f"orch: {line}", err=True)
+        sys.exit(int(exc.exit_code))
+
+
+@plan.command("check")
+@click.argument("plan_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def plan_check(plan_file: Path, as_json: bool) -> None:
+    """Validate PLAN_FILE and show what would be provisioned; nothing is changed.
+
+    \b
+    Example:
+      orch plan check plan.toml
+    """
+    with problem_lines():
+        resolved = load_plan(plan_file, Settings.from_env())
+    if as_json:
+        click.echo(json.dumps(check_report(resolved), indent=2))
+    else:
+        click.echo(render_check(resolved), nl=False)
+
+
+@plan.command("schema")
+def plan_schema() -> None:
+    """Print the JSON Schema of plan files (for editors)."""
+    click.echo(json.dumps(Plan.model_json_schema(), indent=2))
 
 
 def main() -> None:

@@ -1,0 +1,553 @@
+"""The plan file (`plan.toml`): its model, its file claims, and its resolution into placed workers under the Layout Contract."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, ValidationInfo, field_validator
+from tabulate import tabulate
+
+from orchestrator.config import Settings, dotted, read_toml, validation_problems
+from orchestrator.errors import ConfigError
+from orchestrator.layout import (
+    HERDR_AGENT_KINDS,
+    RepoLayout,
+    WorktreeLayout,
+    agent_name_for,
+    agent_name_problem,
+    conventional_branch_problem,
+    git_branch_problem,
+    path_name_problem,
+    quote,
+    repo_layout,
+    task_label_problem,
+    worktree_layout,
+)
+from orchestrator.policy import EffectivePolicy, PolicyLayer, PolicyOverlay, merge_policy, overlay_layers
+
+Mode = Literal["direct", "plan-first"]
+Placement = Literal["worktree", "sibling"]
+
+# The spec's stop conditions (§2): every worker gets these; a plan entry's `stop_conditions` adds to them.
+DEFAULT_STOP_CONDITIONS: tuple[str, ...] = (
+    "The repository structure differs from what this packet describes.",
+    "The same check or command fails twice for the same reason.",
+    "A step needs authentication, credentials or a permission you do not have.",
+    "The work needs an edit outside your file claim.",
+)
+
+_GLOB_MAGIC = re.compile(r"[*?\[]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class Answer(_Model):
+    """A reply the controller may give, unprompted by a person, to a question it expects."""
+
+    regex: StrictBool = False
+    """Treat `when` as a Python regular expression (searched, case-insensitive) instead of a substring."""
+    when: StrictStr = Field(min_length=1)
+    """Text to look for in the worker's question: a case-insensitive substring, or a regular expression when `regex` is true."""
+    answer: StrictStr = Field(min_length=1)
+    """The answer the controller sends back (Message Contract kind `answer`)."""
+
+    @field_validator("when")
+    @classmethod
+    def _regex_compiles(cls, value: str, info: ValidationInfo) -> str:
+        if info.data.get("regex"):
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"{quote(value)} is not a valid regular expression: {exc}") from None
+        return value
+
+    def matches(self, question: str) -> bool:
+        """Whether this answer applies to ``question``."""
+        if self.regex:
+            return re.search(self.when, question, re.IGNORECASE) is not None
+        return self.when.casefold() in question.casefold()
+
+
+class Defaults(_Model):
+    """Values every worker gets unless its own entry says otherwise."""
+
+    kind: StrictStr | None = None
+    """Worker kind for entries without `kind`; unset means the effective policy's `default_kind` (codex unless a policy says otherwise)."""
+    concurrency: StrictInt = Field(default=4, ge=1)
+    """Most workers running at once."""
+    checkin_interval_s: StrictInt = Field(default=60, ge=1)
+    """Seconds between check-ins on a worker that sent no callback (spec §5: three check-ins without change mean failed)."""
+    agent_start_timeout_s: StrictInt = Field(default=30, ge=4, le=300)
+    """`herdr agent start --timeout`, in seconds (herdr accepts more than 3 s and at most 300 s)."""
+    wait_timeout_s: StrictInt = Field(default=60, ge=1)
+    """`--timeout` of each blocking herdr wait (`agent wait`, `agent prompt --wait`), in seconds; an expiry is a check-in, not a failure."""
+    mode: Mode = "direct"
+    """Execution mode: `direct`, or `plan-first` (only when the person asked for it)."""
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str | None) -> str | None:
+        return _herdr_kind(value)
+
+
+class Integration(_Model):
+    """Optional integration of accepted workers; off means orch reports accepted branches and commits and merges nothing."""
+
+    enabled: StrictBool = False
+    """Merge accepted workers, one at a time, into `branch`."""
+    branch: StrictStr | None = Field(default=None, validate_default=True)
+    """The dedicated integration branch (a Conventional Branch; required when `enabled`)."""
+
+    @field_validator("branch")
+    @classmethod
+    def _branch_when_enabled(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is None and info.data.get("enabled"):
+            raise ValueError("is required when enabled = true")
+        return value
+
+
+class Worker(_Model):
+    """One delegated task: what to do, where (its branch), which files it may change, and how it is checked."""
+
+    task: StrictStr
+    """Task label: lowercase hyphen-case; also the herdr agent name, so it must start with a letter and have at most 32 characters."""
+    objective: StrictStr = Field(min_length=1)
+    """What the worker must achieve."""
+    deliverable: StrictStr = Field(min_length=1)
+    """What the worker hands back (commits, a report file, ...)."""
+    kind: StrictStr | None = None
+    """herdr agent kind (`codex`, `claude`, `opencode`, `pi`, ...); unset means `defaults.kind`, then the policy's `default_kind`."""
+    branch: StrictStr
+    """Target branch (a Conventional Branch, not the base). The first worker on a branch gets its own worktree tab; later ones share it as sibling panes."""
+    scope: tuple[StrictStr, ...] = ()
+    """Files, packages or behaviour in scope, in words or paths."""
+    exclusions: tuple[StrictStr, ...] = ()
+    """What the worker must not touch or do."""
+    claim: tuple[StrictStr, ...] = ()
+    """File claim: glob patterns relative to the checkout (`*`, `?`, `[...]` within a segment, `**` for any depth, a trailing `/` for a whole directory); empty means read-only work."""
+    evidence: tuple[StrictStr, ...] = ()
+    """Evidence the result must carry (file references, genuine command output)."""
+    verify: tuple[StrictStr, ...] = ()
+    """Verification commands the controller re-runs before accepting."""
+    stop_conditions: tuple[StrictStr, ...] = ()
+    """Extra stop conditions, added to the defaults (unexpected structure, repeated failures, authentication, out-of-claim edits)."""
+    mode: Mode | None = None
+    """Execution mode for this worker; unset means `defaults.mode`."""
+    setup: tuple[StrictStr, ...] = ()
+    """Shell commands run in the fresh checkout before the agent starts (first worker on a branch only)."""
+    agent_args: tuple[StrictStr, ...] = ()
+    """Native agent arguments, passed after `--` to `herdr agent start`."""
+    answers: tuple[Answer, ...] = ()
+    """Answers the controller may give to expected questions."""
+
+    @field_validator("task")
+    @classmethod
+    def _task_label(cls, value: str) -> str:
+        if problem := task_label_problem(value) or agent_name_problem(agent_name_for(value)):
+            raise ValueError(problem)
+        return value
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str | None) -> str | None:
+        return _herdr_kind(value)
+
+    @field_validator("claim")
+    @classmethod
+    def _claim_patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            if problem := claim_pattern_problem(pattern):
+                raise ValueError(problem)
+        if len(set(value)) != len(value):
+            raise ValueError("lists a pattern twice")
+        return value
+
+    @field_validator("agent_args")
+    @classmethod
+    def _no_control_characters(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for arg in value:
+            if _CONTROL.search(arg):
+                # herdr rejects these with invalid_agent_argument; say so before anything is provisioned.
+                raise ValueError(f"{quote(arg)} contains a control character, which herdr rejects")
+        return value
+
+
+class Plan(_Model):
+    """A whole plan: one repository, its base ref, defaults, policy, integration choice and workers."""
+
+    organization: StrictStr
+    """Organization: the herdr session name and the folder under the source root."""
+    repo: StrictStr
+    """Repository name: the herdr workspace and first-tab label, and the prefix of every worktree tab label."""
+    path: StrictStr | None = None
+    """Explicit checkout path (absolute or `~/…`); default `<src_root>/<organization>/<repo>`."""
+    base: StrictStr = Field(min_length=1)
+    """Base ref the worktrees start from (e.g. `origin/main`); fetched before provisioning."""
+    defaults: Defaults = Defaults()
+    """Defaults for every worker."""
+    policy: PolicyOverlay = PolicyOverlay()
+    """Plan-level policy layer, applied over the organization and repository overlays."""
+    integration: Integration = Integration()
+    """Integration opt-in; default off (report only)."""
+    workers: tuple[Worker, ...] = Field(min_length=1)
+    """The workers, in launch order (`[[workers]]` entries)."""
+
+    @field_validator("organization", "repo")
+    @classmethod
+    def _path_name(cls, value: str) -> str:
+        if problem := path_name_problem(value):
+            raise ValueError(problem)
+        return value
+
+    @field_validator("path")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not (value.startswith("/") or value == "~" or value.startswith("~/")):
+            raise ValueError(f"{quote(value)} must be an absolute path or start with ~/")
+        return value
+
+
+class ResolvedWorker(BaseModel):
+    """A worker placed under the Layout Contract: everything the engine needs to provision and brief it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    index: int
+    task: str
+    name: str
+    kind: str
+    placement: Placement
+    sibling_of: str | None
+    worktree: WorktreeLayout
+    mode: Mode
+    stop_conditions: tuple[str, ...]
+    worker: Worker
+
+
+class ResolvedPlan(BaseModel):
+    """A valid plan with its effective policy and placed workers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: str
+    plan: Plan
+    repo: RepoLayout
+    policy: EffectivePolicy
+    workers: tuple[ResolvedWorker, ...]
+
+
+def _herdr_kind(value: str | None) -> str | None:
+    if value is not None and value not in HERDR_AGENT_KINDS:
+        raise ValueError(f"{quote(value)} is not a herdr agent kind ({', '.join(HERDR_AGENT_KINDS)})")
+    return value
+
+
+# --- file claims -------------------------------------------------------------------------------------------------
+
+
+def claim_pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` is not a usable claim (relative, `/`-separated, no `.`/`..`, `**` only as a whole segment), or None."""
+    if not pattern:
+        return "an empty pattern claims nothing; leave the claim empty for read-only work"
+    if pattern.startswith("/") or "\\" in pattern:
+        return f"{quote(pattern)} must be relative to the checkout, with / separators"
+    for segment in pattern.removesuffix("/").split("/"):
+        if segment in ("", ".", ".."):
+            return f"{quote(pattern)} has an empty, . or .. path segment"
+        if "**" in segment and segment != "**":
+            return f"{quote(pattern)}: ** must be a whole path segment"
+    return None
+
+
+def _segments(pattern: str) -> list[str]:
+    # A trailing slash claims everything below that directory.
+    return [*pattern.removesuffix("/").split("/"), "**"] if pattern.endswith("/") else pattern.split("/")
+
+
+def claim_matches(pattern: str, path: str) -> bool:
+    """Whether the checkout-relative ``path`` falls under claim ``pattern`` (`**` spans zero or more segments)."""
+    return _match(_segments(pattern), path.split("/"))
+
+
+def _match(pattern: list[str], parts: list[str]) -> bool:
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_match(pattern[1:], parts[i:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0]) and _match(pattern[1:], parts[1:])
+
+
+def claims_may_overlap(a: str, b: str) -> bool:
+    """False only when no path can match both patterns; anything orch cannot prove disjoint counts as overlapping."""
+    sa, sb = _segments(a), _segments(b)
+    for aligned in (zip(sa, sb), zip(reversed(sa), reversed(sb))):
+        # Segments line up from the start until the first `**`, and from the end (the file name) until the last one.
+        for x, y in aligned:
+            if x == "**" or y == "**":
+                break
+            if _segments_disjoint(x, y):
+                return False
+    fixed_a, fixed_b = len(sa) - sa.count("**"), len(sb) - sb.count("**")
+    if "**" not in sa and "**" not in sb:
+        return len(sa) == len(sb)
+    if "**" not in sb:
+        return len(sb) >= fixed_a
+    if "**" not in sa:
+        return len(sa) >= fixed_b
+    return True
+
+
+def _segments_disjoint(x: str, y: str) -> bool:
+    magic_x, magic_y = bool(_GLOB_MAGIC.search(x)), bool(_GLOB_MAGIC.search(y))
+    if not magic_x and not magic_y:
+        return x != y
+    if not magic_x:
+        return not fnmatch.fnmatchcase(x, y)
+    if not magic_y:
+        return not fnmatch.fnmatchcase(y, x)
+    # Two globs: every match starts with the literal text before the first wildcard and ends with the text after the last.
+    px, py = _literal_prefix(x), _literal_prefix(y)
+    qx, qy = _literal_suffix(x), _literal_suffix(y)
+    return not (px.startswith(py) or py.startswith(px)) or not (qx.endswith(qy) or qy.endswith(qx))
+
+
+def _literal_prefix(segment: str) -> str:
+    match = _GLOB_MAGIC.search(segment)
+    return segment[: match.start()] if match else segment
+
+
+def _literal_suffix(segment: str) -> str:
+    last = max(segment.rfind(ch) for ch in "*?[]")
+    return segment[last + 1 :]
+
+
+# --- loading and resolution ----------------------------------------------------------------------------------------
+
+
+def load_plan(path: Path, settings: Settings, *, display: str | None = None) -> ResolvedPlan:
+    """Read, validate and resolve a plan file; every problem is one line of a single ConfigError, nothing is changed."""
+    display = str(path) if display is None else display
+    data = read_toml(path, display)
+    try:
+        plan = Plan.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError("\n".join(validation_problems(exc, lambda loc: f"{display}: {_locate(data, loc)}"))) from None
+    return resolve_plan(plan, settings, source=display)
+
+
+def _locate(data: Any, loc: tuple[int | str, ...]) -> str:
+    """`workers[1] (api-docs).branch` for a pydantic location, naming the worker by its task label when it has one."""
+    if len(loc) >= 2 and loc[0] == "workers" and isinstance(loc[1], int):
+        workers = data.get("workers") if isinstance(data, dict) else None
+        entry = workers[loc[1]] if isinstance(workers, list) and loc[1] < len(workers) else None
+        task = entry.get("task") if isinstance(entry, dict) else None
+        head = f"workers[{loc[1]}]" + (f" ({task})" if isinstance(task, str) and task else "")
+        rest = dotted(loc[2:])
+        return head + (f".{rest}" if rest and not rest.startswith("[") else rest)
+    return dotted(loc) or "plan"
+
+
+def _checkout(plan: Plan, settings: Settings) -> Path | None:
+    if plan.path is None:
+        return None
+    raw = settings.home / plan.path[2:] if plan.path == "~" or plan.path.startswith("~/") else Path(plan.path)
+    return Path(os.path.normpath(raw))
+
+
+def resolve_plan(plan: Plan, settings: Settings, *, source: str = "plan.toml") -> ResolvedPlan:
+    """Apply policy and the Layout Contract to a validated plan: kinds, branches, names, placement and claim overlaps."""
+    repo = repo_layout(settings.src_root, plan.organization, plan.repo, _checkout(plan, settings))
+    problems: list[str] = []
+    layers = overlay_layers(repo.checkout, settings.policy_dir, settings.home)
+    if plan.policy.model_dump(exclude_none=True):
+        layers.append(PolicyLayer(source="plan [policy]", overlay=plan.policy))
+    if plan.defaults.kind is not None:
+        if plan.policy.default_kind is not None:
+            problems.append(f"{source}: defaults.kind: policy.default_kind is also set; keep one of them")
+        layers.append(PolicyLayer(source="plan [defaults]", overlay=PolicyOverlay(default_kind=plan.defaults.kind)))
+    try:
+        effective = merge_policy(layers)
+    except ConfigError as exc:
+        raise ConfigError("\n".join([*problems, f"{source}: {exc.message}"])) from None
+    policy = effective.policy
+
+    def branch_problem(branch: str) -> str | None:
+        return conventional_branch_problem(
+            branch, types=policy.branch_types, extra_types=policy.extra_branch_types, description_pattern=policy.description_pattern
+        ) or git_branch_problem(branch)
+
+    def is_base(branch: str) -> bool:
+        # `origin/feat/x` as a base is still the branch `feat/x`.
+        return branch == plan.base or plan.base.endswith(f"/{branch}")
+
+    resolved: list[ResolvedWorker] = []
+    first_on_branch: dict[str, ResolvedWorker] = {}
+    tasks: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    for index, worker in enumerate(plan.workers):
+        where = f"{source}: workers[{index}] ({worker.task})"
+        if worker.task in tasks:
+            problems.append(f"{where}.task: {quote(worker.task)} is already the task label of workers[{tasks[worker.task]}]; task labels and agent names must be unique")
+        tasks.setdefault(worker.task, index)
+        if problem := branch_problem(worker.branch):
+            problems.append(f"{where}.branch: {problem}")
+        elif is_base(worker.branch):
+            problems.append(f"{where}.branch: {quote(worker.branch)} is the base {quote(plan.base)}; a worker never runs on the base or default branch")
+        kind = worker.kind or policy.default_kind
+        if worker.kind is not None and worker.kind not in policy.allowed_kinds:
+            problems.append(
+                f"{where}.kind: {quote(worker.kind)} is not allowed by policy (allowed_kinds: {', '.join(policy.allowed_kinds)}, from {effective.sources['allowed_kinds']})"
+            )
+        layout = worktree_layout(repo, worker.branch)
+        if labels.setdefault(layout.label, worker.branch) != worker.branch:
+            problems.append(f"{where}.branch: {quote(worker.branch)} gives tab label {quote(layout.label)}, already used by branch {quote(labels[layout.label])}")
+        first = first_on_branch.get(worker.branch)
+        if first is not None and worker.setup:
+            problems.append(f"{where}.setup: a sibling shares the checkout of workers[{first.index}] ({first.task}); put setup commands on that first worker")
+        entry = ResolvedWorker(
+            index=index,
+            task=worker.task,
+            name=agent_name_for(worker.task),
+            kind=kind,
+            placement="worktree" if first is None else "sibling",
+            sibling_of=None if first is None else first.task,
+            worktree=layout,
+            mode=worker.mode or plan.defaults.mode,
+            stop_conditions=(*DEFAULT_STOP_CONDITIONS, *(s for s in worker.stop_conditions if s not in DEFAULT_STOP_CONDITIONS)),
+            worker=worker,
+        )
+        first_on_branch.setdefault(worker.branch, entry)
+        resolved.append(entry)
+    problems.extend(_overlap_problems(resolved, source))
+    problems.extend(_integration_problems(plan, source, branch_problem, is_base))
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return ResolvedPlan(source=source, plan=plan, repo=repo, policy=effective, workers=tuple(resolved))
+
+
+def _overlap_problems(workers: list[ResolvedWorker], source: str) -> list[str]:
+    problems: list[str] = []
+    for first, second in combinations(workers, 2):
+        if first.worktree.branch != second.worktree.branch:
+            continue  # separate worktrees isolate overlapping edits
+        pair = next(((a, b) for b in second.worker.claim for a in first.worker.claim if claims_may_overlap(a, b)), None)
+        if pair is not None:
+            problems.append(
+                f"{source}: workers[{second.index}] ({second.task}).claim: {quote(pair[1])} may overlap {quote(pair[0])} claimed by "
+                f"workers[{first.index}] ({first.task}) in the same checkout ({first.worktree.branch}); "
+                "orch counts two globs as overlapping unless it can prove them disjoint"
+            )
+    return problems
+
+
+def _integration_problems(plan: Plan, source: str, branch_problem: Any, is_base: Any) -> list[str]:
+    branch = plan.integration.branch
+    if branch is None:
+        return []
+    where = f"{source}: integration.branch"
+    if problem := branch_problem(branch):
+        return [f"{where}: {problem}"]
+    if is_base(branch):
+        return [f"{where}: {quote(branch)} is the base; integration needs a dedicated branch"]
+    for index, worker in enumerate(plan.workers):
+        if worker.branch == branch:
+            return [f"{where}: {quote(branch)} is the branch of workers[{index}] ({worker.task}); integration needs a dedicated branch"]
+    return []
+
+
+# --- rendering for `orch plan check` -------------------------------------------------------------------------------
+
+
+def check_report(resolved: ResolvedPlan) -> dict[str, Any]:
+    """The `orch plan check --json` document: what would be provisioned, and the effective policy with its sources."""
+    plan, repo, effective = resolved.plan, resolved.repo, resolved.policy
+    return {
+        "plan": resolved.source,
+        "organization": repo.organization,
+        "repo": repo.repo,
+        "session": repo.session,
+        "workspace": repo.workspace,
+        "first_tab": repo.first_tab,
+        "checkout": str(repo.checkout),
+        "base": plan.base,
+        "defaults": plan.defaults.model_dump(mode="json", exclude={"kind"}),
+        "integration": plan.integration.model_dump(mode="json"),
+        "policy": {field: {"value": value, "source": effective.sources[field]} for field, value in effective.policy.model_dump(mode="json").items()},
+        "workers": [
+            {
+                "task": w.task,
+                "agent": w.name,
+                "kind": w.kind,
+                "placement": w.placement,
+                "sibling_of": w.sibling_of,
+                "branch": w.worktree.branch,
+                "tab_label": w.worktree.label,
+                "worktree": str(w.worktree.path),
+                "claim": list(w.worker.claim),
+                "checks": len(w.worker.verify),
+                "mode": w.mode,
+            }
+            for w in resolved.workers
+        ],
+    }
+
+
+def render_check(resolved: ResolvedPlan) -> str:
+    """The `orch plan check` text: a summary, the effective policy table and the worker table, ending in a newline."""
+    plan, repo, effective = resolved.plan, resolved.repo, resolved.policy
+    d = plan.defaults
+    integration = f"on: accepted workers merge into {plan.integration.branch}" if plan.integration.enabled else "off (report only)"
+    summary = [
+        ("organization", f"{repo.organization} (herdr session {repo.session})"),
+        ("repo", f"{repo.repo} (workspace {repo.workspace}, first tab {repo.first_tab})"),
+        ("checkout", str(repo.checkout)),
+        ("base", plan.base),
+        ("defaults", f"concurrency {d.concurrency}, check-in {d.checkin_interval_s}s, agent start {d.agent_start_timeout_s}s, wait {d.wait_timeout_s}s, mode {d.mode}"),
+        ("integration", integration),
+    ]
+    policy_rows = [(field, _policy_value(value), effective.sources[field]) for field, value in effective.policy.model_dump().items()]
+    worker_rows = [
+        (
+            w.task,
+            w.name,
+            w.kind,
+            w.placement if w.sibling_of is None else f"sibling of {w.sibling_of}",
+            w.worktree.branch,
+            w.worktree.label,
+            str(w.worktree.path),
+            ", ".join(w.worker.claim) or "(read-only)",
+            len(w.worker.verify),
+            w.mode,
+        )
+        for w in resolved.workers
+    ]
+    return (
+        f"plan {resolved.source}: valid, {len(resolved.workers)} workers\n\n"
+        + tabulate(summary, tablefmt="plain")
+        + "\n\n"
+        + tabulate(policy_rows, headers=("policy", "value", "source"), tablefmt="simple")
+        + "\n\n"
+        + tabulate(
+            worker_rows,
+            headers=("task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode"),
+            tablefmt="simple",
+            disable_numparse=True,
+        )
+        + "\n"
+    )
+
+
+def _policy_value(value: object) -> str:
+    if value is None:
+        return "(none)"
+    if isinstance(value, tuple | list):
+        return ", ".join(value) or "(none)"
+    return str(value)
