@@ -1,0 +1,1075 @@
+"""The `herdr-sim` command: herdr 0.7.5's CLI grammar, envelopes, streams and exit codes, plus server and faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from herdr_sim import HERDR_VERSION, faults, help as helptext, procs, schema, server, worktrees
+from herdr_sim.engine import ApiError, Engine, remove_leaf
+from herdr_sim.ids import AGENT_NAME_RE, SESSION_RE, b32
+from herdr_sim.paths import Paths, resolve_home
+from herdr_sim.state import Pane, Store, Tab
+
+POLL_S = 0.1
+STATUSES = ("idle", "working", "blocked", "done", "unknown")
+DEFAULT_UNTIL = ("idle", "done", "blocked")
+NAMED_KEYS = {
+    "enter": "Enter", "return": "Enter", "esc": "Escape", "escape": "Escape", "tab": "Tab", "backspace": "BSpace",
+    "space": "Space", "up": "Up", "down": "Down", "left": "Left", "right": "Right", "home": "Home", "end": "End",
+    "pageup": "PPage", "pagedown": "NPage", "delete": "DC", "insert": "IC", "minus": "-", "plus": "+",
+    "backtab": "BTab",
+}
+
+
+class Usage(Exception):
+    """A usage error: text on stderr, exit 2."""
+
+
+class Custom(Exception):
+    """A parse error herdr reports as Rust's `Error: Custom {…}` with exit 1."""
+
+
+def emit(obj: Any, stream: Any = None) -> None:
+    """One compact JSON line, as serde_json writes it."""
+    print(json.dumps(obj, separators=(",", ":"), ensure_ascii=False), file=stream or sys.stdout, flush=True)
+
+
+def tmux_key(key: str) -> str | None:
+    """herdr key-combo syntax to a tmux key name; None when herdr would reject it."""
+    k = {"C-c": "ctrl+c", "c-c": "ctrl+c", "+": "plus"}.get(key.strip(), key.strip())
+    lower = k.lower()
+    if lower in NAMED_KEYS:
+        return NAMED_KEYS[lower]
+    if re.fullmatch(r"f([1-9]|1[0-2])", lower):
+        return lower.upper()
+    mods = lower.split("+")
+    if len(mods) > 1 and all(m in ("ctrl", "alt", "shift") for m in mods[:-1]) and mods[-1]:
+        base = mods[-1]
+        name = NAMED_KEYS.get(base) or (base if len(base) == 1 else None)
+        if name is None:
+            return None
+        prefix = "".join({"ctrl": "C-", "alt": "M-", "shift": "S-"}[m] for m in mods[:-1])
+        return prefix + name
+    if len(k) == 1:
+        return k
+    return None
+
+
+class Flags:
+    """A tiny hand-written flag scanner, like herdr's: values, booleans, repeats, positionals."""
+
+    def __init__(self, args: list[str], values: tuple[str, ...] = (), bools: tuple[str, ...] = (),
+                 multi: tuple[str, ...] = ()) -> None:
+        self.values: dict[str, str] = {}
+        self.bools: set[str] = set()
+        self.multi: dict[str, list[str]] = {m: [] for m in multi}
+        self.positional: list[str] = []
+        i = 0
+        while i < len(args):
+            arg = args[i]
+            if arg in values or arg in multi:
+                if i + 1 >= len(args):
+                    raise Usage(f"missing value for {arg}")
+                if arg in multi:
+                    self.multi[arg].append(args[i + 1])
+                else:
+                    self.values[arg] = args[i + 1]
+                i += 2
+            elif arg in bools:
+                self.bools.add(arg)
+                i += 1
+            elif arg.startswith("-") and arg != "-":
+                raise Usage(f"unknown option: {arg}")
+            else:
+                self.positional.append(arg)
+                i += 1
+
+    def focus(self, default: bool) -> bool:
+        if "--focus" in self.bools:
+            return True
+        if "--no-focus" in self.bools:
+            return False
+        return default
+
+
+def parse_env(items: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key or "\0" in item:
+            raise Usage(f"invalid --env value: {item} (expected KEY=VALUE)")
+        env[key] = value
+    return env
+
+
+def parse_u64(flag: str, value: str) -> int:
+    if not value.isdigit():
+        raise Custom(f"invalid value for {flag}: {value}")
+    return int(value)
+
+
+def abspath(value: str) -> str:
+    return str(Path(os.path.expanduser(value)).absolute())
+
+
+class Cli:
+    """One invocation: resolves the home, checks the server, runs requests under the state lock."""
+
+    def __init__(self) -> None:
+        self.paths = Paths(resolve_home())
+        self.store = Store(self.paths)
+
+    # ---- plumbing -----------------------------------------------------------------------------
+
+    def require_server(self) -> None:
+        if not self.paths.socket.exists():
+            raise SystemExit(self._os_error(2, "NotFound", "No such file or directory"))
+        if not server.running(self.paths):
+            raise SystemExit(self._os_error(111, "ConnectionRefused", "Connection refused"))
+
+    @staticmethod
+    def _os_error(code: int, kind: str, message: str) -> int:
+        print(f'Error: Os {{ code: {code}, kind: {kind}, message: "{message}" }}', file=sys.stderr)
+        return 1
+
+    def request(self, req_id: str, command: str, fn: Callable[[Engine], Any], *, quiet: bool = False) -> int:
+        """Run fn under the lock and print its result as herdr does (or nothing when quiet)."""
+        self.require_server()
+        delay = 0
+        try:
+            with self.store.transaction() as world:
+                eng = Engine(self.paths, world)
+                eng.reconcile()
+                fault = faults.take(world, command)
+                if fault is not None and fault.delay_ms:
+                    delay = fault.delay_ms
+                if fault is not None and fault.code:
+                    raise ApiError(fault.code, fault.message or f"injected fault for {command}")
+                result = fn(eng)
+                if fault is not None and fault.drop_root_pane and isinstance(result, dict):
+                    result.pop("root_pane", None)
+        except ApiError as exc:
+            time.sleep(delay / 1000)
+            emit({"id": "cli:request" if quiet else req_id, "error": {"code": exc.code, "message": exc.message}},
+                 sys.stderr)
+            return 1
+        time.sleep(delay / 1000)
+        if quiet:
+            return 0
+        if isinstance(result, str):
+            sys.stdout.write(result)
+            sys.stdout.flush()
+            return 0
+        emit({"id": req_id, "result": result})
+        return 0
+
+    def error(self, req_id: str, code: str, message: str) -> int:
+        emit({"id": req_id, "error": {"code": code, "message": message}}, sys.stderr)
+        return 1
+
+    def poll(self, fn: Callable[[Engine], Any]) -> Any:
+        """One locked look at the world (reconciled first); the caller sleeps outside the lock."""
+        with self.store.transaction() as world:
+            eng = Engine(self.paths, world)
+            eng.reconcile()
+            return fn(eng)
+
+    # ---- groups -------------------------------------------------------------------------------
+
+    def workspace(self, sub: str, args: list[str]) -> int:
+        rid = f"cli:workspace:{sub}"
+        cmd = f"workspace {sub}"
+        if sub == "list":
+            if args:
+                raise Usage("usage: herdr workspace list")
+            return self.request(rid, cmd, lambda e: {"type": "workspace_list", "workspaces": [
+                e.workspace_info(w) for w in e.world.workspaces]})
+        if sub == "create":
+            f = Flags(args, values=("--cwd", "--label"), bools=("--focus", "--no-focus"), multi=("--env",))
+            if f.positional:
+                raise Usage(f"unknown option: {f.positional[0]}")
+            env = parse_env(f.multi["--env"])
+            cwd = abspath(f.values["--cwd"]) if "--cwd" in f.values else None
+
+            def create(e: Engine) -> dict[str, Any]:
+                ws, tab, pane = e.create_workspace(cwd, f.values.get("--label"), env, f.focus(False))
+                return {"type": "workspace_created", "workspace": e.workspace_info(ws), "tab": e.tab_info(tab),
+                        "root_pane": e.pane_info(pane)}
+            return self.request(rid, cmd, create)
+        if sub in ("get", "close", "focus", "rename"):
+            if not args or (sub != "rename" and len(args) != 1) or (sub == "rename" and len(args) < 2):
+                raise Usage(f"usage: herdr workspace {sub} <workspace_id>" + (" <label>" if sub == "rename" else ""))
+
+            def act(e: Engine) -> dict[str, Any]:
+                ws = e.resolve_ws(args[0])
+                if ws is None:
+                    raise ApiError("workspace_not_found", f"workspace {args[0]} not found")
+                if sub == "close":
+                    e.close_workspace(ws)
+                    return {"type": "ok"}
+                if sub == "focus":
+                    e.focus_workspace(ws)
+                if sub == "rename":
+                    ws.custom_label = " ".join(args[1:])
+                return {"type": "workspace_info", "workspace": e.workspace_info(ws)}
+            return self.request(rid, cmd, act)
+        return self.group_help("workspace", sub)
+
+    def tab(self, sub: str, args: list[str]) -> int:
+        rid = f"cli:tab:{sub}"
+        cmd = f"tab {sub}"
+        if sub == "list":
+            f = Flags(args, values=("--workspace",))
+            if f.positional:
+                raise Usage("usage: herdr tab list [--workspace <workspace_id>]")
+
+            def listing(e: Engine) -> dict[str, Any]:
+                spaces = e.world.workspaces
+                if "--workspace" in f.values:
+                    ws = e.resolve_ws(f.values["--workspace"])
+                    if ws is None:
+                        raise ApiError("workspace_not_found", f"workspace {f.values['--workspace']} not found")
+                    spaces = [ws]
+                return {"type": "tab_list", "tabs": [e.tab_info(t) for w in spaces for t in w.tabs]}
+            return self.request(rid, cmd, listing)
+        if sub == "create":
+            f = Flags(args, values=("--workspace", "--cwd", "--label"), bools=("--focus", "--no-focus"),
+                      multi=("--env",))
+            if f.positional:
+                raise Usage(f"unknown option: {f.positional[0]}")
+            env = parse_env(f.multi["--env"])
+            cwd = abspath(f.values["--cwd"]) if "--cwd" in f.values else None
+
+            def create(e: Engine) -> dict[str, Any]:
+                if "--workspace" in f.values:
+                    ws = e.resolve_ws(f.values["--workspace"])
+                    if ws is None:
+                        raise ApiError("workspace_not_found", f"workspace {f.values['--workspace']} not found")
+                elif e.world.active_workspace_id:
+                    ws = e.ws(e.world.active_workspace_id)
+                else:
+                    raise ApiError("workspace_not_found", "no active workspace")
+                tab, pane = e.create_tab(ws, cwd, f.values.get("--label"), env, f.focus(False))
+                return {"type": "tab_created", "tab": e.tab_info(tab), "root_pane": e.pane_info(pane)}
+            return self.request(rid, cmd, create)
+        if sub in ("get", "close", "focus", "rename"):
+            if not args or (sub != "rename" and len(args) != 1) or (sub == "rename" and len(args) < 2):
+                raise Usage(f"usage: herdr tab {sub} <tab_id>" + (" <label>" if sub == "rename" else ""))
+
+            def act(e: Engine) -> dict[str, Any]:
+                tab = e.resolve_tab(args[0])
+                if tab is None:
+                    raise ApiError("tab_not_found", f"tab {args[0]} not found")
+                if sub == "close":
+                    e.close_tab(tab)
+                    return {"type": "ok"}
+                if sub == "focus":
+                    e.focus_tab(tab)
+                if sub == "rename":
+                    tab.custom_label = " ".join(args[1:])
+                return {"type": "tab_info", "tab": e.tab_info(tab)}
+            return self.request(rid, cmd, act)
+        return self.group_help("tab", sub)
+
+    def pane_or_error(self, e: Engine, raw: str, message: str | None = None) -> Pane:
+        pane = e.resolve_pane(raw)
+        if pane is None:
+            raise ApiError("pane_not_found", message or "pane not found")
+        return pane
+
+    def read_text(self, e: Engine, pane: Pane, source: str, lines: int | None, ansi: bool) -> str:
+        history = source in ("recent", "recent-unwrapped")
+        rows = e.tmux.capture(pane.tmux, history=history, joined=source == "recent-unwrapped", ansi=ansi)
+        while rows and not rows[-1].strip():
+            rows.pop()
+        if history:
+            rows = rows[-min(lines or 80, 1000):]
+        elif lines is not None:
+            rows = rows[-lines:] if lines else []
+        return "\n".join(rows) + ("\n" if rows else "")
+
+    def parse_read(self, args: list[str], agent: bool) -> tuple[str, str, int | None, bool]:
+        f = Flags(args, values=("--source", "--lines", "--format"), bools=("--ansi", "--raw"))
+        if len(f.positional) != 1:
+            raise Usage(f"usage: herdr {'agent' if agent else 'pane'} read <{'target' if agent else 'pane_id'}>"
+                        " [--source visible|recent|recent-unwrapped] [--lines N] [--format text|ansi] [--ansi]")
+        source = f.values.get("--source", "recent")
+        if source not in ("visible", "recent", "recent-unwrapped", "detection"):
+            raise Custom(f"invalid read source: {source}")
+        lines = parse_u64("--lines", f.values["--lines"]) if "--lines" in f.values else None
+        fmt = f.values.get("--format", "text")
+        if fmt not in ("text", "ansi"):
+            raise Custom(f"invalid read format: {fmt}")
+        ansi = fmt == "ansi" or bool(f.bools & {"--ansi", "--raw"})
+        return f.positional[0], "visible" if source == "detection" else source, lines, ansi
+
+    def pane(self, sub: str, args: list[str]) -> int:
+        rid = f"cli:pane:{sub}"
+        cmd = f"pane {sub}"
+        if sub == "list":
+            f = Flags(args, values=("--workspace",))
+            if f.positional:
+                raise Usage("usage: herdr pane list [--workspace <workspace_id>]")
+
+            def listing(e: Engine) -> dict[str, Any]:
+                spaces = e.world.workspaces
+                if "--workspace" in f.values:
+                    ws = e.resolve_ws(f.values["--workspace"])
+                    if ws is None:
+                        raise ApiError("workspace_not_found", f"workspace {f.values['--workspace']} not found")
+                    spaces = [ws]
+                return {"type": "pane_list", "panes": [e.pane_info(e.world.panes[p]) for w in spaces
+                                                       for p in e.ws_panes(w)]}
+            return self.request(rid, cmd, listing)
+        if sub == "get":
+            if len(args) != 1:
+                raise Usage("usage: herdr pane get <pane_id>")
+            return self.request(rid, cmd, lambda e: {"type": "pane_info", "pane": e.pane_info(
+                self.pane_or_error(e, args[0], f"pane {args[0]} not found"))})
+        if sub in ("current", "layout"):
+            f = Flags(args, values=("--pane",), bools=("--current",))
+            if f.positional or ("--pane" in f.values and "--current" in f.bools):
+                raise Usage(f"usage: herdr pane {sub} [--pane ID|--current]")
+            own = os.environ.get("HERDR_PANE_ID", "").strip() if sub == "current" else ""
+
+            def where(e: Engine) -> dict[str, Any]:
+                raw = f.values.get("--pane") or own
+                if raw:
+                    pane = self.pane_or_error(e, raw)
+                else:
+                    ws_id = e.world.active_workspace_id
+                    tab = e.tab(e.ws(ws_id).active_tab_id or "") if ws_id else None
+                    if tab is None or tab.focused_pane_id is None:
+                        raise ApiError("pane_not_found", "pane not found")
+                    pane = e.world.panes[tab.focused_pane_id]
+                if sub == "current":
+                    return {"type": "pane_current", "pane": e.pane_info(pane)}
+                return {"type": "pane_layout", "layout": e.layout(e.tab_of(pane))}
+            return self.request(rid, cmd, where)
+        if sub == "split":
+            positional = args[0] if args and not args[0].startswith("--") else None
+            f = Flags(args[1:] if positional else args, values=("--pane", "--direction", "--ratio", "--cwd"),
+                      bools=("--current", "--focus", "--no-focus"), multi=("--env",))
+            if f.positional:
+                raise Usage(f"unknown option: {f.positional[0]}")
+            direction = f.values.get("--direction")
+            if direction is None:
+                raise Usage("missing required --direction")
+            if direction not in ("right", "down"):
+                raise Usage(f"invalid split direction: {direction}")
+            try:
+                ratio = float(f.values.get("--ratio", "0.5"))
+            except ValueError:
+                raise Usage(f"invalid value for --ratio: {f.values['--ratio']}") from None
+            env = parse_env(f.multi["--env"])
+            cwd = abspath(f.values["--cwd"]) if "--cwd" in f.values else None
+            raw = positional or f.values.get("--pane") or os.environ.get("HERDR_PANE_ID", "").strip()
+
+            def split(e: Engine) -> dict[str, Any]:
+                if raw:
+                    source = self.pane_or_error(e, raw)
+                else:
+                    ws_id = e.world.active_workspace_id
+                    tab = e.tab(e.ws(ws_id).active_tab_id or "") if ws_id else None
+                    if tab is None or tab.focused_pane_id is None:
+                        raise ApiError("pane_not_found", "pane not found")
+                    source = e.world.panes[tab.focused_pane_id]
+                new = e.split(source, direction, min(max(ratio, 0.1), 0.9), cwd, env, f.focus(False))
+                return {"type": "pane_info", "pane": e.pane_info(new)}
+            return self.request(rid, cmd, split)
+        if sub == "move":
+            return self.pane_move(args)
+        if sub == "read":
+            target, source, lines, ansi = self.parse_read(args, agent=False)
+            return self.request(rid, cmd, lambda e: self.read_text(e, self.pane_or_error(e, target), source, lines,
+                                                                   ansi))
+        if sub in ("send-text", "run"):
+            if len(args) < 2:
+                raise Usage(f"usage: herdr pane {sub} <pane_id> <{'text' if sub == 'send-text' else 'command'}>")
+            text = " ".join(args[1:])
+
+            def send(e: Engine) -> None:
+                pane = self.pane_or_error(e, args[0])
+                if sub == "send-text":
+                    e.tmux.send_literal(pane.tmux, text)
+                else:
+                    e.world.prompt_counter += 1
+                    e.tmux.paste(pane.tmux, text, f"herdr-sim-{e.world.prompt_counter}")
+                    e.tmux.send_keys(pane.tmux, ["Enter"])
+            return self.request(rid, cmd, send, quiet=True)
+        if sub == "send-keys":
+            if len(args) < 2:
+                raise Usage("usage: herdr pane send-keys <pane_id> <key> [key ...]")
+
+            def keys(e: Engine) -> None:
+                pane = self.pane_or_error(e, args[0])
+                e.tmux.send_keys(pane.tmux, self.map_keys(args[1:]))
+            return self.request(rid, cmd, keys, quiet=True)
+        if sub == "close":
+            if len(args) != 1:
+                raise Usage("usage: herdr pane close <pane_id>")
+
+            def close(e: Engine) -> dict[str, Any]:
+                e.close_pane(self.pane_or_error(e, args[0]))
+                return {"type": "ok"}
+            return self.request(rid, cmd, close)
+        if sub == "rename":
+            if len(args) < 2:
+                raise Usage("usage: herdr pane rename <pane_id> <label>|--clear")
+
+            def rename(e: Engine) -> dict[str, Any]:
+                pane = self.pane_or_error(e, args[0])
+                pane.label = None if args[1:] == ["--clear"] else " ".join(args[1:])
+                pane.revision += 1
+                return {"type": "pane_info", "pane": e.pane_info(pane)}
+            return self.request(rid, cmd, rename)
+        if sub in ("report-agent", "release-agent"):
+            return self.pane_report(sub, args)
+        if sub == "wait-output":
+            return self.wait_output(args)
+        return self.group_help("pane", sub)
+
+    def map_keys(self, keys: list[str]) -> list[str]:
+        mapped = []
+        for key in keys:  # every key is checked before any is sent
+            name = tmux_key(key)
+            if name is None:
+                raise ApiError("invalid_key", f"unsupported key {key}")
+            mapped.append(name)
+        return mapped
+
+    def pane_report(self, sub: str, args: list[str]) -> int:
+        if not args or args[0].startswith("--"):
+            raise Usage(f"usage: herdr pane {sub} <pane_id> --source ID --agent LABEL"
+                        + (" --state idle|working|blocked|unknown" if sub == "report-agent" else ""))
+        values = ("--source", "--agent", "--seq") + (
+            ("--state", "--message", "--agent-session-id", "--agent-session-path") if sub == "report-agent" else ())
+        f = Flags(args[1:], values=values)
+        if f.positional:
+            raise Usage(f"unknown option: {f.positional[0]}")
+        if sub == "report-agent" and "--state" in f.values and f.values["--state"] not in (
+                "idle", "working", "blocked", "unknown"):
+            raise Custom(f"invalid pane agent state: {f.values['--state']} "
+                         "(expected idle, working, blocked, or unknown)")
+        seq = parse_u64("--seq", f.values["--seq"]) if "--seq" in f.values else None
+        for required in ("--source", "--agent") + (("--state",) if sub == "report-agent" else ()):
+            if required not in f.values:
+                raise Usage(f"missing required {required}")
+
+        def report(e: Engine) -> None:
+            pane = self.pane_or_error(e, args[0])
+            if not f.values["--agent"].strip():
+                raise ApiError("invalid_agent", "agent label must not be empty")
+            if sub == "report-agent":
+                e.report(pane, f.values["--source"], f.values["--agent"], f.values["--state"], seq,
+                         f.values.get("--agent-session-id"), f.values.get("--agent-session-path"))
+            else:
+                e.release(pane, f.values["--source"], f.values["--agent"])
+        return self.request("cli:request", f"pane {sub}", report, quiet=True)
+
+    def pane_move(self, args: list[str]) -> int:
+        if not args or args[0].startswith("--"):
+            raise Usage("usage: herdr pane move <pane_id> --new-tab [--workspace ID] [--label TEXT] [--focus|--no-focus]")
+        f = Flags(args[1:], values=("--tab", "--split", "--target-pane", "--ratio", "--workspace", "--label",
+                                    "--tab-label"), bools=("--new-tab", "--new-workspace", "--focus", "--no-focus"))
+        if f.positional:
+            raise Usage(f"unknown option: {f.positional[0]}")
+        destinations = [d for d in ("--tab", "--new-tab", "--new-workspace") if d in f.values or d in f.bools]
+        if len(destinations) != 1:
+            raise Usage("pane move requires exactly one of --tab, --new-tab, or --new-workspace")
+        if destinations[0] != "--new-tab":
+            raise Usage(f"herdr-sim: pane move {destinations[0]} is not simulated")
+        focus = f.focus(True)
+
+        def move(e: Engine) -> dict[str, Any]:
+            pane = self.pane_or_error(e, args[0], "source pane not found")
+            src_ws = e.ws(pane.workspace_id)
+            src_tab = e.tab_of(pane)
+            prev = {"previous_pane_id": pane.pane_id, "previous_workspace_id": pane.workspace_id,
+                    "previous_tab_id": pane.tab_id}
+            dest_ws = src_ws
+            if "--workspace" in f.values:
+                found = e.resolve_ws(f.values["--workspace"])
+                if found is None:
+                    raise ApiError("workspace_not_found", f"workspace {f.values['--workspace']} not found")
+                dest_ws = found
+            if dest_ws is not src_ws:
+                raise ApiError("pane_move_failed", "herdr-sim: cross-workspace --new-tab is not simulated")
+            src_tab.layout = remove_leaf(src_tab.layout, pane.pane_id) or {}
+            if src_tab.focused_pane_id == pane.pane_id:
+                rest = e.tab_panes(src_tab)
+                src_tab.focused_pane_id = rest[0] if rest else None
+            tab = Tab(tab_id=f"{dest_ws.workspace_id}:t{b32(dest_ws.next_tab)}", number=dest_ws.next_tab,
+                      custom_label=f.values.get("--label"), layout={"pane": pane.pane_id},
+                      focused_pane_id=pane.pane_id)
+            dest_ws.next_tab += 1
+            dest_ws.tabs.append(tab)
+            pane.tab_id = tab.tab_id
+            pane.revision += 1
+            closed_tab = None
+            if not e.tab_panes(src_tab):
+                closed_tab = src_tab.tab_id
+                e.remove_tab(src_ws, src_tab)
+            if focus:
+                e.focus_pane(pane)
+            result: dict[str, Any] = {"changed": True, **prev, "pane": e.pane_info(pane)}
+            if closed_tab is None:
+                result["source_layout"] = e.layout(src_tab)
+            result["target_layout"] = e.layout(tab)
+            result["created_tab"] = e.tab_info(tab)
+            if closed_tab:
+                result["closed_tab_id"] = closed_tab
+            result["focused_pane_id"] = e.tab(e.ws(e.world.active_workspace_id).active_tab_id).focused_pane_id \
+                if e.world.active_workspace_id else pane.pane_id
+            return {"type": "pane_move", "move_result": result}
+        return self.request("cli:pane:move", "pane move", move)
+
+    def wait_output(self, args: list[str]) -> int:
+        if not args or args[0].startswith("--"):
+            raise Usage("usage: herdr pane wait-output <pane_id> (--match TEXT | --regex PATTERN)")
+        f = Flags(args[1:], values=("--match", "--regex", "--source", "--lines", "--timeout"), bools=("--raw",))
+        if f.positional:
+            raise Usage(f"unknown option: {f.positional[0]}")
+        if ("--match" in f.values) == ("--regex" in f.values):
+            raise Usage("pane wait-output requires exactly one of --match or --regex")
+        source = f.values.get("--source", "recent")
+        if source not in ("visible", "recent", "recent-unwrapped"):
+            raise Custom(f"invalid read source: {source}")
+        lines = parse_u64("--lines", f.values["--lines"]) if "--lines" in f.values else None
+        timeout = parse_u64("--timeout", f.values["--timeout"]) if "--timeout" in f.values else None
+        rid = "cli:pane:wait-output"
+        pattern = None
+        if "--regex" in f.values:
+            try:
+                pattern = re.compile(f.values["--regex"])
+            except re.error as exc:
+                self.require_server()
+                return self.error(rid, "invalid_regex", f"invalid regex: {exc}")
+        self.require_server()
+        deadline = None if timeout is None else time.monotonic() + timeout / 1000
+        while True:
+            try:
+                found = self.poll(lambda e: self._match(e, args[0], source, lines, "--raw" in f.bools,
+                                                        f.values.get("--match"), pattern))
+            except ApiError as exc:
+                return self.error(rid, exc.code, exc.message)
+            if found is not None:
+                emit({"id": rid, "result": found})
+                return 0
+            if deadline is not None and time.monotonic() >= deadline:
+                return self.error(rid, "timeout", "timed out waiting for output match")
+            time.sleep(POLL_S)
+
+    def _match(self, e: Engine, raw: str, source: str, lines: int | None, ansi: bool, needle: str | None,
+               pattern: re.Pattern[str] | None) -> dict[str, Any] | None:
+        pane = self.pane_or_error(e, raw)
+        text = self.read_text(e, pane, source, lines, ansi)
+        for line in text.split("\n"):
+            if (needle is not None and needle in line) or (pattern is not None and pattern.search(line)):
+                return {"type": "output_matched", "pane_id": pane.pane_id, "revision": pane.revision,
+                        "matched_line": line,
+                        "read": {"pane_id": pane.pane_id, "workspace_id": pane.workspace_id, "tab_id": pane.tab_id,
+                                 "source": source, "format": "ansi" if ansi else "text", "text": text,
+                                 "revision": 0, "truncated": False}}
+        return None
+
+    # ---- agents -------------------------------------------------------------------------------
+
+    def agent(self, sub: str, args: list[str]) -> int:
+        rid = f"cli:agent:{sub}"
+        cmd = f"agent {sub}"
+        if sub == "list":
+            if args:
+                raise Usage("usage: herdr agent list")
+            return self.request(rid, cmd, lambda e: {"type": "agent_list", "agents": [
+                e.agent_info(e.world.panes[p]) for w in e.world.workspaces for p in e.ws_panes(w)
+                if e.is_agent(e.world.panes[p])]})
+        if sub in ("get", "focus"):
+            if len(args) != 1:
+                raise Usage(f"usage: herdr agent {sub} <target>")
+
+            def get(e: Engine) -> dict[str, Any]:
+                pane = e.agent_target(args[0])
+                if sub == "focus":
+                    e.focus_pane(pane)
+                return {"type": "agent_info", "agent": e.agent_info(pane)}
+            return self.request(rid, cmd, get)
+        if sub == "read":
+            target, source, lines, ansi = self.parse_read(args, agent=True)
+            return self.request(rid, cmd, lambda e: self.read_text(e, e.agent_target(target), source, lines, ansi))
+        if sub == "send-keys":
+            if len(args) < 2:
+                raise Usage("usage: herdr agent send-keys <target> <key> [key ...]")
+
+            def keys(e: Engine) -> dict[str, Any]:
+                pane = self.promptable(e, args[0])
+                e.tmux.send_keys(pane.tmux, self.map_keys(args[1:]))
+                return {"type": "ok"}
+            return self.request(rid, cmd, keys)
+        if sub == "rename":
+            if len(args) != 2:
+                raise Usage("usage: herdr agent rename <target> <name>|--clear")
+
+            def rename(e: Engine) -> dict[str, Any]:
+                pane = e.agent_target(args[0])
+                if pane.launch_kind:
+                    raise ApiError("agent_launch_pending", f"agent {args[0]} has a pending launch")
+                if args[1] == "--clear":
+                    pane.name = None
+                else:
+                    self.check_name(e, args[1], pane)
+                    pane.name = args[1]
+                pane.revision += 1
+                return {"type": "agent_info", "agent": e.agent_info(pane)}
+            return self.request(rid, cmd, rename)
+        if sub == "start":
+            return self.agent_start(args)
+        if sub == "prompt":
+            return self.agent_prompt(args)
+        if sub == "wait":
+            return self.agent_wait(args)
+        if sub == "explain":
+            f = Flags(args, values=("--format",), bools=("--json", "--verbose", "-v"))
+            if len(f.positional) != 1:
+                raise Usage("usage: herdr agent explain <target> [--json]")
+            as_json = "--json" in f.bools or f.values.get("--format") == "json"
+            self.require_server()
+            try:
+                pane = self.poll(lambda e: e.agent_target(f.positional[0]))
+            except ApiError as exc:
+                return self.error(rid, exc.code, exc.message)
+            # Screen-detection manifests are not simulated; herdr has this code for exactly that case.
+            del as_json
+            return self.error(rid, "agent_explain_unavailable",
+                              f"screen detection is not simulated for {pane.pane_id}")
+        return self.group_help("agent", sub)
+
+    def check_name(self, e: Engine, name: str, own: Pane | None) -> None:
+        if not AGENT_NAME_RE.match(name):
+            raise ApiError("invalid_agent_name", f"invalid agent name {name}: expected [a-z][a-z0-9_-]{{0,31}}")
+        taken = [p for p in e.world.panes.values() if p.name == name and p is not own]
+        if taken:
+            cands = " ".join(f"terminal_id={p.terminal_id} pane_id={p.pane_id}" for p in taken)
+            raise ApiError("agent_name_taken", f"agent name {name} is already used; candidates: {cands}")
+
+    def promptable(self, e: Engine, target: str) -> Pane:
+        """§8.2: a built-in kind, no pending launch, and that kind in the pane's foreground job."""
+        pane = e.agent_target(target)
+        label = e.effective_label(pane)
+        kind = procs.parse_kind(label) if label else None
+        if kind is None:
+            raise ApiError("agent_not_ready", f"agent {target} is not an active named agent")
+        if pane.launch_kind:
+            raise ApiError("agent_not_ready", f"agent {target} is still launching")
+        if procs.detect(pane.shell_pid) != kind:
+            raise ApiError("agent_not_ready", f"agent {target} is no longer the pane foreground process")
+        return pane
+
+    def agent_start(self, args: list[str]) -> int:
+        usage = "usage: herdr agent start <name> --kind KIND --pane ID [--timeout MS] [-- <agent-args...>]"
+        if not args:
+            raise Usage(usage)
+        name = args[0]
+        sep = args.index("--") if "--" in args else len(args)
+        extra = args[sep + 1:]
+        f = Flags(args[1:sep], values=("--kind", "--pane", "--timeout"))
+        if f.positional:
+            raise Usage(f"unknown option: {f.positional[0]}")
+        timeout = None
+        if "--timeout" in f.values:
+            if not f.values["--timeout"].isdigit():
+                raise Usage(f"invalid value for --timeout: {f.values['--timeout']}")
+            timeout = int(f.values["--timeout"])
+        if "--kind" not in f.values:
+            raise Usage("missing required --kind")
+        if "--pane" not in f.values:
+            raise Usage("missing required --pane")
+        kind = procs.parse_kind(f.values["--kind"])
+        if kind is None:
+            raise Usage(f"unsupported interactive agent kind: {f.values['--kind']}")
+        pane_raw = f.values["--pane"]
+        rid = "cli:agent:start"
+        argv = [procs.EXECUTABLE.get(kind, kind), *extra]
+
+        def start(e: Engine) -> dict[str, Any]:
+            if not AGENT_NAME_RE.match(name):
+                raise ApiError("invalid_agent_name", f"invalid agent name {name}: expected [a-z][a-z0-9_-]{{0,31}}")
+            self.check_name(e, name, None)
+            if any(ord(c) < 32 or ord(c) == 127 for a in extra for c in a):
+                raise ApiError("invalid_agent_argument", "agent arguments must not contain control characters")
+            if timeout is not None and not 3000 < timeout <= 300000:
+                raise ApiError("invalid_agent_timeout", "timeout_ms must be greater than 3000 and at most 300000")
+            pane = e.world.panes.get(pane_raw)
+            if pane is None:
+                raise ApiError("agent_pane_not_found", f"pane {pane_raw} not found")
+            if e.is_agent(pane) or pane.launch_kind or not procs.shell_at_prompt(pane.shell_pid):
+                raise ApiError("agent_pane_busy", f"pane {pane_raw} is not an idle shell")
+            e.tmux.send_literal(pane.tmux, shlex.join(argv))
+            e.tmux.send_keys(pane.tmux, ["Enter"])
+            pane.name = name
+            pane.launch_kind = kind
+            pane.launch_typed_at = e.now
+            pane.launch_deadline = e.now + (timeout or 30000) / 1000
+            pane.revision += 1
+            return {"type": "agent_started", "agent": e.agent_info(pane), "argv": argv}
+        self.require_server()
+        try:
+            started = self.poll(start)
+        except ApiError as exc:
+            return self.error(rid, exc.code, exc.message)
+        deadline = time.monotonic() + (timeout or 30000) / 1000
+        terminal = started["agent"]["terminal_id"]
+
+        def check(e: Engine) -> tuple[str, Any]:
+            pane = next((p for p in e.world.panes.values() if p.terminal_id == terminal), None)
+            if pane is None:
+                return "err", ("agent_start_failed", "agent process exited before becoming interactive")
+            detected = pane.detected or (procs.parse_kind(pane.hook_agent) if pane.hook_agent else None)
+            if detected and detected != kind:
+                return "err", ("agent_kind_mismatch", f"expected {kind}, detected {detected}")
+            if pane.name != name:
+                if pane.launch_kind is None and not pane.interactive_ready and time.time() < (
+                        started_at + (timeout or 30000) / 1000):
+                    return "err", ("agent_name_not_found", f"named agent {name} no longer owns the target terminal")
+                return "err", ("timeout", "timed out waiting for agent startup")
+            if pane.interactive_ready:
+                return "ok", e.agent_info(pane)
+            return "wait", None
+        started_at = time.time()
+        while True:
+            status, value = self.poll(check)
+            if status == "ok":
+                started["agent"] = value
+                emit({"id": rid, "result": started})
+                return 0
+            if status == "err":
+                return self.error(rid, *value)
+            if time.monotonic() >= deadline:
+                return self.error(rid, "timeout", "timed out waiting for agent startup")
+            time.sleep(POLL_S)
+
+    def parse_until(self, values: list[str]) -> tuple[str, ...]:
+        for value in values:
+            if value not in STATUSES:
+                raise Usage(f"invalid agent status: {value}")
+        return tuple(values) or DEFAULT_UNTIL
+
+    def agent_wait(self, args: list[str]) -> int:
+        if not args or args[0].startswith("--"):
+            raise Usage("usage: herdr agent wait <target> [--until STATUS]... [--timeout MS]")
+        f = Flags(args[1:], values=("--timeout",), multi=("--until",))
+        if f.positional:
+            raise Usage(f"unknown option: {f.positional[0]}")
+        until = self.parse_until(f.multi["--until"])
+        if "--timeout" in f.values and not f.values["--timeout"].isdigit():
+            raise Usage(f"invalid value for --timeout: {f.values['--timeout']}")
+        timeout = int(f.values["--timeout"]) if "--timeout" in f.values else None
+        rid = "cli:agent:wait"
+        self.require_server()
+        try:
+            pin = self.poll(lambda e: self._pin(e, args[0]))
+        except ApiError as exc:
+            return self.error(rid, exc.code, exc.message)
+        deadline = None if timeout is None else time.monotonic() + timeout / 1000
+        return self._wait_status(rid, args[0], pin, until, deadline, baseline=None)
+
+    def _pin(self, e: Engine, target: str) -> dict[str, Any]:
+        pane = e.agent_target(target)
+        return {"terminal_id": pane.terminal_id, "pane_id": pane.pane_id,
+                "name": pane.name if target == pane.name else None,
+                "kind": e.effective_label(pane), "seq": pane.state_change_seq, "status": e.status(pane)}
+
+    def _observe(self, e: Engine, pin: dict[str, Any]) -> dict[str, Any] | None:
+        """The pinned agent's current info, or None when it is no longer running there."""
+        pane = next((p for p in e.world.panes.values() if p.terminal_id == pin["terminal_id"]), None)
+        if pane is None or pane.pane_id != pin["pane_id"] or not e.is_agent(pane):
+            return None
+        if pin["kind"] and e.effective_label(pane) != pin["kind"]:
+            return None
+        if pin["name"] and pane.name != pin["name"]:
+            return None
+        return e.agent_info(pane)
+
+    def _wait_status(self, rid: str, target: str, pin: dict[str, Any], until: tuple[str, ...],
+                     deadline: float | None, baseline: int | None, result_type: str = "agent_info") -> int:
+        while True:
+            info = self.poll(lambda e: self._observe(e, pin))
+            if info is None:
+                return self.error(rid, "agent_not_running", "agent is no longer running in the target pane")
+            if info["agent_status"] in until and (baseline is None or info["state_change_seq"] > baseline):
+                emit({"id": rid, "result": {"type": result_type, "agent": info}})
+                return 0
+            if deadline is not None and time.monotonic() >= deadline:
+                return self.error(rid, "timeout", "timed out waiting for agent status")
+            time.sleep(POLL_S)
+
+    def agent_prompt(self, args: list[str]) -> int:
+        usage = "usage: herdr agent prompt <target> <text> [--wait] [--until STATUS]... [--timeout MS]"
+        if len(args) < 2:
+            raise Usage(usage)
+        target, text = args[0], args[1]
+        f = Flags(args[2:], values=("--timeout",), bools=("--wait",), multi=("--until",))
+        if f.positional:
+            raise Usage(f"unknown option: {f.positional[0]}")
+        wait = "--wait" in f.bools
+        if not wait and (f.multi["--until"] or "--timeout" in f.values):
+            raise Usage("--until and --timeout require --wait")
+        until = self.parse_until(f.multi["--until"])
+        if "--timeout" in f.values and not f.values["--timeout"].isdigit():
+            raise Usage(f"invalid value for --timeout: {f.values['--timeout']}")
+        timeout = int(f.values["--timeout"]) if "--timeout" in f.values else None
+        rid = "cli:agent:prompt"
+
+        def prompt(e: Engine) -> dict[str, Any]:
+            pane = e.agent_target(target)
+            if not text:
+                raise ApiError("empty_agent_prompt", "agent prompt text must not be empty")
+            pane = self.promptable(e, target)
+            pin = self._pin(e, target)
+            e.world.prompt_counter += 1
+            e.tmux.paste(pane.tmux, text, f"herdr-sim-{e.world.prompt_counter}")
+            e.tmux.send_keys(pane.tmux, ["Enter"])
+            return {"pin": pin, "agent": e.agent_info(pane)}
+        self.require_server()
+        try:
+            done = self.poll(prompt)
+        except ApiError as exc:
+            return self.error(rid, exc.code, exc.message)
+        if not wait:
+            emit({"id": rid, "result": {"type": "agent_prompted", "agent": done["agent"]}})
+            return 0
+        pin = done["pin"]
+        start = time.monotonic()
+        deadline = None if timeout is None else start + timeout / 1000
+        baseline = pin["seq"]
+        if pin["status"] != "working":
+            gate = start + min(timeout if timeout is not None else 5000, 5000) / 1000
+            while True:
+                info = self.poll(lambda e: self._observe(e, pin))
+                if info is None:
+                    return self.error(rid, "agent_not_running", "agent is no longer running in the target pane")
+                if info["state_change_seq"] > baseline:
+                    if info["agent_status"] in until:
+                        emit({"id": rid, "result": {"type": "agent_prompted", "agent": info}})
+                        return 0
+                    break
+                if time.monotonic() >= gate:
+                    if timeout is not None and timeout <= 5000:
+                        return self.error(rid, "timeout", "timed out waiting for agent status")
+                    return self.error(rid, "agent_prompt_stalled",
+                                      "agent prompt produced no observed state change within 5000 ms; status is "
+                                      f"{info['agent_status']} and state_change_seq remained {baseline}")
+                time.sleep(POLL_S)
+            return self._wait_status(rid, target, pin, until, deadline, None, "agent_prompted")
+        return self._wait_status(rid, target, pin, until, deadline, baseline, "agent_prompted")
+
+    # ---- worktrees ----------------------------------------------------------------------------
+
+    def worktree(self, sub: str, args: list[str]) -> int:
+        rid = f"cli:worktree:{sub}"
+        cmd = f"worktree {sub}"
+        if sub not in ("list", "create", "open", "remove"):
+            return self.group_help("worktree", sub)
+        f = Flags(args, values=("--workspace", "--cwd", "--branch", "--base", "--path", "--label"),
+                  bools=("--focus", "--no-focus", "--json", "--force"))
+        if f.positional:
+            raise Usage(f"unknown option: {f.positional[0]}")
+        if "--workspace" in f.values and "--cwd" in f.values:
+            raise Usage("--workspace and --cwd are mutually exclusive")
+        cwd = abspath(f.values["--cwd"]) if "--cwd" in f.values else None
+        path = abspath(f.values["--path"]) if "--path" in f.values else None
+        ws = f.values.get("--workspace")
+        if sub == "list":
+            return self.request(rid, cmd, lambda e: worktrees.listing(
+                e, worktrees.resolve_source(e, ws, cwd, allow_linked=True)))
+        if sub == "create":
+            return self.request(rid, cmd, lambda e: worktrees.create(
+                e, worktrees.resolve_source(e, ws, cwd), f.values.get("--branch"), f.values.get("--base"), path,
+                f.values.get("--label"), f.focus(False)))
+        if sub == "open":
+            if ("--path" in f.values) == ("--branch" in f.values):
+                raise Usage("worktree open requires exactly one of --path or --branch")
+            return self.request(rid, cmd, lambda e: worktrees.open_(
+                e, worktrees.resolve_source(e, ws, cwd), path, f.values.get("--branch"), f.values.get("--label"),
+                f.focus(False)))
+        if ws is None:
+            raise Usage("usage: herdr worktree remove --workspace ID [--force] [--json]")
+        return self.request(rid, cmd, lambda e: worktrees.remove(e, ws, "--force" in f.bools))
+
+    # ---- local commands -----------------------------------------------------------------------
+
+    def group_help(self, group: str, sub: str) -> int:
+        print(helptext.group_help(group), end="", file=sys.stderr)
+        return 0 if sub == "help" else 2
+
+    def status(self, args: list[str]) -> int:
+        as_json = "--json" in args
+        rest = [a for a in args if a != "--json"]
+        if len(rest) > 1 or (rest and rest[0] not in ("server", "client")):
+            print("usage: herdr status [server|client] [--json]", file=sys.stderr)
+            return 2
+        up = server.running(self.paths)
+        client = {"version": HERDR_VERSION, "channel": "stable", "protocol": 17,
+                  "binary": str(self.paths.bin / "herdr"), "session": None}
+        srv: dict[str, Any] = {"status": "running" if up else "not_running", "running": up,
+                               "version": HERDR_VERSION if up else None, "protocol": 17 if up else None,
+                               "capabilities": {"live_handoff": True, "detached_server_daemon": True} if up else None,
+                               "compatible": True if up else None, "socket": str(self.paths.socket),
+                               "session": None, "restart_needed": False}
+        if as_json:
+            full = {"client": client, "server": srv, "update": {"restart_needed": False}}
+            emit(full if not rest else full[rest[0]])
+            return 0
+        lines = []
+        if rest != ["server"]:
+            lines += ["client:", f"  version: {HERDR_VERSION}", "  channel: stable", "  protocol: 17"]
+        if not rest:
+            lines.append("")
+        if rest != ["client"]:
+            lines.append("server:")
+            if up:
+                lines += ["  status: running", f"  version: {HERDR_VERSION}", "  protocol: 17", "  compatible: yes"]
+            else:
+                lines.append("  status: not running")
+            lines.append(f"  socket: {self.paths.socket}")
+        if not rest:
+            lines += ["", "update:", "  restart_needed: no"]
+        print("\n".join(lines))
+        return 0
+
+    def session(self, sub: str, args: list[str]) -> int:
+        if sub != "list":
+            return self.group_help("session", sub)
+        if args not in ([], ["--json"]):
+            print("usage: herdr session list [--json]", file=sys.stderr)
+            return 2
+        up = server.running(self.paths)
+        row = {"name": "default", "default": True, "running": up, "socket_path": str(self.paths.socket),
+               "session_dir": str(self.paths.home)}
+        if args:
+            emit({"sessions": [row]})
+        else:
+            print(f"{'name':<20} {'status':<8} {'directory':<48} socket")
+            print(f"{'default':<20} {'running' if up else 'stopped':<8} {str(self.paths.home):<48} "
+                  f"{self.paths.socket}")
+        return 0
+
+    def integration(self, sub: str, args: list[str]) -> int:
+        if sub != "status" or args not in ([], ["--outdated-only"]):
+            return self.group_help("integration", sub) if sub != "status" else self._usage_int()
+        if not args:
+            home = Path(os.environ.get("HOME", "/"))
+            for target, rel in (("pi", ".pi/agent/extensions/herdr-agent-state.ts"),
+                                ("claude", ".claude/settings.json"), ("codex", ".codex/hooks.json")):
+                print(f"{target}: not installed ({home / rel})")
+        return 0
+
+    @staticmethod
+    def _usage_int() -> int:
+        print("usage: herdr integration status [--outdated-only]", file=sys.stderr)
+        return 2
+
+    def api(self, sub: str, args: list[str]) -> int:
+        if sub != "schema":
+            return self.group_help("api", sub)
+        if args not in ([], ["--json"]):
+            print("usage: herdr api schema [--json]", file=sys.stderr)
+            return 2
+        self.require_server()
+        doc = schema.document()
+        print(json.dumps(doc, indent=None if args else 2, separators=(",", ":") if args else None))
+        return 0
+
+    def fault(self, sub: str, args: list[str]) -> int:
+        if sub == "add":
+            f = Flags(args, values=("--command", "--code", "--message", "--delay-ms", "--times"),
+                      bools=("--drop-root-pane",))
+            kinds = sum(("--code" in f.values, "--drop-root-pane" in f.bools, "--delay-ms" in f.values))
+            if f.positional or "--command" not in f.values or kinds != 1:
+                raise Usage('usage: herdr-sim fault add --command "<group> <sub>" (--code CODE [--message M] | '
+                            "--drop-root-pane | --delay-ms N) [--times N]")
+            faults.add(self.paths.home, f.values["--command"], code=f.values.get("--code"),
+                       message=f.values.get("--message"), drop_root_pane="--drop-root-pane" in f.bools,
+                       delay_ms=int(f.values["--delay-ms"]) if "--delay-ms" in f.values else None,
+                       times=int(f.values.get("--times", "1")))
+            return 0
+        if sub == "list" and not args:
+            for fault in faults.listed(self.paths.home):
+                emit(fault.model_dump(exclude_none=True))
+            return 0
+        if sub == "clear" and not args:
+            faults.clear(self.paths.home)
+            return 0
+        raise Usage('usage: herdr-sim fault add|list|clear')
+
+
+GROUPS = ("workspace", "tab", "pane", "agent", "worktree")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of `herdr-sim` (and of `<home>/bin/herdr`)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    session = os.environ.get("HERDR_SESSION")
+    for i, arg in enumerate(args):
+        if arg == "--session" or arg.startswith("--session="):
+            value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+            del args[i:i + (1 if "=" in arg else 2)]
+            session = value
+            break
+    if session is not None and (not SESSION_RE.match(session) or session in (".", "..")):
+        print(f"error: invalid session name: {session}\nrun 'herdr --help' for usage", file=sys.stderr)
+        return 2
+    if not args:
+        print("herdr-sim: the interactive TUI is not simulated; use a subcommand", file=sys.stderr)
+        return 2
+    top, rest = args[0], args[1:]
+    if top in ("--version", "-V"):
+        print(f"herdr {HERDR_VERSION}")
+        return 0
+    if top in ("--help", "-h"):
+        print(helptext.MAIN, end="")
+        return 0
+    cli = Cli()
+    try:
+        if top == "server":
+            if rest == ["stop"]:
+                return server.stop_server(cli.paths)
+            if rest:
+                raise Usage("usage: herdr-sim server [--session NAME] | herdr-sim server stop")
+            return server.serve(cli.paths, session)
+        if top == "status":
+            return cli.status(rest)
+        if top in ("session", "integration", "api", "fault", *GROUPS):
+            if not rest:
+                if top == "fault":
+                    raise Usage("usage: herdr-sim fault add|list|clear")
+                return cli.group_help(top, "")
+            sub, sub_args = rest[0], rest[1:]
+            if top in helptext.GROUPS and sub_args[:1] in (["--help"], ["-h"]):
+                print(helptext.group_help(top), end="")
+                return 0
+            return int(getattr(cli, top)(sub, sub_args))
+        print(f"unknown command: {top}\nrun 'herdr --help' for usage", file=sys.stderr)
+        return 2
+    except Usage as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    except Custom as exc:
+        print(f'Error: Custom {{ kind: Other, error: "{exc}" }}', file=sys.stderr)
+        return 1
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

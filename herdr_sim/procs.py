@@ -1,0 +1,134 @@
+"""Process identification as herdr does it on Linux: the pane tty's foreground group, comm, argv and environ."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+KINDS = ("pi", "claude", "codex", "gemini", "cursor", "devin", "agy", "cline", "omp", "mastracode", "opencode",
+         "copilot", "kimi", "kiro", "droid", "amp", "grok", "hermes", "kilo", "qodercli", "maki")
+ALIASES = {"claude-code": "claude", "cursor-agent": "cursor", "kiro-cli": "kiro", "open-code": "opencode"}
+EXECUTABLE = {"cursor": "cursor-agent", "kiro": "kiro-cli"}
+SHELLS = ("sh", "bash", "dash", "zsh", "fish", "ksh", "mksh", "csh", "tcsh", "elvish", "xonsh", "nu", "pwsh")
+INTERPRETERS = ("python", "python3", "node", "bun", "deno", "ruby", "perl", "sh", "bash")
+
+
+def parse_kind(label: str) -> str | None:
+    """The built-in kind a label names (aliases canonicalized), or None for a custom label."""
+    key = label.strip().lower()
+    key = ALIASES.get(key, key)
+    return key if key in KINDS else None
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """(comm, pgrp, tpgid) of a process, or None when it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return comm, int(fields[2]), int(fields[5])
+
+
+def _argv(pid: int) -> list[str]:
+    try:
+        return [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0") if a]
+    except OSError:
+        return []
+
+
+def _env_agent(pid: int) -> str | None:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    for item in raw.split(b"\0"):
+        if item.startswith(b"HERDR_AGENT="):
+            return parse_kind(item[len(b"HERDR_AGENT="):].decode(errors="replace"))
+    return None
+
+
+def _interpreter(name: str) -> bool:
+    base = name.rstrip("0123456789.")
+    return base in INTERPRETERS
+
+
+def identify(pid: int) -> str | None:
+    """The agent kind one process is, by comm, argv0, interpreter+argv1, or HERDR_AGENT."""
+    st = _stat(pid)
+    if st is None:
+        return None
+    for candidate in (st[0],):
+        kind = parse_kind(candidate)
+        if kind:
+            return kind
+    argv = _argv(pid)
+    if argv:
+        kind = parse_kind(os.path.basename(argv[0]))
+        if kind:
+            return kind
+        if _interpreter(os.path.basename(argv[0])):
+            for arg in argv[1:]:
+                if arg.startswith("-"):
+                    continue
+                kind = parse_kind(os.path.basename(arg))
+                if kind:
+                    return kind
+                break
+    return _env_agent(pid)
+
+
+def foreground(shell_pid: int) -> list[int]:
+    """Pids of the foreground process group of the shell's terminal ([] when the shell is gone)."""
+    st = _stat(shell_pid)
+    if st is None:
+        return []
+    tpgid = st[2]
+    if tpgid <= 0:
+        return []
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            s = _stat(int(entry))
+            if s is not None and s[1] == tpgid:
+                members.append(int(entry))
+    return sorted(members)
+
+
+def detect(shell_pid: int) -> str | None:
+    """The agent kind running in the pane's foreground job, if any."""
+    fg = foreground(shell_pid)
+    if fg == [shell_pid]:
+        return None
+    for pid in fg:
+        kind = identify(pid)
+        if kind:
+            return kind
+    return None
+
+
+def shell_at_prompt(shell_pid: int) -> bool:
+    """The foreground group is exactly the pane's own shell, and that shell is a known shell."""
+    st = _stat(shell_pid)
+    return st is not None and st[0] in SHELLS and foreground(shell_pid) == [shell_pid]
+
+
+def descendants(root: int) -> list[int]:
+    """All live descendants of a pid (for tear-down checks)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        ppid = int(raw[raw.rindex(")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out

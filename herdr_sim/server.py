@@ -1,0 +1,153 @@
+"""The simulated herdr server: a foreground process owning the private tmux server and a reconcile loop."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+from herdr_sim import procs
+from herdr_sim.engine import Engine
+from herdr_sim.paths import UNIX_PATH_MAX, Paths
+from herdr_sim.state import Store
+from herdr_sim.tmux import Tmux
+
+AGENT_SCRIPTS = ("codex", "claude", "opencode", "pi", "gemini", "cursor-agent", "amp", "droid")
+RECONCILE_S = 0.2
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process with this pid exists (and is not a zombie)."""
+    if not pid:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def server_pid(paths: Paths) -> int | None:
+    try:
+        return int(paths.pidfile.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def running(paths: Paths) -> bool:
+    """A simulated server is up for this home."""
+    return paths.ready.exists() and pid_alive(server_pid(paths))
+
+
+def write_bin(paths: Paths) -> None:
+    """`herdr` and one executable per agent kind, all running this interpreter."""
+    paths.bin.mkdir(parents=True, exist_ok=True)
+    # HERDR_SIM_AGENT_MODULE lets a test substitute its own scripted agent for herdr_sim.agent.
+    module = os.environ.get("HERDR_SIM_AGENT_MODULE", "herdr_sim.agent")
+    scripts = {"herdr": "from herdr_sim.cli import main\nraise SystemExit(main())\n"}
+    for kind in AGENT_SCRIPTS:
+        label = procs.parse_kind(kind) or kind
+        scripts[kind] = f'from {module} import main\nmain("{label}")\n'
+    for name, body in scripts.items():
+        target = paths.bin / name
+        target.write_text(f"#!{sys.executable}\n{body}")
+        target.chmod(0o755)
+
+
+def serve(paths: Paths, session: str | None) -> int:
+    """Run the server in the foreground until SIGTERM/SIGINT, then tear everything down."""
+    if running(paths):
+        print(f"herdr-sim: a server is already running for {paths.home}", file=sys.stderr)
+        return 1
+    paths.home.mkdir(parents=True, exist_ok=True)
+    for stale in (paths.ready, paths.socket, paths.state):
+        stale.unlink(missing_ok=True)
+    paths.marker.write_text("herdr-sim\n")
+    write_bin(paths)
+    os.environ["HERDR_SIM_HOME"] = str(paths.home)
+    settle = int(os.environ.get("HERDR_SIM_SETTLE_MS", "3000"))
+    tmux = Tmux(paths.tmux_socket)
+    tmux.start()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    if len(str(paths.socket)) <= UNIX_PATH_MAX:
+        listener.bind(str(paths.socket))
+        listener.listen(1)
+    else:
+        paths.socket.write_text("")  # too long for a unix socket; the file still marks the server's presence
+    store = Store(paths)
+    with store.transaction() as world:
+        world.server_pid = os.getpid()
+        world.session = session
+        world.settle_ms = settle
+    paths.pidfile.write_text(f"{os.getpid()}\n")
+    stop = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    paths.ready.write_text(f"{os.getpid()}\n")
+    print(f"herdr-sim server ready: home={paths.home} socket={paths.socket}", flush=True)
+    try:
+        while not stop:
+            try:
+                with store.transaction() as world:
+                    Engine(paths, world).reconcile()
+            except Exception as exc:  # the loop must survive a transient tmux hiccup
+                print(f"herdr-sim: reconcile failed: {exc}", file=sys.stderr, flush=True)
+            time.sleep(RECONCILE_S)
+    finally:
+        teardown(paths, tmux)
+        listener.close()
+    return 0
+
+
+def teardown(paths: Paths, tmux: Tmux) -> None:
+    """Kill every pane process and the tmux server; remove the liveness files."""
+    paths.ready.unlink(missing_ok=True)
+    world = Store(paths).load()
+    tmux_pid = None
+    try:
+        tmux_pid = int(tmux.run("display", "-p", "#{pid}", check=False).strip() or 0) or None
+    except Exception:
+        tmux_pid = None
+    victims = [p.shell_pid for p in world.panes.values()]
+    if tmux_pid:
+        victims += procs.descendants(tmux_pid)
+    tmux.kill()
+    for pid in victims:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    paths.socket.unlink(missing_ok=True)
+    paths.pidfile.unlink(missing_ok=True)
+    if paths.tmux_socket.parent != paths.home:
+        paths.tmux_socket.unlink(missing_ok=True)
+
+
+def stop_server(paths: Paths, timeout: float = 15.0) -> int:
+    """`herdr-sim server stop`: signal the server and wait until it has torn everything down."""
+    pid = server_pid(paths)
+    if not pid_alive(pid):
+        teardown(paths, Tmux(paths.tmux_socket))
+        print("herdr-sim: no server running", file=sys.stderr)
+        return 0
+    assert pid is not None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+        teardown(paths, Tmux(paths.tmux_socket))
+    return 0

@@ -1,0 +1,103 @@
+"""The private tmux server that hosts every simulated pane as a real shell (one tmux session per pane)."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+TIMEOUT = 10.0
+WIDTH, HEIGHT = 120, 40
+SHELL_ARGV = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "bash", "--norc", "--noprofile"]
+
+
+class TmuxError(RuntimeError):
+    """A tmux command failed; carries argv, exit code and output."""
+
+
+@dataclass(frozen=True)
+class Tmux:
+    """Runs tmux against one private socket with no user config."""
+
+    socket: Path
+
+    def run(self, *args: str, check: bool = True, input_text: str | None = None) -> str:
+        """Run one tmux command; raise TmuxError on failure when check is set."""
+        argv = ["tmux", "-S", str(self.socket), "-f", "/dev/null", *args]
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=TIMEOUT, input=input_text)
+        if check and proc.returncode != 0:
+            raise TmuxError(f"{argv!r} exited {proc.returncode}: stdout={proc.stdout!r} stderr={proc.stderr!r}")
+        return proc.stdout
+
+    def start(self) -> None:
+        """Start the server so it keeps running with no sessions and inherits our environment."""
+        self.socket.parent.mkdir(parents=True, exist_ok=True)
+        # update-environment "" keeps client variables out of panes: panes inherit the server's env only.
+        self.run("start-server", ";", "set", "-s", "exit-empty", "off", ";",
+                 "set", "-g", "update-environment", "", ";", "set", "-g", "status", "off", ";",
+                 "set", "-g", "history-limit", "5000")
+
+    def alive(self) -> bool:
+        """Whether the tmux server answers."""
+        try:
+            self.run("list-sessions")
+            return True
+        except (TmuxError, subprocess.TimeoutExpired, FileNotFoundError):
+            return False
+
+    def kill(self) -> None:
+        """Kill the tmux server and with it every pane process it still hosts."""
+        self.run("kill-server", check=False)
+
+    def new_pane(self, session: str, cwd: str, env: dict[str, str]) -> tuple[str, int]:
+        """Create a session whose single pane runs a plain bash; return (tmux pane id, shell pid)."""
+        args = ["new-session", "-d", "-s", session, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", cwd]
+        for key, value in env.items():
+            args += ["-e", f"{key}={value}"]
+        args += ["-P", "-F", "#{pane_id} #{pane_pid}", "--", *SHELL_ARGV]
+        out = self.run(*args).split()
+        return out[0], int(out[1])
+
+    def panes(self) -> dict[str, int]:
+        """Live tmux panes: pane id → pid of its process."""
+        out = self.run("list-panes", "-a", "-F", "#{pane_id} #{pane_pid} #{pane_dead}", check=False)
+        live: dict[str, int] = {}
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "0":
+                live[parts[0]] = int(parts[1])
+        return live
+
+    def kill_pane(self, pane: str) -> None:
+        """Kill the session holding this pane (and so its process)."""
+        self.run("kill-pane", "-t", pane, check=False)
+
+    def capture(self, pane: str, *, history: bool, joined: bool, ansi: bool) -> list[str]:
+        """Rendered rows of the pane: the visible screen, or history plus screen."""
+        args = ["capture-pane", "-p", "-t", pane]
+        if history:
+            args += ["-S", "-"]
+        if joined:
+            args.append("-J")
+        if ansi:
+            args.append("-e")
+        return self.run(*args).split("\n")
+
+    def send_literal(self, pane: str, text: str) -> None:
+        """Write text to the pane unchanged (no paste brackets, no Enter)."""
+        if text:
+            self.run("send-keys", "-t", pane, "-l", "--", text)
+
+    def send_keys(self, pane: str, keys: list[str]) -> None:
+        """Send tmux key names."""
+        if keys:
+            self.run("send-keys", "-t", pane, "--", *keys)
+
+    def paste(self, pane: str, text: str, buffer: str) -> None:
+        """Paste text, bracketed only when the application enabled bracketed paste (tmux -p decides)."""
+        self.run("load-buffer", "-b", buffer, "-", input_text=text)
+        self.run("paste-buffer", "-p", "-d", "-r", "-b", buffer, "-t", pane)
+
+    def cursor_mode(self, pane: str) -> str:
+        """Whether the pane's application enabled bracketed paste ('1' or '0')."""
+        return self.run("display", "-p", "-t", pane, "#{bracketed_paste}", check=False).strip()
