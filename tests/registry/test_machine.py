@@ -1,0 +1,120 @@
+"""Every pair of worker states, legal and illegal, against the documented table (docs/ledger.md)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from registry import IllegalTransition, WorkerState, check_transition, is_legal
+from registry.machine import LIVE_STATES, TRANSITIONS, disposition_after
+
+S = WorkerState
+
+# The table of docs/ledger.md, written out independently of registry/machine.py.
+EXPECTED_TABLE = """
+provisioning: ready failed retiring
+ready: dispatched failed retiring
+dispatched: working question blocked result failed superseded
+working: question blocked result failed superseded
+question: working blocked result failed superseded
+blocked: dispatched working result verifying failed superseded retiring retained
+result: dispatched verifying failed superseded
+verifying: accepted rejected superseded blocked failed
+accepted: retiring retained
+rejected: dispatched retiring retained
+superseded: retiring retained
+failed: retiring retained
+retiring: retired retained
+retained: retiring
+retired:
+"""
+
+
+def _expected() -> dict[WorkerState, set[WorkerState]]:
+    table: dict[WorkerState, set[WorkerState]] = {}
+    for line in EXPECTED_TABLE.strip().splitlines():
+        source, _, targets = line.partition(":")
+        table[S(source)] = {S(target) for target in targets.split()}
+    return table
+
+
+EXPECTED = _expected()
+ALL_PAIRS = list(itertools.product(WorkerState, WorkerState))
+
+
+def test_the_table_covers_every_state_exactly_once() -> None:
+    assert set(TRANSITIONS) == set(WorkerState)
+    assert set(EXPECTED) == set(WorkerState)
+
+
+@pytest.mark.parametrize(("current", "new"), ALL_PAIRS, ids=[f"{a}->{b}" for a, b in ALL_PAIRS])
+def test_every_pair_is_legal_exactly_when_the_table_says(current: WorkerState, new: WorkerState) -> None:
+    legal = new in EXPECTED[current]
+    assert is_legal(current, new) is legal
+    if legal:
+        check_transition(current, new)
+    else:
+        with pytest.raises(IllegalTransition) as raised:
+            check_transition(current, new)
+        assert (raised.value.current, raised.value.new) == (current.value, new.value)
+
+
+def test_no_state_moves_to_itself() -> None:
+    assert [state for state in WorkerState if is_legal(state, state)] == []
+
+
+def test_every_state_is_reachable_from_provisioning_and_can_reach_retired() -> None:
+    reached, frontier = {S.PROVISIONING}, [S.PROVISIONING]
+    while frontier:
+        for target in TRANSITIONS[frontier.pop()]:
+            if target not in reached:
+                reached.add(target)
+                frontier.append(target)
+    assert reached == set(WorkerState)
+    can_retire = {S.RETIRED}
+    while True:
+        more = {s for s in WorkerState if TRANSITIONS[s] & can_retire} - can_retire
+        if not more:
+            break
+        can_retire |= more
+    assert can_retire == set(WorkerState)
+
+
+def test_every_live_state_can_fail_on_evidence() -> None:
+    assert sorted(s for s in LIVE_STATES if not is_legal(s, S.FAILED)) == []
+
+
+def test_illegal_transition_message_lists_what_is_allowed() -> None:
+    with pytest.raises(IllegalTransition) as raised:
+        check_transition(S.READY, S.ACCEPTED)
+    assert str(raised.value) == "illegal worker transition ready -> accepted; from ready only: dispatched, failed, retiring"
+
+
+def test_terminal_state_message_says_so() -> None:
+    with pytest.raises(IllegalTransition) as raised:
+        check_transition(S.RETIRED, S.RETIRING)
+    assert str(raised.value) == "illegal worker transition retired -> retiring; from retired only: nothing (terminal state)"
+
+
+@pytest.mark.parametrize(
+    ("current", "new", "previous", "after"),
+    [
+        (S.VERIFYING, S.ACCEPTED, None, S.ACCEPTED),
+        (S.VERIFYING, S.REJECTED, None, S.REJECTED),
+        (S.VERIFYING, S.BLOCKED, None, S.BLOCKED),
+        (S.WORKING, S.BLOCKED, None, None),
+        (S.WORKING, S.FAILED, None, S.FAILED),
+        (S.WORKING, S.SUPERSEDED, None, S.SUPERSEDED),
+        (S.REJECTED, S.DISPATCHED, S.REJECTED, None),
+        (S.BLOCKED, S.WORKING, S.BLOCKED, None),
+        (S.BLOCKED, S.RETIRING, S.BLOCKED, S.BLOCKED),
+        (S.ACCEPTED, S.RETIRING, S.ACCEPTED, S.ACCEPTED),
+        (S.RETIRING, S.RETIRED, S.ACCEPTED, S.ACCEPTED),
+        (S.PROVISIONING, S.READY, None, None),
+    ],
+)
+def test_disposition_follows_verdicts_and_clears_when_work_reopens(
+    current: WorkerState, new: WorkerState, previous: WorkerState | None, after: WorkerState | None
+) -> None:
+    assert disposition_after(current, new, previous) == after
