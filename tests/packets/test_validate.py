@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -108,3 +110,11 @@ def test_ledger_view_refuses_two_workers_for_one_task() -> None:
                 RegisteredWorker(task_label="fix-login", worker_name="b", reply_target="w1:p3"),
             ),
         )
+
+
+def test_docs_reason_table_matches_the_codes_and_summaries() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "message-contract.md").read_text()
+    start = doc.index("| Code | Meaning |")
+    table = doc[start : doc.index("\n\n", start)]
+    expected = "\n".join(["| Code | Meaning |", "|---|---|", *(f"| `{reason.value}` | {REASON_SUMMARIES[reason]} |" for reason in Reason)])
+    assert table == expected
