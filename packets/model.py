@@ -91,6 +91,9 @@ def _check_text(value: str) -> str:
     for line in lines:
         if line.startswith("## "):
             raise ValueError(f"line {line!r} looks like a packet section heading; lines starting with '## ' are reserved")
+    # Readers skip headings inside code fences, so an unclosed fence would swallow the sections after it.
+    if sum(line.startswith("```") for line in lines) % 2:
+        raise ValueError("has an unclosed ``` code fence")
     return text
 
 

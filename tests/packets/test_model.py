@@ -51,6 +51,7 @@ BAD = [
     ("execution_mode", "plan", "invalid packet: execution_mode: Input should be 'direct' or 'plan-first'"),
     ("objective", "   \n  ", "invalid packet: objective: must not be empty"),
     ("objective", "Fix it.\n## Scope\nall", "invalid packet: objective: line '## Scope' looks like a packet section heading; lines starting with '## ' are reserved"),
+    ("objective", "Run:\n```sh\nmake test", "invalid packet: objective: has an unclosed ``` code fence"),
     ("deliverable", "A\x1b[31m commit", "invalid packet: deliverable: must not contain control characters other than tab and newline"),
     ("scope", (), "invalid packet: scope: must list at least one item"),
     ("scope", ("a\nb",), "invalid packet: scope.0: list item 'a\\nb' must be one line without control characters"),
@@ -80,6 +81,11 @@ def test_missing_field_is_refused_with_one_line() -> None:
     with pytest.raises(PacketError) as caught:
         build_packet(fields)
     assert str(caught.value) == "invalid packet: stop_conditions: Field required"
+
+
+def test_free_text_may_hold_closed_code_fences() -> None:
+    packet = build_packet(GOOD | {"objective": "Run:\n```sh\nmake test\n```\nthen report."})
+    assert packet.objective == "Run:\n```sh\nmake test\n```\nthen report."
 
 
 def test_free_text_and_items_are_normalised() -> None:
