@@ -38,6 +38,7 @@ from orchestrator.herdr_models import (
     AgentPrompted,
     AgentStarted,
     AgentStatus,
+    ErrorBody,
     ErrorEnvelope,
     HerdrStatus,
     HerdrVersion,
@@ -185,6 +186,7 @@ class HerdrCli:
         session: str | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         worktree_timeout_s: float = WORKTREE_TIMEOUT_S,
+        wait_margin_s: float = WAIT_MARGIN_S,
         runner: Runner = run_process,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -196,6 +198,7 @@ class HerdrCli:
         self.session = session
         self.timeout_s = timeout_s
         self.worktree_timeout_s = worktree_timeout_s
+        self.wait_margin_s = wait_margin_s
         self.runner = runner
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
@@ -394,7 +397,7 @@ class HerdrCli:
         argv = ["agent", "start", name, "--kind", kind, "--pane", pane, *_opt("--timeout", timeout_ms)]
         if args:
             argv += ["--", *args]
-        limit = (timeout_ms or AGENT_START_DEFAULT_MS) / 1000 + WAIT_MARGIN_S
+        limit = (timeout_ms or AGENT_START_DEFAULT_MS) / 1000 + self.wait_margin_s
         return self._result(argv, AgentStarted, timeout=limit, retry_busy=True)
 
     def agent_prompt(self, target: str, text: str, *, wait: bool = False, until: Sequence[AgentStatus] = (), timeout_ms: int | None = None) -> AgentPrompted:
@@ -407,13 +410,13 @@ class HerdrCli:
         limit = None
         if wait:
             argv += ["--wait", *_until_flags(until), "--timeout", str(timeout_ms)]
-            limit = (timeout_ms or 0) / 1000 + WAIT_MARGIN_S
+            limit = (timeout_ms or 0) / 1000 + self.wait_margin_s
         return self._result(argv, AgentPrompted, timeout=limit)
 
     def agent_wait(self, target: str, *, until: Sequence[AgentStatus] = (), timeout_ms: int) -> AgentInfo:
         """``herdr agent wait <target> [--until S]… --timeout MS``; HerdrWaitExpired is a check-in, not a verdict."""
         argv = ["agent", "wait", target, *_until_flags(until), "--timeout", str(timeout_ms)]
-        return self._result(argv, AgentInfoResult, timeout=timeout_ms / 1000 + WAIT_MARGIN_S).agent
+        return self._result(argv, AgentInfoResult, timeout=timeout_ms / 1000 + self.wait_margin_s).agent
 
     def agent_read(self, target: str, *, source: ReadSource = "recent", lines: int | None = None) -> str:
         """``herdr agent read <target> --source S [--lines N]``: the raw text exactly as printed."""
@@ -560,11 +563,11 @@ def error_for(call: HerdrCall) -> HerdrError:
 _BUG_HINT = "this is a bug in orch or an incompatible herdr; the full herdr call is in the log"
 
 
-def _error_body(line: str) -> ErrorEnvelope | None:
+def _error_body(line: str) -> ErrorBody | None:
     if not line.startswith("{"):
         return None
     try:
-        return ErrorEnvelope.model_validate_json(line)
+        return ErrorEnvelope.model_validate_json(line).error
     except pydantic.ValidationError:
         return None
 
