@@ -21,6 +21,7 @@ from packets.validate import (
     Reason,
     RegisteredWorker,
     Verdict,
+    build_view,
     fingerprint,
     validate,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "Verdict",
     "build_controller_message",
     "build_packet",
+    "build_view",
     "classify_prompt",
     "fingerprint",
     "normalise",

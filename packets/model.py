@@ -182,10 +182,10 @@ class Packet(BaseModel):
 def describe_validation_error(error: ValidationError, what: str) -> str:
     """Turn a pydantic error into the one line this package promises instead of a traceback."""
     first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or what
+    where = ".".join(str(part) for part in first["loc"])
     message = str(first["msg"]).removeprefix("Value error, ")
     more = error.error_count() - 1
-    return f"invalid {what}: {where}: {message}" + (f" (and {more} more)" if more else "")
+    return f"invalid {what}: " + (f"{where}: " if where else "") + message + (f" (and {more} more)" if more else "")
 
 
 def build_packet(fields: Mapping[str, object]) -> Packet:

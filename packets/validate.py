@@ -7,10 +7,13 @@ import json
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from packets.envelope import CONTROLLER_KINDS, Message, parse_message
-from packets.errors import EnvelopeError
+from packets.errors import EnvelopeError, PacketError
+from packets.model import describe_validation_error
 
 
 class Reason(StrEnum):
@@ -89,6 +92,14 @@ class KeptAside(BaseModel):
     reason: Reason
     explanation: str
     message: Message | None = None
+
+
+def build_view(fields: Mapping[str, object]) -> LedgerView:
+    """Validate a LedgerView from the engine's ledger rows, raising PacketError with one line instead of a pydantic error."""
+    try:
+        return LedgerView.model_validate(dict(fields))
+    except ValidationError as error:
+        raise PacketError(describe_validation_error(error, "ledger view")) from None
 
 
 Verdict = Annotated[Accepted | KeptAside, Field(discriminator="outcome")]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from packets import REASON_SUMMARIES, Accepted, KeptAside, LedgerView, Message, Reason, RegisteredWorker, fingerprint, parse_message, validate
+from packets import REASON_SUMMARIES, Accepted, PacketError, build_view, KeptAside, LedgerView, Message, Reason, RegisteredWorker, fingerprint, parse_message, validate
 
 RUN = "w1:p1-20260101T000000Z"
 OLD_RUN = "w1:p1-20251231T230000Z"
@@ -118,3 +118,9 @@ def test_docs_reason_table_matches_the_codes_and_summaries() -> None:
     table = doc[start : doc.index("\n\n", start)]
     expected = "\n".join(["| Code | Meaning |", "|---|---|", *(f"| `{reason.value}` | {REASON_SUMMARIES[reason]} |" for reason in Reason)])
     assert table == expected
+
+
+def test_build_view_reports_bad_ledger_data_in_one_line() -> None:
+    with pytest.raises(PacketError) as caught:
+        build_view({"run_id": RUN, "controller_target": "w1:p1", "other_run_ids": frozenset({RUN})})
+    assert str(caught.value) == "invalid ledger view: the current run id cannot also be an other run id"
