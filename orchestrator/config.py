@@ -60,7 +60,7 @@ def _override(env: Mapping[str, str], name: str, fallback: Path, home: Path) -> 
     # Expand "~" against the HOME we were given, not the process's, so tests and callers stay in control.
     path = home / value[2:] if value == "~" or value.startswith("~/") else Path(value)
     if not path.is_absolute():
-        raise ConfigError(f"{name}={value!r} is not an absolute path")
+        raise ConfigError(f"{name}={json.dumps(value)} is not an absolute path")
     return path
 
 

@@ -27,6 +27,7 @@ HERDR_AGENT_KINDS: tuple[str, ...] = (
 KEBAB = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 AGENT_NAME = re.compile(r"[a-z][a-z0-9_-]{0,31}")  # herdr's invalid_agent_name rule (CONTRACT.md §8.5)
 AGENT_NAME_MAX = 32
+NAME_MAX_BYTES = 255
 # herdr session names (CONTRACT.md §2); a repo name is also a path component and a label prefix, so the same set.
 PATH_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
@@ -83,10 +84,18 @@ def worktree_layout(repo: RepoLayout, branch: str) -> WorktreeLayout:
     return WorktreeLayout(branch=branch, branch_folder=folder, label=label, path=repo.worktrees_dir / label)
 
 
+def worktree_folder_problem(layout: WorktreeLayout) -> str | None:
+    """Why ``layout.label`` cannot be a folder name (most filesystems allow 255 bytes per path component), or None."""
+    size = len(layout.label.encode())
+    if size > NAME_MAX_BYTES:
+        return f"gives a worktree folder name of {size} bytes ({quote(layout.label[:40] + '…')}); a folder name has at most {NAME_MAX_BYTES}"
+    return None
+
+
 def path_name_problem(value: str) -> str | None:
     """Why ``value`` cannot be an organization or repo name (a herdr session name and a path component), or None."""
     if value in (".", ".."):
-        return f"{value!r} is not a usable name"
+        return f"{quote(value)} is not a usable name"
     if not PATH_NAME.fullmatch(value):
         return f"{quote(value)} must be 1-64 characters from A-Z a-z 0-9 . _ -"
     return None

@@ -7,7 +7,8 @@ import os
 import re
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, ValidationInfo, field_validator
 from tabulate import tabulate
@@ -26,6 +27,7 @@ from orchestrator.layout import (
     quote,
     repo_layout,
     task_label_problem,
+    worktree_folder_problem,
     worktree_layout,
 )
 from orchestrator.policy import EffectivePolicy, PolicyLayer, PolicyOverlay, merge_policy, overlay_layers
@@ -132,7 +134,7 @@ class Worker(_Model):
     exclusions: tuple[StrictStr, ...] = ()
     """What the worker must not touch or do."""
     claim: tuple[StrictStr, ...] = ()
-    """File claim: glob patterns relative to the checkout (`*`, `?`, `[...]` within a segment, `**` for any depth, a trailing `/` for a whole directory); empty means read-only work."""
+    """File claim: patterns relative to the checkout (`*` and `?` within a path segment, `**` for any number of segments); a pattern naming a directory covers everything below it; empty means read-only work."""
     evidence: tuple[StrictStr, ...] = ()
     """Evidence the result must carry (file references, genuine command output)."""
     verify: tuple[StrictStr, ...] = ()
@@ -268,40 +270,20 @@ def claim_pattern_problem(pattern: str) -> str | None:
 
 
 def _segments(pattern: str) -> list[str]:
-    # A trailing slash claims everything below that directory.
-    return [*pattern.removesuffix("/").split("/"), "**"] if pattern.endswith("/") else pattern.split("/")
-
-
-def claim_matches(pattern: str, path: str) -> bool:
-    """Whether the checkout-relative ``path`` falls under claim ``pattern`` (`**` spans zero or more segments)."""
-    return _match(_segments(pattern), path.split("/"))
-
-
-def _match(pattern: list[str], parts: list[str]) -> bool:
-    if not pattern:
-        return not parts
-    if pattern[0] == "**":
-        return any(_match(pattern[1:], parts[i:]) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0]) and _match(pattern[1:], parts[1:])
+    parts = pattern.removesuffix("/").split("/")
+    # Any pattern may name a directory and then covers everything below it (the orchestrator.claims grammar the
+    # verifier uses), so every pattern ends in an implicit `**`.
+    return parts if parts[-1] == "**" else [*parts, "**"]
 
 
 def claims_may_overlap(a: str, b: str) -> bool:
-    """False only when no path can match both patterns; anything orch cannot prove disjoint counts as overlapping."""
-    sa, sb = _segments(a), _segments(b)
-    for aligned in (zip(sa, sb), zip(reversed(sa), reversed(sb))):
-        # Segments line up from the start until the first `**`, and from the end (the file name) until the last one.
-        for x, y in aligned:
-            if x == "**" or y == "**":
-                break
-            if _segments_disjoint(x, y):
-                return False
-    fixed_a, fixed_b = len(sa) - sa.count("**"), len(sb) - sb.count("**")
-    if "**" not in sa and "**" not in sb:
-        return len(sa) == len(sb)
-    if "**" not in sb:
-        return len(sb) >= fixed_a
-    if "**" not in sa:
-        return len(sa) >= fixed_b
+    """False only when no path can fall under both patterns; anything orch cannot prove disjoint counts as overlapping."""
+    for x, y in zip(_segments(a), _segments(b)):
+        # Segments line up from the start until the first `**`; after it, any path could be under both.
+        if x == "**" or y == "**":
+            return True
+        if _segments_disjoint(x, y):
+            return False
     return True
 
 
@@ -407,6 +389,8 @@ def resolve_plan(plan: Plan, settings: Settings, *, source: str = "plan.toml") -
                 f"{where}.kind: {quote(worker.kind)} is not allowed by policy (allowed_kinds: {', '.join(policy.allowed_kinds)}, from {effective.sources['allowed_kinds']})"
             )
         layout = worktree_layout(repo, worker.branch)
+        if problem := worktree_folder_problem(layout):
+            problems.append(f"{where}.branch: {problem}")
         if labels.setdefault(layout.label, worker.branch) != worker.branch:
             problems.append(f"{where}.branch: {quote(worker.branch)} gives tab label {quote(layout.label)}, already used by branch {quote(labels[layout.label])}")
         first = first_on_branch.get(worker.branch)
@@ -551,3 +535,86 @@ def _policy_value(value: object) -> str:
     if isinstance(value, tuple | list):
         return ", ".join(value) or "(none)"
     return str(value)
+
+
+# --- the generated reference (docs/plan-reference.md) --------------------------------------------------------------
+
+_SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
+    ("Top level", Plan),
+    ("`[defaults]`", Defaults),
+    ("`[policy]`", PolicyOverlay),
+    ("`[integration]`", Integration),
+    ("`[[workers]]`", Worker),
+    ("`[[workers.answers]]`", Answer),
+)
+
+
+def render_reference() -> str:
+    """docs/plan-reference.md, generated from the models so a field cannot be added without its documentation."""
+    out = [
+        "# Plan file reference",
+        "",
+        "<!-- Generated from orchestrator/plan.py by render_reference(); tests/orchestrator/test_plan.py fails when it is stale",
+        "     (ORCH_UPDATE_GOLDEN=1 python3 -m pytest tests/orchestrator/test_plan.py rewrites it). -->",
+        "",
+        "A plan (`plan.toml`) is what a person writes for `orch run`. Check one with `orch plan check plan.toml`;",
+        "print its JSON Schema for an editor with `orch plan schema`. A commented example is in `examples/plan.toml`.",
+        "",
+        "Placement is derived, never declared: each worker runs in a worktree checked out on its `branch`, at",
+        "`<src_root>/<organization>/<repo>.worktrees/<repo>-<branch-folder>` in a tab labelled `<repo>-<branch-folder>`",
+        "(`<branch-folder>` is the branch lowercased with `/` replaced by `-`; `src_root` is `$ORCH_SRC_ROOT`, default `~/src`).",
+        "A later worker naming the same branch is a sibling: a pane split in the same tab, sharing the checkout, so its",
+        "claim must not overlap any other claim in that checkout (two globs count as overlapping unless orch can prove them disjoint).",
+        "",
+    ]
+    for title, model in _SECTIONS:
+        out += [f"## {title}", "", f"{model.__doc__}", "", "| Field | Type | Default | Meaning |", "| --- | --- | --- | --- |"]
+        for name, field in model.model_fields.items():
+            out.append(f"| `{name}` | {_type_text(field.annotation)} | {_default_text(field)} | {field.description} |")
+        out.append("")
+    out += ["## Stop conditions every worker gets", "", "A worker's `stop_conditions` add to these:", ""]
+    out += [f"- {condition}" for condition in DEFAULT_STOP_CONDITIONS]
+    out += [
+        "",
+        "## Policy overlays",
+        "",
+        "An organization's rules live in overlay files: every `*.toml` in `$ORCH_POLICY_DIR` (default",
+        "`$XDG_CONFIG_HOME/orch/policies/`) holds `applies_to = \"<path prefix>\"` plus any `[policy]` field above at top level.",
+        "Overlays whose prefix contains the checkout apply outermost first (organization, then repository), then the plan's",
+        "`[policy]` table, then `[defaults] kind`. `orch plan check` shows each effective value and the layer it came from.",
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _type_text(annotation: Any) -> str:
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _type_text(args[0])
+    if origin in (UnionType, Union) and type(None) in args:
+        return _type_text(next(arg for arg in args if arg is not type(None)))
+    if origin is Literal:
+        return " or ".join(f'`"{arg}"`' for arg in args)
+    if origin is tuple:
+        item = args[0]
+        return "list of tables" if isinstance(item, type) and issubclass(item, BaseModel) else f"list of {_type_text(item)}s"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "table"
+    return {str: "string", int: "integer", bool: "boolean"}[annotation]
+
+
+def _default_text(field: Any) -> str:
+    if field.is_required():
+        return "required"
+    default = field.default
+    if default is None:
+        return "unset"
+    if isinstance(default, BaseModel):
+        return "see below"
+    if isinstance(default, tuple):
+        return "`[]`" if not default else f"`{list(default)}`"
+    if isinstance(default, bool):
+        return f"`{str(default).lower()}`"
+    if isinstance(default, str):
+        return f'`"{default}"`'
+    return f"`{default}`"

@@ -33,13 +33,18 @@ POLICY_FIELDS: tuple[str, ...] = tuple(Policy.model_fields)
 class PolicyOverlay(BaseModel):
     """Some of the policy's values; what an overlay file or a plan's `[policy]` table sets (unset keeps the layer below)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     default_kind: StrictStr | None = None
+    """Kind for workers that name none; default `codex`."""
     allowed_kinds: tuple[StrictStr, ...] | None = None
+    """Kinds a worker may use; default `claude`, `codex`, `opencode`, `pi` (each must be a herdr agent kind)."""
     branch_types: tuple[StrictStr, ...] | None = None
+    """Conventional Branch types allowed; default all eleven (`build chore ci docs feat fix perf refactor revert style test`); a policy may narrow them."""
     extra_branch_types: tuple[StrictStr, ...] | None = None
+    """Extra types enabled for an established workflow, from `feature bugfix hotfix release ai copilot cursor claude codex`; default none."""
     description_pattern: StrictStr | None = None
+    """Regular expression the branch description (after `<type>/`) must fully match, on top of lowercase kebab-case; default none."""
 
     @field_validator("default_kind")
     @classmethod
@@ -78,6 +83,7 @@ class OverlayFile(PolicyOverlay):
     """One overlay file: the path prefix it applies to, plus policy values."""
 
     applies_to: StrictStr
+    """Path prefix (absolute or `~/…`) of the checkouts this overlay governs, e.g. `~/src/Feverup`."""
 
 
 class PolicyLayer(BaseModel):
