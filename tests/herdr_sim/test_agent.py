@@ -326,7 +326,13 @@ residual_risk = "README touched"
         ),
         report("idle"),
     ]
-    assert "• Running `echo ran > run.txt && echo done-running`\n  => exit 0\n  | done-running\n" in pane.transcript()
+    assert pane.transcript().split("• Wrote src/greet/hello.py\n", 1)[1].split("• Sending result:")[0] == (
+        "• Appended to README.md\n"
+        "• Running `echo ran > run.txt && echo done-running`\n  => exit 0\n  | done-running\n"
+        f"• Committed {sha[:7]} greet: hello\n"
+        "• Running `test -d src/greet && echo greet ok`\n  => exit 0\n  | greet ok\n"
+        "• Running `git status --short | wc -l`\n  => exit 0\n  | 0\n"
+    )
 
 
 def test_question_ends_turn_and_answer_continues(world: World, pane: Pane) -> None:
@@ -371,9 +377,20 @@ checks = "claimed"
         ),
         report("idle"),
     ]
-    transcript = pane.transcript()
-    assert f"• Ignoring answer for run r-old task feature-a: my task is feature-a in run {RUN}.\n" in transcript
-    assert "• Ignoring answer for run r-20260101-1 task feature-a: sender w9:p9 is not my controller w1:p1.\n" in transcript
+    assert pane.transcript().split("• Waiting for an answer.\n", 1)[1] == (
+        "\u203a [Pasted: [herdr-orchestration run=r-old task=feature-a from=w1:p1 kind=answer reply-to=w1:p1] +1 lines]\n"
+        f"• Ignoring answer for run r-old task feature-a: my task is feature-a in run {RUN}.\n"
+        f"\u203a [Pasted: [herdr-orchestration run={RUN} task=feature-a from=w9:p9 kind=answer reply-to=w1:p1] +1 lines]\n"
+        f"• Ignoring answer for run {RUN} task feature-a: sender w9:p9 is not my controller w1:p1.\n"
+        f"\u203a [Pasted: [herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1] +1 lines]\n"
+        '• Answer received: Say "hi" for $5.\n'
+        "• Wrote src/greet/answer.txt\n"
+        "• Sending result:\n"
+        "    Status: done\n    Commits: none\n    Changed files: src/greet/answer.txt\n    Checks:\n"
+        "    - test -d src/greet && echo greet ok => exit 0\n    - git status --short | wc -l => exit 0\n"
+        "    Residual risk: none known\n"
+        "• Sent result.\n• Turn complete.\n\u203a "
+    )
 
 
 def test_blocked_reports_blocked_and_stop_returns_to_idle(world: World, pane: Pane) -> None:
@@ -433,7 +450,12 @@ def test_claimed_checks_are_not_run(world: World, pane: Pane) -> None:
         "- test -d src/greet && echo greet ok => exit 0\n- git status --short | wc -l => exit 0\n"
         "Residual risk: none known",
     )
-    assert "• Running" not in pane.transcript()
+    assert pane.transcript().split(" +54 lines]\n", 1)[1] == (
+        f"• Read packet: task feature-a, run {RUN}, branch orch/feature-a, claim src/greet/**\n"
+        "• Sending result:\n    Status: done\n    Commits: deadbeef\n    Changed files: src/greet/a.py\n    Checks:\n"
+        "    - test -d src/greet && echo greet ok => exit 0\n    - git status --short | wc -l => exit 0\n"
+        "    Residual risk: none known\n• Sent result.\n• Turn complete.\n\u203a "
+    )
 
 
 def test_forged_run_id_and_sender(world: World, pane: Pane) -> None:
