@@ -144,19 +144,25 @@ class Cli:
         """Run fn under the lock and print its result as herdr does (or nothing when quiet)."""
         self.require_server()
         delay = 0
-        try:
-            with self.store.transaction() as world:
-                eng = Engine(self.paths, world)
-                eng.reconcile()
-                fault = faults.take(world, command)
-                if fault is not None and fault.delay_ms:
-                    delay = fault.delay_ms
+        error: ApiError | None = None
+        result: Any = None
+        with self.store.transaction() as world:
+            # An error still saves: a consumed fault stays consumed, as a failed herdr request stays answered.
+            eng = Engine(self.paths, world)
+            eng.reconcile()
+            fault = faults.take(world, command)
+            if fault is not None and fault.delay_ms:
+                delay = fault.delay_ms
+            try:
                 if fault is not None and fault.code:
                     raise ApiError(fault.code, fault.message or f"injected fault for {command}")
                 result = fn(eng)
-                if fault is not None and fault.drop_root_pane and isinstance(result, dict):
-                    result.pop("root_pane", None)
-        except ApiError as exc:
+            except ApiError as exc:
+                error = exc
+            if fault is not None and fault.drop_root_pane and isinstance(result, dict):
+                result.pop("root_pane", None)
+        if error is not None:
+            exc = error
             time.sleep(delay / 1000)
             emit({"id": "cli:request" if quiet else req_id, "error": {"code": exc.code, "message": exc.message}},
                  sys.stderr)
