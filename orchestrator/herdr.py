@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -532,6 +533,13 @@ class HerdrCli:
         if self.on_call is not None:
             self.on_call(call)
         return call
+
+
+def echo_line(call: HerdrCall) -> str:
+    """One line per herdr call for ``--verbose`` echoing: the argv (newlines escaped), exit code and duration."""
+    argv = shlex.join(call.argv).replace("\n", "\\n")
+    outcome = "killed or not run" if call.returncode is None else f"exit {call.returncode}"
+    return f"herdr> {argv}  [{outcome}, {call.seconds:.2f}s]"
 
 
 def error_for(call: HerdrCall) -> HerdrError:

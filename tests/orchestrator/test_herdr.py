@@ -16,7 +16,7 @@ import pytest
 from orchestrator import errors as e
 from orchestrator import herdr_models as m
 from orchestrator.errors import ExitCode, HerdrCall
-from orchestrator.herdr import Herdr, HerdrCli, RetryPolicy
+from orchestrator.herdr import Herdr, HerdrCli, RetryPolicy, echo_line
 
 DATA = Path(__file__).parent / "data" / "herdr"
 PROMPT = "[herdr-orchestration run=w1:p1-20260101T000000Z task=fix-login from=controller kind=follow-up reply-to=w1:p1]\nPlease also run the tests; it's fine to say \"no\"."
@@ -540,6 +540,11 @@ def test_call_describe_renders_everything_for_the_log() -> None:
     )
     assert HerdrCall(("/opt/bin/herdr-sim", "--session", "acme", "pane", "list", "--workspace", "w1"), 0, "", "", 0).command == "herdr-sim pane list"
     assert HerdrCall(("herdr", "--version"), 0, "", "", 0).command == "herdr --version"
+
+
+def test_echo_line_is_one_line_per_call() -> None:
+    assert echo_line(HerdrCall(("herdr", "agent", "prompt", "r", "[hdr]\nbody"), 0, "", "", 0.25)) == "herdr> herdr agent prompt r '[hdr]\\nbody'  [exit 0, 0.25s]"
+    assert echo_line(HerdrCall(("herdr", "agent", "wait", "r"), None, "", "", 75.0)) == "herdr> herdr agent wait r  [killed or not run, 75.00s]"
 
 
 # --- through a real process ---
