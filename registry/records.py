@@ -180,3 +180,6 @@ class Effect(_Record):
     error: str | None
     intended_at: UtcDatetime
     settled_at: UtcDatetime | None
+    # Not stored: True only on the row intend() has just created, so exactly one caller (of all processes)
+    # owns making the call; everyone else got an existing row and must settle it by read-back, not repeat it.
+    is_new: bool = False

@@ -615,7 +615,7 @@ class Ledger:
     # -- effects ------------------------------------------------------------------------------------------
 
     def intend(self, run_id: str, task_label: str | None, kind: str, key: str, request: Mapping[str, Any]) -> Effect:
-        """Record a side effect before making it; the same key again returns the existing row (whatever its status)."""
+        """Record a side effect before making it; the same key again returns the existing row, with is_new False."""
         if not key or not kind:
             raise RegistryError("an effect needs a kind and a key")
         encoded = _json(dict(request))
@@ -647,7 +647,7 @@ class Ledger:
                 detail={"effect_id": effect_id, "kind": kind, "key": key, "request": dict(request)},
                 at=at,
             )
-        return self.get_effect(effect_id)
+        return self.get_effect(effect_id).model_copy(update={"is_new": True})
 
     def get_effect(self, effect_id: int) -> Effect:
         """One effect by id."""

@@ -1,4 +1,4 @@
-"""Two real processes write one ledger at once (facts, inbox, transitions, CAS races); nothing is lost or doubled."""
+"""Two real processes write one ledger at once (facts, inbox, transitions, CAS and intend races); nothing is lost or doubled."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ WAIT_S = 60  # a barrier that is never reached fails the test instead of hanging
 def _writer(path: Path, index: int, barrier: Barrier, results: Any) -> None:
     try:
         ledger = Ledger.open(path)
-        won, lost = [], []
+        won, lost, owned = [], [], []
         barrier.wait(WAIT_S)
         for i in range(ROUNDS):
             ledger.record_fact(RUN_ID, "tick", detail={"process": index, "round": i})
@@ -36,10 +36,13 @@ def _writer(path: Path, index: int, barrier: Barrier, results: Any) -> None:
             except StaleState as stale:
                 assert stale.actual == "dispatched", stale
                 lost.append(i)
+            # Both resume the same step: exactly one may own the prompt.
+            if ledger.intend(RUN_ID, f"race-{i}", "agent_prompt", f"race-{i}:dispatch:1", {"round": i}).is_new:
+                owned.append(i)
         ledger.close()
-        results.put((index, won, lost, None))
+        results.put((index, won, lost, owned, None))
     except BaseException:
-        results.put((index, [], [], traceback.format_exc()))
+        results.put((index, [], [], [], traceback.format_exc()))
 
 
 def test_two_processes_share_one_ledger_without_losing_anything(tmp_path: Path) -> None:
@@ -65,12 +68,14 @@ def test_two_processes_share_one_ledger_without_losing_anything(tmp_path: Path) 
     outcomes = sorted(results.get(timeout=WAIT_S * 2) for _ in workers)
     for process in workers:
         process.join(WAIT_S)
-    assert [(index, error) for index, _, _, error in outcomes] == [(0, None), (1, None)]
+    assert [(index, error) for index, *_, error in outcomes] == [(0, None), (1, None)]
     assert [process.exitcode for process in workers] == [0, 0]
 
-    won = [set(w) for _, w, _, _ in outcomes]
-    lost = [set(lo) for _, _, lo, _ in outcomes]
+    won = [set(w) for _, w, _, _, _ in outcomes]
+    lost = [set(lo) for _, _, lo, _, _ in outcomes]
+    owned = [set(o) for _, _, _, o, _ in outcomes]
     assert won[0] | won[1] == set(range(ROUNDS)) and won[0] & won[1] == set()
+    assert owned[0] | owned[1] == set(range(ROUNDS)) and owned[0] & owned[1] == set()
     assert lost == [set(range(ROUNDS)) - won[0], set(range(ROUNDS)) - won[1]]
 
     with Ledger.open(path) as ledger:
@@ -94,7 +99,9 @@ def test_two_processes_share_one_ledger_without_losing_anything(tmp_path: Path) 
 
         for i in range(ROUNDS):
             assert ledger.get_worker(RUN_ID, f"race-{i}").state is S.DISPATCHED
-            winners = [e.detail["cause"]["process"] for e in new if e.task_label == f"race-{i}"]
+            winners = [e.detail["cause"]["process"] for e in new if e.task_label == f"race-{i}" and e.kind == "transition"]
             assert winners == [0 if i in won[0] else 1]
+            assert [e.detail["request"] for e in new if e.task_label == f"race-{i}" and e.kind == "effect_intended"] == [{"round": i}]
+        assert len(ledger.in_flight(RUN_ID)) == ROUNDS
 
-        assert len(new) == PROCESSES * ROUNDS * 5 + ROUNDS
+        assert len(new) == PROCESSES * ROUNDS * 5 + 2 * ROUNDS

@@ -520,8 +520,10 @@ def test_intend_twice_returns_the_same_effect(ledger: Ledger, run: Run) -> None:
     assert first == Effect(
         id=1, run_id=RUN_ID, task_label="fix-login", kind="worktree_create", key="fix-login:worktree_create",
         status=EffectStatus.INTENDED, request=request, response=None, error=None, intended_at=at(2), settled_at=None,
+        is_new=True,
     )  # fmt: skip
-    assert ledger.intend(RUN_ID, "fix-login", "worktree_create", "fix-login:worktree_create", dict(request)) == first
+    again = ledger.intend(RUN_ID, "fix-login", "worktree_create", "fix-login:worktree_create", dict(request))
+    assert again == first.model_copy(update={"is_new": False}) == ledger.get_effect(first.id)
     assert len(ledger.list_effects(RUN_ID)) == 1
     assert [e.kind for e in ledger.events(RUN_ID)] == ["run_created", "worker_added", "effect_intended"]
 
@@ -568,8 +570,10 @@ def test_in_flight_effects_survive_a_crash(ledger_path: Path, clock: Clock) -> N
         pending = ledger.intend(RUN_ID, "fix-login", "pane_move", "move", {"pane": "w2:p1"})
     # A new process resumes: it finds the move in flight, and re-intending hands back the same row, never a second one.
     with Ledger.open(ledger_path, now=clock) as resumed:
-        assert resumed.in_flight(RUN_ID) == [pending]
-        assert resumed.intend(RUN_ID, "fix-login", "pane_move", "move", {"pane": "w2:p1"}) == pending
+        assert pending.is_new
+        left = pending.model_copy(update={"is_new": False})
+        assert resumed.in_flight(RUN_ID) == [left]
+        assert resumed.intend(RUN_ID, "fix-login", "pane_move", "move", {"pane": "w2:p1"}) == left
         assert resumed.intend(RUN_ID, "fix-login", "worktree_create", "wt", {"branch": "fix/login"}).response == {"workspace_id": "w2", "pane_id": "w2:p1"}
         assert resumed.find_effect(RUN_ID, "nope") is None
         assert resumed.list_effects(RUN_ID, task_label="fix-login", status=EffectStatus.CONFIRMED) == [resumed.get_effect(done.id)]
