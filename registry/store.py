@@ -124,6 +124,14 @@ def _record(model: type[R], row: sqlite3.Row) -> R:
     return _validate(model, data)
 
 
+def _check_fact(kind: str) -> None:
+    # The ledger's own kinds mean something to readers of the journal (resume, report): callers may not mimic them.
+    if not kind or any(ch.isspace() for ch in kind):
+        raise RegistryError(f"fact kind must be a non-empty word, got {kind!r}")
+    if kind in set(EventKind) - {EventKind.WORKER_UPDATED}:
+        raise RegistryError(f"fact kind {kind} is written by the ledger itself; choose another name")
+
+
 def _split_statements(script: str) -> Iterator[str]:
     """Statements of a migration script; executescript() cannot be used because it commits on its own."""
     pending = ""
@@ -436,6 +444,7 @@ class Ledger:
     ) -> Worker:
         """Record facts about a worker (pane id, head SHA, reported checks…) with a journal row named fact."""
         self._check_fields(changes)
+        _check_fact(fact)
         if not changes:
             raise RegistryError("update_worker needs at least one field to change; use record_fact for a bare fact")
         with self._write() as db:
@@ -484,8 +493,7 @@ class Ledger:
         self, run_id: str, kind: str, *, task_label: str | None = None, detail: Mapping[str, Any] | None = None
     ) -> Event:
         """Append a fact to the journal without changing any row (e.g. a verification step, a report path)."""
-        if not kind or kind != kind.strip():
-            raise RegistryError(f"fact kind must be a non-empty word, got {kind!r}")
+        _check_fact(kind)
         with self._write():
             if task_label is None:
                 self.get_run(run_id)

@@ -433,6 +433,12 @@ def test_record_fact_and_filter_the_journal(ledger: Ledger, run: Run) -> None:
     with pytest.raises(RegistryError) as bad:
         ledger.record_fact(RUN_ID, " ")
     assert str(bad.value) == "fact kind must be a non-empty word, got ' '"
+    with pytest.raises(RegistryError) as owned:
+        ledger.record_fact(RUN_ID, "transition")
+    assert str(owned.value) == "fact kind transition is written by the ledger itself; choose another name"
+    with pytest.raises(RegistryError):
+        ledger.update_worker(RUN_ID, "fix-login", fact="effect_confirmed", head_sha="d" * 40)
+    assert [e.seq for e in ledger.events(RUN_ID)] == [1, 2, 3, 4]
 
 
 def test_the_journal_is_append_only(ledger: Ledger, run: Run, ledger_path: Path) -> None:
