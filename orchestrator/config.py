@@ -125,10 +125,9 @@ def _describe(error: Any) -> str:
         message = "must be " + str(error["ctx"]["expected"]).replace("'", '"')
     elif message.startswith("Input should be "):
         message = "must be " + message.removeprefix("Input should be ")
-    elif message.startswith("List should have at least 1 item"):
-        message = "must not be empty"
-    elif message.startswith("String should have at least 1 character"):
-        message = "must not be empty"
+    elif kind in ("too_short", "string_too_short"):
+        least = error.get("ctx", {}).get("min_length", 1)
+        message = "must not be empty" if least == 1 else f"must have at least {least} {'items' if kind == 'too_short' else 'characters'}"
     if isinstance(value, str | int | float | bool) and kind not in ("string_too_short", "too_short"):
         message += f", got {json.dumps(value, ensure_ascii=False)}"
     return message

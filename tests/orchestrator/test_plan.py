@@ -1,0 +1,223 @@
+"""Plan files: the model, claim overlap proofs, resolution into placed workers, and the generated reference."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from orchestrator import claims
+from orchestrator.config import Settings, read_toml
+from orchestrator.errors import ConfigError
+from orchestrator.plan import DEFAULT_STOP_CONDITIONS, Answer, Plan, claims_may_overlap, load_plan, render_reference
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "plan.toml"
+
+HEAD = """\
+organization = "acme"
+repo = "widgets"
+base = "origin/main"
+"""
+
+
+def worker(task: str, branch: str, *extra: str) -> str:
+    return "\n".join(["", "[[workers]]", f'task = "{task}"', 'objective = "o"', 'deliverable = "d"', f'branch = "{branch}"', *extra, ""])
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(home=Path("/home/me"), orch_home=tmp_path / "state", policy_dir=tmp_path / "policies", src_root=Path("/src"))
+
+
+def problems(tmp_path: Path, settings: Settings, text: str) -> list[str]:
+    (tmp_path / "plan.toml").write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        load_plan(tmp_path / "plan.toml", settings, display="plan.toml")
+    return caught.value.message.splitlines()
+
+
+# --- claims --------------------------------------------------------------------------------------------------------
+
+# (a, b, may they overlap?): False only where orch can prove no path falls under both.
+OVERLAPS = [
+    ("src/api/**", "tests/api/x.py", False),
+    ("docs/", "src/", False),
+    ("docs/a.md", "docs/b.md", False),
+    ("docs/*.md", "src/*.md", False),
+    ("src/a*", "src/b*", False),
+    ("src/*.py", "src/x.py/y.md", True),  # "*.py" may name a directory
+    ("src/*.py", "src/x/y.py", False),
+    ("src/*", "src/x/y.py", True),
+    ("src/**/*.py", "src/**/*.md", True),  # so may "x.py" below any depth
+    ("docs", "docs/api.md", True),  # a claim on a directory covers what is below it
+    ("docs/api.md", "docs/api.md", True),
+    ("**", "anything", True),
+    ("**/test_*.py", "src/app.py", True),  # orch cannot prove this pair disjoint, so it counts as overlapping
+    ("src/?.py", "src/ab.py", False),
+    ("src/?.py", "src/a.py", True),
+    ("src/[ab].py", "src/c.py", False),
+    ("a*z", "ab*", True),
+    ("a*z", "b*", False),
+    ("x*.md", "*.py", False),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), OVERLAPS)
+def test_claim_overlap_is_conservative(a: str, b: str, expected: bool) -> None:
+    assert claims_may_overlap(a, b) is expected
+    assert claims_may_overlap(b, a) is expected
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), [row for row in OVERLAPS if not row[2]])
+def test_a_disjointness_proof_holds_for_the_verifier_grammar(a: str, b: str, expected: bool) -> None:
+    # Any path the verifier (orchestrator.claims) puts under both would break a proof; try the likely ones.
+    candidates = {a, b, *(p.replace("*", "x").replace("?", "a") for p in (a, b)), f"{a.rstrip('/')}/x", f"{b.rstrip('/')}/x"}
+    assert [path for path in sorted(candidates) if claims.matches(path, a) and claims.matches(path, b)] == []
+
+
+# --- whole plans ---------------------------------------------------------------------------------------------------
+
+
+def test_example_plan_resolves_to_two_worktrees_and_a_sibling(settings: Settings) -> None:
+    resolved = load_plan(EXAMPLE, settings)
+    assert [(w.task, w.name, w.kind, w.placement, w.sibling_of, w.worktree.label, str(w.worktree.path), w.mode) for w in resolved.workers] == [
+        ("api-pagination", "api-pagination", "codex", "worktree", None, "widgets-feat-api-pagination", "/src/acme/widgets.worktrees/widgets-feat-api-pagination", "direct"),
+        ("api-tests", "api-tests", "codex", "sibling", "api-pagination", "widgets-feat-api-pagination", "/src/acme/widgets.worktrees/widgets-feat-api-pagination", "direct"),
+        ("pagination-docs", "pagination-docs", "claude", "worktree", None, "widgets-docs-pagination-guide", "/src/acme/widgets.worktrees/widgets-docs-pagination-guide", "direct"),
+    ]
+    assert resolved.workers[1].stop_conditions == (*DEFAULT_STOP_CONDITIONS, "The pagination API shape is still changing.")
+    assert resolved.workers[0].worktree is not resolved.workers[1].worktree
+    assert resolved.workers[0].worktree == resolved.workers[1].worktree
+
+
+def test_explicit_path_and_tilde(tmp_path: Path, settings: Settings) -> None:
+    (tmp_path / "plan.toml").write_text(HEAD + 'path = "~/code/widgets"\n' + worker("a", "feat/a"))
+    resolved = load_plan(tmp_path / "plan.toml", settings)
+    assert (resolved.repo.checkout, resolved.workers[0].worktree.path) == (
+        Path("/home/me/code/widgets"),
+        Path("/home/me/code/widgets.worktrees/widgets-feat-a"),
+    )
+
+
+def test_structural_problems_one_line_each(tmp_path: Path, settings: Settings) -> None:
+    text = HEAD + 'colour = "red"\n[defaults]\nconcurrency = 0\nagent_start_timeout_s = 301\nmode = "fast"\n'
+    text += worker("Api Docs", "feat/x", 'kind = "gpt"', 'claim = ["../x", "a/**b", "./a"]', "verify = [1]")
+    text += worker("a" * 33, "feat/y", 'agent_args = ["-m\\n"]', "[[workers.answers]]", 'when = "(("', 'answer = "x"', "regex = true")
+    text += "[integration]\nenabled = true\n"
+    assert problems(tmp_path, settings, text) == [
+        "plan.toml: defaults.concurrency: must be greater than or equal to 1, got 0",
+        "plan.toml: defaults.agent_start_timeout_s: must be less than or equal to 300, got 301",
+        'plan.toml: defaults.mode: must be "direct" or "plan-first", got "fast"',
+        "plan.toml: integration.branch: is required when enabled = true",
+        'plan.toml: workers[0] (Api Docs).task: "Api Docs" is not a lowercase hyphen-case task label (a-z, 0-9, single hyphens between words)',
+        'plan.toml: workers[0] (Api Docs).kind: "gpt" is not a herdr agent kind (pi, claude, codex, gemini, cursor, devin, agy, cline, omp, mastracode, opencode, copilot, kimi, kiro, droid, amp, grok, hermes, kilo, qodercli, maki)',
+        'plan.toml: workers[0] (Api Docs).claim: "../x" has an empty, . or .. path segment',
+        "plan.toml: workers[0] (Api Docs).verify[0]: must be a valid string, got 1",
+        f'plan.toml: workers[1] ({"a" * 33}).task: "{"a" * 33}" cannot be a herdr agent name: it is 33 characters, herdr allows at most 32',
+        'plan.toml: workers[1] (aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa).agent_args: "-m\\n" contains a control character, which herdr rejects',
+        'plan.toml: workers[1] (aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa).answers[0].when: "((" is not a valid regular expression: missing ), unterminated subpattern at position 1',
+        "plan.toml: colour: is not a known field",
+    ]
+
+
+def test_missing_fields_and_no_workers(tmp_path: Path, settings: Settings) -> None:
+    assert problems(tmp_path, settings, 'organization = "a/b"\nworkers = []\n') == [
+        'plan.toml: organization: "a/b" must be 1-64 characters from A-Z a-z 0-9 . _ -',
+        "plan.toml: repo: is required",
+        "plan.toml: base: is required",
+        "plan.toml: workers: must not be empty",
+    ]
+
+
+def test_policy_and_layout_problems_one_line_each(tmp_path: Path, settings: Settings) -> None:
+    text = HEAD.replace("origin/main", "origin/feat/main-line")
+    text += worker("api-docs", "Feat/x")
+    text += worker("api-docs", "feature/x", 'kind = "gemini"')
+    text += worker("one", "feat/main-line")
+    text += worker("two", "fix/a", 'claim = ["src/**/*.py"]')
+    text += worker("three", "fix/a", 'claim = ["docs/", "src/x/y.py"]', 'setup = ["make"]')
+    text += worker("four", "fix/a", 'claim = ["docs/index.md"]')
+    text += worker("five", "fix/b", 'claim = ["src/**/*.py"]')
+    text += '[integration]\nenabled = true\nbranch = "fix/b"\n'
+    assert problems(tmp_path, settings, text) == [
+        'plan.toml: workers[0] (api-docs).branch: "Feat/x" is not a Conventional Branch: type "Feat" is not one of build, chore, ci, docs, feat, fix, perf, refactor, revert, style, test',
+        'plan.toml: workers[1] (api-docs).task: "api-docs" is already the task label of workers[0]; task labels and agent names must be unique',
+        'plan.toml: workers[1] (api-docs).branch: "feature/x" is not a Conventional Branch: type "feature" is allowed only when policy enables it in extra_branch_types',
+        'plan.toml: workers[1] (api-docs).kind: "gemini" is not allowed by policy (allowed_kinds: claude, codex, opencode, pi, from default)',
+        'plan.toml: workers[2] (one).branch: "feat/main-line" is the base "origin/feat/main-line"; a worker never runs on the base or default branch',
+        "plan.toml: workers[4] (three).setup: a sibling shares the checkout of workers[3] (two); put setup commands on that first worker",
+        'plan.toml: workers[4] (three).claim: "src/x/y.py" may overlap "src/**/*.py" claimed by workers[3] (two) in the same checkout (fix/a); orch counts two globs as overlapping unless it can prove them disjoint',
+        'plan.toml: workers[5] (four).claim: "docs/index.md" may overlap "docs/" claimed by workers[4] (three) in the same checkout (fix/a); orch counts two globs as overlapping unless it can prove them disjoint',
+        'plan.toml: integration.branch: "fix/b" is the branch of workers[6] (five); integration needs a dedicated branch',
+    ]
+
+
+def test_overlay_for_the_checkout_changes_the_rules(tmp_path: Path, settings: Settings) -> None:
+    settings.policy_dir.mkdir()
+    (settings.policy_dir / "acme.toml").write_text('applies_to = "/src/acme"\ndefault_kind = "claude"\nallowed_kinds = ["claude"]\nextra_branch_types = ["hotfix"]\n')
+    (tmp_path / "plan.toml").write_text(HEAD + worker("a", "hotfix/login") + worker("b", "fix/x", 'kind = "codex"'))
+    with pytest.raises(ConfigError) as caught:
+        load_plan(tmp_path / "plan.toml", settings, display="plan.toml")
+    assert caught.value.message == 'plan.toml: workers[1] (b).kind: "codex" is not allowed by policy (allowed_kinds: claude, from acme.toml)'
+    (tmp_path / "plan.toml").write_text(HEAD + worker("a", "hotfix/login"))
+    assert load_plan(tmp_path / "plan.toml", settings).workers[0].kind == "claude"
+
+
+def test_plan_defaults_kind_is_the_last_layer(tmp_path: Path, settings: Settings) -> None:
+    (tmp_path / "plan.toml").write_text(HEAD + '[defaults]\nkind = "pi"\n' + worker("a", "fix/a"))
+    resolved = load_plan(tmp_path / "plan.toml", settings)
+    assert (resolved.workers[0].kind, resolved.policy.sources["default_kind"]) == ("pi", "plan [defaults]")
+    text = HEAD + '[defaults]\nkind = "gemini"\n[policy]\ndefault_kind = "pi"\n' + worker("a", "fix/a")
+    assert problems(tmp_path, settings, text) == [
+        "plan.toml: defaults.kind: policy.default_kind is also set; keep one of them",
+        'plan.toml: policy: default_kind "gemini" (from plan [defaults]) is not in allowed_kinds claude, codex, opencode, pi (from default)',
+    ]
+
+
+def test_plan_policy_narrows_branch_types(tmp_path: Path, settings: Settings) -> None:
+    text = HEAD + '[policy]\nbranch_types = ["feat"]\ndescription_pattern = "wid-[0-9]+-.+"\n' + worker("a", "fix/a") + worker("b", "feat/login")
+    assert problems(tmp_path, settings, text) == [
+        'plan.toml: workers[0] (a).branch: "fix/a" is not a Conventional Branch: type "fix" is not one of feat',
+        'plan.toml: workers[1] (b).branch: "feat/login" is not a Conventional Branch: description "login" does not match the policy\'s description_pattern "wid-[0-9]+-.+"',
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "question", "expected"),
+    [
+        (Answer(when="Page Size", answer="50"), "Which page size should I use?", True),
+        (Answer(when="page size", answer="50"), "Which limit?", False),
+        (Answer(when=r"page\s+size|limit", answer="50", regex=True), "Which LIMIT?", True),
+        (Answer(when=r"^page", answer="50", regex=True), "Which page?", False),
+    ],
+)
+def test_answers_match_questions(answer: Answer, question: str, expected: bool) -> None:
+    assert answer.matches(question) is expected
+
+
+# --- schema and reference ------------------------------------------------------------------------------------------
+
+
+def test_schema_accepts_the_example_and_rejects_unknown_fields() -> None:
+    schema = Plan.model_json_schema()
+    data = read_toml(EXAMPLE, "plan.toml")
+    jsonschema.validate(data, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**data, "colour": "red"}, schema)
+
+
+def test_every_field_is_documented() -> None:
+    from orchestrator.plan import _SECTIONS
+
+    undocumented = [f"{model.__name__}.{name}" for _, model in _SECTIONS for name, field in model.model_fields.items() if not field.description]
+    assert undocumented == []
+
+
+def test_plan_reference_is_generated_from_the_model() -> None:
+    path = ROOT / "docs" / "plan-reference.md"
+    if os.environ.get("ORCH_UPDATE_GOLDEN") == "1":
+        path.write_text(render_reference())
+    assert path.read_text() == render_reference()
