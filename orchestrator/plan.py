@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
 from types import UnionType
@@ -432,7 +433,7 @@ def _overlap_problems(workers: list[ResolvedWorker], source: str) -> list[str]:
     return problems
 
 
-def _integration_problems(plan: Plan, source: str, branch_problem: Any, is_base: Any) -> list[str]:
+def _integration_problems(plan: Plan, source: str, branch_problem: Callable[[str], str | None], is_base: Callable[[str], bool]) -> list[str]:
     branch = plan.integration.branch
     if branch is None:
         return []

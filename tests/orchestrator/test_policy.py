@@ -98,3 +98,11 @@ def test_default_kind_must_stay_allowed() -> None:
 def test_empty_allowed_kinds_is_refused() -> None:
     with pytest.raises(ValueError, match="must not be empty"):
         PolicyOverlay(allowed_kinds=())
+
+
+def test_shipped_example_overlay_is_valid() -> None:
+    examples = Path(__file__).resolve().parents[2] / "examples" / "policies"
+    layers = overlay_layers(HOME / "src/acme/widgets", examples, HOME)
+    assert merge_policy(layers).policy == Policy(
+        default_kind="claude", allowed_kinds=("claude", "codex"), extra_branch_types=("hotfix", "release"), description_pattern="[a-z0-9-]+"
+    )
