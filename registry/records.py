@@ -69,6 +69,7 @@ class EventKind(StrEnum):
     WORKER_ADDED = "worker_added"
     TRANSITION = "transition"
     WORKER_UPDATED = "worker_updated"
+    RUN_UPDATED = "run_updated"
     CHECK_IN = "check_in"
     INBOX_RECORDED = "inbox_recorded"
     INBOX_HANDLED = "inbox_handled"
@@ -99,6 +100,12 @@ class Run(_Record):
     verdict: RunVerdict | None
     created_at: UtcDatetime
     updated_at: UtcDatetime
+    workspace_id: str | None = None
+    repo_tab_id: str | None = None
+    controller_workspace_id: str | None = None
+    controller_tab_id: str | None = None
+    default_branch: str | None = None
+    created_workspace_ids: tuple[str, ...] = ()
 
 
 class Worker(_Record):

@@ -112,4 +112,13 @@ MIGRATIONS: tuple[str, ...] = (
     ) STRICT;
     CREATE INDEX effects_in_flight ON effects (run_id, status);
     """,
+    # 2: where the run lives in herdr, found or created by preflight and reused by every later phase.
+    """
+    ALTER TABLE runs ADD COLUMN workspace_id TEXT;
+    ALTER TABLE runs ADD COLUMN repo_tab_id TEXT;
+    ALTER TABLE runs ADD COLUMN controller_workspace_id TEXT;
+    ALTER TABLE runs ADD COLUMN controller_tab_id TEXT;
+    ALTER TABLE runs ADD COLUMN default_branch TEXT;
+    ALTER TABLE runs ADD COLUMN created_workspace_ids TEXT NOT NULL DEFAULT '[]';
+    """,
 )

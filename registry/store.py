@@ -56,7 +56,12 @@ WORKER_FIELDS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 
+RUN_FIELDS: frozenset[str] = frozenset(
+    {"session", "base_sha", "workspace_id", "repo_tab_id", "controller_workspace_id", "controller_tab_id", "default_branch", "created_workspace_ids"}
+)
+
 _JSON_COLUMNS = {
+    Run: ("created_workspace_ids",),
     Worker: ("claimed_files", "created_workspace_ids", "created_pane_ids", "created_worktree_paths"),
     Event: ("detail",),
     Effect: ("request", "response"),
@@ -303,6 +308,26 @@ class Ledger:
                 at=at,
             )
         return self.get_run(run_id)
+
+    def update_run(self, run_id: str, *, cause: Mapping[str, Any] | None = None, **changes: Any) -> Run:
+        """Record facts about the run itself (its herdr workspace, base SHA…), journalled as run_updated."""
+        unknown = sorted(set(changes) - RUN_FIELDS)
+        if unknown or not changes:
+            raise RegistryError(f"run fields not settable here: {', '.join(unknown) or '(none given)'}")
+        with self._write() as db:
+            current = self.get_run(run_id)
+            at = self._stamp()
+            updated = _validate(Run, {**current.model_dump(), **changes, "updated_at": at})
+            columns = {key: _column(value) for key, value in updated.model_dump().items() if key in {*changes, "updated_at"}}
+            assignments = ", ".join(f"{key} = :{key}" for key in columns)
+            db.execute(f"UPDATE runs SET {assignments} WHERE run_id = :_run", {**columns, "_run": run_id})
+            self._journal(
+                run_id,
+                EventKind.RUN_UPDATED,
+                detail={"cause": dict(cause or {}), "changes": {key: updated.model_dump(mode="json")[key] for key in changes}},
+                at=at,
+            )
+        return updated
 
     # -- workers ------------------------------------------------------------------------------------------
 

@@ -83,7 +83,7 @@ def drive(ledger: Ledger, task: str, target: WorkerState) -> Worker:
 
 def test_open_creates_and_migrates_an_empty_file(ledger_path: Path, clock: Clock) -> None:
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == len(MIGRATIONS) == 1
+        assert ledger.schema_version == len(MIGRATIONS) == 2
     db = sqlite3.connect(ledger_path)
     names = db.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").fetchall()
     assert names == [
@@ -106,7 +106,7 @@ def test_reopening_keeps_data_and_does_not_migrate_again(ledger_path: Path, cloc
     with Ledger.open(ledger_path, now=clock) as ledger:
         created = ledger.create_run(RUN_ID, controller_target="w1:p1")
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == 1
+        assert ledger.schema_version == 2
         assert ledger.list_runs() == [created]
 
 
@@ -120,7 +120,7 @@ def test_a_newer_ledger_is_refused(ledger_path: Path, clock: Clock) -> None:
     sqlite3.connect(ledger_path).execute("PRAGMA user_version = 7").connection.close()
     with pytest.raises(SchemaTooNew) as raised:
         Ledger.open(ledger_path, now=clock)
-    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (1)"
+    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (2)"
 
 
 def test_a_naive_clock_is_refused(ledger_path: Path) -> None:
@@ -592,3 +592,23 @@ def test_effects_need_a_known_worker_and_json_requests(ledger: Ledger, run: Run)
         ledger.intend(RUN_ID, None, "workspace_close", "k", {"when": datetime(2026, 1, 1)})
     assert str(raised.value) == "value is not JSON-serialisable: Object of type datetime is not JSON serializable"
     assert ledger.list_effects(RUN_ID) == []
+
+
+def test_update_run_records_where_the_run_lives_and_journals_it(tmp_path: Path) -> None:
+    ledger = Ledger.open(tmp_path / "ledger.sqlite3", now=lambda: datetime(2026, 11, 30, 8, 0, tzinfo=UTC))
+    ledger.create_run("w1:p1-20261130T080000Z", controller_target="w1:p1")
+
+    run = ledger.update_run("w1:p1-20261130T080000Z", cause={"by": "preflight"}, workspace_id="w1", created_workspace_ids=("w3",))
+
+    assert (run.workspace_id, run.created_workspace_ids) == ("w1", ("w3",))
+    assert ledger.get_run(run.run_id) == run
+    last = ledger.events(run.run_id)[-1]
+    assert (last.kind, last.detail) == ("run_updated", {"cause": {"by": "preflight"}, "changes": {"workspace_id": "w1", "created_workspace_ids": ["w3"]}})
+
+
+def test_update_run_refuses_fields_it_does_not_own(tmp_path: Path) -> None:
+    ledger = Ledger.open(tmp_path / "ledger.sqlite3")
+    ledger.create_run("w1:p1-20261130T080000Z", controller_target="w1:p1")
+
+    with pytest.raises(RegistryError, match="run fields not settable here: status"):
+        ledger.update_run("w1:p1-20261130T080000Z", status="finished")
