@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -481,62 +482,62 @@ class Cli:
                 e.release(pane, f.values["--source"], f.values["--agent"])
         return self.request("cli:request", f"pane {sub}", report, quiet=True)
 
-    def pane_move(self, args: list[str]) -> int:
-        if not args or args[0].startswith("--"):
-            raise Usage("usage: herdr pane move <pane_id> --new-tab [--workspace ID] [--label TEXT] [--focus|--no-focus]")
-        f = Flags(args[1:], values=("--tab", "--split", "--target-pane", "--ratio", "--workspace", "--label",
-                                    "--tab-label"), bools=("--new-tab", "--new-workspace", "--focus", "--no-focus"))
-        if f.positional:
-            raise Usage(f"unknown option: {f.positional[0]}")
-        destinations = [d for d in ("--tab", "--new-tab", "--new-workspace") if d in f.values or d in f.bools]
-        if len(destinations) != 1:
-            raise Usage("pane move requires exactly one of --tab, --new-tab, or --new-workspace")
-        if destinations[0] != "--new-tab":
-            raise Usage(f"herdr-sim: pane move {destinations[0]} is not simulated")
-        focus = f.focus(True)
+    MOVE_USAGE = ("usage: herdr pane move <pane_id> --tab <tab_id> --split right|down [--target-pane ID] "
+                  "[--ratio FLOAT] [--focus|--no-focus]\n"
+                  "       herdr pane move <pane_id> --new-tab [--workspace ID] [--label TEXT] [--focus|--no-focus]\n"
+                  "       herdr pane move <pane_id> --new-workspace [--label TEXT] [--tab-label TEXT] "
+                  "[--focus|--no-focus]")
 
-        def move(e: Engine) -> dict[str, Any]:
-            pane = self.pane_or_error(e, args[0], "source pane not found")
-            src_ws = e.ws(pane.workspace_id)
-            src_tab = e.tab_of(pane)
-            prev = {"previous_pane_id": pane.pane_id, "previous_workspace_id": pane.workspace_id,
-                    "previous_tab_id": pane.tab_id}
-            dest_ws = src_ws
-            if "--workspace" in f.values:
-                found = e.resolve_ws(f.values["--workspace"])
-                if found is None:
-                    raise ApiError("workspace_not_found", f"workspace {f.values['--workspace']} not found")
-                dest_ws = found
-            if dest_ws is not src_ws:
-                raise ApiError("pane_move_failed", "herdr-sim: cross-workspace --new-tab is not simulated")
-            src_tab.layout = remove_leaf(src_tab.layout, pane.pane_id) or {}
-            if src_tab.focused_pane_id == pane.pane_id:
-                rest = e.tab_panes(src_tab)
-                src_tab.focused_pane_id = rest[0] if rest else None
-            tab = Tab(tab_id=f"{dest_ws.workspace_id}:t{b32(dest_ws.next_tab)}", number=dest_ws.next_tab,
-                      custom_label=f.values.get("--label"), layout={"pane": pane.pane_id},
-                      focused_pane_id=pane.pane_id)
-            dest_ws.next_tab += 1
-            dest_ws.tabs.append(tab)
-            pane.tab_id = tab.tab_id
-            pane.revision += 1
-            closed_tab = None
-            if not e.tab_panes(src_tab):
-                closed_tab = src_tab.tab_id
-                e.remove_tab(src_ws, src_tab)
-            if focus:
-                e.focus_pane(pane)
-            result: dict[str, Any] = {"changed": True, **prev, "pane": e.pane_info(pane)}
-            if closed_tab is None:
-                result["source_layout"] = e.layout(src_tab)
-            result["target_layout"] = e.layout(tab)
-            result["created_tab"] = e.tab_info(tab)
-            if closed_tab:
-                result["closed_tab_id"] = closed_tab
-            result["focused_pane_id"] = e.tab(e.ws(e.world.active_workspace_id).active_tab_id).focused_pane_id \
-                if e.world.active_workspace_id else pane.pane_id
-            return {"type": "pane_move", "move_result": result}
-        return self.request("cli:pane:move", "pane move", move)
+    def pane_move(self, args: list[str]) -> int:
+        """§7 move: the client checks the flag combination (src/cli/pane.rs:649-796), the server moves."""
+        if not args or args[0].startswith("-"):
+            raise Usage(self.MOVE_USAGE)
+        values: dict[str, str] = {}
+        bools: set[str] = set()
+        focus = True  # on by default for pane move; the last of --focus/--no-focus wins
+        i = 1
+        while i < len(args):
+            arg = args[i]
+            if arg in ("--tab", "--workspace", "--target-pane", "--split", "--ratio", "--label", "--tab-label"):
+                if i + 1 >= len(args):
+                    raise Usage(f"missing value for {arg}")
+                value = args[i + 1]
+                if arg == "--split" and value not in ("right", "down"):
+                    raise Usage(f"invalid split direction: {value}")
+                if arg == "--ratio":
+                    try:
+                        if not math.isfinite(float(value)):
+                            raise ValueError(value)
+                    except ValueError:
+                        raise Usage(f"invalid ratio: {value}") from None
+                values[arg] = value
+                i += 2
+            elif arg in ("--new-tab", "--new-workspace"):
+                bools.add(arg)
+                i += 1
+            elif arg in ("--focus", "--no-focus"):
+                focus = arg == "--focus"
+                i += 1
+            else:
+                raise Usage(f"unknown option: {arg}")
+        if ("--tab" in values) + len(bools) != 1:
+            raise Usage(self.MOVE_USAGE)
+        if "--tab" in values:
+            if "--split" not in values or values.keys() & {"--workspace", "--label", "--tab-label"}:
+                raise Usage(self.MOVE_USAGE)
+            dest: dict[str, Any] = {"kind": "tab", "tab": values["--tab"], "split": values["--split"],
+                                    "target": values.get("--target-pane"),
+                                    "ratio": float(values.get("--ratio", "0.5"))}
+        elif "--new-tab" in bools:
+            if values.keys() & {"--split", "--target-pane", "--tab-label"}:
+                raise Usage(self.MOVE_USAGE)
+            dest = {"kind": "new_tab", "workspace": values.get("--workspace"), "label": values.get("--label")}
+        else:
+            if values.keys() & {"--split", "--target-pane", "--workspace"}:
+                raise Usage(self.MOVE_USAGE)
+            dest = {"kind": "new_workspace", "label": values.get("--label"), "tab_label": values.get("--tab-label")}
+        return self.request("cli:pane:move", "pane move",
+                            lambda e: {"type": "pane_move", "move_result": e.move_pane(args[0], dest, focus)})
 
     def wait_output(self, args: list[str]) -> int:
         if not args or args[0].startswith("--"):

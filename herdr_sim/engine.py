@@ -423,6 +423,118 @@ class Engine:
             if self.world.active_workspace_id:
                 self.focus_workspace(self.ws(self.world.active_workspace_id))
 
+    # ---- moving -----------------------------------------------------------------------------------
+
+    def move_pane(self, raw: str, dest: dict[str, Any], focus: bool) -> dict[str, Any]:
+        """pane move (src/app/api/panes.rs:614-1042): take the pane out, re-home it, report the move_result."""
+        pane = self.resolve_pane(raw)
+        if pane is None:
+            raise ApiError("pane_not_found", "source pane not found")
+        src_ws = self.ws(pane.workspace_id)
+        src_tab = self.tab_of(pane)
+        prev = {"previous_pane_id": pane.pane_id, "previous_workspace_id": src_ws.workspace_id,
+                "previous_tab_id": src_tab.tab_id}
+        target_tab: Tab | None = None
+        target_ws: Workspace | None = None
+        if dest["kind"] == "tab":
+            target_tab = self.resolve_tab(dest["tab"])
+            if target_tab is None:
+                raise ApiError("tab_not_found", f"tab {dest['tab']} not found")
+            if target_tab is src_tab:
+                layout = self.layout(src_tab)
+                return {"changed": False, "reason": "same_tab", **prev, "pane": self.pane_info(pane),
+                        "source_layout": layout, "target_layout": layout, "focused_pane_id": layout["focused_pane_id"]}
+            target_ws = self.ws(target_tab.tab_id.split(":")[0])
+            if dest["target"] is not None:
+                anchor = self.resolve_pane(dest["target"])
+                if anchor is None:
+                    raise ApiError("target_pane_not_found", f"target pane {dest['target']} not found")
+                if anchor.tab_id != target_tab.tab_id:
+                    raise ApiError("target_pane_not_found", f"target pane {dest['target']} is not in tab {dest['tab']}")
+                anchor_id = anchor.pane_id
+            else:
+                anchor_id = target_tab.focused_pane_id or self.tab_panes(target_tab)[0]
+        elif dest["kind"] == "new_tab":
+            target_ws = src_ws
+            if dest["workspace"] is not None:
+                target_ws = self.resolve_ws(dest["workspace"])
+                if target_ws is None:
+                    raise ApiError("workspace_not_found", f"workspace {dest['workspace']} not found")
+        cross = target_ws is not src_ws
+        # Take the pane out of its tab; an emptied tab goes, and an emptied workspace goes on a cross move.
+        src_tab.layout = remove_leaf(src_tab.layout, pane.pane_id) or {}
+        if src_tab.focused_pane_id == pane.pane_id:
+            rest = self.tab_panes(src_tab)
+            src_tab.focused_pane_id = rest[0] if rest else None
+        closed_tab_id = None
+        if not self.tab_panes(src_tab):
+            closed_tab_id = src_tab.tab_id
+            self.remove_tab(src_ws, src_tab)
+        closed_ws_id = None
+        if cross and not src_ws.tabs:
+            closed_ws_id = src_ws.workspace_id
+            index = self.world.workspaces.index(src_ws)
+            self.world.workspaces.remove(src_ws)
+            if self.world.active_workspace_id == src_ws.workspace_id:
+                rest_ws = self.world.workspaces
+                self.world.active_workspace_id = rest_ws[min(index, len(rest_ws) - 1)].workspace_id if rest_ws else None
+        created_ws = False
+        if target_ws is None:  # --new-workspace
+            cwd = self.foreground_cwd(pane)
+            target_ws = Workspace(workspace_id=f"w{b32(self.world.next_workspace)}", custom_label=dest["label"],
+                                  cwd=cwd)
+            self.world.next_workspace += 1
+            self.world.workspaces.append(target_ws)
+            created_ws = cross = True
+        if cross:
+            # The process keeps its HERDR_PANE_ID; the old id stays an alias for pane commands only.
+            old_id = pane.pane_id
+            new_id = f"{target_ws.workspace_id}:p{b32(target_ws.next_pane)}"
+            target_ws.next_pane += 1
+            del self.world.panes[old_id]
+            for other in self.world.panes.values():
+                if new_id in other.aliases:
+                    other.aliases.remove(new_id)  # remove_alias_shadowed_by_new_pane
+            pane.aliases.append(old_id)
+            pane.pane_id = new_id
+            pane.workspace_id = target_ws.workspace_id
+            self.world.panes[new_id] = pane
+        created_tab = False
+        if target_tab is None:
+            label = dest["tab_label"] if dest["kind"] == "new_workspace" else dest["label"]
+            target_tab = Tab(tab_id=f"{target_ws.workspace_id}:t{b32(target_ws.next_tab)}", number=target_ws.next_tab,
+                             custom_label=label, layout={"pane": pane.pane_id}, focused_pane_id=pane.pane_id)
+            target_ws.next_tab += 1
+            target_ws.tabs.append(target_tab)
+            if target_ws.active_tab_id is None:
+                target_ws.active_tab_id = target_tab.tab_id
+            created_tab = True
+        else:
+            previous_focus = target_tab.focused_pane_id
+            target_tab.layout = replace_leaf(target_tab.layout, anchor_id, {
+                "dir": dest["split"], "ratio": min(max(dest["ratio"], 0.1), 0.9), "a": {"pane": anchor_id},
+                "b": {"pane": pane.pane_id}})
+            target_tab.focused_pane_id = pane.pane_id if focus else previous_focus
+        pane.tab_id = target_tab.tab_id
+        pane.revision += 1
+        if focus or self.world.active_workspace_id is None:
+            self.focus_pane(pane)
+        result: dict[str, Any] = {"changed": True, **prev, "pane": self.pane_info(pane)}
+        if closed_ws_id is None and closed_tab_id is None:
+            result["source_layout"] = self.layout(src_tab)
+        target_layout = self.layout(target_tab)
+        result["target_layout"] = target_layout
+        if created_ws:
+            result["created_workspace"] = self.workspace_info(target_ws)
+        if created_tab:
+            result["created_tab"] = self.tab_info(target_tab)
+        if closed_ws_id:
+            result["closed_workspace_id"] = closed_ws_id
+        if closed_tab_id:
+            result["closed_tab_id"] = closed_tab_id
+        result["focused_pane_id"] = target_layout["focused_pane_id"]
+        return result
+
     # ---- agents -----------------------------------------------------------------------------------
 
     def agent_target(self, target: str) -> Pane:
