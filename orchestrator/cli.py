@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from typing import Any
 
 import click
 
 from orchestrator import __version__
-from orchestrator.config import Settings
-from orchestrator.errors import ConfigError, ExitCode, OrchError
-from orchestrator.plan import Plan, check_report, load_plan, render_check
+from orchestrator.commands import plan
+from orchestrator.errors import ExitCode, OrchError
+from packets import PacketError
+from registry import RegistryError
 
 
 @contextmanager
@@ -22,64 +22,45 @@ def error_handler() -> Iterator[None]:
     try:
         yield
     except OrchError as exc:
-        click.echo(f"orch: {exc.message}", err=True)
+        # A multi-problem error (e.g. a plan with three mistakes) prints one `orch:` line per problem.
+        for line in exc.message.splitlines() or [type(exc).__name__]:
+            click.echo(f"orch: {line}", err=True)
         if exc.hint:
             click.echo(f"hint: {exc.hint}", err=True)
         sys.exit(int(exc.exit_code))
+    except (RegistryError, PacketError) as exc:
+        click.echo(f"orch: {exc}", err=True)
+        sys.exit(int(ExitCode.FAILURE))
     except KeyboardInterrupt:
         click.echo("orch: interrupted", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class OrchGroup(click.Group):
+    """The root group: every subcommand runs inside the one error handler (also under click's test runner)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with error_handler():
+            return super().invoke(ctx)
+
+
+@click.group(cls=OrchGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="orch", message="%(prog)s %(version)s")
-def cli() -> None:
+@click.option("--herdr", "herdr", metavar="PATH", envvar="ORCH_HERDR", help="herdr binary to run (default: herdr; env ORCH_HERDR).")
+@click.option("-v", "--verbose", is_flag=True, help="Echo every herdr call to stderr.")
+@click.pass_context
+def cli(ctx: click.Context, herdr: str | None, verbose: bool) -> None:
     """Run a fleet of coding-agent workers inside herdr.
 
     \b
     Example:
       orch plan check plan.toml
     """
+    ctx.ensure_object(dict)
+    ctx.obj.update(herdr=herdr, verbose=verbose)
 
 
-@cli.group()
-def plan() -> None:
-    """Check plan files and print their schema."""
-
-
-@contextmanager
-def problem_lines() -> Iterator[None]:
-    """Print each line of a multi-problem ConfigError as its own `orch: ` line, then exit 1."""
-    try:
-        yield
-    except ConfigError as exc:
-        for line in exc.message.splitlines():
-            click.echo(f"orch: {line}", err=True)
-        sys.exit(int(exc.exit_code))
-
-
-@plan.command("check")
-@click.argument("plan_file", type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def plan_check(plan_file: Path, as_json: bool) -> None:
-    """Validate PLAN_FILE and show what would be provisioned; nothing is changed.
-
-    \b
-    Example:
-      orch plan check plan.toml
-    """
-    with problem_lines():
-        resolved = load_plan(plan_file, Settings.from_env())
-    if as_json:
-        click.echo(json.dumps(check_report(resolved), indent=2))
-    else:
-        click.echo(render_check(resolved), nl=False)
-
-
-@plan.command("schema")
-def plan_schema() -> None:
-    """Print the JSON Schema of plan files (for editors)."""
-    click.echo(json.dumps(Plan.model_json_schema(), indent=2))
+cli.add_command(plan.plan)
 
 
 def main() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,12 +94,22 @@ class GitRepo:
         return self.git("rev-parse", "HEAD", cwd=cwd)
 
 
-@pytest.fixture
-def git_repo(tmp_path: Path) -> GitRepo:
-    """A repository `widgets` on branch main with one commit (README.md)."""
-    path = tmp_path / "src" / "acme" / "widgets"
+def make_git_repo(path: Path) -> GitRepo:
+    """A repository on branch main with one commit (README.md) at ``path``."""
     path.mkdir(parents=True)
     repo = GitRepo(path)
     repo.git("init", "--quiet", "--initial-branch=main")
     repo.commit("initial", {"README.md": "# widgets\n"})
     return repo
+
+
+@pytest.fixture
+def git_repo_factory() -> Any:
+    """``factory(path) -> GitRepo``: a fresh repository on main with one commit."""
+    return make_git_repo
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> GitRepo:
+    """A repository `widgets` on branch main with one commit (README.md), at <tmp>/src/acme/widgets."""
+    return make_git_repo(tmp_path / "src" / "acme" / "widgets")

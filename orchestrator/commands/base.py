@@ -1,0 +1,57 @@
+"""What every subcommand shares: the engine built from the group's options, `--json`/`--run` options, output."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from pydantic import BaseModel
+
+from orchestrator.engine import Engine
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def engine_from(ctx: click.Context) -> Engine:
+    """The Engine for this invocation (one per process; closed when the command ends)."""
+    root = ctx.find_root()
+    root.ensure_object(dict)
+    obj: dict[str, Any] = root.obj
+    if "engine" not in obj:
+        verbose = obj.get("verbose", False)
+
+        def echo_call(call: Any) -> None:
+            if verbose:
+                click.echo(f"herdr: {' '.join(call.argv)} -> {call.returncode}", err=True)
+
+        engine = Engine.from_env(dict(os.environ), herdr_binary=obj.get("herdr"), echo=progress_echo, on_call=echo_call)
+        obj["engine"] = engine
+        root.call_on_close(engine.close)
+    engine_: Engine = obj["engine"]
+    return engine_
+
+
+def progress_echo(line: str) -> None:
+    """Progress lines go to stderr so stdout stays the command's result (and `--json` stays parseable)."""
+    click.echo(line, err=True)
+
+
+def json_option(func: F) -> F:
+    """`--json`: print the command's result as one JSON document on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")(func)
+
+
+def run_option(func: F) -> F:
+    """`--run RUN_ID`: which run (default: the newest unfinished run of this controller pane)."""
+    return click.option("--run", "run_id", metavar="RUN_ID", help="Run id (default: the newest unfinished run of this pane).")(func)
+
+
+def emit(result: BaseModel, as_json: bool, render: Callable[[Any], str]) -> None:
+    """Print a result: its JSON (stable, for agents) or its human rendering."""
+    if as_json:
+        click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+    else:
+        click.echo(render(result), nl=False)

@@ -1,0 +1,39 @@
+"""`orch plan check|schema`: validate a plan file and show what would be provisioned; print its JSON Schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from orchestrator.config import Settings
+from orchestrator.plan import Plan, check_report, load_plan, render_check
+
+
+@click.group()
+def plan() -> None:
+    """Check plan files and print their schema."""
+
+
+@plan.command("check")
+@click.argument("plan_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def plan_check(plan_file: Path, as_json: bool) -> None:
+    """Validate PLAN_FILE and show what would be provisioned; nothing is changed.
+
+    \b
+    Example:
+      orch plan check plan.toml
+    """
+    resolved = load_plan(plan_file, Settings.from_env())
+    if as_json:
+        click.echo(json.dumps(check_report(resolved), indent=2))
+    else:
+        click.echo(render_check(resolved), nl=False)
+
+
+@plan.command("schema")
+def plan_schema() -> None:
+    """Print the JSON Schema of plan files (for editors)."""
+    click.echo(json.dumps(Plan.model_json_schema(), indent=2))

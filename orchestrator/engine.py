@@ -1,0 +1,210 @@
+"""The engine's shared context: settings, the herdr boundary, the ledger, the clock and a run's files.
+
+Every phase (preflight, provision, dispatch, observe, verify, retire, report) is a function taking an Engine;
+this is the one place herdr, the ledger and the plan meet. Nothing here talks to herdr itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from orchestrator.clock import Clock, SystemClock
+from orchestrator.config import Settings
+from orchestrator.errors import OrchError, one_line
+from orchestrator.herdr import Herdr, HerdrCli
+from orchestrator.plan import ResolvedPlan, ResolvedWorker, load_plan
+from registry import EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
+
+M = TypeVar("M", bound=BaseModel)
+
+LEDGER_FILE = "ledger.sqlite3"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class InFlightEffect(OrchError):
+    """An effect was intended by an earlier (crashed or concurrent) process and read-back cannot say if it happened."""
+
+
+def _silent(line: str) -> None:
+    return None
+
+
+def orch_executable() -> str:
+    """The absolute path of the `orch` command workers call back (the run process cannot be prompted by herdr)."""
+    beside = Path(sys.executable).parent / "orch"
+    found = str(beside) if beside.exists() else shutil.which("orch")
+    if not found:
+        raise OrchError("cannot find the `orch` executable to put in worker callbacks", hint="install orch with `pip install -e .`")
+    return str(Path(found).absolute())
+
+
+@dataclass
+class Engine:
+    """What every phase needs; build one with ``Engine.from_env`` (or directly in tests)."""
+
+    settings: Settings
+    herdr: Herdr
+    clock: Clock = field(default_factory=SystemClock)
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    echo: Callable[[str], None] = _silent
+    # "agent": an LLM controller in a herdr pane (SKILL.md door); "run": the `orch run` process.
+    controller: str = "agent"
+    _local: threading.local = field(default_factory=threading.local, repr=False)
+    _opened: list[Ledger] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        *,
+        herdr_binary: str | None = None,
+        clock: Clock | None = None,
+        echo: Callable[[str], None] = _silent,
+        on_call: Callable[[Any], None] | None = None,
+    ) -> Engine:
+        """The real wiring: settings and the herdr binary (``--herdr``, else ``ORCH_HERDR``, else ``herdr``) from env."""
+        env = dict(os.environ if env is None else env)
+        binary = herdr_binary or env.get("ORCH_HERDR") or "herdr"
+        return cls(
+            settings=Settings.from_env(env),
+            herdr=HerdrCli(binary, env=env, on_call=on_call),
+            clock=clock or SystemClock(),
+            env=env,
+            echo=echo,
+        )
+
+    # --- the ledger: one connection per thread, since provisioning runs workers concurrently ---
+
+    @property
+    def ledger_path(self) -> Path:
+        """Where the ledger lives: ``$ORCH_HOME/ledger.sqlite3``."""
+        return self.settings.orch_home / LEDGER_FILE
+
+    @property
+    def ledger(self) -> Ledger:
+        """This thread's connection to the ledger (SQLite connections are not shared across threads)."""
+        ledger: Ledger | None = getattr(self._local, "ledger", None)
+        if ledger is None:
+            ledger = Ledger.open(self.ledger_path, now=self.clock.now)
+            self._local.ledger = ledger
+            with self._lock:
+                self._opened.append(ledger)
+        return ledger
+
+    def close(self) -> None:
+        """Close every ledger connection this engine opened."""
+        with self._lock:
+            for ledger in self._opened:
+                ledger.close()
+            self._opened.clear()
+        self._local = threading.local()
+
+    # --- runs and their files ---
+
+    def run_dir(self, run_id: str) -> Path:
+        """The run's folder under ORCH_HOME (plan snapshot, packets, reports)."""
+        return self.settings.orch_home / "runs" / _UNSAFE.sub("_", run_id)
+
+    def find_run(self, run_id: str | None = None) -> Run:
+        """The named run, or the newest unfinished run of this controller pane (else of anyone)."""
+        if run_id:
+            try:
+                return self.ledger.get_run(run_id)
+            except RunNotFound:
+                raise OrchError(f"no run {run_id} in {self.ledger_path}", hint="`orch status --all` lists the runs") from None
+        open_runs = [r for r in self.ledger.list_runs() if r.status is not RunStatus.FINISHED]
+        mine = [r for r in open_runs if r.controller_target == self.env.get("HERDR_PANE_ID")]
+        candidates = mine or open_runs
+        if not candidates:
+            raise OrchError("no unfinished run in the ledger", hint="start one with `orch preflight PLAN`")
+        return max(candidates, key=lambda r: r.created_at)
+
+    def plan_for(self, run: Run) -> ResolvedPlan:
+        """The plan snapshot taken when the run was created (later edits to the plan file do not change a run)."""
+        snapshot = self.run_dir(run.run_id) / "plan.toml"
+        if not snapshot.exists():
+            raise OrchError(f"run {run.run_id} has no plan snapshot at {snapshot}")
+        return load_plan(snapshot, self.settings, display=run.plan_path or str(snapshot))
+
+    def planned(self, plan: ResolvedPlan, task: str) -> ResolvedWorker:
+        """The plan entry of one task."""
+        for worker in plan.workers:
+            if worker.task == task:
+                return worker
+        raise OrchError(f"task {task} is not in the plan {plan.source}")
+
+    def workers(self, run: Run) -> list[Worker]:
+        """The run's workers in plan order."""
+        return self.ledger.list_workers(run.run_id)
+
+    # --- side effects: intended before, confirmed after, never repeated blindly ---
+
+    def once(
+        self,
+        run_id: str,
+        task: str | None,
+        kind: str,
+        key: str,
+        request: Mapping[str, Any],
+        act: Callable[[], M],
+        *,
+        model: type[M],
+        settle: Callable[[], M | None] | None = None,
+    ) -> M:
+        """Make a side effect at most once per key: replay a confirmed one, settle an in-flight one by read-back.
+
+        A failed attempt may be retried (a new attempt key ``key#2``…): "retry only the half that failed".
+        ``settle`` reads herdr or git back and returns the effect's result if it did happen, else None.
+        """
+        ledger = self.ledger
+        attempt = 1
+        while True:
+            attempt_key = key if attempt == 1 else f"{key}#{attempt}"
+            effect = ledger.intend(run_id, task, kind, attempt_key, dict(request))
+            if effect.status in (EffectStatus.FAILED, EffectStatus.ABANDONED):
+                attempt += 1
+                continue
+            break
+        if effect.status is EffectStatus.CONFIRMED:
+            return model.model_validate(effect.response)
+        if not effect.is_new:
+            found = settle() if settle is not None else None
+            if found is None:
+                raise InFlightEffect(
+                    f"{kind} for {task or run_id} was started by an earlier orch process and its outcome is unknown (effect {effect.id})",
+                    hint="inspect herdr and git, then `orch resume` settles it; orch never repeats a create or a prompt blindly",
+                )
+            ledger.confirm(effect, found.model_dump(mode="json"))
+            return found
+        try:
+            result = act()
+        except Exception as exc:
+            ledger.fail(effect, one_line(str(exc)) or type(exc).__name__)
+            raise
+        ledger.confirm(effect, result.model_dump(mode="json"))
+        return result
+
+    # --- callbacks ---
+
+    def callback_prefix(self, run: Run) -> tuple[str, ...]:
+        """How a worker reaches this controller.
+
+        An agent controller (SKILL.md door) is itself promptable: workers use the spec's exact
+        ``herdr agent prompt <controller-target>``. The ``orch run`` process is not an agent herdr can prompt
+        (CONTRACT §8.2), so its workers call ``orch inbox add`` by absolute path instead; nothing is ever typed
+        into the controller's terminal.
+        """
+        if self.controller == "agent":
+            return ("herdr", "agent", "prompt", run.controller_target)
+        return ("env", f"ORCH_HOME={self.settings.orch_home}", orch_executable(), "inbox", "add", "--run", run.run_id)
