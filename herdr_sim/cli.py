@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from herdr_sim import HERDR_VERSION, faults, help as helptext, procs, schema, server, worktrees
-from herdr_sim.engine import ApiError, Engine, remove_leaf
-from herdr_sim.ids import AGENT_NAME_RE, SESSION_RE, b32
+from herdr_sim.engine import ApiError, Engine
+from herdr_sim.ids import AGENT_NAME_RE, SESSION_RE
 from herdr_sim.paths import Paths, resolve_home
-from herdr_sim.state import Pane, Store, Tab
+from herdr_sim.state import Pane, Store
 
 POLL_S = 0.1
 STATUSES = ("idle", "working", "blocked", "done", "unknown")
@@ -124,14 +124,22 @@ def abspath(value: str) -> str:
 class Cli:
     """One invocation: resolves the home, checks the server, runs requests under the state lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, session: str | None = None, explicit: bool = False) -> None:
         self.paths = Paths(resolve_home())
         self.store = Store(self.paths)
+        self.session_name = session  # herdr's active_name(): None for the default session
+        env_socket = os.environ.get("HERDR_SOCKET_PATH")
+        # src/session.rs active_api_socket_path: an explicit --session beats HERDR_SOCKET_PATH, which beats the name.
+        self.socket = Path(env_socket) if env_socket and not explicit else self.paths.socket_for(session)
+
+    def up_at(self, sock: Path) -> bool:
+        """herdr's is_running_at: a server answers on this socket (only the running session's socket exists)."""
+        return sock.exists() and server.running(self.paths)
 
     # ---- plumbing -----------------------------------------------------------------------------
 
     def require_server(self) -> None:
-        if not self.paths.socket.exists():
+        if not self.socket.exists():
             raise SystemExit(self._os_error(2, "NotFound", "No such file or directory"))
         if not server.running(self.paths):
             raise SystemExit(self._os_error(111, "ConnectionRefused", "Connection refused"))
@@ -181,6 +189,17 @@ class Cli:
     def error(self, req_id: str, code: str, message: str) -> int:
         emit({"id": req_id, "error": {"code": code, "message": message}}, sys.stderr)
         return 1
+
+    def fire_fault(self, rid: str, command: str) -> int | None:
+        """For commands that poll: consume one matching fault before any work; an exit code when it fails the call."""
+        with self.store.transaction() as world:
+            fault = faults.take(world, command)
+        if fault is None:
+            return None
+        time.sleep((fault.delay_ms or 0) / 1000)
+        if fault.code:
+            return self.error(rid, fault.code, fault.message or f"injected fault for {command}")
+        return None
 
     def poll(self, fn: Callable[[Engine], Any]) -> Any:
         """One locked look at the world (reconciled first); the caller sleeps outside the lock."""
@@ -561,6 +580,8 @@ class Cli:
                 self.require_server()
                 return self.error(rid, "invalid_regex", f"invalid regex: {exc}")
         self.require_server()
+        if (failed := self.fire_fault(rid, "pane wait-output")) is not None:
+            return failed
         deadline = None if timeout is None else time.monotonic() + timeout / 1000
         while True:
             try:
@@ -649,6 +670,8 @@ class Cli:
                 raise Usage("usage: herdr agent explain <target> [--json]")
             as_json = "--json" in f.bools or f.values.get("--format") == "json"
             self.require_server()
+            if (failed := self.fire_fault(rid, "agent explain")) is not None:
+                return failed
             try:
                 pane = self.poll(lambda e: e.agent_target(f.positional[0]))
             except ApiError as exc:
@@ -728,6 +751,8 @@ class Cli:
             pane.revision += 1
             return {"type": "agent_started", "agent": e.agent_info(pane), "argv": argv}
         self.require_server()
+        if (failed := self.fire_fault(rid, "agent start")) is not None:
+            return failed
         try:
             started = self.poll(start)
         except ApiError as exc:
@@ -781,6 +806,8 @@ class Cli:
         timeout = int(f.values["--timeout"]) if "--timeout" in f.values else None
         rid = "cli:agent:wait"
         self.require_server()
+        if (failed := self.fire_fault(rid, "agent wait")) is not None:
+            return failed
         try:
             pin = self.poll(lambda e: self._pin(e, args[0]))
         except ApiError as exc:
@@ -846,6 +873,8 @@ class Cli:
             e.tmux.send_keys(pane.tmux, ["Enter"])
             return {"pin": pin, "agent": e.agent_info(pane)}
         self.require_server()
+        if (failed := self.fire_fault(rid, "agent prompt")) is not None:
+            return failed
         try:
             done = self.poll(prompt)
         except ApiError as exc:
@@ -923,14 +952,14 @@ class Cli:
         if len(rest) > 1 or (rest and rest[0] not in ("server", "client")):
             print("usage: herdr status [server|client] [--json]", file=sys.stderr)
             return 2
-        up = server.running(self.paths)
+        up = self.up_at(self.socket)
         client = {"version": HERDR_VERSION, "channel": "stable", "protocol": 17,
-                  "binary": str(self.paths.bin / "herdr"), "session": None}
+                  "binary": str(self.paths.bin / "herdr"), "session": self.session_name}
         srv: dict[str, Any] = {"status": "running" if up else "not_running", "running": up,
                                "version": HERDR_VERSION if up else None, "protocol": 17 if up else None,
                                "capabilities": {"live_handoff": True, "detached_server_daemon": True} if up else None,
-                               "compatible": True if up else None, "socket": str(self.paths.socket),
-                               "session": None, "restart_needed": False}
+                               "compatible": True if up else None, "socket": str(self.socket),
+                               "session": self.session_name, "restart_needed": False}
         if as_json:
             full = {"client": client, "server": srv, "update": {"restart_needed": False}}
             emit(full if not rest else full[rest[0]])
@@ -946,7 +975,7 @@ class Cli:
                 lines += ["  status: running", f"  version: {HERDR_VERSION}", "  protocol: 17", "  compatible: yes"]
             else:
                 lines.append("  status: not running")
-            lines.append(f"  socket: {self.paths.socket}")
+            lines.append(f"  socket: {self.socket}")
         if not rest:
             lines += ["", "update:", "  restart_needed: no"]
         print("\n".join(lines))
@@ -958,25 +987,41 @@ class Cli:
         if args not in ([], ["--json"]):
             print("usage: herdr session list [--json]", file=sys.stderr)
             return 2
-        up = server.running(self.paths)
-        row = {"name": "default", "default": True, "running": up, "socket_path": str(self.paths.socket),
-               "session_dir": str(self.paths.home)}
+        names: list[str | None] = [None]
+        try:
+            found = sorted(d.name for d in (self.paths.home / "sessions").iterdir() if d.is_dir())
+        except OSError:
+            found = []
+        names += [n for n in found if n != "default" and SESSION_RE.match(n) and n not in (".", "..")]
+        rows = [{"name": name or "default", "default": name is None, "running": self.up_at(self.paths.socket_for(name)),
+                 "socket_path": str(self.paths.socket_for(name)), "session_dir": str(self.paths.session_dir(name))}
+                for name in names]
         if args:
-            emit({"sessions": [row]})
+            emit({"sessions": rows})
         else:
+            # src/cli.rs:901-916: a padded table, widths 20/8/48.
             print(f"{'name':<20} {'status':<8} {'directory':<48} socket")
-            print(f"{'default':<20} {'running' if up else 'stopped':<8} {str(self.paths.home):<48} "
-                  f"{self.paths.socket}")
+            for row in rows:
+                print(f"{row['name']:<20} {'running' if row['running'] else 'stopped':<8} {row['session_dir']:<48} "
+                      f"{row['socket_path']}")
         return 0
 
     def integration(self, sub: str, args: list[str]) -> int:
+        """§4: local only; install states come from HERDR_SIM_INTEGRATIONS (docs/simulator.md)."""
+        from herdr_sim import integrations
         if sub != "status" or args not in ([], ["--outdated-only"]):
             return self.group_help("integration", sub) if sub != "status" else self._usage_int()
-        if not args:
-            home = Path(os.environ.get("HOME", "/"))
-            for target, rel in (("pi", ".pi/agent/extensions/herdr-agent-state.ts"),
-                                ("claude", ".claude/settings.json"), ("codex", ".codex/hooks.json")):
-                print(f"{target}: not installed ({home / rel})")
+        env = dict(os.environ)
+        try:
+            if args:
+                notice = integrations.outdated_notice(env)
+                if notice:
+                    print(notice, file=sys.stderr)
+            else:
+                print("\n".join(integrations.status_lines(env)))
+        except ValueError as exc:
+            print(f"herdr-sim: {exc}", file=sys.stderr)
+            return 2
         return 0
 
     @staticmethod
@@ -990,7 +1035,7 @@ class Cli:
         if args not in ([], ["--json"]):
             print("usage: herdr api schema [--json]", file=sys.stderr)
             return 2
-        self.require_server()
+        # Real herdr prints the schema embedded in its binary: no server needed (src/cli/api.rs).
         doc = schema.document()
         print(json.dumps(doc, indent=None if args else 2, separators=(",", ":") if args else None))
         return 0
@@ -1024,16 +1069,20 @@ GROUPS = ("workspace", "tab", "pane", "agent", "worktree")
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `herdr-sim` (and of `<home>/bin/herdr`)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    session = os.environ.get("HERDR_SESSION")
+    requested: str | None = None
     for i, arg in enumerate(args):
         if arg == "--session" or arg.startswith("--session="):
-            value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+            requested = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
             del args[i:i + (1 if "=" in arg else 2)]
-            session = value
             break
-    if session is not None and (not SESSION_RE.match(session) or session in (".", "..")):
-        print(f"error: invalid session name: {session}\nrun 'herdr --help' for usage", file=sys.stderr)
+    # src/session.rs:80-92: --session is validated; HERDR_SESSION only when HERDR_SOCKET_PATH does not override it.
+    check = requested if requested is not None else (
+        None if os.environ.get("HERDR_SOCKET_PATH") else os.environ.get("HERDR_SESSION"))
+    if check is not None and (not SESSION_RE.match(check) or check in (".", "..")):
+        print(f"error: invalid session name: {check}\nrun 'herdr --help' for usage", file=sys.stderr)
         return 2
+    name = requested if requested is not None else os.environ.get("HERDR_SESSION")
+    session = name if name and name != "default" and SESSION_RE.match(name) and name not in (".", "..") else None
     if not args:
         print("herdr-sim: the interactive TUI is not simulated; use a subcommand", file=sys.stderr)
         return 2
@@ -1044,7 +1093,7 @@ def main(argv: list[str] | None = None) -> int:
     if top in ("--help", "-h"):
         print(helptext.MAIN, end="")
         return 0
-    cli = Cli()
+    cli = Cli(session, explicit=requested is not None)
     try:
         if top == "server":
             if rest == ["stop"]:

@@ -286,7 +286,7 @@ class Engine:
         env = dict(extra)  # the user's --env first, then the managed variables, which win
         env.update({
             "HERDR_ENV": "1",
-            "HERDR_SOCKET_PATH": str(self.paths.socket),
+            "HERDR_SOCKET_PATH": str(self.paths.socket_for(self.world.session)),
             "HERDR_WORKSPACE_ID": ws_id,
             "HERDR_TAB_ID": tab_id,
             "HERDR_PANE_ID": pane_id,

@@ -17,8 +17,13 @@ def resolve_home(env: dict[str, str] | None = None) -> Path:
     if env.get("HERDR_SIM_HOME"):
         return Path(env["HERDR_SIM_HOME"]).expanduser().absolute()
     sock = env.get("HERDR_SOCKET_PATH")
-    if sock and (Path(sock).parent / MARKER).exists():
-        return Path(sock).parent.absolute()
+    if sock:
+        parent = Path(sock).parent
+        if (parent / MARKER).exists():
+            return parent.absolute()
+        # A named session's socket lives in <home>/sessions/<name>/ (herdr's layout under its config dir).
+        if parent.parent.name == "sessions" and (parent.parent.parent / MARKER).exists():
+            return parent.parent.parent.absolute()
     state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", str(Path.home()))) / ".local" / "state")
     return Path(state).expanduser().absolute() / "herdr-sim"
 
@@ -49,8 +54,16 @@ class Paths:
 
     @property
     def socket(self) -> Path:
-        """The HERDR_SOCKET_PATH clients see; always inside home so it points back at the home."""
+        """The default session's HERDR_SOCKET_PATH; always inside home so it points back at the home."""
         return self.home / "herdr.sock"
+
+    def session_dir(self, session: str | None) -> Path:
+        """herdr's data_dir_for: the home (herdr's config dir) for the default session, else sessions/<name>."""
+        return self.home if session is None else self.home / "sessions" / session
+
+    def socket_for(self, session: str | None) -> Path:
+        """herdr's api_socket_path_for: `<session dir>/herdr.sock`."""
+        return self.session_dir(session) / "herdr.sock"
 
     @property
     def ready(self) -> Path:

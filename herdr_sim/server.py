@@ -63,20 +63,26 @@ def serve(paths: Paths, session: str | None) -> int:
         print(f"herdr-sim: a server is already running for {paths.home}", file=sys.stderr)
         return 1
     paths.home.mkdir(parents=True, exist_ok=True)
-    for stale in (paths.ready, paths.socket, paths.state):
+    sock = paths.socket_for(session)
+    sock.parent.mkdir(parents=True, exist_ok=True)
+    for stale in (paths.ready, paths.socket, sock, paths.state):
         stale.unlink(missing_ok=True)
     paths.marker.write_text("herdr-sim\n")
     write_bin(paths)
     os.environ["HERDR_SIM_HOME"] = str(paths.home)
+    if session is not None:
+        os.environ["HERDR_SESSION"] = session  # herdr exports it before spawning a named server; panes inherit it
+    else:
+        os.environ.pop("HERDR_SESSION", None)
     settle = int(os.environ.get("HERDR_SIM_SETTLE_MS", "3000"))
     tmux = Tmux(paths.tmux_socket)
     tmux.start()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    if len(str(paths.socket)) <= UNIX_PATH_MAX:
-        listener.bind(str(paths.socket))
+    if len(str(sock)) <= UNIX_PATH_MAX:
+        listener.bind(str(sock))
         listener.listen(1)
     else:
-        paths.socket.write_text("")  # too long for a unix socket; the file still marks the server's presence
+        sock.write_text("")  # too long for a unix socket; the file still marks the server's presence
     store = Store(paths)
     with store.transaction() as world:
         world.server_pid = os.getpid()
@@ -92,7 +98,7 @@ def serve(paths: Paths, session: str | None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     paths.ready.write_text(f"{os.getpid()}\n")
-    print(f"herdr-sim server ready: home={paths.home} socket={paths.socket}", flush=True)
+    print(f"herdr-sim server ready: home={paths.home} socket={sock}", flush=True)
     try:
         while not stop:
             try:
@@ -129,7 +135,7 @@ def teardown(paths: Paths, tmux: Tmux) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-    paths.socket.unlink(missing_ok=True)
+    paths.socket_for(world.session).unlink(missing_ok=True)
     paths.pidfile.unlink(missing_ok=True)
     if paths.tmux_socket.parent != paths.home:
         paths.tmux_socket.unlink(missing_ok=True)

@@ -24,8 +24,10 @@ class SimServer:
     `env_overrides` reach the server and so every pane and agent (e.g. HERDR_SIM_SETTLE_MS, HERDR_SIM_SCENARIOS).
     """
 
-    def __init__(self, home: Path, env_overrides: Mapping[str, str] | None = None, ready_timeout: float = 15.0):
+    def __init__(self, home: Path, env_overrides: Mapping[str, str] | None = None, ready_timeout: float = 15.0,
+                 session: str | None = None):
         self.home = Path(home).absolute()
+        self.session = session  # a named session (`herdr-sim server --session NAME`); None is the default one
         self.paths = Paths(self.home)
         self.overrides = dict(env_overrides or {})
         self.ready_timeout = ready_timeout
@@ -39,7 +41,9 @@ class SimServer:
         for leaky in ("HERDR_ENV", "HERDR_PANE_ID", "HERDR_TAB_ID", "HERDR_WORKSPACE_ID", "HERDR_SESSION", "TMUX"):
             env.pop(leaky, None)
         env["HERDR_SIM_HOME"] = str(self.home)
-        env["HERDR_SOCKET_PATH"] = str(self.paths.socket)
+        env["HERDR_SOCKET_PATH"] = str(self.paths.socket_for(self.session))
+        if self.session is not None:
+            env["HERDR_SESSION"] = self.session
         env["PATH"] = f"{self.paths.bin}:{env.get('PATH', '/usr/bin:/bin')}"
         return env
 
