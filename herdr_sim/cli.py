@@ -1093,6 +1093,10 @@ def main(argv: list[str] | None = None) -> int:
     if top in ("--help", "-h"):
         print(helptext.MAIN, end="")
         return 0
+    long_help = helptext.requested_help(args)
+    if long_help is not None:
+        print(long_help, end="")  # clap prints it before any dispatch (src/cli.rs:76-78)
+        return 0
     cli = Cli(session, explicit=requested is not None)
     try:
         if top == "server":
@@ -1109,9 +1113,6 @@ def main(argv: list[str] | None = None) -> int:
                     raise Usage("usage: herdr-sim fault add|list|clear")
                 return cli.group_help(top, "")
             sub, sub_args = rest[0], rest[1:]
-            if top in helptext.GROUPS and sub_args[:1] in (["--help"], ["-h"]):
-                print(helptext.group_help(top), end="")
-                return 0
             return int(getattr(cli, top)(sub, sub_args))
         print(f"unknown command: {top}\nrun 'herdr --help' for usage", file=sys.stderr)
         return 2

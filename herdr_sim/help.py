@@ -35,7 +35,10 @@ GROUPS: dict[str, list[str]] = {
         " [--ansi]",
         "  herdr pane split [<pane_id>|--pane ID|--current] --direction right|down [--ratio FLOAT] [--cwd PATH]"
         " [--env KEY=VALUE] [--focus] [--no-focus]",
+        "  herdr pane move <pane_id> --tab <tab_id> --split right|down [--target-pane ID] [--ratio FLOAT]"
+        " [--focus|--no-focus]",
         "  herdr pane move <pane_id> --new-tab [--workspace ID] [--label TEXT] [--focus|--no-focus]",
+        "  herdr pane move <pane_id> --new-workspace [--label TEXT] [--tab-label TEXT] [--focus|--no-focus]",
         "  herdr pane close <pane_id>",
         "  herdr pane send-text <pane_id> <text>",
         "  herdr pane send-keys <pane_id> <key> [key ...]",
@@ -137,3 +140,35 @@ Home: https://herdr.dev
 def group_help(group: str) -> str:
     """The group's help text (printed on stderr)."""
     return "\n".join(GROUPS[group]) + "\n"
+
+
+TOP_USAGE = {"status": "herdr status [server|client] [--json]", "server": "herdr server [--session NAME]"}
+
+
+def subcommands(group: str) -> list[str]:
+    """The subcommand words a group's help lists."""
+    words = []
+    for line in GROUPS[group][1:]:
+        parts = line.split()
+        if len(parts) >= 3 and parts[0] == "herdr" and parts[2] not in words:
+            words.append(parts[2])
+    return words
+
+
+def requested_help(args: list[str]) -> str | None:
+    """src/cli/spec.rs write_requested_help: `--help`/`-h` directly after a known command path → its long help."""
+    index = next((i for i, a in enumerate(args) if a in ("--help", "-h")), None)
+    if index is None or index < 1 or "--" in args[:index]:
+        return None
+    top = args[0]
+    if top in TOP_USAGE and index == 1:
+        return f"Usage: {TOP_USAGE[top]}\n"
+    if top not in GROUPS:
+        return None
+    path = [top] + ([args[1]] if index >= 2 and args[1] in subcommands(top) else [])
+    if index != len(path):
+        return None
+    if len(path) == 1:
+        return group_help(top)
+    lines = [line.strip() for line in GROUPS[top][1:] if line.split()[2:3] == [path[1]]]
+    return "Usage: " + "\n       ".join(lines) + "\n"
