@@ -1,0 +1,74 @@
+"""The live progress view of `orch run`: one line per worker on a terminal, plain log lines otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TextIO
+
+from pydantic import BaseModel, ConfigDict
+
+# Cursor up one line and clear it: the only escape codes used, and only when the stream is a terminal.
+_UP_AND_CLEAR = "\x1b[1A\x1b[2K"
+
+
+class Row(BaseModel):
+    """What the view shows of one worker."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    state: str
+    last_callback: str | None
+    since: datetime
+
+
+def _elapsed(delta: timedelta) -> str:
+    seconds = max(0, int(delta.total_seconds()))
+    minutes, seconds = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def format_rows(rows: Sequence[Row], now: datetime) -> list[str]:
+    """Aligned lines: task, state, last callback, time since the run started."""
+    width_task = max((len(r.task) for r in rows), default=0)
+    width_state = max((len(r.state) for r in rows), default=0)
+    return [
+        f"{r.task:<{width_task}}  {r.state:<{width_state}}  {r.last_callback or '-'}  {_elapsed(now - r.since)}".rstrip()
+        for r in rows
+    ]
+
+
+class Progress:
+    """Redraws the worker lines in place on a terminal; elsewhere prints a line only when something changed."""
+
+    def __init__(self, stream: TextIO, *, live: bool | None = None) -> None:
+        self.stream = stream
+        self.live = stream.isatty() if live is None else live
+        self._drawn = 0
+        self._last: dict[str, tuple[str, str | None]] = {}
+
+    def update(self, rows: Sequence[Row], now: datetime) -> None:
+        """Show the current rows."""
+        if self.live:
+            self.stream.write(_UP_AND_CLEAR * self._drawn)
+            lines = format_rows(rows, now)
+            self.stream.write("".join(line + "\n" for line in lines))
+            self._drawn = len(lines)
+        else:
+            for row in rows:
+                key = (row.state, row.last_callback)
+                if self._last.get(row.task) != key:
+                    self._last[row.task] = key
+                    callback = f" (last callback: {row.last_callback})" if row.last_callback else ""
+                    self.stream.write(f"{now:%H:%M:%S} {row.task}: {row.state}{callback}\n")
+        self.stream.flush()
+
+    def note(self, line: str, now: datetime) -> None:
+        """A one-off message (a question surfaced, a worker failed) above the live lines."""
+        if self.live:
+            self.stream.write(_UP_AND_CLEAR * self._drawn)
+            self._drawn = 0
+        self.stream.write(f"{now:%H:%M:%S} {line}\n")
+        self.stream.flush()
