@@ -1,4 +1,4 @@
-"""Verification: a worker's result is a claim; re-derive it from git and re-run its checks outside its worktree."""
+"""Evidence: re-derive a worker's claim from git and re-run its checks in a scratch checkout (pure, no ledger)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pytest
 
 from orchestrator import git
 from orchestrator.checks import run_command
-from orchestrator.verify import ClaimedCheck, ResultClaim, Subject, verify
+from orchestrator.evidence import ClaimedCheck, ResultClaim, Subject, verify
 
 
 def _summary(result: Any) -> dict[str, Any]:
