@@ -11,6 +11,18 @@ from herdr_sim.agent.console import Console
 from herdr_sim.agent.worker import Agent, AgentCrash
 
 KINDS = ("codex", "claude", "opencode", "pi")
+DELAY_FLAG = "--sim-start-delay-ms"
+
+
+def start_delay_ms(argv: list[str], env: dict[str, str]) -> int:
+    """A slow start: `--sim-start-delay-ms N` in the agent's argv, else $HERDR_SIM_AGENT_START_DELAY_MS, else 0."""
+    raw = env.get("HERDR_SIM_AGENT_START_DELAY_MS", "0")
+    for i, arg in enumerate(argv):
+        if arg == DELAY_FLAG and i + 1 < len(argv):
+            raw = argv[i + 1]
+        elif arg.startswith(DELAY_FLAG + "="):
+            raw = arg.split("=", 1)[1]
+    return int(raw) if raw.isdigit() else 0
 
 
 def _log_path(env: dict[str, str]) -> Path | None:
@@ -26,7 +38,7 @@ def main(kind: str) -> None:
     console = Console(_log_path(env))
     with console:
         try:
-            code = Agent(kind, env, console).run()
+            code = Agent(kind, env, console, start_delay_ms=start_delay_ms(sys.argv[1:], env)).run()
         except AgentCrash as crash:
             code = crash.exit_code
     sys.exit(code)

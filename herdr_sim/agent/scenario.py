@@ -79,6 +79,13 @@ class Stall(BaseModel):
     do: Literal["stall"]
 
 
+class Ignore(BaseModel):
+    """Never react to the packet: no state report, no output, no callback (herdr sees no state change at all)."""
+
+    model_config = _STRICT
+    do: Literal["ignore"]
+
+
 class Crash(BaseModel):
     """Exit the process with a non-zero status in the middle of the task."""
 
@@ -115,7 +122,7 @@ class Result(BaseModel):
 
 
 Step = Annotated[
-    Update | Write | Commit | Run | Verify | Question | Blocked | Stall | Crash | Send | Result,
+    Update | Write | Commit | Run | Verify | Question | Blocked | Stall | Ignore | Crash | Send | Result,
     Field(discriminator="do"),
 ]
 _STEPS = TypeAdapter(list[Step])

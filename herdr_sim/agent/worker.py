@@ -18,6 +18,7 @@ from herdr_sim.agent.scenario import (
     Blocked,
     Commit,
     Crash,
+    Ignore,
     Question,
     Result,
     Run,
@@ -122,6 +123,8 @@ class Agent:
         env: dict[str, str],
         console: Console,
         now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        start_delay_ms: int = 0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.kind = kind
         self.env = env
@@ -131,6 +134,8 @@ class Agent:
         self.task: Task | None = None
         self.deferred: deque[Event] = deque()
         self._seq = 0
+        self.start_delay_ms = start_delay_ms
+        self.sleep = sleep
 
     # --- herdr lifecycle -------------------------------------------------------------------------------------
 
@@ -156,6 +161,10 @@ class Agent:
 
     def run(self) -> int:
         """Serve prompts until /exit, Ctrl-C at the prompt, or end of input; return the exit status."""
+        if self.start_delay_ms:
+            # A slow start: nothing on screen and no report until the delay is over (reaches agent start timeouts).
+            self.console.log(f"slow start: {self.start_delay_ms} ms")
+            self.sleep(self.start_delay_ms / 1000)
         self.console.say(f"{self.kind} (herdr-sim scripted agent) - paste a delegation packet; /exit to quit")
         self.report("idle")
         while True:
@@ -198,6 +207,9 @@ class Agent:
             steps = load_steps(self.env, "task", packet.task_label)
         except ScenarioError as exc:
             self.note_turn(f"Scenario error: {exc}")
+            return
+        if steps and isinstance(steps[0], Ignore):
+            self.console.log(f"ignoring packet for task {packet.task_label} (scenario step ignore)")
             return
         if not Path(packet.working_directory).is_dir():
             steps = [Blocked(do="blocked", message=f"Working directory {packet.working_directory} does not exist.")]
