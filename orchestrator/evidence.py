@@ -29,9 +29,21 @@ class ResultClaim(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    status: str | None = None
     commits: tuple[str, ...] = ()
     changed_files: tuple[str, ...] = ()
     checks: tuple[ClaimedCheck, ...] = ()
+    report: str | None = None
+
+
+class PeerClaim(BaseModel):
+    """Another worker of the same run: its branch and file claim (to attribute changes and name whose surface was touched)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    branch: str
+    claim: tuple[str, ...]
 
 
 class Subject(BaseModel):
@@ -44,11 +56,16 @@ class Subject(BaseModel):
     base_sha: str
     claim: tuple[str, ...]
     verification: tuple[str, ...]
+    peers: tuple[PeerClaim, ...] = ()
 
     @property
     def requires_changes(self) -> bool:
         """A worker with a non-empty file claim was asked to change files."""
         return bool(self.claim)
+
+    def sibling_claims(self) -> list[str]:
+        """Claim patterns of the other workers on the same branch (their changes share this branch's diff)."""
+        return [pattern for peer in self.peers if peer.branch == self.branch for pattern in peer.claim]
 
 
 class Verification(BaseModel):
@@ -57,11 +74,12 @@ class Verification(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     disposition: Disposition
-    reasons: tuple[str, ...] = Field(description="why the disposition is not 'accepted' (empty when accepted)")
+    reasons: tuple[str, ...] = Field(description="why the disposition is not 'accepted' (empty when accepted); blocking reasons first")
     head_sha: str | None
     commits: tuple[str, ...]
     changed_files: tuple[str, ...]
     outside_claim: tuple[str, ...]
+    missing_files: tuple[str, ...] = ()
     checks: tuple[CheckRun, ...]
 
 
@@ -85,50 +103,79 @@ def rerun_checks(subject: Subject, head: str, runner: CheckRunner = _default_run
             git.remove_scratch_worktree(subject.repo, scratch)
 
 
+def _owner(path: str, peers: tuple[PeerClaim, ...]) -> str:
+    owners = [peer.task for peer in peers if claims.covered(path, peer.claim)]
+    return f"{path} (claimed by {', '.join(owners)})" if owners else path
+
+
 def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = _default_runner) -> Verification:
-    """Compare the claim with git and with a re-run of the checks; every reason names its evidence."""
-    reasons: list[str] = []
+    """Compare the claim with git and with a re-run of the checks; every reason names its evidence.
+
+    blocked (integration pauses, a person decides) beats rejected (sent back or dropped) beats accepted.
+    """
+    blocking: list[str] = []
+    rejecting: list[str] = []
     head = git.rev_parse(subject.repo, f"refs/heads/{subject.branch}")
     if head is None:
         return Verification(
             disposition="rejected", reasons=(f"branch {subject.branch} does not exist",), head_sha=None,
             commits=(), changed_files=(), outside_claim=(), checks=(),
         )
+    base = subject.base_sha[:12]
     commits = git.commits_between(subject.repo, subject.base_sha, head)
     changed = git.changed_paths(subject.repo, subject.base_sha, head)
-    outside = claims.outside(changed, subject.claim)
+    # On a branch shared by sibling panes the diff holds every sibling's work too: a path inside a sibling's
+    # claim is that sibling's to answer for (its own verification checks it); anything else is this worker's.
+    siblings = subject.sibling_claims()
+    mine = [path for path in changed if not claims.covered(path, siblings) or claims.covered(path, subject.claim)]
+    outside = claims.outside(mine, subject.claim)
 
+    if outside:
+        touched = ", ".join(_owner(path, subject.peers) for path in outside)
+        if subject.requires_changes:
+            blocking.append(f"edited outside its claim: {touched} (integration paused for a decision)")
+        else:
+            blocking.append(f"read-only task changed files: {touched} (integration paused for a decision)")
+
+    if claim.status is not None and claim.status != "done":
+        rejecting.append(f"worker reported status {claim.status}, not done")
     if subject.requires_changes and not commits:
-        reasons.append(f"no commits on {subject.branch} since base {subject.base_sha[:12]}, but the task had to change files")
+        rejecting.append(f"no commits on {subject.branch} since base {base}, but the task had to change files")
+    elif subject.requires_changes and not any(claims.covered(path, subject.claim) for path in changed):
+        rejecting.append(f"nothing inside its claim changed on {subject.branch} since base {base}")
     for sha in claim.commits:
         full = git.rev_parse(subject.repo, sha)
         if full is None or full not in commits:
-            reasons.append(f"claimed commit {sha} is not on {subject.branch} since base {subject.base_sha[:12]}")
+            rejecting.append(f"claimed commit {sha} is not on {subject.branch} since base {base}")
+
+    missing: list[str] = []
     for path in claim.changed_files:
-        if path not in changed:
-            reasons.append(f"claimed changed file {path} is not in the diff")
+        if path in changed:
+            continue  # changed and present, or deleted: either way git supports the claim
+        if not git.path_exists_at(subject.repo, head, path):
+            missing.append(path)
+            rejecting.append(f"cited file {path} does not exist at {head[:12]}")
+        else:
+            rejecting.append(f"claimed changed file {path} is not in the diff")
+    if claim.report is not None and not Path(claim.report).is_file():
+        missing.append(claim.report)
+        rejecting.append(f"cited report {claim.report} cannot be opened")
 
     checks = rerun_checks(subject, head, runner)
     for run in checks:
         if run.exit_code is None:
-            reasons.append(f"check `{run.command}` could not run: {run.error}")
+            # Fail closed, and louder than a failing check: the controller cannot reproduce the evidence at all.
+            blocking.append(f"check `{run.command}` could not run: {run.error} (evidence cannot be reproduced)")
         elif run.exit_code != 0:
-            reasons.append(f"check `{run.command}` failed on re-run (exit {run.exit_code})")
+            rejecting.append(f"check `{run.command}` failed on re-run (exit {run.exit_code})")
     rerun_by_command = {run.command: run for run in checks}
     for claimed in claim.checks:
         rerun = rerun_by_command.get(claimed.command)
         if claimed.exit_code == 0 and rerun is not None and not rerun.passed:
-            reasons.append(f"worker reported `{claimed.command}` passing, but it does not pass on re-run")
+            rejecting.append(f"worker reported `{claimed.command}` passing, but it does not pass on re-run")
 
-    disposition: Disposition
-    if reasons:
-        disposition = "rejected"
-    elif outside:
-        disposition = "blocked"
-        reasons.append("edited outside its claim: " + ", ".join(outside) + " (integration paused for a decision)")
-    else:
-        disposition = "accepted"
+    disposition: Disposition = "blocked" if blocking else "rejected" if rejecting else "accepted"
     return Verification(
-        disposition=disposition, reasons=tuple(reasons), head_sha=head, commits=tuple(commits),
-        changed_files=tuple(changed), outside_claim=tuple(outside), checks=checks,
+        disposition=disposition, reasons=(*blocking, *rejecting), head_sha=head, commits=tuple(commits),
+        changed_files=tuple(changed), outside_claim=tuple(outside), missing_files=tuple(missing), checks=checks,
     )

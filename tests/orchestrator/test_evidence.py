@@ -9,7 +9,7 @@ import pytest
 
 from orchestrator import git
 from orchestrator.checks import run_command
-from orchestrator.evidence import ClaimedCheck, ResultClaim, Subject, verify
+from orchestrator.evidence import ClaimedCheck, PeerClaim, ResultClaim, Subject, verify
 
 
 def _summary(result: Any) -> dict[str, Any]:
@@ -45,6 +45,7 @@ def test_work_inside_claim_with_passing_checks_is_accepted(worker_branch: Any) -
         "commits": [sha[:7]],
         "changed_files": ("docs/api.md",),
         "outside_claim": (),
+        "missing_files": (),
         "checks": [("test -f docs/api.md", 0, None)],
     }
 
@@ -85,7 +86,7 @@ def test_claimed_checks_that_fail_on_rerun_are_rejected(worker_branch: Any) -> N
     )
 
 
-def test_a_check_that_cannot_run_fails_closed(worker_branch: Any) -> None:
+def test_a_check_that_cannot_run_blocks_as_unreproducible_evidence(worker_branch: Any) -> None:
     repo, base, worktree = worker_branch
     repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
 
@@ -94,8 +95,8 @@ def test_a_check_that_cannot_run_fails_closed(worker_branch: Any) -> None:
 
     result = verify(_subject(repo, base, verification=("sleep 5",)), ResultClaim(), runner=runner)
 
-    assert result.disposition == "rejected"
-    assert result.reasons == ("check `sleep 5` could not run: timed out after 0.01s",)
+    assert result.disposition == "blocked"
+    assert result.reasons == ("check `sleep 5` could not run: timed out after 0.01s (evidence cannot be reproduced)",)
 
 
 def test_edits_outside_the_claim_pause_integration(worker_branch: Any) -> None:
@@ -114,13 +115,84 @@ def test_edits_outside_the_claim_pause_integration(worker_branch: Any) -> None:
 def test_claims_that_git_does_not_support_are_rejected(worker_branch: Any) -> None:
     repo, base, worktree = worker_branch
     repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
-    claim = ResultClaim(commits=("deadbeef",), changed_files=("docs/other.md",))
+    claim = ResultClaim(commits=("deadbeef",), changed_files=("docs/other.md", "README.md"))
 
     result = verify(_subject(repo, base), claim)
 
-    assert result.reasons == (
-        f"claimed commit deadbeef is not on feat/api-docs since base {base[:12]}",
-        "claimed changed file docs/other.md is not in the diff",
+    assert (result.disposition, result.missing_files, result.reasons) == (
+        "rejected",
+        ("docs/other.md",),
+        (
+            f"claimed commit deadbeef is not on feat/api-docs since base {base[:12]}",
+            f"cited file docs/other.md does not exist at {result.head_sha[:12]}",
+            "claimed changed file README.md is not in the diff",
+        ),
+    )
+
+
+def test_a_cited_report_that_cannot_be_opened_is_missing(worker_branch: Any, tmp_path: Path) -> None:
+    repo, base, worktree = worker_branch
+    repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
+    report = tmp_path / "report.md"
+
+    result = verify(_subject(repo, base, verification=()), ResultClaim(report=str(report)))
+
+    assert (result.disposition, result.missing_files, result.reasons) == ("rejected", (str(report),), (f"cited report {report} cannot be opened",))
+
+
+def test_a_status_other_than_done_is_rejected(worker_branch: Any) -> None:
+    repo, base, worktree = worker_branch
+    repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
+
+    assert verify(_subject(repo, base, verification=()), ResultClaim(status="partial")).reasons == ("worker reported status partial, not done",)
+
+
+def test_commits_that_change_nothing_inside_the_claim_are_rejected(worker_branch: Any) -> None:
+    repo, base, worktree = worker_branch
+    repo.commit("empty", cwd=worktree)
+
+    assert verify(_subject(repo, base, verification=()), ResultClaim()).reasons == (
+        f"nothing inside its claim changed on feat/api-docs since base {base[:12]}",
+    )
+
+
+def test_a_read_only_worker_that_changed_files_is_blocked(worker_branch: Any) -> None:
+    repo, base, worktree = worker_branch
+    repo.commit("oops", {"notes.txt": "x\n"}, cwd=worktree)
+    subject = Subject(repo=repo.path, branch="feat/api-docs", base_sha=base, claim=(), verification=())
+
+    result = verify(subject, ResultClaim())
+
+    assert (result.disposition, result.reasons) == ("blocked", ("read-only task changed files: notes.txt (integration paused for a decision)",))
+
+
+def test_sibling_changes_on_a_shared_branch_are_the_siblings_and_peers_are_named(worker_branch: Any) -> None:
+    repo, base, worktree = worker_branch
+    repo.commit("both", {"docs/api.md": "# API\n", "tests/test_api.py": "", "src/core.py": "", "setup.cfg": ""}, cwd=worktree)
+    peers = (
+        PeerClaim(task="api-tests", branch="feat/api-docs", claim=("tests/",)),
+        PeerClaim(task="core", branch="feat/core", claim=("src/",)),
+    )
+    subject = Subject(repo=repo.path, branch="feat/api-docs", base_sha=base, claim=("docs/",), verification=(), peers=peers)
+
+    result = verify(subject, ResultClaim())
+
+    assert (result.disposition, result.outside_claim, result.reasons) == (
+        "blocked",
+        ("setup.cfg", "src/core.py"),
+        ("edited outside its claim: setup.cfg, src/core.py (claimed by core) (integration paused for a decision)",),
+    )
+
+
+def test_blocked_reasons_come_before_rejections(worker_branch: Any) -> None:
+    repo, base, worktree = worker_branch
+    repo.commit("docs: api", {"docs/api.md": "# API\n", "setup.cfg": "[x]\n"}, cwd=worktree)
+
+    result = verify(_subject(repo, base, verification=("false",)), ResultClaim())
+
+    assert (result.disposition, result.reasons) == (
+        "blocked",
+        ("edited outside its claim: setup.cfg (integration paused for a decision)", "check `false` failed on re-run (exit 1)"),
     )
 
 
