@@ -93,3 +93,25 @@ def remove_scratch_worktree(repo: Path | str, path: Path | str) -> None:
     """Remove a scratch checkout this process created (it only ever holds a copy of committed work)."""
     run_git(["worktree", "remove", "--force", str(path)], cwd=repo, check=False)
     run_git(["worktree", "prune"], cwd=repo, check=False)
+
+
+def commits_only_on(repo: Path | str, head: str, branch: str | None) -> list[str]:
+    """Commits reachable from ``head`` but from no branch, tag or remote-tracking ref other than ``branch``, newest first.
+
+    These are the commits a checkout holds that exist nowhere else (its own branch aside); an empty list means
+    every commit of the checkout is also on some other ref (merged, integrated or pushed).
+    """
+    # --exclude applies to the next --branches only, and branch names cannot contain glob characters.
+    args = ["rev-list", head, "--not", *([f"--exclude={branch}"] if branch else []), "--branches", "--tags", "--remotes"]
+    return run_git(args, cwd=repo).stdout.split()
+
+
+def worktree_checkouts(repo: Path | str) -> list[str]:
+    """Paths of the repo's checkouts from ``git worktree list --porcelain``; the main checkout comes first."""
+    out = run_git(["worktree", "list", "--porcelain"], cwd=repo).stdout
+    return [line.removeprefix("worktree ") for line in out.splitlines() if line.startswith("worktree ")]
+
+
+def remove_worktree(repo: Path | str, path: Path | str) -> None:
+    """``git worktree remove <path>`` without ``--force``: git itself refuses a dirty or locked checkout."""
+    run_git(["worktree", "remove", str(path)], cwd=repo)
