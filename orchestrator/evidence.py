@@ -33,7 +33,8 @@ class ResultClaim(BaseModel):
     commits: tuple[str, ...] = ()
     changed_files: tuple[str, ...] = ()
     checks: tuple[ClaimedCheck, ...] = ()
-    report: str | None = None
+    reports: tuple[str, ...] = ()
+    problems: tuple[str, ...] = Field(default=(), description="why the result itself could not be read (each rejects it)")
 
 
 class PeerClaim(BaseModel):
@@ -86,11 +87,12 @@ class Verification(BaseModel):
 CheckRunner = Callable[[str, Path], CheckRun]
 
 
-def _default_runner(command: str, cwd: Path) -> CheckRun:
+def run_check(command: str, cwd: Path) -> CheckRun:
+    """The default runner: the plan's command line with the standard check timeout."""
     return run_command(command, cwd=cwd)
 
 
-def rerun_checks(subject: Subject, head: str, runner: CheckRunner = _default_runner) -> tuple[CheckRun, ...]:
+def rerun_checks(subject: Subject, head: str, runner: CheckRunner = run_check) -> tuple[CheckRun, ...]:
     """Run every verification command in a throwaway detached checkout of ``head``, never in the worker's tree."""
     if not subject.verification:
         return ()
@@ -108,7 +110,7 @@ def _owner(path: str, peers: tuple[PeerClaim, ...]) -> str:
     return f"{path} (claimed by {', '.join(owners)})" if owners else path
 
 
-def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = _default_runner) -> Verification:
+def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = run_check) -> Verification:
     """Compare the claim with git and with a re-run of the checks; every reason names its evidence.
 
     blocked (integration pauses, a person decides) beats rejected (sent back or dropped) beats accepted.
@@ -137,6 +139,7 @@ def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = _default_
         else:
             blocking.append(f"read-only task changed files: {touched} (integration paused for a decision)")
 
+    rejecting.extend(f"result: {problem}" for problem in claim.problems)
     if claim.status is not None and claim.status != "done":
         rejecting.append(f"worker reported status {claim.status}, not done")
     if subject.requires_changes and not commits:
@@ -157,9 +160,10 @@ def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = _default_
             rejecting.append(f"cited file {path} does not exist at {head[:12]}")
         else:
             rejecting.append(f"claimed changed file {path} is not in the diff")
-    if claim.report is not None and not Path(claim.report).is_file():
-        missing.append(claim.report)
-        rejecting.append(f"cited report {claim.report} cannot be opened")
+    for report in claim.reports:
+        if not Path(report).is_file():
+            missing.append(report)
+            rejecting.append(f"cited report {report} cannot be opened")
 
     checks = rerun_checks(subject, head, runner)
     for run in checks:

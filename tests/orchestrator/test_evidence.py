@@ -135,7 +135,7 @@ def test_a_cited_report_that_cannot_be_opened_is_missing(worker_branch: Any, tmp
     repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
     report = tmp_path / "report.md"
 
-    result = verify(_subject(repo, base, verification=()), ResultClaim(report=str(report)))
+    result = verify(_subject(repo, base, verification=()), ResultClaim(reports=(str(report),)))
 
     assert (result.disposition, result.missing_files, result.reasons) == ("rejected", (str(report),), (f"cited report {report} cannot be opened",))
 

@@ -1,0 +1,245 @@
+"""The verify phase: turn each worker's recorded `result` into an evidence-backed disposition in the ledger."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator import evidence, git
+from orchestrator.checks import CheckRun
+from orchestrator.engine import Engine
+from orchestrator.errors import OrchError
+from orchestrator.evidence import ClaimedCheck, CheckRunner, PeerClaim, ResultClaim, Subject, Verification
+from packets import EnvelopeError, parse_message
+from packets.result import parse_result
+from registry import Run, StaleState, Worker, WorkerState
+
+S = WorkerState
+
+# A worker waits for verification in `result`; `verifying` is one a crashed verify left behind (the evidence is
+# read-only git and scratch checkouts, so verifying it again is safe).
+PENDING: frozenset[WorkerState] = frozenset({S.RESULT, S.VERIFYING})
+# Where a person may declare a worker superseded (the state machine allows it from these).
+SUPERSEDABLE: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED, S.RESULT, S.VERIFYING})
+
+
+class WorkerVerdict(BaseModel):
+    """One worker's disposition and the controller's evidence for it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    branch: str | None
+    base_sha: str | None
+    decided_by: Literal["evidence", "person"]
+    verification: Verification
+
+
+class NotVerified(BaseModel):
+    """A worker this verify left alone, and the state it is in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    state: WorkerState
+
+
+class VerifyResult(BaseModel):
+    """What `orch verify` did: every verdict it recorded and the workers it did not look at."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    verdicts: tuple[WorkerVerdict, ...]
+    not_verified: tuple[NotVerified, ...]
+    integration_paused_by: tuple[str, ...]
+
+
+def blocked_by_verification(worker: Worker) -> bool:
+    """Blocked because verification said so (not a worker asking for authority): integration pauses."""
+    return worker.state is S.BLOCKED and worker.final_disposition is S.BLOCKED
+
+
+def read_result(engine: Engine, worker: Worker) -> ResultClaim:
+    """The claim in the worker's accepted `result` message (or a claim whose problems say why there is none)."""
+    if worker.last_callback_id is None:
+        return ResultClaim(problems=("no result message is recorded for this worker",))
+    raw = engine.ledger.get_inbound(worker.last_callback_id).raw
+    try:
+        message = parse_message(raw)
+    except EnvelopeError as exc:
+        return ResultClaim(problems=(f"inbox message #{worker.last_callback_id} is not an envelope: {exc}",))
+    if message.kind != "result":
+        return ResultClaim(problems=(f"inbox message #{worker.last_callback_id} is a {message.kind}, not a result",))
+    body = message.body
+    # The contract allows the body to be just the path of a Markdown report holding the result.
+    lines = body.strip().splitlines()
+    if len(lines) == 1 and lines[0].startswith("/") and lines[0].endswith(".md"):
+        report = Path(lines[0])
+        if not report.is_file():
+            return ResultClaim(reports=(lines[0],), problems=(f"the result is a report path that cannot be opened: {lines[0]}",))
+        body = report.read_text(errors="replace")
+    parsed = parse_result(body)
+    return ResultClaim(
+        status=parsed.status,
+        commits=parsed.commits,
+        changed_files=parsed.changed_files,
+        checks=tuple(ClaimedCheck(command=check.command, exit_code=check.exit_code) for check in parsed.checks),
+        reports=parsed.reports,
+        problems=parsed.problems,
+    )
+
+
+def _subject(engine: Engine, run: Run, worker: Worker, peers: Iterable[Worker]) -> Subject | str:
+    """Where the worker's work is and what it was allowed to do, or why that cannot be known."""
+    plan = engine.plan_for(run)
+    planned = engine.planned(plan, worker.task_label)
+    base = worker.base_sha or run.base_sha
+    repo = run.repo_path or str(plan.repo.checkout)
+    if not worker.branch or not base:
+        return "no branch or base SHA is recorded for this worker (evidence cannot be reproduced)"
+    return Subject(
+        repo=Path(repo), branch=worker.branch, base_sha=base, claim=worker.claimed_files,
+        verification=planned.worker.verify,
+        peers=tuple(
+            PeerClaim(task=peer.task_label, branch=peer.branch or "", claim=peer.claimed_files)
+            for peer in peers if peer.task_label != worker.task_label
+        ),
+    )  # fmt: skip
+
+
+def _unverifiable(reason: str) -> Verification:
+    return Verification(
+        disposition="blocked", reasons=(reason,), head_sha=None, commits=(), changed_files=(), outside_claim=(), checks=(),
+    )
+
+
+def _cause(verdict: WorkerVerdict, **extra: Any) -> dict[str, Any]:
+    found = verdict.verification
+    return {
+        "phase": "verify", "decided_by": verdict.decided_by, "disposition": found.disposition,
+        "reasons": list(found.reasons), "head_sha": found.head_sha,
+        "checks": [{"command": run.command, "exit_code": run.exit_code, "error": run.error} for run in found.checks],
+        **extra,
+    }  # fmt: skip
+
+
+def _select(engine: Engine, run: Run, tasks: Iterable[str] | None) -> tuple[list[Worker], list[Worker]]:
+    workers = engine.workers(run)
+    if not tasks:
+        return [w for w in workers if w.state in PENDING], [w for w in workers if w.state not in PENDING]
+    by_task = {w.task_label: w for w in workers}
+    wanted = list(dict.fromkeys(tasks))
+    for task in wanted:
+        worker = by_task.get(task)
+        if worker is None:
+            raise OrchError(f"run {run.run_id} has no task {task}")
+        # A worker blocked by an earlier verification may be verified again once the person decided.
+        if worker.state not in PENDING and not blocked_by_verification(worker):
+            raise OrchError(f"task {task} is {worker.state}; only a worker with a result (or blocked by verification) can be verified")
+    return [by_task[t] for t in wanted], [w for w in workers if w.task_label not in wanted]
+
+
+def verify_run(engine: Engine, run: Run, tasks: Iterable[str] | None = None, *, runner: CheckRunner | None = None) -> VerifyResult:
+    """Verify every worker with a result (or the named tasks): read-only git, checks re-run in scratch checkouts."""
+    chosen, others = _select(engine, run, tasks)
+    everyone = engine.workers(run)
+    ledger = engine.ledger
+    verdicts: list[WorkerVerdict] = []
+    for worker in chosen:
+        if worker.state is not S.VERIFYING:
+            try:
+                worker = ledger.transition(run.run_id, worker.task_label, worker.state, S.VERIFYING, cause={"phase": "verify", "step": "start"})
+            except StaleState:
+                # Another controller process moved it first; its verdict stands, ours would be a second opinion.
+                others.append(ledger.get_worker(run.run_id, worker.task_label))
+                continue
+        engine.echo(f"verify: {worker.task_label}")
+        subject = _subject(engine, run, worker, everyone)
+        if isinstance(subject, str):
+            found = _unverifiable(subject)
+        else:
+            claim = read_result(engine, worker)
+            found = evidence.verify(subject, claim, runner or evidence.run_check)
+        verdict = WorkerVerdict(
+            task=worker.task_label, branch=worker.branch, base_sha=worker.base_sha or run.base_sha, decided_by="evidence", verification=found,
+        )
+        ledger.transition(
+            run.run_id, worker.task_label, S.VERIFYING, S(found.disposition), cause=_cause(verdict),
+            controller_verification=found.model_dump_json(), head_sha=found.head_sha,
+        )  # fmt: skip
+        verdicts.append(verdict)
+    return _result(engine, run, verdicts, others)
+
+
+def supersede(engine: Engine, run: Run, task: str, reason: str) -> VerifyResult:
+    """Record the person's decision that ``task`` was replaced; its branch is kept and never integrated."""
+    reason = reason.strip()
+    if not reason:
+        raise OrchError("--supersede needs a --reason saying what replaced the work")
+    worker = next((w for w in engine.workers(run) if w.task_label == task), None)
+    if worker is None:
+        raise OrchError(f"run {run.run_id} has no task {task}")
+    if worker.state not in SUPERSEDABLE:
+        raise OrchError(f"task {task} is {worker.state}; it can no longer be superseded")
+    head = None
+    if worker.branch and run.repo_path:
+        head = git.rev_parse(run.repo_path, f"refs/heads/{worker.branch}")
+    found = Verification(
+        disposition="superseded", reasons=(f"superseded by the person: {reason}",), head_sha=head,
+        commits=(), changed_files=(), outside_claim=(), checks=(),
+    )  # fmt: skip
+    verdict = WorkerVerdict(task=task, branch=worker.branch, base_sha=worker.base_sha or run.base_sha, decided_by="person", verification=found)
+    engine.ledger.transition(
+        run.run_id, task, worker.state, S.SUPERSEDED, cause=_cause(verdict), controller_verification=found.model_dump_json(),
+        head_sha=head,
+    )  # fmt: skip
+    others = [w for w in engine.workers(run) if w.task_label != task]
+    return _result(engine, run, [verdict], others)
+
+
+def _result(engine: Engine, run: Run, verdicts: list[WorkerVerdict], others: list[Worker]) -> VerifyResult:
+    latest = engine.workers(run)
+    return VerifyResult(
+        run_id=run.run_id,
+        verdicts=tuple(verdicts),
+        not_verified=tuple(NotVerified(task=w.task_label, state=w.state) for w in latest if w.task_label in {o.task_label for o in others}),
+        integration_paused_by=tuple(w.task_label for w in latest if blocked_by_verification(w)),
+    )
+
+
+def stored_verification(worker: Worker) -> Verification | None:
+    """The evidence verify stored for a worker (None before any verification)."""
+    if not worker.controller_verification:
+        return None
+    return Verification.model_validate(json.loads(worker.controller_verification))
+
+
+# --- rendering -----------------------------------------------------------------------------------------------------
+
+
+def _check_line(run: CheckRun) -> str:
+    status = f"exit {run.exit_code}" if run.exit_code is not None else f"not run ({run.error})"
+    return f"    check  {status}: {run.command}"
+
+
+def render_verify(result: VerifyResult) -> str:
+    """The human report: each worker's disposition, every reason, every re-run check with its exit code."""
+    lines = [f"verify {result.run_id}: {len(result.verdicts)} worker{'s' if len(result.verdicts) != 1 else ''} verified"]
+    width = max((len(v.task) for v in result.verdicts), default=0)
+    for verdict in result.verdicts:
+        found = verdict.verification
+        where = f"{verdict.branch} @ {found.head_sha[:12]}" if verdict.branch and found.head_sha else verdict.branch or "no branch"
+        by = " (by the person)" if verdict.decided_by == "person" else ""
+        lines.append(f"  {verdict.task:<{width}}  {found.disposition}{by}  {where}")
+        lines.extend(f"    reason {reason}" for reason in found.reasons)
+        lines.extend(_check_line(run) for run in found.checks)
+    if result.not_verified:
+        lines.append("not verified: " + ", ".join(f"{w.task} ({w.state})" for w in result.not_verified))
+    if result.integration_paused_by:
+        lines.append("integration paused: blocked by verification: " + ", ".join(result.integration_paused_by))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,276 @@
+"""The verify phase: workers with a recorded result get an evidence-backed disposition in the ledger (real git, real SQLite)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.clock import FakeClock
+from orchestrator.config import Settings
+from orchestrator.engine import Engine
+from orchestrator.errors import OrchError
+from orchestrator.herdr import HerdrCli
+from orchestrator.plan import load_plan
+from orchestrator.verify import render_verify, supersede, verify_run
+from registry import InboxVerdict, Run, WorkerState
+
+S = WorkerState
+RUN_ID = "w1:p1-20261130T080000Z"
+
+PLAN = """\
+organization = "acme"
+repo = "widgets"
+base = "main"
+{integration}
+[[workers]]
+task = "api-docs"
+objective = "Document the API."
+deliverable = "docs/api.md"
+branch = "docs/api"
+claim = ["docs/"]
+verify = ["test -f docs/api.md"]
+
+[[workers]]
+task = "greeting"
+objective = "Add a greeting."
+deliverable = "src/greet.py"
+branch = "feat/greeting"
+claim = ["src/"]
+verify = ["grep -q hello src/greet.py"]
+
+[[workers]]
+task = "survey"
+objective = "Survey the code; change nothing."
+deliverable = "a report"
+branch = "chore/survey"
+"""
+
+
+class Fleet:
+    """A run in the ledger with its plan snapshot and real worktrees, as provisioning and dispatch leave it."""
+
+    def __init__(self, tmp_path: Path, repo: Any, integration: str = "") -> None:
+        self.repo = repo
+        self.base = repo.head()
+        env = {"HOME": str(tmp_path / "home"), "ORCH_HOME": str(tmp_path / "orch-home"), "ORCH_SRC_ROOT": str(tmp_path / "src")}
+        settings = Settings.from_env(env)
+        self.engine = Engine(settings=settings, herdr=HerdrCli("herdr-unused", env=env), clock=FakeClock(), env=env)
+        plan_file = tmp_path / "plan.toml"
+        plan_file.write_text(PLAN.format(integration=integration))
+        self.plan = load_plan(plan_file, settings)
+        ledger = self.engine.ledger
+        self.run: Run = ledger.create_run(
+            RUN_ID, controller_target="w1:p1", repo_path=repo.path, base_ref="main", base_sha=self.base, plan_path=plan_file
+        )
+        run_dir = self.engine.run_dir(RUN_ID)
+        run_dir.mkdir(parents=True)
+        shutil.copy(plan_file, run_dir / "plan.toml")
+        self.worktrees: dict[str, Path] = {}
+        for planned in self.plan.workers:
+            path = planned.worktree.path
+            repo.git("worktree", "add", "--quiet", "-b", planned.worktree.branch, str(path), self.base)
+            self.worktrees[planned.task] = path
+            ledger.add_worker(
+                RUN_ID, planned.task, name=planned.name, kind=planned.kind, objective=planned.worker.objective,
+                claimed_files=planned.worker.claim, branch=planned.worktree.branch, worktree_path=str(path), base_sha=self.base,
+            )  # fmt: skip
+            for state in (S.READY, S.DISPATCHED, S.WORKING):
+                ledger.transition(RUN_ID, planned.task, ledger.get_worker(RUN_ID, planned.task).state, state, cause={"test": "setup"})
+
+    def commit(self, task: str, files: dict[str, str], message: str = "work") -> str:
+        """Commit in the worker's own worktree, as the worker would."""
+        return str(self.repo.commit(message, files, cwd=self.worktrees[task]))
+
+    def result(self, task: str, body: str) -> None:
+        """Record the worker's accepted `result` message and move it to `result`, as the observe phase does."""
+        raw = f"[herdr-orchestration run={RUN_ID} task={task} from={task} kind=result reply-to=w1:p1]\n{body}"
+        ledger = self.engine.ledger
+        message = ledger.record_inbound(
+            RUN_ID, raw, source="test", verdict=InboxVerdict.ACCEPTED, fingerprint=f"fp-{task}-{len(body)}", task_label=task, kind="result", sender=task
+        )
+        ledger.transition(RUN_ID, task, S.WORKING, S.RESULT, cause={"inbox": message.id}, last_callback_id=message.id)
+
+    def state(self, task: str) -> tuple[str, str | None]:
+        worker = self.engine.ledger.get_worker(RUN_ID, task)
+        return str(worker.state), worker.final_disposition and str(worker.final_disposition)
+
+
+def body(commits: list[str], files: list[str], checks: list[tuple[str, int]], status: str = "done") -> str:
+    """A result body in the scripted agents' format (docs/scenarios.md)."""
+    lines = [f"Status: {status}", f"Commits: {' '.join(commits) or 'none'}", f"Changed files: {', '.join(files) or 'none'}"]
+    lines.append("Checks:" if checks else "Checks: none")
+    lines.extend(f"- {command} => exit {code}" for command, code in checks)
+    lines.append("Residual risk: none")
+    return "\n".join(lines)
+
+
+@pytest.fixture
+def fleet(tmp_path: Path, git_repo: Any) -> Fleet:
+    return Fleet(tmp_path, git_repo)
+
+
+def test_a_truthful_result_is_accepted_and_the_evidence_is_stored(fleet: Fleet) -> None:
+    sha = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.result("api-docs", body([sha], ["docs/api.md"], [("test -f docs/api.md", 0)]))
+
+    result = verify_run(fleet.engine, fleet.run)
+
+    assert render_verify(result) == (
+        f"verify {RUN_ID}: 1 worker verified\n"
+        f"  api-docs  accepted  docs/api @ {sha[:12]}\n"
+        "    check  exit 0: test -f docs/api.md\n"
+        "not verified: greeting (working), survey (working)\n"
+    )
+    worker = fleet.engine.ledger.get_worker(RUN_ID, "api-docs")
+    stored = json.loads(worker.controller_verification or "{}")
+    assert (worker.state, worker.final_disposition, worker.head_sha) == (S.ACCEPTED, S.ACCEPTED, sha)
+    assert (stored["disposition"], stored["commits"], stored["changed_files"], [c["exit_code"] for c in stored["checks"]]) == (
+        "accepted", [sha], ["docs/api.md"], [0]
+    )
+    last = fleet.engine.ledger.events(RUN_ID, task_label="api-docs")[-1]
+    assert (last.from_state, last.to_state, last.detail["cause"]) == (
+        S.VERIFYING,
+        S.ACCEPTED,
+        {"phase": "verify", "decided_by": "evidence", "disposition": "accepted", "reasons": [], "head_sha": sha,
+         "checks": [{"command": "test -f docs/api.md", "exit_code": 0, "error": None}]},
+    )  # fmt: skip
+
+
+def test_claimed_checks_it_did_not_run_are_rejected(fleet: Fleet) -> None:
+    sha = fleet.commit("greeting", {"src/greet.py": "print('hi')\n"})
+    fleet.result("greeting", body([sha], ["src/greet.py"], [("grep -q hello src/greet.py", 0)]))
+
+    result = verify_run(fleet.engine, fleet.run, ["greeting"])
+
+    assert render_verify(result) == (
+        f"verify {RUN_ID}: 1 worker verified\n"
+        f"  greeting  rejected  feat/greeting @ {sha[:12]}\n"
+        "    reason check `grep -q hello src/greet.py` failed on re-run (exit 1)\n"
+        "    reason worker reported `grep -q hello src/greet.py` passing, but it does not pass on re-run\n"
+        "    check  exit 1: grep -q hello src/greet.py\n"
+        "not verified: api-docs (working), survey (working)\n"
+    )
+    assert fleet.state("greeting") == ("rejected", "rejected")
+
+
+def test_a_zero_commit_done_is_rejected(fleet: Fleet) -> None:
+    fleet.result("api-docs", body([], [], []))
+
+    result = verify_run(fleet.engine, fleet.run)
+
+    assert result.verdicts[0].verification.reasons == (
+        f"no commits on docs/api since base {fleet.base[:12]}, but the task had to change files",
+        "check `test -f docs/api.md` failed on re-run (exit 1)",
+    )
+    assert fleet.state("api-docs") == ("rejected", "rejected")
+
+
+def test_out_of_claim_edits_block_and_pause_integration(fleet: Fleet) -> None:
+    sha = fleet.commit("greeting", {"src/greet.py": "print('hello')\n", "README.md": "drive-by\n", "docs/x.md": "x\n"})
+    fleet.result("greeting", body([sha], ["README.md", "docs/x.md", "src/greet.py"], [("grep -q hello src/greet.py", 0)]))
+
+    result = verify_run(fleet.engine, fleet.run)
+
+    assert render_verify(result) == (
+        f"verify {RUN_ID}: 1 worker verified\n"
+        f"  greeting  blocked  feat/greeting @ {sha[:12]}\n"
+        "    reason edited outside its claim: README.md, docs/x.md (claimed by api-docs) (integration paused for a decision)\n"
+        "    check  exit 0: grep -q hello src/greet.py\n"
+        "not verified: api-docs (working), survey (working)\n"
+        "integration paused: blocked by verification: greeting\n"
+    )
+    assert fleet.state("greeting") == ("blocked", "blocked")
+
+
+def test_a_missing_cited_file_is_recorded(fleet: Fleet) -> None:
+    sha = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.result("api-docs", body([sha], ["docs/api.md", "docs/usage.md"], [("test -f docs/api.md", 0)]))
+
+    verdict = verify_run(fleet.engine, fleet.run).verdicts[0].verification
+
+    assert (verdict.disposition, verdict.missing_files, verdict.reasons) == (
+        "rejected", ("docs/usage.md",), (f"cited file docs/usage.md does not exist at {sha[:12]}",)
+    )
+
+
+def test_a_read_only_worker_that_changed_files_is_blocked(fleet: Fleet) -> None:
+    sha = fleet.commit("survey", {"notes.md": "findings\n"})
+    fleet.result("survey", body([sha], ["notes.md"], []))
+
+    verdict = verify_run(fleet.engine, fleet.run).verdicts[0].verification
+
+    assert (verdict.disposition, verdict.reasons) == ("blocked", ("read-only task changed files: notes.md (integration paused for a decision)",))
+
+
+def test_a_read_only_worker_that_changed_nothing_is_accepted(fleet: Fleet) -> None:
+    fleet.result("survey", body([], [], []))
+
+    assert verify_run(fleet.engine, fleet.run).verdicts[0].verification.disposition == "accepted"
+    assert fleet.state("survey") == ("accepted", "accepted")
+
+
+def test_an_unreadable_result_is_rejected_with_its_problems(fleet: Fleet) -> None:
+    sha = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.result("api-docs", "I did it, trust me")
+
+    verdict = verify_run(fleet.engine, fleet.run).verdicts[0].verification
+
+    assert (verdict.head_sha, verdict.reasons) == (
+        sha,
+        (
+            "result: line 1: 'I did it, trust me' is not a result field",
+            "result: missing Status:",
+            "result: missing Commits:",
+            "result: missing Changed files:",
+            "result: missing Checks:",
+            "result: missing Residual risk:",
+        ),
+    )
+
+
+def test_verification_never_touches_the_live_worktree(fleet: Fleet) -> None:
+    sha = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.repo.write("docs/draft.md", "uncommitted\n", cwd=fleet.worktrees["api-docs"])
+    fleet.result("api-docs", body([sha], ["docs/api.md"], [("test -f docs/api.md", 0)]))
+
+    verify_run(fleet.engine, fleet.run)
+
+    assert fleet.repo.git("status", "--porcelain", cwd=fleet.worktrees["api-docs"]) == "?? docs/draft.md"
+    assert fleet.repo.git("worktree", "list", "--porcelain").count("worktree ") == 4
+
+
+def test_a_verification_left_in_flight_is_verified_again(fleet: Fleet) -> None:
+    sha = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.result("api-docs", body([sha], ["docs/api.md"], [("test -f docs/api.md", 0)]))
+    fleet.engine.ledger.transition(RUN_ID, "api-docs", S.RESULT, S.VERIFYING, cause={"test": "crashed verify"})
+
+    assert [v.verification.disposition for v in verify_run(fleet.engine, fleet.run).verdicts] == ["accepted"]
+
+
+def test_naming_a_task_that_cannot_be_verified_changes_nothing(fleet: Fleet) -> None:
+    with pytest.raises(OrchError) as raised:
+        verify_run(fleet.engine, fleet.run, ["api-docs"])
+    assert raised.value.message == "task api-docs is working; only a worker with a result (or blocked by verification) can be verified"
+    with pytest.raises(OrchError) as unknown:
+        verify_run(fleet.engine, fleet.run, ["nope"])
+    assert unknown.value.message == f"run {RUN_ID} has no task nope"
+    assert fleet.state("api-docs") == ("working", None)
+
+
+def test_the_person_supersedes_a_worker_with_a_reason(fleet: Fleet) -> None:
+    result = supersede(fleet.engine, fleet.run, "greeting", "replaced by the upstream greeting module")
+
+    assert render_verify(result) == (
+        f"verify {RUN_ID}: 1 worker verified\n"
+        f"  greeting  superseded (by the person)  feat/greeting @ {fleet.base[:12]}\n"
+        "    reason superseded by the person: replaced by the upstream greeting module\n"
+        "not verified: api-docs (working), survey (working)\n"
+    )
+    assert fleet.state("greeting") == ("superseded", "superseded")
+    with pytest.raises(OrchError) as empty:
+        supersede(fleet.engine, fleet.run, "api-docs", "  ")
+    assert empty.value.message == "--supersede needs a --reason saying what replaced the work"
