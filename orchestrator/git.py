@@ -115,3 +115,58 @@ def worktree_checkouts(repo: Path | str) -> list[str]:
 def remove_worktree(repo: Path | str, path: Path | str) -> None:
     """``git worktree remove <path>`` without ``--force``: git itself refuses a dirty or locked checkout."""
     run_git(["worktree", "remove", str(path)], cwd=repo)
+
+
+def branch_exists(repo: Path | str, branch: str) -> bool:
+    """True when the local branch ``branch`` exists."""
+    return rev_parse(repo, f"refs/heads/{branch}") is not None
+
+
+def is_ancestor(repo: Path | str, sha: str, rev: str) -> bool:
+    """``git merge-base --is-ancestor``: True when ``sha`` is reachable from ``rev`` (exit 1 means no; others fail)."""
+    result = run_git(["merge-base", "--is-ancestor", sha, rev], cwd=repo, check=False)
+    if result.returncode not in (0, 1):
+        detail = result.stderr.strip() or f"exit {result.returncode}"
+        raise GitError(f"{' '.join(result.argv)} failed: {detail}", result)
+    return result.returncode == 0
+
+
+def worktree_paths(repo: Path | str) -> dict[str, str | None]:
+    """Every worktree of ``repo``: path -> checked-out branch name (None when detached or bare)."""
+    out = run_git(["worktree", "list", "--porcelain"], cwd=repo).stdout
+    found: dict[str, str | None] = {}
+    path: str | None = None
+    for line in out.splitlines():
+        if line.startswith("worktree "):
+            path = line[len("worktree ") :]
+            found[path] = None
+        elif line.startswith("branch refs/heads/") and path is not None:
+            found[path] = line[len("branch refs/heads/") :]
+    return found
+
+
+def add_branch_worktree(repo: Path | str, path: Path | str, branch: str, start: str | None = None) -> None:
+    """Check ``branch`` out at ``path``; with ``start`` the branch is created there first (``worktree add -b``)."""
+    args = ["worktree", "add", "--quiet", "-b", branch, str(path), start] if start else ["worktree", "add", "--quiet", str(path), branch]
+    run_git(args, cwd=repo)
+
+
+def merge_no_ff(checkout: Path | str, rev: str, message: str) -> GitResult:
+    """``git merge --no-ff`` of ``rev`` into the checkout's branch; not checked (a conflict is an answer, not a crash)."""
+    return run_git(["merge", "--no-ff", "--no-edit", "-m", message, rev], cwd=checkout, check=False)
+
+
+def unmerged_paths(checkout: Path | str) -> list[str]:
+    """Paths left conflicted by a merge in progress."""
+    out = run_git(["diff", "--name-only", "--diff-filter=U", "-z"], cwd=checkout).stdout
+    return sorted(p for p in out.split("\0") if p)
+
+
+def merge_in_progress(checkout: Path | str) -> bool:
+    """True when the checkout has a merge to conclude or abort (MERGE_HEAD exists)."""
+    return rev_parse(checkout, "MERGE_HEAD") is not None
+
+
+def merge_abort(checkout: Path | str) -> None:
+    """``git merge --abort``: put the checkout back as it was before the merge."""
+    run_git(["merge", "--abort"], cwd=checkout)
