@@ -11,6 +11,7 @@ import click
 
 from orchestrator import __version__
 from orchestrator.commands import plan
+from orchestrator.commands import preflight as preflight_commands
 from orchestrator.errors import ExitCode, OrchError
 from packets import PacketError
 from registry import RegistryError
@@ -61,6 +62,7 @@ def cli(ctx: click.Context, herdr: str | None, verbose: bool) -> None:
 
 
 cli.add_command(plan.plan)
+cli.add_command(preflight_commands.preflight)
 
 
 def main() -> None:

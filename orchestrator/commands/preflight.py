@@ -1,0 +1,43 @@
+"""`orch preflight PLAN`: check the herdr session, the repo workspace and tab, and create a run (spec §1)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from orchestrator.commands.base import emit, engine_from, json_option
+from orchestrator.errors import OrchError
+from orchestrator.preflight import preflight as run_preflight
+from orchestrator.preflight import render_preflight
+
+
+@click.command("preflight")
+@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path, dir_okay=False))
+@json_option
+@click.pass_context
+def preflight(ctx: click.Context, plan_file: Path, as_json: bool) -> None:
+    """Check that this herdr pane can run PLAN, then create a run and print its id last.
+
+    Gates, in order, stopping at the first failure: HERDR_ENV, the plan, herdr, its commands, the server, the
+    session (must be the plan's organization), integrations for every worker kind, the caller pane, running
+    agents, the repo checkout and default branch, the base ref. Then it finds (or creates, without focus) the
+    repo workspace, labels its first tab <repo>, and records the run and its workers (state provisioning).
+    Nothing is created when a gate before the workspace fails. Exit 1 on failure.
+
+    Every preflight creates a NEW run (a run is one orchestration). To continue an existing run, do not
+    preflight again: pass its id on, e.g. `orch provision --run RUN_ID`.
+
+    \b
+    Example:
+      orch preflight plan.toml
+      orch preflight plan.toml --json
+    """
+    engine = engine_from(ctx)
+    result = run_preflight(engine, plan_file)
+    stdout = click.get_text_stream("stdout")
+    symbols = stdout.isatty() and not os.environ.get("NO_COLOR")
+    emit(result, as_json, lambda r: render_preflight(r, symbols=symbols))
+    if result.failure is not None:
+        raise OrchError(result.failure.reason, hint=result.failure.hint)

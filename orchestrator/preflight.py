@@ -1,0 +1,646 @@
+"""Preflight (spec §1): prove the session can run a plan, resolve the repo workspace and tab, and create the run.
+
+Read-only gates come first and stop at the first failure without creating anything; the run is created only once
+every read-only gate passed, right before the first side effect (workspace create, tab rename) goes through engine.once.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.engine import Engine
+from orchestrator.errors import ConfigError, HerdrError, HerdrNotFound, OrchError
+from orchestrator.git import rev_parse, run_git
+from orchestrator.herdr_models import (
+    AgentInfo,
+    HerdrStatus,
+    IntegrationEntry,
+    PaneInfo,
+    SessionList,
+    TabInfo,
+    WorkspaceCreated,
+    WorkspaceInfo,
+)
+from orchestrator.plan import ResolvedPlan, load_plan
+from registry import RunStatus, make_run_id
+
+DEFAULT_SESSION = "default"
+CAUSE = {"phase": "preflight"}
+
+# Every herdr command a run uses (CLI words, socket method in `api schema`), so a missing one fails here, not halfway.
+REQUIRED_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("workspace list", "workspace.list"),
+    ("workspace create", "workspace.create"),
+    ("workspace close", "workspace.close"),
+    ("tab list", "tab.list"),
+    ("tab rename", "tab.rename"),
+    ("pane current", "pane.current"),
+    ("pane list", "pane.list"),
+    ("pane get", "pane.get"),
+    ("pane layout", "pane.layout"),
+    ("pane split", "pane.split"),
+    ("pane move", "pane.move"),
+    ("pane read", "pane.read"),
+    ("pane send-text", "pane.send_text"),
+    ("pane send-keys", "pane.send_keys"),
+    ("pane run", "pane.send_input"),
+    ("pane close", "pane.close"),
+    ("worktree list", "worktree.list"),
+    ("worktree create", "worktree.create"),
+    ("worktree open", "worktree.open"),
+    ("worktree remove", "worktree.remove"),
+    ("agent list", "agent.list"),
+    ("agent get", "agent.get"),
+    ("agent start", "agent.start"),
+    ("agent prompt", "agent.prompt"),
+    ("agent wait", "agent.wait"),
+    ("agent read", "agent.read"),
+    ("agent send-keys", "agent.send_keys"),
+    ("agent explain", "agent.explain"),
+)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Check(_Model):
+    """One line of the checklist: a named gate, whether it passed, and what herdr or git said."""
+
+    name: str
+    ok: bool
+    evidence: str
+    notes: tuple[str, ...] = ()
+
+
+class Failure(_Model):
+    """Why preflight stopped, and what the person should do."""
+
+    check: str
+    reason: str
+    hint: str | None = None
+
+
+class Controller(_Model):
+    """The pinned controller: its target (always HERDR_PANE_ID) and where it sits."""
+
+    target: str
+    pane_id: str
+    workspace_id: str
+    tab_id: str
+    session: str
+
+
+class RepoPlace(_Model):
+    """The repo under the Layout Contract: checkout, workspace, first tab, default branch and base."""
+
+    organization: str
+    repo: str
+    checkout: str
+    default_branch: str | None = None
+    default_branch_source: str | None = None
+    base: str
+    base_sha: str | None = None
+    workspace_id: str | None = None
+    workspace_created: bool = False
+    tab_id: str | None = None
+    tab_renamed: bool = False
+
+
+class PreflightResult(_Model):
+    """What `orch preflight` reports: the checklist, the run it created (if any), the controller and the repo."""
+
+    ok: bool
+    checks: tuple[Check, ...]
+    run_id: str | None = None
+    controller: Controller | None = None
+    repo: RepoPlace | None = None
+    failure: Failure | None = None
+
+
+class _Stop(Exception):
+    """A gate failed: the check's evidence, the one-line reason, and the hint."""
+
+    def __init__(self, evidence: str, reason: str, hint: str | None = None) -> None:
+        super().__init__(reason)
+        self.evidence = evidence
+        self.reason = reason
+        self.hint = hint
+
+
+# --- pure decisions (unit-tested on small models) --------------------------------------------------------------------
+
+
+def missing_methods(methods: Iterable[str]) -> list[str]:
+    """The CLI commands of REQUIRED_COMMANDS whose socket method is not among ``methods``."""
+    known = set(methods)
+    return [command for command, method in REQUIRED_COMMANDS if method not in known]
+
+
+def missing_groups(help_text: str) -> list[str]:
+    """Fallback when `api schema` is unavailable: the command groups the run needs that `herdr --help` does not list."""
+    groups = dict.fromkeys(command.split()[0] for command, _ in REQUIRED_COMMANDS)
+    return [group for group in groups if f"herdr {group} <subcommand>" not in help_text]
+
+
+def current_session(status: HerdrStatus) -> str:
+    """The session this CLI talks to: herdr reports its active name, null for the default session."""
+    return status.client.session or status.server.session or DEFAULT_SESSION
+
+
+def integration_problems(kinds: Sequence[str], entries: Sequence[IntegrationEntry]) -> list[tuple[str, str]]:
+    """For each kind without a current integration: (kind, what herdr said); empty when every kind is usable."""
+    by_target = {entry.target: entry for entry in entries}
+    problems: list[tuple[str, str]] = []
+    for kind in kinds:
+        entry = by_target.get(kind)
+        if entry is None:
+            problems.append((kind, "herdr offers no integration for it"))
+        elif not entry.is_usable:
+            problems.append((kind, describe_integration(entry)))
+    return problems
+
+
+def describe_integration(entry: IntegrationEntry) -> str:
+    """One integration line in herdr's own words, without its path."""
+    installed = "legacy" if entry.legacy else f"v{entry.installed_version}"
+    if entry.state == "current":
+        return f"current ({installed})"
+    if entry.state == "outdated":
+        return f"outdated ({installed} < v{entry.expected_version})"
+    return "not installed"
+
+
+def pick_default_branch(origin_head: str | None, base: str, local: set[str], remote: set[str]) -> tuple[str, str]:
+    """(default branch, where it came from): `origin/HEAD`, else the base's branch, else main or master."""
+    if origin_head:
+        return origin_head.split("/", 1)[1] if "/" in origin_head else origin_head, "origin/HEAD"
+    name = base.removeprefix("refs/heads/").removeprefix("refs/remotes/")
+    if name in remote and "/" in name:
+        return name.split("/", 1)[1], f"the base {base}"
+    if name in local:
+        return name, f"the base {base}"
+    for candidate in ("main", "master"):
+        if candidate in local:
+            return candidate, "the local branch"
+    # Nothing names it; main is the safer guess for the "never start an agent on the default branch" rule.
+    return "main", "no origin/HEAD, base branch, main or master found"
+
+
+def _inside(path: str | None, root: Path) -> bool:
+    if not path:
+        return False
+    real = Path(os.path.realpath(path))
+    return real == root or root in real.parents
+
+
+def match_repo_workspace(
+    workspaces: Sequence[WorkspaceInfo], panes: Sequence[PaneInfo], checkout: Path, repo: str, caller_workspace: str | None
+) -> WorkspaceInfo | None:
+    """The workspace that serves the repo's primary checkout, or None.
+
+    herdr reports `worktree` membership only for workspaces a worktree operation touched (CONTRACT §2), so a plain
+    workspace opened on the repo is recognised by its panes' cwd. Linked-worktree workspaces never count. Among
+    several: the caller's own workspace, then one labelled `<repo>`, then the first in herdr's order.
+    """
+    root = Path(os.path.realpath(checkout))
+    candidates: list[WorkspaceInfo] = []
+    for ws in workspaces:
+        if ws.worktree is not None:
+            if not ws.worktree.is_linked_worktree and Path(os.path.realpath(ws.worktree.repo_root)) == root:
+                candidates.append(ws)
+            continue
+        if any(p.workspace_id == ws.workspace_id and _inside(p.foreground_cwd or p.cwd, root) for p in panes):
+            candidates.append(ws)
+    if not candidates:
+        return None
+    return min(candidates, key=lambda ws: (ws.workspace_id != caller_workspace, ws.label != repo, ws.number))
+
+
+# --- the phase ------------------------------------------------------------------------------------------------------
+
+
+class _Preflight:
+    """One preflight: the steps in order, each adding a Check or raising _Stop."""
+
+    def __init__(self, engine: Engine, plan_path: Path) -> None:
+        self.engine = engine
+        self.herdr = engine.herdr
+        self.plan_path = plan_path
+        self.checks: list[Check] = []
+        self.plan: ResolvedPlan | None = None
+        self.pane_id = ""
+        self.session = DEFAULT_SESSION
+        self.status: HerdrStatus | None = None
+        self.caller: PaneInfo | None = None
+        self.repo: RepoPlace | None = None
+        self.run_id: str | None = None
+
+    def ok(self, name: str, evidence: str, notes: Iterable[str] = ()) -> None:
+        self.checks.append(Check(name=name, ok=True, evidence=evidence, notes=tuple(notes)))
+
+    def run(self) -> PreflightResult:
+        steps: list[tuple[str, Callable[[], None]]] = [
+            ("herdr env", self.check_env),
+            ("plan", self.check_plan),
+            ("herdr", self.check_herdr),
+            ("capabilities", self.check_capabilities),
+            ("server", self.check_server),
+            ("session", self.check_session),
+            ("integrations", self.check_integrations),
+            ("caller pane", self.check_caller),
+            ("agents", self.check_agents),
+            ("repo checkout", self.check_checkout),
+            ("base ref", self.check_base),
+            ("repo workspace", self.check_workspace),
+            ("repo tab", self.check_tab),
+            ("run", self.check_run),
+        ]
+        for name, step in steps:
+            try:
+                step()
+            except _Stop as stop:
+                return self.stopped(name, stop.evidence, stop.reason, stop.hint)
+            except OrchError as exc:
+                # An unexpected herdr or git failure inside a step: the step failed with herdr's own words.
+                reason = exc.message.splitlines()[0] if exc.message else type(exc).__name__
+                return self.stopped(name, reason, exc.message, exc.hint)
+        assert self.caller is not None
+        return PreflightResult(ok=True, checks=tuple(self.checks), run_id=self.run_id, controller=self.controller(), repo=self.repo)
+
+    def stopped(self, name: str, evidence: str, reason: str, hint: str | None) -> PreflightResult:
+        self.checks.append(Check(name=name, ok=False, evidence=evidence))
+        if self.run_id is not None:
+            # The run holds what preflight already created (e.g. a workspace); keep it, resumable, never delete it.
+            self.engine.ledger.set_run_status(self.run_id, RunStatus.INTERRUPTED, stopped_at=f"preflight: {name}")
+            hint = f"{hint + '; ' if hint else ''}run {self.run_id} records what preflight created; re-run `orch preflight` for a new run"
+        return PreflightResult(
+            ok=False,
+            checks=tuple(self.checks),
+            run_id=self.run_id,
+            controller=self.controller(),
+            repo=self.repo,
+            failure=Failure(check=name, reason=reason, hint=hint),
+        )
+
+    def controller(self) -> Controller | None:
+        if self.caller is None:
+            return None
+        return Controller(target=self.pane_id, pane_id=self.caller.pane_id, workspace_id=self.caller.workspace_id, tab_id=self.caller.tab_id, session=self.session)
+
+    # --- 1. the execution boundary ---
+
+    def check_env(self) -> None:
+        value = self.engine.env.get("HERDR_ENV")
+        if value != "1":
+            shown = "unset" if value is None else f"{value!r}"
+            raise _Stop(
+                f"HERDR_ENV is {shown}",
+                "this agent is outside herdr (HERDR_ENV is not 1); stop: orch orchestrates only from a herdr pane",
+                "run orch from a shell or agent inside a herdr pane",
+            )
+        self.ok("herdr env", "HERDR_ENV=1")
+
+    def check_plan(self) -> None:
+        try:
+            self.plan = load_plan(self.plan_path, self.engine.settings)
+        except ConfigError as exc:
+            raise _Stop(exc.message.splitlines()[0], exc.message, "`orch plan check PLAN` shows every problem") from None
+        p = self.plan
+        kinds = ", ".join(dict.fromkeys(w.kind for w in p.workers))
+        self.ok("plan", f"{p.repo.organization}/{p.repo.repo}, base {p.plan.base}, {len(p.workers)} workers ({kinds})")
+
+    # --- 2-4. herdr itself ---
+
+    def check_herdr(self) -> None:
+        try:
+            version = self.herdr.version()
+        except HerdrError as exc:
+            binary = getattr(self.herdr, "binary", "herdr")
+            raise _Stop(
+                f"cannot run {binary}",
+                f"herdr is not available: {exc.message}",
+                "install herdr, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+            ) from None
+        self.ok("herdr", version.text)
+
+    def check_capabilities(self) -> None:
+        try:
+            methods = self.herdr.api_schema_methods()
+        except HerdrError as exc:
+            # An older or stripped herdr may lack `api schema`; its --help still names the command groups.
+            groups = missing_groups(self.herdr.help_text())
+            if groups:
+                raise _Stop(
+                    f"herdr --help lacks the {', '.join(groups)} command groups",
+                    f"this herdr lacks commands the run needs: {', '.join(groups)} (and `api schema` failed: {exc.message})",
+                    "install herdr 0.7.5 or later",
+                ) from None
+            self.ok("capabilities", f"herdr --help lists every command group the run uses (api schema unavailable: {exc.message})")
+            return
+        missing = missing_methods(methods)
+        if missing:
+            raise _Stop(
+                f"missing from herdr api schema: {', '.join(missing)}",
+                f"this herdr lacks commands the run needs: {', '.join('herdr ' + m for m in missing)}",
+                "install herdr 0.7.5 or later",
+            )
+        self.ok("capabilities", f"all {len(REQUIRED_COMMANDS)} herdr commands the run uses are in herdr api schema")
+
+    def check_server(self) -> None:
+        status = self.herdr.status()
+        self.status = status
+        server = status.server
+        if not server.running:
+            raise _Stop(
+                "not running",
+                f"the herdr server is not running (socket {server.socket})",
+                "start herdr from a shell outside herdr, then run orch from one of its panes",
+            )
+        if server.compatible is not True or server.protocol != status.client.protocol:
+            raise _Stop(
+                f"server protocol {server.protocol}, client protocol {status.client.protocol}, not compatible",
+                f"the herdr server (version {server.version}, protocol {server.protocol}) is not compatible with this herdr CLI (protocol {status.client.protocol})",
+                "restart the herdr server with the installed herdr (`herdr server stop`, then `herdr`)",
+            )
+        notes = ["the server runs an older herdr build than the CLI; restart it when convenient"] if status.update.restart_needed else []
+        self.ok("server", f"running herdr {server.version}, protocol {server.protocol}, compatible", notes)
+
+    def check_session(self) -> None:
+        assert self.plan is not None and self.status is not None
+        organization = self.plan.repo.session
+        self.session = current_session(self.status)
+        sessions: SessionList = self.herdr.session_list()
+        listed = ", ".join(f"{s.name} ({'running' if s.running else 'stopped'})" for s in sessions.sessions)
+        if self.session != organization:
+            raise _Stop(
+                f"this is session {self.session}, the plan's organization is {organization} (sessions: {listed})",
+                f"this herdr session is {self.session!r}, but the plan's organization {organization!r} needs session {organization!r}",
+                f"from a shell outside herdr run `herdr --session {organization}`, then run orch from a pane of that session",
+            )
+        self.ok("session", f"{self.session} serves organization {organization}")
+
+    def check_integrations(self) -> None:
+        assert self.plan is not None
+        kinds = list(dict.fromkeys(w.kind for w in self.plan.workers))
+        entries = self.herdr.integration_status()
+        problems = integration_problems(kinds, entries)
+        if problems:
+            said = "; ".join(f"{kind}: {text}" for kind, text in problems)
+            installable = [kind for kind, text in problems if text != "herdr offers no integration for it"]
+            commands = " and ".join(f"`herdr integration install {kind}`" for kind in installable)
+            hint = f"ask the person to run {commands} (orch never installs one: it changes durable machine state)" if commands else "use a worker kind herdr has an integration for"
+            raise _Stop(said, f"no current herdr integration for {', '.join(kind for kind, _ in problems)}: lifecycle detection would not be authoritative", hint)
+        by_target = {entry.target: entry for entry in entries}
+        self.ok("integrations", ", ".join(f"{kind} {describe_integration(by_target[kind])}" for kind in kinds))
+
+    # --- 5-6. the caller and what already runs ---
+
+    def check_caller(self) -> None:
+        pane_id = self.engine.env.get("HERDR_PANE_ID", "")
+        if not pane_id:
+            raise _Stop(
+                "HERDR_PANE_ID is unset",
+                "HERDR_PANE_ID is not set; orch pins the controller target to it and never to UI focus",
+                "run orch from a herdr pane (herdr sets HERDR_PANE_ID in every pane)",
+            )
+        try:
+            pane = self.herdr.pane_current()
+        except HerdrNotFound:
+            raise _Stop(
+                f"herdr has no pane {pane_id}",
+                f"HERDR_PANE_ID={pane_id} is not a pane of this herdr session",
+                "run orch from a live pane of the session that serves the organization",
+            ) from None
+        if pane.pane_id != pane_id:
+            raise _Stop(
+                f"herdr pane current --current is {pane.pane_id}, HERDR_PANE_ID is {pane_id}",
+                f"herdr resolved the caller to pane {pane.pane_id}, not HERDR_PANE_ID {pane_id}",
+                "the pane may have moved to another workspace; run orch from a fresh pane",
+            )
+        self.pane_id = pane_id
+        self.caller = pane
+        notes = []
+        try:
+            agent = self.herdr.agent_get(pane_id)
+            what = f"agent {agent.name or agent.agent} ({agent.agent or 'unknown kind'}, {agent.agent_status})"
+        except HerdrNotFound:
+            what = "a shell, not an agent"
+            if self.engine.controller == "agent":
+                notes.append(f"workers call back with `herdr agent prompt {pane_id}`, which herdr accepts only while an agent runs in this pane")
+        self.ok("caller pane", f"{pane_id} in workspace {pane.workspace_id}, tab {pane.tab_id}: {what}; controller target pinned to {pane_id}", notes)
+
+    def check_agents(self) -> None:
+        assert self.plan is not None
+        agents: tuple[AgentInfo, ...] = self.herdr.agent_list()
+        planned = {w.name: w for w in self.plan.workers}
+        notes: list[str] = []
+        for agent in agents:
+            worker = planned.get(agent.name or "")
+            if worker is None:
+                continue
+            where = agent.foreground_cwd or agent.cwd
+            checkout = worker.worktree.path
+            if _inside(where, Path(os.path.realpath(checkout))):
+                notes.append(f"agent {agent.name} in pane {agent.pane_id} sits in {checkout}: provisioning will reuse it for worker {worker.task}")
+            else:
+                notes.append(
+                    f"agent {agent.name} in pane {agent.pane_id} has worker {worker.task}'s name but sits in {where or 'an unknown directory'}, "
+                    f"not {checkout}: provisioning will not reuse it and herdr refuses a second agent of that name"
+                )
+        listed = ", ".join(f"{a.name or '(unnamed)'} ({a.agent or 'unknown'}, {a.agent_status}, {a.pane_id})" for a in agents)
+        self.ok("agents", f"{len(agents)} running: {listed}" if agents else "none running", notes)
+
+    # --- 7-8. the repo checkout and base (git, read-only) ---
+
+    def check_checkout(self) -> None:
+        assert self.plan is not None
+        layout, base = self.plan.repo, self.plan.plan.base
+        checkout = layout.checkout
+        self.repo = RepoPlace(organization=layout.organization, repo=layout.repo, checkout=str(checkout), base=base)
+        if not checkout.is_dir():
+            raise _Stop(f"{checkout} does not exist", f"the repo checkout {checkout} does not exist", f"clone {layout.repo} to {checkout}, or set `path` in the plan")
+        probe = run_git(["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir"], cwd=checkout, check=False)
+        lines = probe.stdout.split("\n")
+        if probe.returncode != 0 or len(lines) < 3:
+            raise _Stop(f"{checkout} is not a git repository", f"{checkout} is not a git repository", f"clone {layout.repo} to {checkout}, or set `path` in the plan")
+        top, git_dir, common = (Path(os.path.realpath(line)) for line in lines[:3])
+        if top != Path(os.path.realpath(checkout)):
+            raise _Stop(f"{checkout} is inside the repository at {top}", f"{checkout} is not the top of a git checkout (that is {top})", "set the plan's `path` to the checkout's top directory")
+        if git_dir != common:
+            raise _Stop(
+                f"{checkout} is a linked worktree of {common.parent}",
+                f"{checkout} is a linked worktree, not the repo's primary checkout",
+                f"set the plan's `path` to the primary checkout {common.parent}",
+            )
+        head = run_git(["symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"], cwd=checkout, check=False)
+        refs = run_git(["for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes"], cwd=checkout).stdout.split()
+        local = {r.removeprefix("refs/heads/") for r in refs if r.startswith("refs/heads/")}
+        remote = {r.removeprefix("refs/remotes/") for r in refs if r.startswith("refs/remotes/")}
+        branch, source = pick_default_branch(head.stdout.strip() if head.returncode == 0 else None, base, local, remote)
+        self.repo = self.repo.model_copy(update={"default_branch": branch, "default_branch_source": source})
+        self.ok("repo checkout", f"{checkout}: primary checkout; default branch {branch} (from {source})")
+
+    def check_base(self) -> None:
+        assert self.plan is not None and self.repo is not None
+        base = self.plan.plan.base
+        sha = rev_parse(self.plan.repo.checkout, base)
+        if sha is None:
+            raise _Stop(
+                f"{base} names no commit in {self.plan.repo.checkout}",
+                f"the base {base} does not resolve in {self.plan.repo.checkout}",
+                f"fetch it first (`git -C {self.plan.repo.checkout} fetch`) or fix `base` in the plan",
+            )
+        self.repo = self.repo.model_copy(update={"base_sha": sha})
+        self.ok("base ref", f"{base} is {sha}")
+
+    # --- 9. the repo workspace and its first tab (side effects through engine.once) ---
+
+    def create_run(self) -> str:
+        """The run, created once every read-only gate passed; a run id names a second, so a clash waits for the next."""
+        assert self.plan is not None and self.repo is not None
+        ledger = self.engine.ledger
+        for _ in range(3):
+            run_id = make_run_id(self.pane_id, self.engine.clock.now())
+            if not any(r.run_id == run_id for r in ledger.list_runs()):
+                break
+            self.engine.clock.sleep(1.0)
+        else:
+            raise OrchError(f"run id {run_id} is already taken", hint="run `orch preflight` again")
+        ledger.create_run(
+            run_id,
+            controller_target=self.pane_id,
+            session=self.session,
+            organization=self.repo.organization,
+            repo=self.repo.repo,
+            repo_path=self.repo.checkout,
+            base_ref=self.repo.base,
+            base_sha=self.repo.base_sha,
+            plan_path=self.plan_path.absolute(),
+        )
+        self.run_id = run_id
+        return run_id
+
+    def check_workspace(self) -> None:
+        assert self.plan is not None and self.repo is not None and self.caller is not None
+        run_id = self.create_run()
+        layout = self.plan.repo
+        workspaces = self.herdr.workspace_list()
+        panes = self.herdr.pane_list()
+        found = match_repo_workspace(workspaces, panes, layout.checkout, layout.repo, self.caller.workspace_id)
+        if found is not None:
+            whose = "the caller's workspace" if found.workspace_id == self.caller.workspace_id else "an existing workspace"
+            notes = [f"workspace {found.workspace_id} is labelled {found.label!r}, not {layout.workspace!r} as the Layout Contract says"] if found.label != layout.workspace else []
+            self.repo = self.repo.model_copy(update={"workspace_id": found.workspace_id})
+            self.ok("repo workspace", f"{found.workspace_id} {found.label!r} ({whose}) serves {layout.checkout}", notes)
+            return
+        request = {"cwd": str(layout.checkout), "label": layout.workspace}
+        created = self.engine.once(
+            run_id,
+            None,
+            "workspace_create",
+            "preflight:workspace_create",
+            request,
+            lambda: self.herdr.workspace_create(cwd=layout.checkout, label=layout.workspace),
+            model=WorkspaceCreated,
+            settle=lambda: self.settle_workspace(workspaces),
+        )
+        ws_id = created.workspace.workspace_id
+        self.engine.ledger.update_run(run_id, cause=CAUSE, created_workspace_ids=(ws_id,))
+        self.repo = self.repo.model_copy(update={"workspace_id": ws_id, "workspace_created": True})
+        self.ok("repo workspace", f"{ws_id} {created.workspace.label!r} created on {layout.checkout} without focus")
+
+    def settle_workspace(self, before: Sequence[WorkspaceInfo]) -> WorkspaceCreated | None:
+        """Read-back for an in-flight workspace create: a workspace on the checkout that was not there before."""
+        assert self.plan is not None
+        layout, known = self.plan.repo, {ws.workspace_id for ws in before}
+        now = self.herdr.workspace_list()
+        new = [ws for ws in now if ws.workspace_id not in known]
+        found = match_repo_workspace(new, self.herdr.pane_list(), layout.checkout, layout.repo, None)
+        if found is None:
+            return None
+        tab = self.herdr.tab_list(workspace=found.workspace_id)[0]
+        root = next(p for p in self.herdr.pane_list(workspace=found.workspace_id) if p.tab_id == tab.tab_id)
+        return WorkspaceCreated(type="workspace_created", workspace=found, tab=tab, root_pane=root)
+
+    def check_tab(self) -> None:
+        assert self.plan is not None and self.repo is not None and self.repo.workspace_id is not None and self.run_id is not None
+        label = self.plan.repo.first_tab
+        tabs = self.herdr.tab_list(workspace=self.repo.workspace_id)
+        first = tabs[0]
+        if first.label == label:
+            self.repo = self.repo.model_copy(update={"tab_id": first.tab_id})
+            self.ok("repo tab", f"{first.tab_id} is labelled {label!r}")
+            return
+
+        def settle() -> TabInfo | None:
+            now = next((t for t in self.herdr.tab_list(workspace=first.workspace_id) if t.tab_id == first.tab_id), None)
+            return now if now is not None and now.label == label else None
+
+        renamed = self.engine.once(
+            self.run_id,
+            None,
+            "tab_rename",
+            f"preflight:tab_rename:{first.tab_id}",
+            {"tab_id": first.tab_id, "label": label},
+            lambda: self.herdr.tab_rename(first.tab_id, label),
+            model=TabInfo,
+            settle=settle,
+        )
+        self.repo = self.repo.model_copy(update={"tab_id": renamed.tab_id, "tab_renamed": True})
+        self.ok("repo tab", f"{renamed.tab_id} renamed {first.label!r} -> {renamed.label!r}")
+
+    # --- 10. the run: snapshot, workers, and where it lives in herdr ---
+
+    def check_run(self) -> None:
+        assert self.plan is not None and self.repo is not None and self.caller is not None and self.run_id is not None
+        run_id, ledger = self.run_id, self.engine.ledger
+        snapshot = self.engine.run_dir(run_id) / "plan.toml"
+        snapshot.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.plan_path, snapshot)
+        for w in self.plan.workers:
+            ledger.add_worker(
+                run_id,
+                w.task,
+                name=w.name,
+                kind=w.kind,
+                objective=w.worker.objective,
+                cause=CAUSE,
+                claimed_files=w.worker.claim,
+                branch=w.worktree.branch,
+                worktree_path=str(w.worktree.path),
+                tab_label=w.worktree.label,
+            )
+        ledger.update_run(
+            run_id,
+            cause=CAUSE,
+            workspace_id=self.repo.workspace_id,
+            repo_tab_id=self.repo.tab_id,
+            controller_workspace_id=self.caller.workspace_id,
+            controller_tab_id=self.caller.tab_id,
+            default_branch=self.repo.default_branch,
+        )
+        self.ok("run", f"{len(self.plan.workers)} workers registered in provisioning; plan snapshot {snapshot}")
+
+
+def preflight(engine: Engine, plan_path: Path) -> PreflightResult:
+    """Run every preflight gate in order; on success the run exists in the ledger with one row per worker."""
+    return _Preflight(engine, plan_path).run()
+
+
+def render_preflight(result: PreflightResult, *, symbols: bool = True) -> str:
+    """The human checklist (✓/✗, or ok/FAIL for plain output); the run id alone on the last line when one was created."""
+    width = max(len(check.name) for check in result.checks)
+    lines = []
+    for check in result.checks:
+        mark = ("✓" if check.ok else "✗") if symbols else ("ok  " if check.ok else "FAIL")
+        lines.append(f"{mark} {check.name:<{width}}  {check.evidence}")
+        lines.extend(f"{' ' * (len(mark) + width + 3)}note: {note}" for note in check.notes)
+    if result.ok and result.run_id:
+        lines.append(result.run_id)
+    return "\n".join(lines) + "\n"
