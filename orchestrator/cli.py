@@ -10,6 +10,8 @@ from typing import Any
 import click
 
 from orchestrator import __version__
+from orchestrator.commands import inbox as inbox_commands
+from orchestrator.commands import observe as observe_commands
 from orchestrator.commands import plan
 from orchestrator.commands import preflight as preflight_commands
 from orchestrator.errors import ExitCode, OrchError
@@ -62,6 +64,10 @@ def cli(ctx: click.Context, herdr: str | None, verbose: bool) -> None:
 
 
 cli.add_command(plan.plan)
+cli.add_command(inbox_commands.inbox)
+cli.add_command(observe_commands.observe)
+cli.add_command(observe_commands.answer)
+cli.add_command(observe_commands.send)
 cli.add_command(preflight_commands.preflight)
 
 

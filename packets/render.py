@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from packets.errors import PacketSyntaxError
 from packets.model import Packet, describe_validation_error
+from packets.result import RESULT_FORMAT
 
 TITLE_PREFIX = "Delegation packet for task "
 CLAIM_INTRO = "You may create or change only these paths (glob patterns, relative to the working directory):"
@@ -23,11 +24,16 @@ CONTRACT_RULES = (
     "`result` when the task is finished.\n"
     "After `question` or `blocked`, end your turn and wait: the controller replies with `answer`, `follow-up` or `stop` "
     "in the same envelope format, with this run ID and task label.\n"
-    "A `result` lists the changed files, every check you ran with its real output, the residual risk, "
-    "and the paths of any reports; then end your turn. The controller verifies every claim.\n"
+    "A `result` lists your commits, the changed files, every check you ran with its real exit code and output, "
+    "the residual risk and the paths of any reports, in the format below; then end your turn. "
+    "The controller verifies every claim.\n"
     "Keep large logs, diffs and reports out of messages: write them to a Markdown file and send its absolute path.\n"
     "Send without `--wait`. Exit status 0 means the message was submitted, not read or accepted: never resend after success. "
     "On a non-zero exit, keep the exact error in your final response and do not retry in a loop."
+)
+RESULT_INTRO = (
+    "A `result` message has these lines, in any order: replace the words in capitals, leave out the notes in brackets. "
+    "A line the controller cannot read is reported as unreadable, never guessed."
 )
 SEND_INTRO = (
     "Send every message with exactly this command, replacing <kind> with update, question, blocked or result "
@@ -95,6 +101,12 @@ def render_packet(packet: Packet) -> str:
     lines += [
         "## Message Contract",
         CONTRACT_RULES,
+        RESULT_INTRO,
+        "",
+        "```text",
+        *RESULT_FORMAT,
+        "```",
+        "",
         SEND_INTRO,
         "",
         "```sh",
@@ -241,7 +253,7 @@ def parse_packet(text: str) -> Packet:
         r.mark("context_files")
         fields["context_files"] = r.bullets()
     r.expect("## Message Contract")
-    for line in (*CONTRACT_RULES.split("\n"), SEND_INTRO, "", "```sh"):
+    for line in (*CONTRACT_RULES.split("\n"), RESULT_INTRO, "", "```text", *RESULT_FORMAT, "```", "", SEND_INTRO, "", "```sh"):
         r.expect(line)
     r.mark("callback_prefix")
     command = r.take()

@@ -1,0 +1,72 @@
+"""`orch observe`, `orch answer`, `orch send`: check-in rounds over a run, and messages from the controller to one worker."""
+
+from __future__ import annotations
+
+import click
+
+from orchestrator.commands.base import emit, engine_from, json_option, run_option
+from orchestrator.messages import SentMessage, send_message
+from orchestrator.observe import DEFAULT_INTERVAL_S, observe as observe_run, render_observe
+
+
+@click.command("observe")
+@run_option
+@click.option("--once", is_flag=True, help="Run one check-in round and stop.")
+@click.option("--interval", type=click.FloatRange(min=0), default=DEFAULT_INTERVAL_S, show_default=True, help="Seconds between check-ins.")
+@click.option("--max-rounds", type=click.IntRange(min=1), default=None, help="Stop after this many rounds.")
+@json_option
+@click.pass_context
+def observe(ctx: click.Context, run_id: str | None, once: bool, interval: float, max_rounds: int | None, as_json: bool) -> None:
+    """Act on callbacks and check on every dispatched worker until none is still working on its own.
+
+    Questions the plan answers are answered; other questions and blocks are listed for you; a settled
+    worker without a result is asked once for it; a worker fails only on the spec's evidence.
+
+    \b
+    Example:
+      orch observe --once --json
+    """
+    engine = engine_from(ctx)
+    result = observe_run(engine, engine.find_run(run_id), once=once, interval=interval, max_rounds=max_rounds)
+    emit(result, as_json, render_observe)
+
+
+def _render_sent(sent: SentMessage) -> str:
+    return f"sent {sent.kind} to {sent.task} at {sent.target} (submitted; worker {sent.state})\n"
+
+
+@click.command("answer")
+@run_option
+@json_option
+@click.argument("task")
+@click.argument("text")
+@click.pass_context
+def answer(ctx: click.Context, run_id: str | None, as_json: bool, task: str, text: str) -> None:
+    """Answer TASK's pending question or block with TEXT (to an idle or done worker).
+
+    \b
+    Example:
+      orch answer fix-login "Keep English only."
+    """
+    engine = engine_from(ctx)
+    emit(send_message(engine, engine.find_run(run_id), task, "answer", text), as_json, _render_sent)
+
+
+@click.command("send")
+@run_option
+@click.option("--kind", type=click.Choice(["follow-up", "stop"]), required=True, help="Message kind.")
+@click.option("--urgent", is_flag=True, help="A scope correction: a follow-up that may interrupt a working worker.")
+@json_option
+@click.argument("task")
+@click.argument("text")
+@click.pass_context
+def send(ctx: click.Context, run_id: str | None, kind: str, urgent: bool, as_json: bool, task: str, text: str) -> None:
+    """Send a follow-up or a stop to TASK's worker (a stop, or an --urgent follow-up, may interrupt it while working).
+
+    \b
+    Example:
+      orch send fix-login --kind stop "Scope changed; stop and report what you have."
+    """
+    engine = engine_from(ctx)
+    sent = send_message(engine, engine.find_run(run_id), task, "follow-up" if kind == "follow-up" else "stop", text, urgent=urgent)
+    emit(sent, as_json, _render_sent)

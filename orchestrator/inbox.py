@@ -1,0 +1,205 @@
+"""Callback intake: validate an inbound envelope against the ledger, record it once, and let accepted ones update their worker."""
+
+from __future__ import annotations
+
+import hashlib
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.engine import Engine
+from packets import Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, validate
+from packets.result import ResultReport, parse_result
+from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
+
+try:  # verification is being renamed to orchestrator.evidence by its owner
+    from orchestrator.evidence import ClaimedCheck, ResultClaim
+except ImportError:  # pragma: no cover
+    from orchestrator.verify import ClaimedCheck, ResultClaim  # type: ignore[no-redef]
+
+S = WorkerState
+# Worker states a callback may move on from (the worker is doing, or waiting on, the delegated work).
+_OPEN = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED})
+_TARGET = {"question": S.QUESTION, "blocked": S.BLOCKED, "result": S.RESULT}
+
+
+class InboxAdded(BaseModel):
+    """The verdict on one inbound message and what it changed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    inbox_id: int
+    run_id: str
+    verdict: InboxVerdict
+    reason_code: str | None
+    reason: str | None
+    task: str | None
+    kind: str | None
+    sender: str | None
+    state_before: WorkerState | None = None
+    state_after: WorkerState | None = None
+
+
+class InboxEntry(BaseModel):
+    """One row of `orch inbox list`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: int
+    received_at: str
+    verdict: InboxVerdict
+    reason_code: str | None
+    reason: str | None
+    task: str | None
+    kind: str | None
+    sender: str | None
+    handled: bool
+    first_line: str
+
+
+class InboxList(BaseModel):
+    """Every message of a run, with its verdict."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    messages: tuple[InboxEntry, ...]
+
+
+def ledger_view(engine: Engine, run: Run) -> LedgerView:
+    """What validation needs from the ledger: this run, the other runs, registered workers, accepted fingerprints."""
+    ledger = engine.ledger
+    workers = [
+        {"task_label": w.task_label, "worker_name": w.name, "reply_target": w.reply_target or w.pane_id}
+        for w in ledger.list_workers(run.run_id)
+        if w.reply_target or w.pane_id
+    ]
+    return build_view(
+        {
+            "run_id": run.run_id,
+            "controller_target": run.controller_target,
+            "other_run_ids": frozenset(r.run_id for r in ledger.list_runs() if r.run_id != run.run_id),
+            "workers": tuple(workers),
+            "accepted_fingerprints": frozenset(m.fingerprint for m in ledger.list_inbox(run.run_id, verdict=InboxVerdict.ACCEPTED)),
+        }
+    )
+
+
+def _raw_fingerprint(raw: str) -> str:
+    # A malformed message has no parsed fields to fingerprint; the ledger still needs a key for it.
+    return hashlib.sha256(raw.encode("utf-8", errors="replace")).hexdigest()
+
+
+def add_message(engine: Engine, run: Run, raw: str, *, source: str = "cli") -> InboxAdded:
+    """Validate and record one inbound message; an accepted one updates its worker (callback id, question, state)."""
+    verdict: Accepted | KeptAside = validate(raw, ledger_view(engine, run))
+    if isinstance(verdict, Accepted) and run.status is RunStatus.FINISHED:
+        verdict = KeptAside(reason=Reason.STALE_RUN, explanation=f'run "{run.run_id}" is finished', message=verdict.message)
+    message = verdict.message
+    if isinstance(verdict, Accepted):
+        recorded = engine.ledger.record_inbound(
+            run.run_id, raw, source=source, verdict=InboxVerdict.ACCEPTED, fingerprint=verdict.fingerprint,
+            task_label=verdict.task_label, kind=verdict.message.kind, sender=verdict.message.sender,
+        )  # fmt: skip
+    else:
+        recorded = engine.ledger.record_inbound(
+            run.run_id, raw, source=source, verdict=InboxVerdict.KEPT_ASIDE,
+            fingerprint=fingerprint(message) if message else _raw_fingerprint(raw),
+            reason_code=str(verdict.reason), reason=verdict.explanation,
+            task_label=message.task if message else None, kind=message.kind if message else None,
+            sender=message.sender if message else None,
+        )  # fmt: skip
+    before = after = None
+    if recorded.verdict is InboxVerdict.ACCEPTED and recorded.task_label is not None:
+        before, after = _apply(engine, run, recorded, message.body if message else "")
+    return InboxAdded(
+        inbox_id=recorded.id, run_id=run.run_id, verdict=recorded.verdict, reason_code=recorded.reason_code,
+        reason=recorded.reason, task=recorded.task_label, kind=recorded.kind, sender=recorded.sender,
+        state_before=before, state_after=after,
+    )  # fmt: skip
+
+
+def result_report(body: str) -> ResultReport:
+    """The parsed result body (kept as the worker's `reported_checks`)."""
+    return parse_result(body)
+
+
+def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple[WorkerState, WorkerState]:
+    """Let an accepted callback change its worker: compare-and-set, re-read once if another process moved it first."""
+    assert recorded.task_label is not None
+    task, kind = recorded.task_label, recorded.kind or ""
+    changes: dict[str, object] = {"last_callback_id": recorded.id}
+    if kind in ("question", "blocked"):
+        changes["pending_question"] = body
+    if kind == "result":
+        changes["reported_checks"] = parse_result(body).model_dump_json()
+    cause = {"inbox_id": recorded.id, "kind": kind}
+    for _ in range(2):
+        worker = engine.ledger.get_worker(run.run_id, task)
+        target = _TARGET.get(kind)
+        if target is not None and worker.state in _OPEN and worker.state != target and is_legal(worker.state, target):
+            try:
+                updated = engine.ledger.transition(run.run_id, task, worker.state, target, cause=cause, **changes)
+            except StaleState:
+                continue
+            return worker.state, updated.state
+        # An update only records; a callback that cannot move the worker (already there, or past it) is still kept on it.
+        updated = engine.ledger.update_worker(run.run_id, task, fact="callback", cause=cause, **changes)
+        return worker.state, updated.state
+    worker = engine.ledger.get_worker(run.run_id, task)
+    return worker.state, worker.state
+
+
+def result_claim(report: ResultReport) -> ResultClaim:
+    """The verifiable part of a result (commits, changed files, checks) for `orchestrator.evidence.verify`."""
+    return ResultClaim(
+        commits=report.commits,
+        changed_files=report.changed_files,
+        checks=tuple(ClaimedCheck(command=c.command, exit_code=c.exit_code) for c in report.checks),
+    )
+
+
+def latest_result(engine: Engine, run: Run, worker: Worker) -> ResultReport | None:
+    """The worker's last accepted result, parsed (None when it never sent one)."""
+    if worker.reported_checks:
+        return ResultReport.model_validate_json(worker.reported_checks)
+    return None
+
+
+def list_messages(engine: Engine, run: Run) -> InboxList:
+    """Every message of the run in arrival order, with its verdict."""
+    entries = []
+    for m in engine.ledger.list_inbox(run.run_id):
+        lines = [line for line in m.raw.replace("\r", "\n").split("\n") if line.strip()]
+        body = lines[1] if len(lines) > 1 and lines[0].lstrip().startswith("[herdr-orchestration") else (lines[0] if lines else "")
+        entries.append(
+            InboxEntry(
+                id=m.id, received_at=m.received_at.isoformat(timespec="seconds"), verdict=m.verdict,
+                reason_code=m.reason_code, reason=m.reason, task=m.task_label, kind=m.kind, sender=m.sender,
+                handled=m.handled_at is not None, first_line=body.strip(),
+            )
+        )  # fmt: skip
+    return InboxList(run_id=run.run_id, messages=tuple(entries))
+
+
+def render_added(added: InboxAdded) -> str:
+    """One line: the verdict and what it changed."""
+    who = f"{added.kind or '?'} from {added.sender or '?'} for task {added.task or '?'}"
+    if added.verdict is InboxVerdict.ACCEPTED:
+        moved = f"{added.state_before} -> {added.state_after}" if added.state_before != added.state_after else f"stays {added.state_after}"
+        return f"accepted #{added.inbox_id}: {who} (worker {moved})\n"
+    if added.reason_code == Reason.MALFORMED_HEADER:
+        return f"kept aside #{added.inbox_id} ({added.reason_code}): {added.reason}\n"
+    return f"kept aside #{added.inbox_id} ({added.reason_code}): {who}: {added.reason}\n"
+
+
+def render_list(listing: InboxList) -> str:
+    """A compact table: id, verdict, task, kind, sender, handled, first body line or reason."""
+    if not listing.messages:
+        return f"Inbox of run {listing.run_id}: no messages\n"
+    lines = [f"Inbox of run {listing.run_id}: {len(listing.messages)} message{'s' if len(listing.messages) != 1 else ''}"]
+    for m in listing.messages:
+        verdict = "accepted" if m.verdict is InboxVerdict.ACCEPTED else f"kept aside ({m.reason_code})"
+        handled = "handled" if m.handled else "new"
+        lines.append(f"#{m.id} {m.received_at} {verdict} {m.kind or '-'} task={m.task or '-'} from={m.sender or '-'} [{handled}]")
+        lines.append(f"    {m.reason if m.verdict is InboxVerdict.KEPT_ASIDE else m.first_line}")
+    return "\n".join(lines) + "\n"

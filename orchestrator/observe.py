@@ -1,0 +1,333 @@
+"""Observation (spec §5): check-in rounds that act on callbacks, read lifecycle state, and fail only on the spec's evidence."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator import messages
+from orchestrator.engine import Engine
+from orchestrator.errors import HerdrError, OrchError
+from orchestrator.herdr_models import AgentInfo
+from orchestrator.plan import Answer
+from packets import EnvelopeError, parse_message
+from packets.result import parse_result
+from registry import InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
+
+S = WorkerState
+STALL_LIMIT = 3  # spec §5: no state or output change across 3 consecutive check-ins
+READ_LINES = 60
+DEFAULT_INTERVAL_S = 30.0
+# Ledger states in which a worker is doing, or waiting on, the delegated work.
+OBSERVED = (S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED)
+# The worker waits for the controller or the person: its silence is not a stall.
+WAITING_ON_US = (S.QUESTION, S.BLOCKED)
+ASK_FOR_RESULT = (
+    "Your turn ended without a `result` message. Send it now with the callback command from your packet, "
+    "in the exact result format of the packet (Status, Commits, Changed files, Checks, Report, Residual risk), then end your turn."
+)
+
+What = Literal[
+    "update", "answered", "needs_answer", "blocked", "blocked_ui", "result", "report", "asked_for_result",
+    "settled_without_result", "working", "failed", "kept_aside", "send_failed", "herdr_unavailable", "gone",
+]  # fmt: skip
+
+
+class Observation(BaseModel):
+    """One thing a check-in round saw or did."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    round: int
+    task: str | None
+    what: What
+    text: str
+    inbox_id: int | None = None
+
+
+class WorkerStatus(BaseModel):
+    """A worker after the last round: ledger state, herdr state, consecutive unchanged check-ins."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    name: str
+    state: WorkerState
+    herdr_state: str | None
+    unchanged_check_ins: int
+    pending_question: str | None
+
+
+class ObserveResult(BaseModel):
+    """What `orch observe` did: every observation in order, the workers, and whether any still needs watching."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    rounds: int
+    observations: tuple[Observation, ...]
+    workers: tuple[WorkerStatus, ...]
+    active: bool
+
+
+def match_answer(answers: tuple[Answer, ...], question: str) -> Answer | None:
+    """The first planned answer whose `when` (substring or regex, case-insensitive) occurs in the question."""
+    return next((answer for answer in answers if answer.matches(question)), None)
+
+
+def liveness_token(state_change_seq: int | None, output: str) -> int:
+    """One number for "state or output": herdr's state_change_seq plus a digest of the recent screen.
+
+    The ledger counts consecutive check-ins whose number did not move (``record_check_in``); folding the output
+    digest in makes a worker that prints without changing state count as alive. 60 bits fit SQLite's INTEGER.
+    """
+    digest = hashlib.sha256(f"{state_change_seq}\n{output}".encode("utf-8", errors="replace")).hexdigest()
+    return int(digest[:15], 16)
+
+
+class _Round:
+    """One check-in round over a run (state shared by its steps)."""
+
+    def __init__(self, engine: Engine, run: Run, number: int) -> None:
+        self.engine, self.run, self.number = engine, run, number
+        self.ledger = engine.ledger
+        self.notes: list[Observation] = []
+        self.agents: dict[str, AgentInfo] = {}
+        self.herdr_states: dict[str, str] = {}
+        self.waiting: set[str] = set()
+        self._answers: dict[str, tuple[Answer, ...]] | None = None
+
+    def note(self, task: str | None, what: What, text: str, inbox_id: int | None = None) -> None:
+        self.notes.append(Observation(round=self.number, task=task, what=what, text=text, inbox_id=inbox_id))
+
+    def answers(self, task: str) -> tuple[Answer, ...]:
+        if self._answers is None:
+            try:
+                plan = self.engine.plan_for(self.run)
+                self._answers = {w.task: w.worker.answers for w in plan.workers}
+            except OrchError:
+                self._answers = {}  # no plan snapshot: every question goes to the person
+        return self._answers.get(task, ())
+
+    def agent(self, worker: Worker) -> AgentInfo | None:
+        return self.agents.get(worker.pane_id or "") or self.agents.get(worker.name)
+
+    # --- the round ---
+
+    def run_round(self) -> bool:
+        try:
+            for info in self.engine.herdr.agent_list():
+                self.agents[info.pane_id] = info
+                if info.name:
+                    self.agents[info.name] = info
+        except HerdrError as exc:
+            # A timeout or an unreachable server is a check-in without news, never a verdict on any worker.
+            self.note(None, "herdr_unavailable", exc.message)
+            return False
+        for message in self.ledger.list_inbox(self.run.run_id, unhandled=True):
+            self.inbound(message)
+        for worker in self.ledger.list_workers(self.run.run_id, states=OBSERVED):
+            self.check(worker)
+        return True
+
+    def inbound(self, message: InboxMessage) -> None:
+        if message.verdict is InboxVerdict.KEPT_ASIDE:
+            self.note(message.task_label, "kept_aside", f"{message.reason_code}: {message.reason}", message.id)
+            self.ledger.mark_handled(message.id)
+            return
+        try:
+            body = parse_message(message.raw).body
+        except EnvelopeError as exc:  # accepted rows were parsed before; only a corrupted ledger gets here
+            self.note(message.task_label, "kept_aside", f"unreadable accepted message: {exc}", message.id)
+            self.ledger.mark_handled(message.id)
+            return
+        task = message.task_label
+        assert task is not None
+        worker = self.ledger.get_worker(self.run.run_id, task)
+        if message.kind == "update":
+            self.note(task, "update", body, message.id)
+        elif message.kind == "question":
+            if not self.question(worker, body, message):
+                return  # answered later, once the worker has settled
+        elif message.kind == "blocked":
+            self.note(task, "blocked", f"{body} (decide, then `orch answer {task} TEXT` or `orch send {task} --kind stop TEXT`)", message.id)
+        elif message.kind == "result":
+            self.result(worker, body, message)
+        self.ledger.mark_handled(message.id)
+
+    def question(self, worker: Worker, body: str, message: InboxMessage) -> bool:
+        task = worker.task_label
+        planned = match_answer(self.answers(task), body)
+        if planned is None or worker.state is not S.QUESTION:
+            self.note(task, "needs_answer", f"{body} (answer with `orch answer {task} TEXT`)", message.id)
+            return True
+        info = self.agent(worker)
+        status = info.agent_status if info else None
+        if status not in ("idle", "done"):
+            return False  # the worker is still ending its turn; messages go to settled workers only
+        try:
+            messages.send_message(self.engine, self.run, task, "answer", planned.answer, key=f"{task}:answer:{message.id}", agent_status=status)
+        except (OrchError, StaleState) as exc:
+            text = exc.message if isinstance(exc, OrchError) else str(exc)
+            self.note(task, "send_failed", f"answer to {body!r} not sent: {text}", message.id)
+            return True
+        self.note(task, "answered", f"{body} -> {planned.answer}", message.id)
+        return True
+
+    def result(self, worker: Worker, body: str, message: InboxMessage) -> None:
+        task = worker.task_label
+        report = parse_result(body)
+        summary = (
+            f"status {report.status or '?'}, {len(report.commits)} commit(s), {len(report.changed_files)} changed file(s), "
+            f"{len(report.checks)} check(s); ready for `orch verify {task}`"
+        )
+        if report.problems:
+            summary += "; unreadable: " + "; ".join(report.problems)
+        self.note(task, "result", summary, message.id)
+        for path in report.reports:
+            read = messages.read_report(self.engine, self.run, worker, path)
+            detail = {"inbox_id": message.id, "path": path, "text": read.text, "reason": read.reason}
+            self.ledger.record_fact(self.run.run_id, "report", task_label=task, detail=detail)
+            if read.reason:
+                self.note(task, "report", f"{path} not read: {read.reason}", message.id)
+            else:
+                self.note(task, "report", f"{path} recorded ({len(read.text or '')} characters)", message.id)
+
+    def check(self, worker: Worker) -> None:
+        task = worker.task_label
+        target = worker.reply_target or worker.pane_id or worker.name
+        info = self.agent(worker)
+        if info is None:
+            try:
+                info = self.engine.herdr.agent_get(target)
+            except HerdrError as exc:
+                self.note(task, "gone", f"no agent at {target}: {exc.message}")
+        status = info.agent_status if info else None
+        if status is not None:
+            self.herdr_states[task] = status
+        if worker.state in WAITING_ON_US:
+            self.waiting.add(task)
+            return  # the worker waits for an answer or a decision: not a stall, nothing to ask
+        if status == "unknown":
+            status = self.explain(worker, target)
+            if status is None:
+                return
+        if status == "working" and worker.state is S.DISPATCHED:
+            worker = self._move(worker, S.WORKING, {"observed": "working"})
+        elif status == "blocked":
+            screen = self._read(target)
+            tail = " / ".join([line.strip() for line in screen.splitlines() if line.strip()][-3:])
+            self.note(task, "blocked_ui", f"herdr shows the agent blocked without a callback: {tail}")
+            self.waiting.add(task)
+            return
+        elif status in ("idle", "done") and self._settled_after_dispatch(worker, info):
+            self.missing_result(worker, status)
+        output = self._read(target) if info is not None else ""
+        seen = self.ledger.record_check_in(self.run.run_id, task, liveness_token(info.state_change_seq if info else None, output))
+        if seen.unchanged_check_ins >= STALL_LIMIT:
+            self._fail(seen, f"no change of state or output across {STALL_LIMIT} consecutive check-ins")
+
+    def explain(self, worker: Worker, target: str) -> str | None:
+        try:
+            explained = self.engine.herdr.agent_explain(target)
+        except HerdrError as exc:
+            self._fail(worker, f"state unknown and `agent explain` failed: {exc.message}")
+            return None
+        if explained.state in ("idle", "working", "blocked", "done"):
+            return explained.state
+        why = explained.fallback_reason or explained.warning or explained.skipped_update_reason or "no rule matched"
+        self._fail(worker, f"state unknown and `agent explain` cannot repair it: {why}")
+        return None
+
+    @staticmethod
+    def _settled_after_dispatch(worker: Worker, info: AgentInfo | None) -> bool:
+        # "idle: accept only after the dispatched work produced an observed state change": a worker still
+        # `dispatched` was never seen working (dispatch confirms that), so its idleness proves nothing yet.
+        return worker.state is S.WORKING
+
+    def missing_result(self, worker: Worker, status: str) -> None:
+        task = worker.task_label
+        generation = sum(1 for e in self.ledger.events(self.run.run_id, task_label=task) if e.kind == "transition" and e.to_state is S.DISPATCHED)
+        key = f"{task}:ask-result:{generation}"
+        if self.ledger.find_effect(self.run.run_id, key) is not None:
+            self.note(task, "settled_without_result", f"{status} without a result after being asked for it")
+            return
+        try:
+            messages.send_message(self.engine, self.run, task, "follow-up", ASK_FOR_RESULT, key=key, agent_status=status)
+        except OrchError as exc:
+            self.note(task, "send_failed", f"request for the missing result not sent: {exc.message}")
+            return
+        self.note(task, "asked_for_result", f"{status} without a result; asked once for it")
+
+    def _read(self, target: str) -> str:
+        try:
+            return self.engine.herdr.agent_read(target, source="recent-unwrapped", lines=READ_LINES)
+        except HerdrError:
+            return ""
+
+    def _move(self, worker: Worker, new: WorkerState, cause: dict[str, object]) -> Worker:
+        try:
+            return self.ledger.transition(self.run.run_id, worker.task_label, worker.state, new, cause=cause)
+        except StaleState:
+            return self.ledger.get_worker(self.run.run_id, worker.task_label)
+
+    def _fail(self, worker: Worker, reason: str) -> None:
+        current = self.ledger.get_worker(self.run.run_id, worker.task_label)
+        try:
+            self.ledger.transition(self.run.run_id, worker.task_label, current.state, S.FAILED, cause={"reason": reason})
+        except StaleState:
+            return
+        self.note(worker.task_label, "failed", reason)
+
+
+def check_in(engine: Engine, run: Run, number: int = 1) -> tuple[list[Observation], set[str], dict[str, str]]:
+    """One check-in round: inbox first, then every observed worker's lifecycle state."""
+    round_ = _Round(engine, run, number)
+    round_.run_round()
+    return round_.notes, round_.waiting, round_.herdr_states
+
+
+def _active(engine: Engine, run: Run, waiting: set[str]) -> bool:
+    if engine.ledger.list_inbox(run.run_id, unhandled=True):
+        return True
+    return any(w.task_label not in waiting for w in engine.ledger.list_workers(run.run_id, states=(S.DISPATCHED, S.WORKING)))
+
+
+def observe(engine: Engine, run: Run, *, once: bool = False, interval: float = DEFAULT_INTERVAL_S, max_rounds: int | None = None) -> ObserveResult:
+    """Check in until no worker is still working on its own (or once): callbacks first, then lifecycle state."""
+    notes: list[Observation] = []
+    states: dict[str, str] = {}
+    rounds = 0
+    while True:
+        rounds += 1
+        found, waiting, seen = check_in(engine, run, rounds)
+        notes += found
+        states.update(seen)
+        active = _active(engine, run, waiting)
+        if once or not active or (max_rounds is not None and rounds >= max_rounds):
+            break
+        engine.clock.sleep(interval)
+    workers = tuple(
+        WorkerStatus(
+            task=w.task_label, name=w.name, state=w.state, herdr_state=states.get(w.task_label),
+            unchanged_check_ins=w.unchanged_check_ins, pending_question=w.pending_question,
+        )
+        for w in engine.ledger.list_workers(run.run_id)
+    )  # fmt: skip
+    return ObserveResult(run_id=run.run_id, rounds=rounds, observations=tuple(notes), workers=workers, active=active)
+
+
+def render_observe(result: ObserveResult) -> str:
+    """The compact human rendering: one line per observation, then one per worker."""
+    lines = [f"Run {result.run_id}: {result.rounds} check-in round{'s' if result.rounds != 1 else ''}"]
+    for o in result.observations:
+        ref = f" #{o.inbox_id}" if o.inbox_id is not None else ""
+        lines.append(f"  [{o.round}] {o.task or '-'} {o.what.replace('_', ' ')}{ref}: {o.text}")
+    lines.append("Workers:")
+    for w in result.workers:
+        herdr = f", herdr {w.herdr_state}" if w.herdr_state else ""
+        lines.append(f"  {w.task} ({w.name}): {w.state}{herdr}, unchanged check-ins {w.unchanged_check_ins}")
+    lines.append("Still active: yes" if result.active else "Still active: no")
+    return "\n".join(lines) + "\n"
