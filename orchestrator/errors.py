@@ -16,6 +16,9 @@ class ExitCode(enum.IntEnum):
     USAGE = 2
     HERDR_UNAVAILABLE = 3
     INTERNAL = 4
+    # The run's verdict (`orch report`, `orch run`): PASS is OK; PARTIAL and FAIL are distinct so scripts can tell them apart.
+    VERDICT_PARTIAL = 10
+    VERDICT_FAIL = 11
     INTERRUPTED = 130
 
 

@@ -1,0 +1,572 @@
+"""The run report (spec §7): verdict and compact block computed from the ledger alone, rendered as text or Markdown."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.errors import ExitCode
+from registry import (
+    Effect,
+    EffectStatus,
+    Event,
+    EventKind,
+    InboxMessage,
+    InboxVerdict,
+    Ledger,
+    Run,
+    RunVerdict,
+    Worker,
+    WorkerState,
+)
+
+# --- what the report reads beyond the ledger's own journal kinds (the phases that write them must agree) ---------
+
+# record_fact(run, "verification", task_label=task, detail=Verification.model_dump(mode="json")):
+# the controller's re-run of a worker's checks ("checks": [{"command", "exit_code", "error"}…], "disposition", "reasons").
+FACT_VERIFICATION = "verification"
+# update_worker(run, task, fact="integrated", integrated_sha=…): accepted work landed on the integration branch.
+FACT_INTEGRATED = "integrated"
+# record_fact(run, "retained", task_label=task|None, detail={"item": <pane id|worktree path|workspace id>, "reason": …}):
+# a created item deliberately kept open (the user asked, unresolved evidence) with its reason.
+FACT_RETAINED = "retained"
+# record_fact(run, "run_failed", detail={"reason": …}): the run itself could not proceed (preflight, fetch gate…).
+FACT_RUN_FAILED = "run_failed"
+# Effect kinds that close what a run created; a created item is closed when a confirmed one names it.
+CLOSING_EFFECTS: Mapping[str, tuple[str, ...]] = {
+    "pane": ("pane_close",),
+    "worktree": ("worktree_remove",),
+    "workspace": ("workspace_close", "worktree_remove"),
+}
+# Keys of a transition's or fact's cause/detail that carry the human-readable evidence, in order of preference.
+REASON_KEYS: tuple[str, ...] = ("reason", "evidence", "decision", "error", "question")
+
+# Exit code of `orch report` (and `orch run`) per verdict.
+VERDICT_EXIT: Mapping[RunVerdict, ExitCode] = {
+    RunVerdict.PASS: ExitCode.OK,
+    RunVerdict.PARTIAL: ExitCode.VERDICT_PARTIAL,
+    RunVerdict.FAIL: ExitCode.VERDICT_FAIL,
+}
+
+_NOT_DISPATCHED = frozenset({WorkerState.PROVISIONING, WorkerState.READY})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Controller(_Model):
+    """Where the controller sits: session/workspace/tab/pane (unknown parts are '-')."""
+
+    session: str | None
+    workspace: str | None
+    tab: str | None
+    pane: str
+    seqs: tuple[int, ...]
+
+
+class WorkerItem(_Model):
+    """One worker's state and disposition; seqs: its last transition and integration facts."""
+
+    task: str
+    name: str
+    kind: str
+    state: WorkerState
+    disposition: WorkerState | None
+    integrated_sha: str | None
+    seqs: tuple[int, ...]
+
+
+class WorkerCallbacks(_Model):
+    """Accepted callbacks of one worker by kind; seqs: their inbox_recorded rows."""
+
+    task: str
+    name: str
+    accepted: dict[str, int]
+    unhandled: int
+    missing_result: bool
+    seqs: tuple[int, ...]
+
+
+class KeptAsideItem(_Model):
+    """A message kept aside (never acted on) with its reason."""
+
+    inbox_id: int
+    task: str | None
+    sender: str | None
+    kind: str | None
+    reason_code: str | None
+    reason: str | None
+    seqs: tuple[int, ...]
+
+
+class Callbacks(_Model):
+    """The Callbacks line: per-worker accepted counts, kept-aside messages, workers without a result."""
+
+    run_id: str
+    workers: tuple[WorkerCallbacks, ...]
+    kept_aside: tuple[KeptAsideItem, ...]
+
+
+class CheckItem(_Model):
+    """One check the controller re-ran, with its exit code (None: it could not run)."""
+
+    command: str
+    exit_code: int | None
+    error: str | None = None
+
+
+class VerificationItem(_Model):
+    """The controller's latest verification of one worker (verified False: none recorded)."""
+
+    task: str
+    name: str
+    verified: bool
+    checks: tuple[CheckItem, ...]
+    disposition: str | None
+    reasons: tuple[str, ...]
+    seqs: tuple[int, ...]
+
+
+class RetiredItem(_Model):
+    """One pane, worktree or workspace the run created: closed, retained with a reason, or still open."""
+
+    task: str | None
+    name: str | None
+    what: Literal["pane", "worktree", "workspace"]
+    id: str
+    status: Literal["closed", "retained", "open"]
+    reason: str | None
+    seqs: tuple[int, ...]
+
+
+class Blocker(_Model):
+    """Something that needs a person: a blocked or failed worker, a pending question, an in-flight effect, a run failure."""
+
+    task: str | None
+    name: str | None
+    kind: Literal["run_failed", "blocked", "failed", "question", "in_flight"]
+    text: str
+    seqs: tuple[int, ...]
+
+
+class Report(_Model):
+    """The whole report; ``verdict_reasons`` says why the verdict is not PASS."""
+
+    run_id: str
+    run_status: str
+    verdict: RunVerdict
+    exit_code: int
+    verdict_reasons: tuple[str, ...]
+    integration_required: bool
+    controller: Controller
+    workers: tuple[WorkerItem, ...]
+    callbacks: Callbacks
+    verification: tuple[VerificationItem, ...]
+    retired: tuple[RetiredItem, ...]
+    blockers: tuple[Blocker, ...]
+
+
+# --- reading the journal -----------------------------------------------------------------------------------------
+
+
+def _reason(detail: Mapping[str, Any] | None) -> str | None:
+    """The evidence sentence of a cause or fact detail, looking one level into ``cause`` too."""
+    if not isinstance(detail, Mapping):
+        return None
+    for source in (detail, detail.get("cause")):
+        if isinstance(source, Mapping):
+            for key in REASON_KEYS:
+                value = source.get(key)
+                if isinstance(value, str) and value.strip():
+                    return " ".join(value.split())
+    return None
+
+
+def _mentions(value: Any, needle: str) -> bool:
+    """Whether a JSON value holds the string ``needle`` anywhere (effect requests name ids under varying keys)."""
+    if isinstance(value, str):
+        return value == needle
+    if isinstance(value, Mapping):
+        return any(_mentions(v, needle) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_mentions(v, needle) for v in value)
+    return False
+
+
+class _Journal:
+    """Indexes over one run's events, so every report item can name the rows behind it."""
+
+    def __init__(self, events: Sequence[Event]) -> None:
+        self.events = events
+        self.by_effect: dict[int, list[int]] = {}
+        self.by_inbox: dict[int, list[int]] = {}
+        for event in events:
+            effect_id = event.detail.get("effect_id")
+            if event.kind.startswith("effect_") and isinstance(effect_id, int):
+                self.by_effect.setdefault(effect_id, []).append(event.seq)
+            inbox_id = event.detail.get("inbox_id")
+            if event.kind in (EventKind.INBOX_RECORDED, EventKind.INBOX_HANDLED) and isinstance(inbox_id, int):
+                self.by_inbox.setdefault(inbox_id, []).append(event.seq)
+
+    def of(self, task: str | None, kind: str) -> list[Event]:
+        return [e for e in self.events if e.task_label == task and e.kind == kind]
+
+    def last_into(self, task: str, state: WorkerState) -> Event | None:
+        """The latest transition of the worker into ``state``."""
+        found = [e for e in self.of(task, EventKind.TRANSITION) if e.to_state is state]
+        return found[-1] if found else None
+
+    def last_change(self, task: str, field: str) -> Event | None:
+        """The latest row (transition or update) that set ``field`` on the worker."""
+        found = [
+            e
+            for e in self.events
+            if e.task_label == task and isinstance(e.detail.get("changes"), dict) and field in e.detail["changes"]
+        ]
+        return found[-1] if found else None
+
+
+def _seqs(*events: Event | None) -> tuple[int, ...]:
+    return tuple(sorted({e.seq for e in events if e is not None}))
+
+
+# --- building ----------------------------------------------------------------------------------------------------
+
+
+def _worker_item(worker: Worker, journal: _Journal) -> WorkerItem:
+    transitions = journal.of(worker.task_label, EventKind.TRANSITION)
+    last = transitions[-1] if transitions else (journal.of(worker.task_label, EventKind.WORKER_ADDED) or [None])[-1]
+    integrated = journal.last_change(worker.task_label, "integrated_sha") if worker.integrated_sha else None
+    return WorkerItem(
+        task=worker.task_label, name=worker.name, kind=worker.kind, state=worker.state,
+        disposition=worker.final_disposition, integrated_sha=worker.integrated_sha, seqs=_seqs(last, integrated),
+    )  # fmt: skip
+
+
+def _controller(run: Run, journal: _Journal) -> Controller:
+    # run_created names the pane; run_updated rows name its session, workspace and tab.
+    rows = [
+        e
+        for e in journal.events
+        if e.kind == EventKind.RUN_CREATED
+        or (e.kind == EventKind.RUN_UPDATED and {"session", "controller_workspace_id", "controller_tab_id"} & set(e.detail.get("changes", {})))
+    ]
+    return Controller(
+        session=run.session, workspace=run.controller_workspace_id, tab=run.controller_tab_id, pane=run.controller_target,
+        seqs=_seqs(*rows),
+    )  # fmt: skip
+
+
+def _callbacks(run: Run, workers: Sequence[Worker], inbox: Sequence[InboxMessage], journal: _Journal) -> Callbacks:
+    items = []
+    for worker in workers:
+        mine = [m for m in inbox if m.verdict is InboxVerdict.ACCEPTED and m.task_label == worker.task_label]
+        kinds = Counter(m.kind or "?" for m in mine)
+        dispatched = worker.state not in _NOT_DISPATCHED
+        items.append(
+            WorkerCallbacks(
+                task=worker.task_label, name=worker.name, accepted=dict(kinds),
+                unhandled=sum(1 for m in mine if m.handled_at is None),
+                missing_result=dispatched and kinds["result"] == 0 and worker.final_disposition is not WorkerState.SUPERSEDED,
+                seqs=tuple(sorted(s for m in mine for s in journal.by_inbox.get(m.id, []))),
+            )
+        )  # fmt: skip
+    aside = tuple(
+        KeptAsideItem(
+            inbox_id=m.id, task=m.task_label, sender=m.sender, kind=m.kind, reason_code=m.reason_code,
+            reason=m.reason, seqs=tuple(journal.by_inbox.get(m.id, [])),
+        )
+        for m in inbox
+        if m.verdict is InboxVerdict.KEPT_ASIDE
+    )  # fmt: skip
+    return Callbacks(run_id=run.run_id, workers=tuple(items), kept_aside=aside)
+
+
+def _checks(detail: Mapping[str, Any]) -> tuple[CheckItem, ...]:
+    raw = detail.get("checks")
+    if not isinstance(raw, list):
+        return ()
+    out = []
+    for check in raw:
+        if isinstance(check, Mapping) and isinstance(check.get("command"), str):
+            code = check.get("exit_code")
+            error = check.get("error")
+            out.append(
+                CheckItem(
+                    command=check["command"],
+                    exit_code=code if isinstance(code, int) and not isinstance(code, bool) else None,
+                    error=error if isinstance(error, str) else None,
+                )
+            )
+    return tuple(out)
+
+
+def _verification(worker: Worker, journal: _Journal) -> VerificationItem:
+    facts = journal.of(worker.task_label, FACT_VERIFICATION)
+    if not facts:
+        return VerificationItem(
+            task=worker.task_label, name=worker.name, verified=False, checks=(), disposition=None, reasons=(), seqs=()
+        )
+    fact = facts[-1]
+    reasons = fact.detail.get("reasons")
+    disposition = fact.detail.get("disposition")
+    return VerificationItem(
+        task=worker.task_label, name=worker.name, verified=True, checks=_checks(fact.detail),
+        disposition=disposition if isinstance(disposition, str) else None,
+        reasons=tuple(r for r in reasons if isinstance(r, str)) if isinstance(reasons, list) else (),
+        seqs=(fact.seq,),
+    )  # fmt: skip
+
+
+def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], journal: _Journal) -> tuple[RetiredItem, ...]:
+    retained_facts = [e for e in journal.events if e.kind == FACT_RETAINED]
+    items: list[RetiredItem] = []
+
+    def settle(task: str | None, name: str | None, what: Literal["pane", "worktree", "workspace"], item: str, worker: Worker | None) -> None:
+        kinds = CLOSING_EFFECTS[what]
+        closing = [e for e in effects if e.kind in kinds and (_mentions(e.request, item) or _mentions(e.response, item))]
+        if what == "worktree" and task is not None:
+            # `worktree remove --workspace <id>` names the workspace, not the path: the task's own removal counts.
+            closing += [e for e in effects if e.kind in kinds and e.task_label == task and e not in closing]
+        done = [e for e in closing if e.status is EffectStatus.CONFIRMED]
+        if done:
+            items.append(RetiredItem(task=task, name=name, what=what, id=item, status="closed", reason=None, seqs=tuple(journal.by_effect.get(done[-1].id, []))))
+            return
+        kept = [e for e in retained_facts if e.detail.get("item") == item]
+        if kept:
+            items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=_reason(kept[-1].detail) or "no reason recorded", seqs=(kept[-1].seq,)))
+            return
+        into = journal.last_into(worker.task_label, WorkerState.RETAINED) if worker is not None and worker.state is WorkerState.RETAINED else None
+        reason = _reason(into.detail) if into is not None else None
+        if into is not None and reason:
+            items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=reason, seqs=(into.seq,)))
+            return
+        failed = [e for e in closing if e.status in (EffectStatus.FAILED, EffectStatus.ABANDONED)]
+        if failed:
+            error = " ".join((failed[-1].error or "").split()) or failed[-1].status.value
+            seqs = tuple(journal.by_effect.get(failed[-1].id, []))
+            items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=f"{failed[-1].kind} {failed[-1].status.value}: {error}", seqs=seqs))
+            return
+        live = f"worker is {worker.state.value}" if worker is not None and worker.state is not WorkerState.RETAINED else None
+        items.append(RetiredItem(task=task, name=name, what=what, id=item, status="open", reason=live, seqs=()))
+
+    for worker in workers:
+        for pane in worker.created_pane_ids:
+            settle(worker.task_label, worker.name, "pane", pane, worker)
+        for path in worker.created_worktree_paths:
+            settle(worker.task_label, worker.name, "worktree", path, worker)
+        for workspace in worker.created_workspace_ids:
+            settle(worker.task_label, worker.name, "workspace", workspace, worker)
+    for workspace in run.created_workspace_ids:
+        settle(None, None, "workspace", workspace, None)
+    return tuple(items)
+
+
+def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Journal) -> tuple[Blocker, ...]:
+    out = [
+        Blocker(task=None, name=None, kind="run_failed", text=_reason(e.detail) or "run failed (no reason recorded)", seqs=(e.seq,))
+        for e in journal.events
+        if e.kind == FACT_RUN_FAILED
+    ]
+    for worker in workers:
+        task = worker.task_label
+        if worker.state is WorkerState.BLOCKED:
+            into = journal.last_into(task, WorkerState.BLOCKED)
+            asked = journal.last_change(task, "pending_question") if worker.pending_question else None
+            text = worker.pending_question or _reason(into.detail if into else None) or "no decision recorded"
+            out.append(Blocker(task=task, name=worker.name, kind="blocked", text=" ".join(text.split()), seqs=_seqs(into, asked)))
+        elif worker.pending_question:
+            asked = journal.last_change(task, "pending_question")
+            out.append(Blocker(task=task, name=worker.name, kind="question", text=" ".join(worker.pending_question.split()), seqs=_seqs(asked)))
+        if WorkerState.FAILED in (worker.state, worker.final_disposition):
+            into = journal.last_into(task, WorkerState.FAILED)
+            text = _reason(into.detail if into else None) or "no evidence recorded"
+            # The unchanged check-ins behind a liveness failure are evidence too.
+            check_ins = journal.of(task, EventKind.CHECK_IN)[-worker.unchanged_check_ins :] if worker.unchanged_check_ins else []
+            out.append(Blocker(task=task, name=worker.name, kind="failed", text=text, seqs=_seqs(into, *check_ins)))
+    names = {w.task_label: w.name for w in workers}
+    for effect in effects:
+        if effect.status is EffectStatus.INTENDED:
+            who = names.get(effect.task_label or "", "run")
+            out.append(
+                Blocker(
+                    task=effect.task_label, name=names.get(effect.task_label or ""), kind="in_flight",
+                    text=f"effect #{effect.id} {effect.kind} ({who}) in flight, outcome unknown",
+                    seqs=tuple(journal.by_effect.get(effect.id, [])),
+                )
+            )  # fmt: skip
+    return tuple(out)
+
+
+def _verdict(
+    workers: Sequence[WorkerItem], retired: Sequence[RetiredItem], blockers: Sequence[Blocker], integration: bool
+) -> tuple[RunVerdict, tuple[str, ...]]:
+    """FAIL: the run failed or no worker was accepted; PASS: everything accepted, retired or kept with a reason, no blockers."""
+    run_failures = [b.text for b in blockers if b.kind == "run_failed"]
+    if run_failures:
+        return RunVerdict.FAIL, tuple(f"run failed: {text}" for text in run_failures)
+    if not workers:
+        return RunVerdict.FAIL, ("the run has no workers",)
+    if not any(w.disposition is WorkerState.ACCEPTED for w in workers):
+        return RunVerdict.FAIL, ("no worker was accepted",)
+    reasons: list[str] = []
+    for w in workers:
+        if w.disposition is not WorkerState.ACCEPTED:
+            reasons.append(f"{w.name} is {w.state.value}" + (f"/{w.disposition.value}" if w.disposition else "") + ", not accepted")
+        elif integration and not w.integrated_sha:
+            reasons.append(f"{w.name} is accepted but not integrated")
+    for item in retired:
+        if item.status == "open":
+            owner = item.name or "run"
+            reasons.append(f"{owner} {item.what} {item.id} is open" + (f" ({item.reason})" if item.reason else " with no reason recorded"))
+    # Blocked and failed workers are already "not accepted" above; their evidence is on the Blockers line.
+    reasons.extend(_blocker_text(b) for b in blockers if b.kind in ("question", "in_flight"))
+    return (RunVerdict.PARTIAL, tuple(reasons)) if reasons else (RunVerdict.PASS, ())
+
+
+def build_report(ledger: Ledger, run_id: str, *, integration_required: bool = False) -> Report:
+    """The report of one run from its ledger records; ``integration_required`` when the plan opted into integration."""
+    run = ledger.get_run(run_id)
+    workers = ledger.list_workers(run_id)
+    journal = _Journal(ledger.events(run_id))
+    inbox = ledger.list_inbox(run_id)
+    effects = ledger.list_effects(run_id)
+    worker_items = tuple(_worker_item(w, journal) for w in workers)
+    retired = _retired(run, workers, effects, journal)
+    blockers = _blockers(workers, effects, journal)
+    verdict, reasons = _verdict(worker_items, retired, blockers, integration_required)
+    return Report(
+        run_id=run.run_id,
+        run_status=run.status.value,
+        verdict=verdict,
+        exit_code=int(VERDICT_EXIT[verdict]),
+        verdict_reasons=reasons,
+        integration_required=integration_required,
+        controller=_controller(run, journal),
+        workers=worker_items,
+        callbacks=_callbacks(run, workers, inbox, journal),
+        verification=tuple(_verification(w, journal) for w in workers),
+        retired=retired,
+        blockers=blockers,
+    )
+
+
+# --- rendering ---------------------------------------------------------------------------------------------------
+
+
+def _join(parts: Iterable[str], empty: str) -> str:
+    listed = list(parts)
+    return "; ".join(listed) if listed else empty
+
+
+def controller_text(controller: Controller) -> str:
+    """``session/workspace/tab/pane``, '-' for what the ledger does not know."""
+    return "/".join(part or "-" for part in (controller.session, controller.workspace, controller.tab, controller.pane))
+
+
+def _worker_text(w: WorkerItem) -> str:
+    state = w.state.value if w.disposition is None or w.disposition is w.state else f"{w.state.value}/{w.disposition.value}"
+    return f"{w.name}={state}" + ("+integrated" if w.integrated_sha else "")
+
+
+def _worker_callbacks_text(w: WorkerCallbacks) -> str:
+    kinds = ", ".join(kind if n == 1 else f"{kind} x{n}" for kind, n in w.accepted.items())
+    text = f"{sum(w.accepted.values())} accepted" + (f" ({kinds})" if kinds else "")
+    return text + (f", {w.unhandled} unhandled" if w.unhandled else "")
+
+
+def _callbacks_text(c: Callbacks) -> str:
+    parts = [f"run {c.run_id}", *(f"{w.name} {_worker_callbacks_text(w)}" for w in c.workers)]
+    if c.kept_aside:
+        listed = ", ".join(f"#{k.inbox_id} {k.reason_code or '?'} ({k.reason or 'no reason'})" for k in c.kept_aside)
+        parts.append(f"kept aside {len(c.kept_aside)}: {listed}")
+    missing = [w.name for w in c.workers if w.missing_result]
+    parts.append("missing result: " + (", ".join(missing) or "none"))
+    return "; ".join(parts)
+
+
+def _check_text(check: CheckItem) -> str:
+    if check.exit_code is None:
+        return f"`{check.command}` did not run" + (f" ({check.error})" if check.error else "")
+    return f"`{check.command}` exit {check.exit_code}"
+
+
+def _verification_text(v: VerificationItem) -> str:
+    if not v.verified:
+        return f"{v.name}: not verified"
+    checks = ", ".join(_check_text(c) for c in v.checks) or "no checks"
+    return f"{v.name}: {checks} -> {v.disposition or '?'}"
+
+
+def _retired_text(r: RetiredItem) -> str:
+    owner = r.name or "run"
+    word = {"closed": "removed" if r.what == "worktree" else "closed", "retained": "retained", "open": "open"}[r.status]
+    reason = r.reason if r.reason else ("no reason recorded" if r.status == "open" else None)
+    return f"{owner} {r.what} {r.id} {word}" + (f" ({reason})" if reason else "")
+
+
+def _blocker_text(b: Blocker) -> str:
+    if b.kind == "run_failed":
+        return f"run failed: {b.text}"
+    if b.kind == "in_flight":
+        return b.text
+    return f"{b.name} {b.kind}: {b.text}"
+
+
+def compact_lines(report: Report) -> list[str]:
+    """The spec's seven lines."""
+    return [
+        f"Herdr: {report.verdict.value}",
+        f"Controller: {controller_text(report.controller)}",
+        "Workers: " + (", ".join(_worker_text(w) for w in report.workers) or "none"),
+        f"Callbacks: {_callbacks_text(report.callbacks)}",
+        "Verification: " + _join((_verification_text(v) for v in report.verification), "none"),
+        "Retired: " + _join((_retired_text(r) for r in report.retired), "nothing created"),
+        "Blockers: " + _join((_blocker_text(b) for b in report.blockers), "none"),
+    ]
+
+
+def render_report(report: Report) -> str:
+    """The compact block, ending in a newline."""
+    return "\n".join(compact_lines(report)) + "\n"
+
+
+def _seq_text(seqs: Iterable[int]) -> str:
+    listed = sorted(set(seqs))
+    return ", ".join(f"#{s}" for s in listed) if listed else "none"
+
+
+def render_markdown(report: Report, workers: Sequence[Worker]) -> str:
+    """`report.md`: the compact block, why the verdict is not PASS, and one detail section per worker."""
+    out = [f"# Herdr orchestration report: {report.run_id}", "", "```text", *compact_lines(report), "```", ""]
+    out += [f"Run status: {report.run_status}. Exit code: {report.exit_code}.", ""]
+    if report.verdict_reasons:
+        out += [f"## Why {report.verdict.value}", "", *(f"- {r}" for r in report.verdict_reasons), ""]
+    by_task = {w.task_label: w for w in workers}
+    for item in report.workers:
+        worker = by_task[item.task]
+        callbacks = next(c for c in report.callbacks.workers if c.task == item.task)
+        verification = next(v for v in report.verification if v.task == item.task)
+        retired = [r for r in report.retired if r.task == item.task]
+        blockers = [b for b in report.blockers if b.task == item.task]
+        out += [f"## {item.name} ({item.task})", ""]
+        out.append(f"- Kind: {item.kind}")
+        out.append(f"- State: {item.state.value}; disposition: {item.disposition.value if item.disposition else 'none'}")
+        out.append(f"- Objective: {' '.join(worker.objective.split())}")
+        out.append(f"- Branch: {worker.branch or '-'}; worktree: {worker.worktree_path or '-'}; pane: {worker.pane_id or '-'}")
+        out.append(f"- Base: {worker.base_sha or '-'}; head: {worker.head_sha or '-'}; integrated: {item.integrated_sha or 'no'}")
+        missing = "; missing result" if callbacks.missing_result else ""
+        out.append(f"- Callbacks: {_worker_callbacks_text(callbacks)}{missing}")
+        out.append(f"- Reported checks: {' '.join((worker.reported_checks or 'none').split())}")
+        out.append(f"- Verification: {_verification_text(verification).split(': ', 1)[1]}")
+        out += [f"  - {reason}" for reason in verification.reasons]
+        out.append(f"- Check-ins without change: {worker.unchanged_check_ins}")
+        out.append("- Retired: " + _join((_retired_text(r) for r in retired), "nothing created"))
+        out.append("- Blockers: " + _join((_blocker_text(b) for b in blockers), "none"))
+        seqs = [*item.seqs, *callbacks.seqs, *verification.seqs, *(s for r in retired for s in r.seqs), *(s for b in blockers for s in b.seqs)]
+        out += [f"- Ledger events: {_seq_text(seqs)}", ""]
+    return "\n".join(out)

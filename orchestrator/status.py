@@ -1,0 +1,173 @@
+"""`orch status`: where a run and each of its workers stand right now, from the ledger alone (no colour, ever)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+from tabulate import tabulate
+
+from registry import InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class WorkerStatus(_Model):
+    """One worker's line."""
+
+    task: str
+    name: str
+    kind: str
+    state: WorkerState
+    disposition: WorkerState | None
+    pane: str | None
+    last_callback_id: int | None
+    last_callback_kind: str | None
+    last_callback_at: datetime | None
+    last_callback_age_s: int | None
+    pending_question: str | None
+
+
+class RunStatusView(_Model):
+    """A run's header and its workers' lines."""
+
+    run_id: str
+    status: RunStatus
+    verdict: RunVerdict | None
+    stopped_at: str | None
+    controller: str
+    repo: str | None
+    repo_path: str | None
+    base_ref: str | None
+    base_sha: str | None
+    workers: tuple[WorkerStatus, ...]
+
+
+class RunSummary(_Model):
+    """One line of `orch status --all`."""
+
+    run_id: str
+    status: RunStatus
+    verdict: RunVerdict | None
+    controller: str
+    repo: str | None
+    workers: int
+    created_at: datetime
+
+
+class RunList(_Model):
+    """Every run in the ledger, oldest first."""
+
+    runs: tuple[RunSummary, ...]
+
+
+def age(seconds: int) -> str:
+    """A short age: 45s, 3m05s, 2h10m, 3d04h."""
+    seconds = max(0, seconds)
+    minutes, secs = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    if days:
+        return f"{days}d{hours:02d}h"
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def _last_callback(worker: Worker, inbox: Sequence[InboxMessage]) -> InboxMessage | None:
+    # The ledger's pointer wins; a phase that did not set it still leaves the accepted messages in the inbox.
+    if worker.last_callback_id is not None:
+        for message in inbox:
+            if message.id == worker.last_callback_id:
+                return message
+    mine = [m for m in inbox if m.verdict is InboxVerdict.ACCEPTED and m.task_label == worker.task_label]
+    return mine[-1] if mine else None
+
+
+def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
+    """The status of one run at ``now``."""
+    run = ledger.get_run(run_id)
+    inbox = ledger.list_inbox(run_id)
+    rows = []
+    for worker in ledger.list_workers(run_id):
+        last = _last_callback(worker, inbox)
+        rows.append(
+            WorkerStatus(
+                task=worker.task_label, name=worker.name, kind=worker.kind, state=worker.state,
+                disposition=worker.final_disposition, pane=worker.pane_id,
+                last_callback_id=last.id if last else None, last_callback_kind=last.kind if last else None,
+                last_callback_at=last.received_at if last else None,
+                last_callback_age_s=int((now - last.received_at).total_seconds()) if last else None,
+                pending_question=worker.pending_question,
+            )
+        )  # fmt: skip
+    return RunStatusView(
+        run_id=run.run_id, status=run.status, verdict=run.verdict, stopped_at=run.stopped_at,
+        controller=_controller(run.session, run.controller_workspace_id, run.controller_tab_id, run.controller_target),
+        repo=run.repo, repo_path=run.repo_path, base_ref=run.base_ref, base_sha=run.base_sha, workers=tuple(rows),
+    )  # fmt: skip
+
+
+def _controller(*parts: str | None) -> str:
+    return "/".join(part or "-" for part in parts)
+
+
+def build_run_list(ledger: Ledger) -> RunList:
+    """Every run with its status, verdict and worker count."""
+    return RunList(
+        runs=tuple(
+            RunSummary(
+                run_id=run.run_id, status=run.status, verdict=run.verdict,
+                controller=_controller(run.session, run.controller_workspace_id, run.controller_tab_id, run.controller_target),
+                repo=run.repo, workers=len(ledger.list_workers(run.run_id)), created_at=run.created_at,
+            )
+            for run in ledger.list_runs()
+        )
+    )  # fmt: skip
+
+
+def _one_line(text: str | None) -> str:
+    return " ".join(text.split()) if text else "-"
+
+
+def render_status(view: RunStatusView) -> str:
+    """Header lines, then one table row per worker, ending in a newline."""
+    status = view.status.value + (f" ({view.verdict.value})" if view.verdict else "") + (f", stopped at {view.stopped_at}" if view.stopped_at else "")
+    base = " ".join(part for part in (view.base_ref, view.base_sha[:12] if view.base_sha else None) if part) or "-"
+    header = [
+        ("run", view.run_id),
+        ("status", status),
+        ("controller", view.controller),
+        ("repo", " ".join(part for part in (view.repo, view.repo_path) if part) or "-"),
+        ("base", base),
+    ]
+    rows = [
+        (
+            w.task, w.name, w.kind, w.state.value, w.disposition.value if w.disposition else "-", w.pane or "-",
+            f"{w.last_callback_kind or '?'} {age(w.last_callback_age_s or 0)} ago" if w.last_callback_id is not None else "-",
+            _one_line(w.pending_question),
+        )
+        for w in view.workers
+    ]  # fmt: skip
+    table = (
+        tabulate(rows, headers=("task", "name", "kind", "state", "disposition", "pane", "last callback", "question"), tablefmt="simple", disable_numparse=True)
+        if rows
+        else "no workers"
+    )
+    return tabulate(header, tablefmt="plain") + "\n\n" + table + "\n"
+
+
+def render_run_list(runs: RunList) -> str:
+    """One row per run, ending in a newline."""
+    if not runs.runs:
+        return "no runs\n"
+    rows = [
+        (r.run_id, r.status.value, r.verdict.value if r.verdict else "-", r.controller, r.repo or "-", r.workers, f"{r.created_at:%Y-%m-%d %H:%M:%SZ}")
+        for r in runs.runs
+    ]
+    return tabulate(rows, headers=("run", "status", "verdict", "controller", "repo", "workers", "created"), tablefmt="simple", disable_numparse=True) + "\n"
