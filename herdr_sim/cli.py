@@ -748,8 +748,10 @@ class Cli:
             pane.launch_kind = kind
             pane.launch_typed_at = e.now
             pane.launch_deadline = e.now + (timeout or 30000) / 1000
+            launch_deadline.append(pane.launch_deadline)
             pane.revision += 1
             return {"type": "agent_started", "agent": e.agent_info(pane), "argv": argv}
+        launch_deadline: list[float] = []  # the server's own deadline for this launch (wall clock)
         self.require_server()
         if (failed := self.fire_fault(rid, "agent start")) is not None:
             return failed
@@ -768,14 +770,13 @@ class Cli:
             if detected and detected != kind:
                 return "err", ("agent_kind_mismatch", f"expected {kind}, detected {detected}")
             if pane.name != name:
-                if pane.launch_kind is None and not pane.interactive_ready and time.time() < (
-                        started_at + (timeout or 30000) / 1000):
+                # The server frees the name at its launch deadline: that is a timeout, anything earlier is not.
+                if pane.launch_kind is None and not pane.interactive_ready and e.now < launch_deadline[0]:
                     return "err", ("agent_name_not_found", f"named agent {name} no longer owns the target terminal")
                 return "err", ("timeout", "timed out waiting for agent startup")
             if pane.interactive_ready:
                 return "ok", e.agent_info(pane)
             return "wait", None
-        started_at = time.time()
         while True:
             status, value = self.poll(check)
             if status == "ok":
