@@ -13,6 +13,7 @@ from orchestrator import __version__
 from orchestrator.commands import dispatch as dispatch_commands
 from orchestrator.commands import inbox as inbox_commands
 from orchestrator.commands import observe as observe_commands
+from orchestrator.commands import dispatch as dispatch_commands
 from orchestrator.commands import plan
 from orchestrator.commands import preflight as preflight_commands
 from orchestrator.commands import report as report_commands
@@ -66,6 +67,8 @@ def cli(ctx: click.Context, herdr: str | None, verbose: bool) -> None:
 
 
 cli.add_command(plan.plan)
+cli.add_command(dispatch_commands.dispatch)
+cli.add_command(dispatch_commands.packet)
 cli.add_command(inbox_commands.inbox)
 cli.add_command(observe_commands.observe)
 cli.add_command(observe_commands.answer)

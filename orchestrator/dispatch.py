@@ -1,0 +1,452 @@
+"""Dispatch (spec §4): resolve each worker's agent, submit its packet exactly once, confirm acceptance, diagnose a stall.
+
+A prompt is never repeated: its effect is intended before and confirmed after; a submitted-but-unaccepted or
+unknown outcome is confirmed as such, so a later `orch dispatch` only reads back, never re-sends.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+from tabulate import tabulate
+
+from orchestrator.briefing import Briefing, brief
+from orchestrator.engine import Engine, InFlightEffect
+from orchestrator.errors import (
+    HerdrAgentNotRunning,
+    HerdrError,
+    HerdrNotFound,
+    HerdrPromptStalled,
+    HerdrProtocolError,
+    HerdrTargetAmbiguous,
+    HerdrTimeout,
+    HerdrWaitExpired,
+    OrchError,
+    one_line,
+)
+from orchestrator.herdr_models import AgentInfo
+from orchestrator.plan import ResolvedPlan
+from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
+
+# herdr's own activity gate for `agent prompt --wait` is 5000 ms (CONTRACT §8.3); the fleet path uses the same.
+ACCEPT_GATE_MS = 5000
+READ_LINES = 60
+# Any observed state after submission settles the single-target wait: acceptance, not the end of the turn.
+ACCEPTED_STATES = ("working", "idle", "done", "blocked")
+SENDABLE = ("idle", "done")
+
+Outcome = Literal["accepted", "stalled", "unknown", "skipped", "failed"]
+Suggestion = Literal["approval_prompt", "shell_prompt", "agent_prompt", "nothing", "unrecognised"]
+
+
+class PromptOutcome(BaseModel):
+    """The stored response of one `agent prompt` effect: submitted (or unknown), and whether acceptance was seen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    submitted: Literal["yes", "unknown"]
+    accepted: bool
+    status: str | None = None
+    state_change_seq: int | None = None
+    error_code: str | None = None
+    error: str | None = None
+    via: str | None = None
+
+
+class Acceptance(BaseModel):
+    """Evidence that the worker took its packet: a state after submission, or a state_change_seq past the baseline."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    via: str
+    status: str
+    state_change_seq: int
+    baseline_seq: int | None
+
+
+class Diagnosis(BaseModel):
+    """What one pane read after a stalled prompt shows (the packet is never sent again)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    suggests: Suggestion
+    summary: str
+    last_lines: tuple[str, ...]
+
+
+class WorkerDispatch(BaseModel):
+    """One worker's dispatch outcome and its ledger state afterwards."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    agent: str
+    outcome: Outcome
+    state: str
+    detail: str
+    packet: str | None = None
+    baseline_seq: int | None = None
+    acceptance: Acceptance | None = None
+    diagnosis: Diagnosis | None = None
+
+
+class DispatchResult(BaseModel):
+    """`orch dispatch`: what was sent, accepted, stalled or skipped, in plan order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    path: Literal["single", "fleet", "none"]
+    prompts_sent: int
+    workers: tuple[WorkerDispatch, ...]
+
+    @property
+    def ok(self) -> bool:
+        """No worker failed, stalled or was left with an unknown outcome."""
+        return all(w.outcome in ("accepted", "skipped") for w in self.workers)
+
+
+@dataclass(eq=False)
+class _Item:
+    """A worker on its way through this dispatch."""
+
+    worker: Worker
+    key: str
+    request: dict[str, object]
+    briefing: Briefing | None = None
+    effect: Effect | None = None
+    outcome: PromptOutcome | None = None
+    report: WorkerDispatch | None = None
+
+    @property
+    def task(self) -> str:
+        return self.worker.task_label
+
+    @property
+    def baseline(self) -> int | None:
+        value = self.request.get("baseline_seq")
+        return value if isinstance(value, int) else None
+
+
+def dispatch_key(task: str) -> str:
+    """The effect key of a worker's initial packet (follow-ups use later numbers)."""
+    return f"{task}:dispatch:1"
+
+
+def dispatch(engine: Engine, run: Run, tasks: Sequence[str] | None = None, *, gate_ms: int = ACCEPT_GATE_MS) -> DispatchResult:
+    """Send each selected ready worker its packet once and confirm acceptance; report every selected worker."""
+    plan = engine.plan_for(run)
+    workers = engine.workers(run)
+    selected = _select(run, workers, tasks)
+    timeout_ms = plan.plan.defaults.wait_timeout_s * 1000
+    items: list[_Item] = []
+    for worker in selected:
+        key = dispatch_key(worker.task_label)
+        items.append(_Item(worker=worker, key=key, request={}, effect=_latest_effect(engine, run.run_id, key)))
+
+    # Bad input first, before anything is sent: every packet to be sent must build.
+    for item in items:
+        if item.worker.state is WorkerState.READY and not _started(item.effect):
+            brief(engine, run, item.task, plan=plan, save=False)
+
+    fresh: list[_Item] = []
+    for item in items:
+        if item.worker.state is WorkerState.READY and _started(item.effect):
+            assert item.effect is not None
+            item.request = dict(item.effect.request)  # replayed or settled below, never re-sent
+        elif item.worker.state is WorkerState.READY:
+            if _preflight(engine, run, plan, item):
+                fresh.append(item)
+        elif item.worker.state is WorkerState.DISPATCHED and item.effect is not None and item.effect.status is EffectStatus.CONFIRMED:
+            item.request = dict(item.effect.request)
+            item.outcome = PromptOutcome.model_validate(item.effect.response)
+        else:
+            item.report = _report(item, "skipped", _not_sendable(item.worker))
+
+    path: Literal["single", "fleet", "none"] = "none" if not fresh else "single" if len(fresh) == 1 else "fleet"
+    sent = 0
+    for item in items:
+        if item.report is not None or item.outcome is not None:
+            continue
+        if item in fresh:
+            item.briefing = brief(engine, run, item.task, plan=plan)
+            item.request.update(packet=str(item.briefing.path), sha256=item.briefing.sha256, bytes=item.briefing.size)
+        _send(engine, run, item, wait=path == "single", timeout_ms=timeout_ms)
+        if item in fresh and item.outcome is not None:
+            sent += 1
+
+    _confirm(engine, run, [i for i in items if i.report is None and i.outcome is not None], gate_ms=gate_ms)
+    reports = [item.report for item in items if item.report is not None]
+    return DispatchResult(run_id=run.run_id, path=path, prompts_sent=sent, workers=tuple(reports))
+
+
+def _select(run: Run, workers: list[Worker], tasks: Sequence[str] | None) -> list[Worker]:
+    if not tasks:
+        return workers
+    by_task = {w.task_label: w for w in workers}
+    unknown = [t for t in tasks if t not in by_task]
+    if unknown:
+        raise OrchError(f"run {run.run_id} has no worker {unknown[0]}", hint=f"its workers: {', '.join(by_task) or '(none)'}")
+    wanted = set(tasks)
+    return [w for w in workers if w.task_label in wanted]
+
+
+def _latest_effect(engine: Engine, run_id: str, key: str) -> Effect | None:
+    """The last attempt of a key (engine.once retries a failed attempt as key#2, key#3…)."""
+    found: Effect | None = None
+    attempt = 1
+    while (effect := engine.ledger.find_effect(run_id, key if attempt == 1 else f"{key}#{attempt}")) is not None:
+        found, attempt = effect, attempt + 1
+    return found
+
+
+def _started(effect: Effect | None) -> bool:
+    """A prompt that was (or may have been) submitted: its effect is confirmed or still in flight."""
+    return effect is not None and effect.status in (EffectStatus.INTENDED, EffectStatus.CONFIRMED)
+
+
+def _not_sendable(worker: Worker) -> str:
+    if worker.state is WorkerState.PROVISIONING:
+        return "still provisioning: run `orch provision` first"
+    if worker.state is WorkerState.DISPATCHED:
+        return "dispatched by another door without a recorded packet effect; inspect it"
+    return f"already {worker.state}: its packet was sent before"
+
+
+def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> bool:
+    """Resolve the target right before sending (spec §4); True when the worker may be sent its packet now."""
+    worker = item.worker
+    if engine.planned(plan, item.task).mode == "plan-first":
+        # TODO(provision): call orchestrator.agents/provision enter_plan_mode once it lands, then send.
+        item.report = _report(item, "skipped", "plan-first mode needs the agent switched to plan mode first, which orch cannot do yet")
+        return False
+    try:
+        info = engine.herdr.agent_get(worker.name)
+    except (HerdrNotFound, HerdrTargetAmbiguous) as exc:
+        _fail(engine, run, item, exc)
+        return False
+    if worker.pane_id and info.pane_id != worker.pane_id:
+        item.report = _report(item, "skipped", f"agent {worker.name} is in pane {info.pane_id}, but the ledger has {worker.pane_id}; not sending")
+        return False
+    if info.agent_status not in SENDABLE:
+        item.report = _report(item, "skipped", f"agent {worker.name} is {info.agent_status}; a packet goes only to an idle or done agent")
+        return False
+    item.request = {"target": worker.name, "pane_id": info.pane_id, "baseline_seq": info.state_change_seq}
+    return True
+
+
+def _fail(engine: Engine, run: Run, item: _Item, exc: HerdrError) -> None:
+    cause = {"phase": "dispatch", "error_code": exc.code, "error": exc.message}
+    try:
+        worker = engine.ledger.transition(run.run_id, item.task, item.worker.state, WorkerState.FAILED, cause=cause)
+        state = str(worker.state)
+    except StaleState as stale:
+        state = stale.actual
+    item.report = _report(item, "failed", exc.message, state=state)
+
+
+def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int) -> None:
+    """Submit (or replay, or settle) the packet through engine.once; a submitted prompt moves ready -> dispatched."""
+    name = item.worker.name
+
+    def act() -> PromptOutcome:
+        assert item.briefing is not None, "a new prompt effect always has its packet"
+        return _prompt(engine, name, item.briefing.text, wait=wait, timeout_ms=timeout_ms)
+
+    def settle() -> PromptOutcome | None:
+        # Left in flight by an earlier process: it happened if the agent moved past the recorded baseline.
+        info = engine.herdr.agent_get(name)
+        if _is_accepted(info, item.baseline):
+            return PromptOutcome(submitted="yes", accepted=True, status=info.agent_status, state_change_seq=info.state_change_seq, via="agent get")
+        return None
+
+    try:
+        item.outcome = engine.once(run.run_id, item.task, "agent_prompt", item.key, item.request, act, model=PromptOutcome, settle=settle)
+    except InFlightEffect as exc:
+        item.report = _report(item, "unknown", f"{exc.message}; not re-sent")
+        return
+    except (HerdrNotFound, HerdrTargetAmbiguous) as exc:
+        _fail(engine, run, item, exc)
+        return
+    except HerdrError as exc:
+        if exc.code is None:
+            raise  # herdr unreachable or broken: the whole dispatch stops here
+        item.report = _report(item, "skipped", f"not sent: {exc.message}")
+        return
+    cause: dict[str, object] = {"phase": "dispatch", "effect": item.key, **item.request, "outcome": item.outcome.model_dump(mode="json")}
+    try:
+        worker = engine.ledger.transition(run.run_id, item.task, WorkerState.READY, WorkerState.DISPATCHED, cause=cause, reply_target=name)
+        item.worker = worker
+    except StaleState:
+        item.worker = engine.ledger.get_worker(run.run_id, item.task)
+
+
+def _prompt(engine: Engine, name: str, text: str, *, wait: bool, timeout_ms: int) -> PromptOutcome:
+    """One `agent prompt`; errors that mean "submitted" or "unknown" become outcomes so the effect is never retried."""
+    try:
+        if wait:
+            result = engine.herdr.agent_prompt(name, text, wait=True, until=ACCEPTED_STATES, timeout_ms=timeout_ms)
+            return PromptOutcome(
+                submitted="yes", accepted=True, status=result.agent.agent_status, state_change_seq=result.agent.state_change_seq, via="agent prompt --wait"
+            )
+        result = engine.herdr.agent_prompt(name, text)
+        return PromptOutcome(submitted="yes", accepted=False, status=result.agent.agent_status, state_change_seq=result.agent.state_change_seq)
+    except (HerdrPromptStalled, HerdrWaitExpired, HerdrAgentNotRunning) as exc:
+        # herdr submits before it waits: these arrive after the text and Enter were written (CONTRACT §8.3).
+        return PromptOutcome(submitted="yes", accepted=False, error_code=exc.code, error=exc.message)
+    except (HerdrTimeout, HerdrProtocolError) as exc:
+        # We cannot tell whether herdr wrote the prompt; a second one would be a second turn.
+        return PromptOutcome(submitted="unknown", accepted=False, error_code=exc.code, error=one_line(exc.message))
+
+
+def _is_accepted(info: AgentInfo, baseline: int | None) -> bool:
+    return info.agent_status == "working" or (baseline is not None and info.state_change_seq > baseline)
+
+
+def _confirm(engine: Engine, run: Run, items: list[_Item], *, gate_ms: int) -> None:
+    """Confirm acceptance: one shared `agent list`, then concurrent waits for the rest, then one pane read per laggard."""
+    accepted: dict[str, Acceptance] = {}
+    for item in items:
+        assert item.outcome is not None
+        if item.outcome.accepted and item.outcome.status is not None and item.outcome.state_change_seq is not None:
+            accepted[item.task] = Acceptance(via=item.outcome.via or "agent prompt", status=item.outcome.status,
+                                             state_change_seq=item.outcome.state_change_seq, baseline_seq=item.baseline)
+    # A single-target prompt that stalled already waited herdr's gate: go straight to the diagnosis.
+    stalled_now = {i.task for i in items if i.outcome is not None and i.outcome.error_code == "agent_prompt_stalled" and i.briefing is not None}
+    waiting = [i for i in items if i.task not in accepted and i.task not in stalled_now]
+    if waiting:
+        listed = {info.name: info for info in engine.herdr.agent_list() if info.name}
+        for item in waiting:
+            info = listed.get(item.worker.name)
+            if info is not None and _is_accepted(info, item.baseline):
+                accepted[item.task] = Acceptance(via="agent list", status=info.agent_status, state_change_seq=info.state_change_seq, baseline_seq=item.baseline)
+        laggards = [i for i in waiting if i.task not in accepted]
+        if laggards:
+            with ThreadPoolExecutor(max_workers=len(laggards)) as pool:
+                for item, found in zip(laggards, pool.map(lambda i: _await_working(engine, i, gate_ms), laggards)):
+                    if found is not None:
+                        accepted[item.task] = found
+    unaccepted = [i for i in items if i.task not in accepted]
+    diagnoses: dict[str, Diagnosis] = {}
+    if unaccepted:
+        with ThreadPoolExecutor(max_workers=len(unaccepted)) as pool:
+            diagnoses = dict(zip((i.task for i in unaccepted), pool.map(lambda i: _diagnose(engine, i), unaccepted)))
+    for item in items:
+        if item.task in accepted:
+            _mark_working(engine, run, item, accepted[item.task])
+        else:
+            _mark_stalled(engine, run, item, diagnoses[item.task])
+
+
+def _await_working(engine: Engine, item: _Item, gate_ms: int) -> Acceptance | None:
+    """Wait up to the gate for `working`; then one `agent get`, since the agent may have finished its turn already."""
+    name = item.worker.name
+    try:
+        info = engine.herdr.agent_wait(name, until=("working",), timeout_ms=gate_ms)
+        return Acceptance(via="agent wait", status=info.agent_status, state_change_seq=info.state_change_seq, baseline_seq=item.baseline)
+    except (HerdrWaitExpired, HerdrAgentNotRunning, HerdrNotFound):
+        pass
+    try:
+        info = engine.herdr.agent_get(name)
+    except HerdrNotFound:
+        return None
+    if _is_accepted(info, item.baseline):
+        return Acceptance(via="agent get", status=info.agent_status, state_change_seq=info.state_change_seq, baseline_seq=item.baseline)
+    return None
+
+
+_APPROVAL = re.compile(r"(?i)\b(approve|allow|permission|trust this|do you want|proceed\?|continue\?|yes/no)\b|\(y/n\)|\[y/n\]")
+_SHELL = re.compile(r"^(\S*[$#%]|[$#%])$")
+_AGENT_INPUT = re.compile(r"^[›>❯]")
+
+
+def classify_screen(text: str) -> Diagnosis:
+    """What the last lines of a pane suggest about a prompt that produced no state change."""
+    lines = tuple(line.rstrip() for line in text.splitlines() if line.strip())[-12:]
+    if not lines:
+        return Diagnosis(suggests="nothing", summary="the pane shows nothing; the agent may not have drawn its screen", last_lines=())
+    last = lines[-1].strip()
+    if any(_APPROVAL.search(line) for line in lines[-6:]):
+        return Diagnosis(suggests="approval_prompt", summary="the agent shows an approval or trust prompt; answer it in the pane", last_lines=lines)
+    if _SHELL.match(last):
+        return Diagnosis(suggests="shell_prompt", summary="the pane is at a shell prompt: the agent has exited", last_lines=lines)
+    if _AGENT_INPUT.match(last):
+        return Diagnosis(suggests="agent_prompt", summary="the agent sits at its input prompt and reported no state change", last_lines=lines)
+    return Diagnosis(suggests="unrecognised", summary="no approval or shell prompt recognised; read the pane", last_lines=lines)
+
+
+def _diagnose(engine: Engine, item: _Item) -> Diagnosis:
+    """Read the pane once (spec §4) and say what it suggests; never send anything."""
+    try:
+        text = engine.herdr.agent_read(item.worker.name, source="recent-unwrapped", lines=READ_LINES)
+    except HerdrNotFound as exc:
+        return Diagnosis(suggests="nothing", summary=f"the agent is gone: {exc.message}", last_lines=())
+    return classify_screen(text)
+
+
+def _mark_working(engine: Engine, run: Run, item: _Item, acceptance: Acceptance) -> None:
+    cause = {"phase": "dispatch", "effect": item.key, "acceptance": acceptance.model_dump(mode="json")}
+    try:
+        worker = engine.ledger.transition(run.run_id, item.task, WorkerState.DISPATCHED, WorkerState.WORKING, cause=cause)
+        detail = f"accepted: {acceptance.status} (seq {acceptance.state_change_seq}{_past(acceptance.baseline_seq)}) via {acceptance.via}"
+    except StaleState:
+        # Observation moved it on first (e.g. its result already arrived): acceptance is implied.
+        worker = engine.ledger.get_worker(run.run_id, item.task)
+        detail = f"accepted; already {worker.state}"
+    item.worker = worker
+    item.report = _report(item, "accepted", detail, acceptance=acceptance)
+
+
+def _mark_stalled(engine: Engine, run: Run, item: _Item, diagnosis: Diagnosis) -> None:
+    assert item.outcome is not None
+    why = item.outcome.error or f"no state change within {ACCEPT_GATE_MS} ms"
+    engine.ledger.record_fact(
+        run.run_id, "dispatch_diagnosis", task_label=item.task,
+        detail={"effect": item.key, "outcome": item.outcome.model_dump(mode="json"), **diagnosis.model_dump(mode="json")},
+    )
+    item.worker = engine.ledger.get_worker(run.run_id, item.task)
+    if item.outcome.submitted == "unknown":
+        item.report = _report(item, "unknown", f"prompt outcome unknown ({why}); not re-sent; {diagnosis.summary}", diagnosis=diagnosis)
+    else:
+        item.report = _report(item, "stalled", f"submitted, not accepted ({why}); not re-sent; {diagnosis.summary}", diagnosis=diagnosis)
+
+
+def _past(baseline: int | None) -> str:
+    return "" if baseline is None else f", baseline {baseline}"
+
+
+def _report(item: _Item, outcome: Outcome, detail: str, *, state: str | None = None, **extra: object) -> WorkerDispatch:
+    packet = item.request.get("packet")
+    return WorkerDispatch(
+        task=item.task, agent=item.worker.name, outcome=outcome, state=state or str(item.worker.state), detail=detail,
+        packet=packet if isinstance(packet, str) else None, baseline_seq=item.baseline, **extra,  # type: ignore[arg-type]
+    )
+
+
+# --- rendering ------------------------------------------------------------------------------------------------------
+
+
+def render_dispatch(result: DispatchResult) -> str:
+    """The human `orch dispatch` output: a summary line, one row per worker, and the screen of each stalled worker."""
+    counts: dict[str, int] = {}
+    for w in result.workers:
+        counts[w.outcome] = counts.get(w.outcome, 0) + 1
+    summary = ", ".join(f"{n} {outcome}" for outcome, n in counts.items()) or "no workers"
+    how = {"single": "one target, prompt --wait", "fleet": "fleet, prompts then concurrent acceptance", "none": "nothing new to send"}[result.path]
+    lines = [f"dispatch run {result.run_id}: {summary}; {result.prompts_sent} prompt(s) sent ({how})", ""]
+    rows = [(w.task, w.agent, w.outcome, w.state, w.detail) for w in result.workers]
+    lines.append(tabulate(rows, headers=("task", "agent", "outcome", "state", "detail"), tablefmt="simple", disable_numparse=True))
+    for w in result.workers:
+        if w.diagnosis is not None and w.diagnosis.last_lines:
+            lines += ["", f"{w.task}: last lines of its pane ({w.diagnosis.suggests}):", *(f"  | {line}" for line in w.diagnosis.last_lines)]
+    return "\n".join(lines) + "\n"
+
+
+def failed_tasks(result: DispatchResult) -> Iterable[str]:
+    """Tasks that need the person: failed, stalled or unknown."""
+    return (w.task for w in result.workers if w.outcome not in ("accepted", "skipped"))

@@ -1,0 +1,287 @@
+"""Dispatch against a stateful fake herdr and a real ledger: one prompt per worker, acceptance, stalls, no re-sends."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.clock import FakeClock
+from orchestrator.config import Settings
+from orchestrator.dispatch import classify_screen, dispatch, dispatch_key, render_dispatch
+from orchestrator.engine import Engine
+from orchestrator.errors import HerdrNotFound, HerdrPromptStalled, HerdrTimeout, HerdrWaitExpired
+from orchestrator.herdr_models import AgentInfo, AgentPrompted
+from registry import EffectStatus, Run, WorkerState
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_ID = "w1:p1-20261130T080000Z"
+TASKS = ("api-pagination", "api-tests", "pagination-docs")
+
+
+@dataclass
+class FakeAgent:
+    """One agent pane: status, seq, how it reacts to a prompt, and what its screen shows."""
+
+    name: str
+    pane_id: str
+    status: str = "idle"
+    seq: int = 10
+    reacts: str = "work"  # work | stall | finish
+    screen: str = "› \n"
+    prompts: list[str] = field(default_factory=list)
+
+
+class FakeHerdr:
+    """The agent commands dispatch uses, over in-memory agents; unknown names raise herdr's agent_not_found."""
+
+    def __init__(self, agents: list[FakeAgent]) -> None:
+        self.agents = {a.name: a for a in agents}
+        self.calls: list[tuple[str, ...]] = []
+        self.prompt_error: Exception | None = None
+
+    def _info(self, a: FakeAgent) -> AgentInfo:
+        return AgentInfo(terminal_id=f"t-{a.name}", agent_status=a.status, workspace_id="w1", tab_id="w1:t1", pane_id=a.pane_id,  # type: ignore[arg-type]
+                         focused=False, revision=0, state_change_seq=a.seq, name=a.name, agent="codex")
+
+    def _get(self, name: str) -> FakeAgent:
+        if name not in self.agents:
+            raise HerdrNotFound(f"herdr agent get: agent_not_found: agent target {name} not found", code="agent_not_found")
+        return self.agents[name]
+
+    def agent_get(self, target: str) -> AgentInfo:
+        self.calls.append(("agent get", target))
+        return self._info(self._get(target))
+
+    def agent_list(self) -> tuple[AgentInfo, ...]:
+        self.calls.append(("agent list",))
+        return tuple(self._info(a) for a in self.agents.values())
+
+    def agent_prompt(self, target: str, text: str, *, wait: bool = False, until: Any = (), timeout_ms: int | None = None) -> AgentPrompted:
+        self.calls.append(("agent prompt --wait" if wait else "agent prompt", target))
+        a = self._get(target)
+        if self.prompt_error is not None:
+            raise self.prompt_error
+        a.prompts.append(text)
+        if a.reacts == "work":
+            a.status, a.seq = "working", a.seq + 1
+        elif a.reacts == "finish":
+            a.status, a.seq = "done", a.seq + 2
+        elif wait:
+            raise HerdrPromptStalled(f"herdr agent prompt: agent_prompt_stalled: no observed state change; state_change_seq remained {a.seq}",
+                                     code="agent_prompt_stalled")
+        return AgentPrompted(type="agent_prompted", agent=self._info(a))
+
+    def agent_wait(self, target: str, *, until: Any = (), timeout_ms: int) -> AgentInfo:
+        self.calls.append(("agent wait", target))
+        a = self._get(target)
+        if a.status in until:
+            return self._info(a)
+        raise HerdrWaitExpired("herdr agent wait: timeout: timed out waiting for agent status", code="timeout")
+
+    def agent_read(self, target: str, *, source: str = "recent", lines: int | None = None) -> str:
+        self.calls.append(("agent read", target, source, str(lines)))
+        return self._get(target).screen
+
+    def count(self, command: str) -> int:
+        return sum(1 for call in self.calls if call[0] == command)
+
+
+def make_engine(tmp_path: Path, herdr: FakeHerdr) -> Engine:
+    settings = Settings(home=tmp_path / "home", orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=Path("/src"))
+    return Engine(settings=settings, herdr=herdr, clock=FakeClock(), env={})  # type: ignore[arg-type]
+
+
+def ready_run(engine: Engine, tasks: tuple[str, ...] = TASKS) -> Run:
+    """The example plan's run with the given workers provisioned (ready, with a pane) and the rest still provisioning."""
+    run_dir = engine.run_dir(RUN_ID)
+    run_dir.mkdir(parents=True)
+    shutil.copy(ROOT / "examples" / "plan.toml", run_dir / "plan.toml")
+    run = engine.ledger.create_run(RUN_ID, controller_target="w1:p1", organization="acme", repo="widgets", repo_path="/src/acme/widgets",
+                                   base_ref="origin/main", base_sha="1" * 40, plan_path="plan.toml")
+    for index, planned in enumerate(engine.plan_for(run).workers):
+        engine.ledger.add_worker(RUN_ID, planned.task, name=planned.name, kind=planned.kind, objective=planned.worker.objective,
+                                 claimed_files=planned.worker.claim)
+        if planned.task in tasks:
+            engine.ledger.transition(RUN_ID, planned.task, WorkerState.PROVISIONING, WorkerState.READY, cause={"test": True},
+                                     pane_id=f"w2:p{index + 1}", worktree_path=str(planned.worktree.path))
+    return run
+
+
+def agents(*reacts: str) -> list[FakeAgent]:
+    return [FakeAgent(name=task, pane_id=f"w2:p{i + 1}", reacts=r) for i, (task, r) in enumerate(zip(TASKS, reacts))]
+
+
+def states(engine: Engine) -> dict[str, str]:
+    return {w.task_label: str(w.state) for w in engine.ledger.list_workers(RUN_ID)}
+
+
+def test_single_target_uses_prompt_wait_and_records_acceptance(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work"))
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, ("api-pagination",))
+
+    result = dispatch(engine, run, ["api-pagination"])
+
+    assert render_dispatch(result) == (
+        f"dispatch run {RUN_ID}: 1 accepted; 1 prompt(s) sent (one target, prompt --wait)\n"
+        "\n"
+        "task            agent           outcome    state    detail\n"
+        "--------------  --------------  ---------  -------  ---------------------------------------------------------------\n"
+        "api-pagination  api-pagination  accepted   working  accepted: working (seq 11, baseline 10) via agent prompt --wait\n"
+    )
+    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination")]
+    packet = engine.run_dir(RUN_ID) / "packets" / "api-pagination.md"
+    assert herdr.agents["api-pagination"].prompts == [packet.read_text()]
+    effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
+    assert effect is not None and effect.status is EffectStatus.CONFIRMED
+    assert effect.request == {"target": "api-pagination", "pane_id": "w2:p1", "baseline_seq": 10, "packet": str(packet),
+                              "sha256": hashlib.sha256(packet.read_bytes()).hexdigest(), "bytes": len(packet.read_bytes())}
+    transitions = [(e.from_state, e.to_state) for e in engine.ledger.events(RUN_ID, task_label="api-pagination") if e.kind == "transition"]
+    assert transitions[-2:] == [(WorkerState.READY, WorkerState.DISPATCHED), (WorkerState.DISPATCHED, WorkerState.WORKING)]
+    assert engine.ledger.get_worker(RUN_ID, "api-pagination").reply_target == "api-pagination"
+
+
+def test_fleet_sends_without_wait_and_confirms_with_one_shared_list(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work", "finish", "stall"))
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine)
+
+    result = dispatch(engine, run)
+
+    assert [(w.task, w.outcome, w.state) for w in result.workers] == [
+        ("api-pagination", "accepted", "working"), ("api-tests", "accepted", "working"), ("pagination-docs", "stalled", "dispatched")]
+    assert (result.path, result.prompts_sent) == ("fleet", 3)
+    assert (herdr.count("agent prompt"), herdr.count("agent prompt --wait"), herdr.count("agent list")) == (3, 0, 1)
+    # Only the laggard is waited on, then read once; nothing is sent twice.
+    assert herdr.calls[-3:] == [("agent wait", "pagination-docs"), ("agent get", "pagination-docs"),
+                                ("agent read", "pagination-docs", "recent-unwrapped", "60")]
+    stalled = result.workers[2]
+    assert stalled.diagnosis is not None and stalled.diagnosis.suggests == "agent_prompt"
+    assert stalled.detail == ("submitted, not accepted (no state change within 5000 ms); not re-sent; "
+                              "the agent sits at its input prompt and reported no state change")
+    assert [e.kind for e in engine.ledger.events(RUN_ID, task_label="pagination-docs")][-1] == "dispatch_diagnosis"
+    assert not result.ok
+
+
+def test_rerun_sends_nothing_new_and_picks_up_late_acceptance(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work", "work", "stall"))
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine)
+    dispatch(engine, run)
+    herdr.agents["pagination-docs"].status, herdr.agents["pagination-docs"].seq = "working", 11
+    herdr.calls.clear()
+
+    again = dispatch(engine, run)
+
+    assert [(w.task, w.outcome, w.state, w.detail) for w in again.workers] == [
+        ("api-pagination", "skipped", "working", "already working: its packet was sent before"),
+        ("api-tests", "skipped", "working", "already working: its packet was sent before"),
+        ("pagination-docs", "accepted", "working", "accepted: working (seq 11, baseline 10) via agent list"),
+    ]
+    assert (again.prompts_sent, herdr.calls) == (0, [("agent list",)])
+    assert [len(a.prompts) for a in herdr.agents.values()] == [1, 1, 1]
+
+
+def test_single_stall_is_diagnosed_from_one_read_without_a_second_prompt(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("stall"))
+    herdr.agents["api-pagination"].screen = "Allow codex to run `pytest`?\n  1. Yes  2. No\n"
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, ("api-pagination",))
+
+    result = dispatch(engine, run, ["api-pagination"])
+
+    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination"),
+                           ("agent read", "api-pagination", "recent-unwrapped", "60")]
+    assert render_dispatch(result).splitlines()[-3:] == [
+        "api-pagination: last lines of its pane (approval_prompt):", "  | Allow codex to run `pytest`?", "  |   1. Yes  2. No"]
+    assert states(engine)["api-pagination"] == "dispatched"
+    assert dispatch(engine, run, ["api-pagination"]).prompts_sent == 0
+    assert herdr.count("agent prompt --wait") + herdr.count("agent prompt") == 1
+
+
+def test_working_agent_is_not_sent_a_packet(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work"))
+    herdr.agents["api-pagination"].status = "working"
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, ("api-pagination",))
+
+    result = dispatch(engine, run, ["api-pagination"])
+
+    assert [(w.outcome, w.state, w.detail) for w in result.workers] == [
+        ("skipped", "ready", "agent api-pagination is working; a packet goes only to an idle or done agent")]
+    assert herdr.calls == [("agent get", "api-pagination")]
+
+
+def test_missing_agent_fails_that_worker_and_dispatches_the_others(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work", "work"))
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, ("api-pagination", "api-tests", "pagination-docs"))
+
+    result = dispatch(engine, run)
+
+    assert [(w.task, w.outcome, w.state) for w in result.workers] == [
+        ("api-pagination", "accepted", "working"), ("api-tests", "accepted", "working"), ("pagination-docs", "failed", "failed")]
+    assert result.workers[2].detail == "herdr agent get: agent_not_found: agent target pagination-docs not found"
+
+
+def test_unknown_prompt_outcome_is_confirmed_and_never_repeated(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("stall"))
+    herdr.prompt_error = HerdrTimeout("herdr agent prompt: no answer within 75 s (killed)")
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, ("api-pagination",))
+
+    first = dispatch(engine, run, ["api-pagination"])
+    herdr.prompt_error = None
+    second = dispatch(engine, run, ["api-pagination"])
+
+    assert (first.workers[0].outcome, second.workers[0].outcome) == ("unknown", "unknown")
+    assert herdr.count("agent prompt --wait") == 1
+    effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
+    assert effect is not None and effect.status is EffectStatus.CONFIRMED and effect.response is not None
+    assert effect.response["submitted"] == "unknown"
+
+
+def test_in_flight_prompt_is_settled_by_read_back_not_resent(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work"))
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, ("api-pagination",))
+    # An earlier process intended the prompt and died; herdr shows the agent moved past the baseline.
+    engine.ledger.intend(RUN_ID, "api-pagination", "agent_prompt", dispatch_key("api-pagination"),
+                         {"target": "api-pagination", "pane_id": "w2:p1", "baseline_seq": 10})
+    herdr.agents["api-pagination"].status, herdr.agents["api-pagination"].seq = "working", 12
+
+    result = dispatch(engine, run, ["api-pagination"])
+
+    assert [(w.outcome, w.state) for w in result.workers] == [("accepted", "working")]
+    assert herdr.calls == [("agent get", "api-pagination")]
+
+
+def test_unknown_task_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work"))
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine)
+
+    with pytest.raises(Exception) as caught:
+        dispatch(engine, run, ["nope"])
+
+    assert str(caught.value) == f"run {RUN_ID} has no worker nope"
+    assert herdr.calls == []
+
+
+@pytest.mark.parametrize(
+    ("screen", "suggests"),
+    [
+        ("", "nothing"),
+        ("codex exited\n$ \n", "shell_prompt"),
+        ("Do you trust the files in this folder? (y/n)\n", "approval_prompt"),
+        ("› \n", "agent_prompt"),
+        ("thinking about it\n", "unrecognised"),
+    ],
+)
+def test_classify_screen(screen: str, suggests: str) -> None:
+    assert classify_screen(screen).suggests == suggests
