@@ -13,7 +13,6 @@ from orchestrator import __version__
 from orchestrator.commands import dispatch as dispatch_commands
 from orchestrator.commands import inbox as inbox_commands
 from orchestrator.commands import observe as observe_commands
-from orchestrator.commands import dispatch as dispatch_commands
 from orchestrator.commands import plan
 from orchestrator.commands import preflight as preflight_commands
 from orchestrator.commands import report as report_commands
@@ -73,8 +72,6 @@ cli.add_command(inbox_commands.inbox)
 cli.add_command(observe_commands.observe)
 cli.add_command(observe_commands.answer)
 cli.add_command(observe_commands.send)
-cli.add_command(dispatch_commands.dispatch)
-cli.add_command(dispatch_commands.packet)
 cli.add_command(preflight_commands.preflight)
 cli.add_command(report_commands.report)
 cli.add_command(report_commands.status)
