@@ -1,0 +1,257 @@
+"""The integrate phase: parallel work, serial integration of accepted workers into a dedicated branch (or a report)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator import git
+from orchestrator.engine import Engine
+from orchestrator.errors import OrchError
+from orchestrator.verify import blocked_by_verification
+from registry import Run, Worker, WorkerState
+
+S = WorkerState
+
+Outcome = Literal["accepted", "merged", "already integrated", "conflict", "not merged"]
+
+
+class MergeConflict(OrchError):
+    """A merge stopped on conflicts; it was aborted, so the integration worktree is as it was before."""
+
+    def __init__(self, task: str, paths: list[str]) -> None:
+        super().__init__(f"merging {task} conflicts in {', '.join(paths) or 'the index'}")
+        self.paths = tuple(paths)
+
+
+class MergeDone(BaseModel):
+    """A merge that landed: the worker's verified head and the integration branch commit that holds it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    head_sha: str
+    integrated_sha: str
+
+
+class WorktreeReady(BaseModel):
+    """The integration worktree exists at ``path`` on ``branch``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    branch: str
+
+
+class IntegrationItem(BaseModel):
+    """One accepted worker and what integration did with it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    branch: str | None
+    head_sha: str | None
+    outcome: Outcome
+    integrated_sha: str | None = None
+    conflicts: tuple[str, ...] = ()
+
+
+class Pending(BaseModel):
+    """A worker that is not (or not yet) accepted, so integration leaves it alone."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    state: WorkerState
+    disposition: WorkerState | None
+
+
+class IntegrateResult(BaseModel):
+    """What `orch integrate` did: report-only, paused, or merged in plan order up to the first conflict."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    enabled: bool
+    integration_branch: str | None
+    worktree: str | None
+    items: tuple[IntegrationItem, ...]
+    not_accepted: tuple[Pending, ...]
+    paused_by: tuple[str, ...]
+    stopped_at: str | None
+
+    @property
+    def complete(self) -> bool:
+        """Nothing is paused or stopped (report-only mode is complete by definition: it merges nothing)."""
+        return not self.enabled or (not self.paused_by and self.stopped_at is None)
+
+
+def integration_worktree(engine: Engine, run: Run) -> Path:
+    """Where the integration branch is checked out: the run's own folder, never the user's checkout."""
+    return engine.run_dir(run.run_id) / "integration"
+
+
+def _pending(workers: list[Worker]) -> tuple[Pending, ...]:
+    return tuple(
+        Pending(task=w.task_label, state=w.state, disposition=w.final_disposition) for w in workers if w.final_disposition is not S.ACCEPTED
+    )
+
+
+def _ensure_worktree(engine: Engine, run: Run, repo: str, branch: str, base: str) -> Path:
+    path = integration_worktree(engine, run)
+    real = str(path.resolve())
+
+    def found() -> WorktreeReady | None:
+        checkouts = git.worktree_paths(repo)
+        return WorktreeReady(path=real, branch=branch) if checkouts.get(real) == branch else None
+
+    checkouts = git.worktree_paths(repo)
+    elsewhere = [p for p, b in checkouts.items() if b == branch and p != real]
+    if elsewhere:
+        # The person's own checkout (or any other) may hold the branch: orch never merges into someone's working tree.
+        raise OrchError(
+            f"integration branch {branch} is checked out at {elsewhere[0]}; orch merges only in its own worktree {path}",
+            hint=f"switch that checkout to another branch, or set a different [integration] branch in the plan",
+        )
+    if real in checkouts and checkouts[real] != branch:
+        raise OrchError(f"{path} is a worktree on {checkouts[real] or 'a detached HEAD'}, not on {branch}")
+
+    def create() -> WorktreeReady:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        start = None if git.branch_exists(repo, branch) else base
+        git.add_branch_worktree(repo, path, branch, start)
+        return WorktreeReady(path=real, branch=branch)
+
+    if found() is None:
+        engine.echo(f"integrate: worktree {path} on {branch}")
+    engine.once(
+        run.run_id, None, "integration_worktree", f"integration:worktree:{branch}", {"path": real, "branch": branch, "base": base},
+        lambda: found() or create(), model=WorktreeReady, settle=found,
+    )  # fmt: skip
+    if found() is None:
+        raise OrchError(f"integration worktree {path} is not on {branch} (it was recorded as created earlier)", hint="inspect `git worktree list`")
+    if git.merge_in_progress(path) or git.status_porcelain(path):
+        raise OrchError(f"integration worktree {path} has uncommitted changes or a merge in progress; orch merges only into a clean checkout")
+    return path
+
+
+def _merge(engine: Engine, run: Run, worker: Worker, head: str, worktree: Path, into: str) -> MergeDone:
+    task = worker.task_label
+
+    def landed() -> MergeDone | None:
+        if git.is_ancestor(worktree, head, f"refs/heads/{into}"):
+            tip = git.rev_parse(worktree, f"refs/heads/{into}")
+            return MergeDone(head_sha=head, integrated_sha=tip or head)
+        return None
+
+    def act() -> MergeDone:
+        message = f"Merge {worker.branch} ({task}) at {head[:12]} into {into}\n\norch run {run.run_id}, verified head {head}"
+        merged = git.merge_no_ff(worktree, head, message)
+        if merged.returncode != 0:
+            conflicts = git.unmerged_paths(worktree) if git.merge_in_progress(worktree) else []
+            if git.merge_in_progress(worktree):
+                git.merge_abort(worktree)
+            if conflicts:
+                raise MergeConflict(task, conflicts)
+            detail = merged.stderr.strip() or merged.stdout.strip() or f"exit {merged.returncode}"
+            raise git.GitError(f"{' '.join(merged.argv)} failed: {detail}", merged)
+        tip = git.rev_parse(worktree, "HEAD")
+        assert tip is not None  # a merge that succeeded leaves HEAD on a commit
+        return MergeDone(head_sha=head, integrated_sha=tip)
+
+    return engine.once(
+        run.run_id, task, "git_merge", f"{task}:merge:{head}", {"head_sha": head, "branch": worker.branch, "into": into},
+        act, model=MergeDone, settle=landed,
+    )  # fmt: skip
+
+
+def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
+    """Report accepted work (default) or, with the plan's opt-in, merge it one worker at a time in plan order."""
+    settings = engine.plan_for(run).plan.integration
+    workers = engine.workers(run)
+    accepted = [w for w in workers if w.final_disposition is S.ACCEPTED]
+    paused = tuple(w.task_label for w in workers if blocked_by_verification(w))
+    base = dict(run_id=run.run_id, enabled=settings.enabled, integration_branch=settings.branch, not_accepted=_pending(workers), paused_by=paused)
+    if not settings.enabled:
+        items = tuple(
+            IntegrationItem(task=w.task_label, branch=w.branch, head_sha=w.head_sha, outcome="accepted", integrated_sha=w.integrated_sha)
+            for w in accepted
+        )
+        return IntegrateResult(**base, worktree=None, items=items, stopped_at=None)
+    into = settings.branch
+    assert into is not None  # the plan model requires a branch when enabled
+    if paused:
+        # Spec §6: an out-of-claim edit or unreproducible evidence pauses integration entirely until a person decides.
+        items = tuple(IntegrationItem(task=w.task_label, branch=w.branch, head_sha=w.head_sha, outcome="not merged") for w in accepted)
+        return IntegrateResult(**base, worktree=None, items=items, stopped_at=None)
+    if not run.repo_path or not run.base_sha:
+        raise OrchError(f"run {run.run_id} has no repository path or base SHA recorded; cannot create {into}")
+    worktree = _ensure_worktree(engine, run, run.repo_path, into, run.base_sha)
+
+    results: list[IntegrationItem] = []
+    stopped: str | None = None
+    for worker in accepted:
+        head = worker.head_sha
+        item = IntegrationItem(task=worker.task_label, branch=worker.branch, head_sha=head, outcome="not merged")
+        if stopped is not None or head is None:
+            results.append(item)
+            continue
+        if worker.integrated_sha and git.is_ancestor(worktree, head, f"refs/heads/{into}"):
+            results.append(item.model_copy(update={"outcome": "already integrated", "integrated_sha": worker.integrated_sha}))
+            continue
+        engine.echo(f"integrate: merging {worker.task_label} ({head[:12]}) into {into}")
+        try:
+            done = _merge(engine, run, worker, head, worktree, into)
+        except MergeConflict as conflict:
+            engine.ledger.record_fact(
+                run.run_id, "integration_conflict", task_label=worker.task_label,
+                detail={"head_sha": head, "into": into, "paths": list(conflict.paths), "aborted": True},
+            )  # fmt: skip
+            results.append(item.model_copy(update={"outcome": "conflict", "conflicts": conflict.paths}))
+            stopped = worker.task_label
+            continue
+        # The proof, not the merge's exit code, is what lets the ledger say "integrated".
+        if not git.is_ancestor(worktree, head, f"refs/heads/{into}"):
+            raise OrchError(f"{worker.task_label}: {head[:12]} is not an ancestor of {into} after its merge was recorded", hint="inspect the integration worktree; nothing was recorded as integrated")
+        engine.ledger.update_worker(
+            run.run_id, worker.task_label, fact="integrated", integrated_sha=done.integrated_sha,
+            cause={"phase": "integrate", "head_sha": head, "into": into, "proof": "merge-base --is-ancestor"},
+        )  # fmt: skip
+        results.append(item.model_copy(update={"outcome": "merged", "integrated_sha": done.integrated_sha}))
+    return IntegrateResult(**base, worktree=str(worktree), items=tuple(results), stopped_at=stopped)
+
+
+# --- rendering -----------------------------------------------------------------------------------------------------
+
+
+def _item_line(item: IntegrationItem, width: int, result: IntegrateResult) -> str:
+    where = f"{item.branch} @ {item.head_sha[:12]}" if item.branch and item.head_sha else item.branch or "no branch"
+    if item.outcome == "accepted":
+        return f"  {item.task:<{width}}  {item.branch}  {item.head_sha}"
+    if item.outcome in ("merged", "already integrated"):
+        return f"  {item.task:<{width}}  {where}  {item.outcome} as {(item.integrated_sha or '')[:12]}"
+    if item.outcome == "conflict":
+        return f"  {item.task:<{width}}  {where}  conflict in {', '.join(item.conflicts)}: merge aborted, integration stopped here"
+    why = "paused" if result.paused_by else f"stopped at {result.stopped_at}" if result.stopped_at else "no verified head SHA"
+    return f"  {item.task:<{width}}  {where}  not merged ({why})"
+
+
+def render_integrate(result: IntegrateResult) -> str:
+    """The human report: accepted branches and SHAs, or each merge in order, the conflict that stopped it, the pause."""
+    width = max((len(i.task) for i in result.items), default=0)
+    if not result.enabled:
+        head = f"integrate {result.run_id}: integration is off in the plan; nothing merged"
+        lines = [head + (", accepted work:" if result.items else ", nothing accepted yet")]
+    elif result.paused_by:
+        lines = [f"integrate {result.run_id}: paused, nothing merged into {result.integration_branch}"]
+    else:
+        lines = [f"integrate {result.run_id} into {result.integration_branch} (worktree {result.worktree}):"]
+        if not result.items:
+            lines[0] = f"integrate {result.run_id}: nothing accepted to merge into {result.integration_branch}"
+    lines.extend(_item_line(item, width, result) for item in result.items)
+    if result.not_accepted:
+        lines.append("not accepted: " + ", ".join(f"{p.task} ({p.disposition or p.state})" for p in result.not_accepted))
+    if result.paused_by:
+        lines.append("integration paused: blocked by verification: " + ", ".join(result.paused_by))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,154 @@
+"""The integrate phase: report-only by default; with the plan's opt-in, serial --no-ff merges proved by ancestry."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.errors import OrchError
+from orchestrator.integrate import integrate_run, integration_worktree, render_integrate
+from orchestrator.verify import verify_run
+from registry import EffectStatus
+
+# The run builder lives in test_verify.py; tests are not a package (importlib import mode), so load it by path.
+_spec = importlib.util.spec_from_file_location("orch_tests_verify_fleet", Path(__file__).with_name("test_verify.py"))
+assert _spec is not None and _spec.loader is not None
+_fleet_module = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fleet_module)
+Fleet, body, RUN_ID = _fleet_module.Fleet, _fleet_module.body, _fleet_module.RUN_ID
+
+OPT_IN = '[integration]\nenabled = true\nbranch = "chore/integrate-widgets"\n'
+INTO = "chore/integrate-widgets"
+
+
+def _accept_docs_and_greeting(fleet: Any) -> tuple[str, str]:
+    docs = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.result("api-docs", body([docs], ["docs/api.md"], [("test -f docs/api.md", 0)]))
+    greeting = fleet.commit("greeting", {"src/greet.py": "print('hello')\n"})
+    fleet.result("greeting", body([greeting], ["src/greet.py"], [("grep -q hello src/greet.py", 0)]))
+    assert [v.verification.disposition for v in verify_run(fleet.engine, fleet.run).verdicts] == ["accepted", "accepted"]
+    return docs, greeting
+
+
+def _first_parents(fleet: Any) -> list[str]:
+    return fleet.repo.git("log", "--first-parent", "--format=%s", INTO).splitlines()
+
+
+def test_by_default_accepted_work_is_only_reported(tmp_path: Path, git_repo: Any) -> None:
+    fleet = Fleet(tmp_path, git_repo)
+    docs, greeting = _accept_docs_and_greeting(fleet)
+
+    result = integrate_run(fleet.engine, fleet.run)
+
+    assert render_integrate(result) == (
+        f"integrate {RUN_ID}: integration is off in the plan; nothing merged, accepted work:\n"
+        f"  api-docs  docs/api  {docs}\n"
+        f"  greeting  feat/greeting  {greeting}\n"
+        "not accepted: survey (working)\n"
+    )
+    assert fleet.repo.git("branch", "--list", "chore/integrate-*") == ""
+    assert fleet.engine.ledger.get_worker(RUN_ID, "api-docs").integrated_sha is None
+
+
+def test_opt_in_merges_accepted_workers_serially_in_plan_order_and_proves_ancestry(tmp_path: Path, git_repo: Any) -> None:
+    fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
+    docs, greeting = _accept_docs_and_greeting(fleet)
+    user_head = git_repo.head()
+
+    result = integrate_run(fleet.engine, fleet.run)
+
+    worktree = integration_worktree(fleet.engine, fleet.run).resolve()
+    merges = fleet.repo.git("rev-list", "--first-parent", INTO).splitlines()
+    assert render_integrate(result) == (
+        f"integrate {RUN_ID} into {INTO} (worktree {worktree}):\n"
+        f"  api-docs  docs/api @ {docs[:12]}  merged as {merges[1][:12]}\n"
+        f"  greeting  feat/greeting @ {greeting[:12]}  merged as {merges[0][:12]}\n"
+        "not accepted: survey (working)\n"
+    )
+    assert _first_parents(fleet) == [
+        f"Merge feat/greeting (greeting) at {greeting[:12]} into {INTO}",
+        f"Merge docs/api (api-docs) at {docs[:12]} into {INTO}",
+        "initial",
+    ]
+    ledger = fleet.engine.ledger
+    assert [ledger.get_worker(RUN_ID, t).integrated_sha for t in ("api-docs", "greeting")] == [merges[1], merges[0]]
+    facts = [e for e in ledger.events(RUN_ID) if e.kind == "integrated"]
+    assert [(e.task_label, e.detail["cause"]["proof"]) for e in facts] == [("api-docs", "merge-base --is-ancestor"), ("greeting", "merge-base --is-ancestor")]
+    # The person's checkout and branch are untouched.
+    assert (git_repo.head(), git_repo.git("rev-parse", "--abbrev-ref", "HEAD"), git_repo.git("status", "--porcelain")) == (user_head, "main", "")
+
+    again = integrate_run(fleet.engine, fleet.run)
+    assert [i.outcome for i in again.items] == ["already integrated", "already integrated"]
+    assert fleet.repo.git("rev-list", "--first-parent", INTO).splitlines() == merges
+
+
+def test_a_conflict_aborts_that_merge_and_stops_integration_with_the_ledger_telling_the_truth(tmp_path: Path, git_repo: Any) -> None:
+    fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
+    # Someone already put a different greeting on the integration branch.
+    git_repo.git("branch", INTO, fleet.base)
+    side = tmp_path / "side"
+    git_repo.git("worktree", "add", "--quiet", str(side), INTO)
+    git_repo.commit("other greeting", {"src/greet.py": "print('hey')\n"}, cwd=side)
+    git_repo.git("worktree", "remove", str(side))
+    docs, greeting = _accept_docs_and_greeting(fleet)
+    fleet.result("survey", body([], [], []))
+    verify_run(fleet.engine, fleet.run)
+
+    result = integrate_run(fleet.engine, fleet.run)
+
+    worktree = integration_worktree(fleet.engine, fleet.run).resolve()
+    docs_merge = fleet.repo.git("rev-parse", INTO)
+    assert render_integrate(result) == (
+        f"integrate {RUN_ID} into {INTO} (worktree {worktree}):\n"
+        f"  api-docs  docs/api @ {docs[:12]}  merged as {docs_merge[:12]}\n"
+        f"  greeting  feat/greeting @ {greeting[:12]}  conflict in src/greet.py: merge aborted, integration stopped here\n"
+        f"  survey    chore/survey @ {fleet.base[:12]}  not merged (stopped at greeting)\n"
+    )
+    assert (result.stopped_at, result.complete) == ("greeting", False)
+    ledger = fleet.engine.ledger
+    assert [ledger.get_worker(RUN_ID, t).integrated_sha for t in ("api-docs", "greeting", "survey")] == [docs_merge, None, None]
+    conflict = [e for e in ledger.events(RUN_ID) if e.kind == "integration_conflict"]
+    assert [(e.task_label, e.detail) for e in conflict] == [("greeting", {"head_sha": greeting, "into": INTO, "paths": ["src/greet.py"], "aborted": True})]
+    assert [(e.key, e.status) for e in ledger.list_effects(RUN_ID) if e.kind == "git_merge"] == [
+        (f"api-docs:merge:{docs}", EffectStatus.CONFIRMED),
+        (f"greeting:merge:{greeting}", EffectStatus.FAILED),
+    ]
+    assert fleet.repo.git("status", "--porcelain", cwd=worktree) == ""
+
+
+def test_a_worker_blocked_by_verification_pauses_integration_entirely(tmp_path: Path, git_repo: Any) -> None:
+    fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
+    docs = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.result("api-docs", body([docs], ["docs/api.md"], [("test -f docs/api.md", 0)]))
+    greeting = fleet.commit("greeting", {"src/greet.py": "print('hello')\n", "setup.cfg": "[x]\n"})
+    fleet.result("greeting", body([greeting], ["setup.cfg", "src/greet.py"], []))
+    verify_run(fleet.engine, fleet.run)
+
+    result = integrate_run(fleet.engine, fleet.run)
+
+    assert render_integrate(result) == (
+        f"integrate {RUN_ID}: paused, nothing merged into {INTO}\n"
+        f"  api-docs  docs/api @ {docs[:12]}  not merged (paused)\n"
+        "not accepted: greeting (blocked), survey (working)\n"
+        "integration paused: blocked by verification: greeting\n"
+    )
+    assert fleet.repo.git("branch", "--list", INTO) == ""
+    assert not integration_worktree(fleet.engine, fleet.run).exists()
+
+
+def test_the_integration_branch_checked_out_by_the_person_is_refused(tmp_path: Path, git_repo: Any) -> None:
+    fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
+    _accept_docs_and_greeting(fleet)
+    git_repo.git("switch", "--quiet", "-c", INTO)
+
+    with pytest.raises(OrchError) as refused:
+        integrate_run(fleet.engine, fleet.run)
+
+    assert refused.value.message == (
+        f"integration branch {INTO} is checked out at {git_repo.path.resolve()}; "
+        f"orch merges only in its own worktree {integration_worktree(fleet.engine, fleet.run)}"
+    )
+    assert git_repo.git("rev-list", "--count", INTO) == "1"
