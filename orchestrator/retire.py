@@ -1,0 +1,544 @@
+"""The stop ladder (spec §7): exit each finished worker's agent, then close the panes and remove the worktrees this run created.
+
+Nothing that holds work is removed (dirty tree, untracked files, commits no other ref has), panes, tabs and
+worktrees the run did not create are never touched, and `workspace close` is never used (it cascades, CONTRACT §5).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator import git
+from orchestrator.agents import AGENTS
+from orchestrator.engine import Engine, InFlightEffect
+from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, OrchError, one_line
+from registry import Run, Worker
+from registry.machine import WorkerState
+from registry.records import EventKind
+
+S = WorkerState
+
+# How long the agent gets to leave after its exit command, and how often we look (injected clock: tests never sleep).
+EXIT_TIMEOUT_S = 15.0
+POLL_S = 0.25
+READ_LINES = 40
+
+# A report and a disposition are recorded (or the worker was retained, or a retire was under way): the ladder may run.
+RETIRABLE: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.BLOCKED, S.FAILED, S.RETAINED, S.RETIRING})
+# The person may give these up with --abandon: the live ones become superseded first, the unstarted ones retire directly.
+ABANDON_TO_SUPERSEDED: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.RESULT, S.VERIFYING})
+UNSTARTED: frozenset[WorkerState] = frozenset({S.PROVISIONING, S.READY})
+# Typing into an agent that is mid-turn or at an approval prompt could answer that prompt: only at rest.
+AT_REST = ("idle", "done")
+# The last non-blank line of a shell at its prompt ends like this (bash $, root #, zsh %, fish >, starship ❯).
+SHELL_PROMPT = re.compile(r"[$#%>❯]$")
+
+ABANDONED_FACT = "abandoned"
+RETAINED_FACT = "retained"
+KEPT_ON_REQUEST = "kept on request"
+
+ItemKind = Literal["agent", "pane", "worktree", "workspace"]
+Action = Literal["exited", "closed", "removed", "kept", "untouched", "gone"]
+Outcome = Literal["retired", "retained", "already_retired", "not_retired"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Item(_Model):
+    """What the ladder did with one thing: an agent, a pane, a worktree or a workspace."""
+
+    kind: ItemKind
+    id: str
+    action: Action
+    reason: str | None = None
+
+
+class WorkerRetirement(_Model):
+    """One worker's ladder: its state before and after, why it was kept, and every item touched or kept."""
+
+    task: str
+    name: str
+    before: WorkerState
+    state: WorkerState
+    outcome: Outcome
+    reason: str | None = None
+    items: tuple[Item, ...] = ()
+
+
+class RetireResult(_Model):
+    """`orch retire`: per worker what was closed and what was kept (with the reason), plus run-level workspaces."""
+
+    run_id: str
+    workers: tuple[WorkerRetirement, ...]
+    workspaces: tuple[Item, ...] = ()
+
+
+class Sent(_Model):
+    """Effect record: text or keys went into a pane."""
+
+    pane_id: str
+
+
+class Closed(_Model):
+    """Effect record: a pane was closed."""
+
+    pane_id: str
+
+
+class Removed(_Model):
+    """Effect record: a checkout was removed (by herdr for a tracked workspace, else by git); its branch stays."""
+
+    path: str
+    via: Literal["herdr", "git"]
+    workspace_id: str | None = None
+
+
+def default_exit_command(kind: str) -> str | None:
+    """The in-pane exit command of an agent kind (orchestrator.agents), or None when orch knows none."""
+    known = AGENTS.get(kind)
+    return known.exit_command if known is not None else None
+
+
+@dataclass
+class _Ladder:
+    """One worker's progress through the ladder inside this call."""
+
+    worker: Worker
+    before: WorkerState
+    round: int
+    items: list[Item] = field(default_factory=list)
+    holds: list[str] = field(default_factory=list)
+    pane_done: bool = False
+
+    @property
+    def task(self) -> str:
+        return self.worker.task_label
+
+
+def retire(
+    engine: Engine,
+    run: Run,
+    tasks: Sequence[str] | None = None,
+    keep: Iterable[str] = (),
+    abandon: Mapping[str, str] | None = None,
+    *,
+    exit_command: Callable[[str], str | None] = default_exit_command,
+    exit_timeout_s: float = EXIT_TIMEOUT_S,
+) -> RetireResult:
+    """Retire the run's finished workers (all, or ``tasks``); ``keep`` retains, ``abandon`` maps task -> the person's reason."""
+    ledger = engine.ledger
+    workers = ledger.list_workers(run.run_id)
+    by_task = {w.task_label: w for w in workers}
+    keep_set, abandon_map = set(keep), dict(abandon or {})
+    _check_input(run, by_task, tasks, keep_set, abandon_map)
+    wanted = None if tasks is None else {*tasks, *keep_set, *abandon_map}
+    selected = [w for w in workers if wanted is None or w.task_label in wanted]
+
+    finished: list[WorkerRetirement] = []
+    ladders: list[_Ladder] = []
+    for worker in selected:
+        outcome = _enter(engine, run, worker, keep_set, abandon_map)
+        if isinstance(outcome, _Ladder):
+            ladders.append(outcome)
+        else:
+            finished.append(outcome)
+
+    for ladder in ladders:
+        _stop_pane(engine, run, ladder, exit_command, exit_timeout_s)
+    _remove_worktrees(engine, run, ladders, ledger.list_workers(run.run_id))
+    for ladder in ladders:
+        if not ladder.holds:
+            ladder.items.extend(_close_leftovers(engine, run, ladder.task, ladder.worker.created_workspace_ids))
+
+    results = {r.task: r for r in finished}
+    for ladder in ladders:
+        results[ladder.task] = _settle(engine, run, ladder)
+    run_items: list[Item] = []
+    if run.created_workspace_ids and not ledger.list_workers(run.run_id, states=[s for s in WorkerState if s not in (S.RETIRED, S.RETAINED)]):
+        run_items = _close_leftovers(engine, run, None, run.created_workspace_ids)
+    return RetireResult(run_id=run.run_id, workers=tuple(results[w.task_label] for w in selected), workspaces=tuple(run_items))
+
+
+def _check_input(run: Run, by_task: Mapping[str, Worker], tasks: Sequence[str] | None, keep: set[str], abandon: Mapping[str, str]) -> None:
+    """Bad input is one line and changes nothing."""
+    for task in [*(tasks or ()), *sorted(keep), *abandon]:
+        if task not in by_task:
+            raise OrchError(f"run {run.run_id} has no task {task}", hint="`orch status` lists the run's tasks")
+    both = sorted(keep & set(abandon))
+    if both:
+        raise OrchError(f"task {both[0]} is both kept and abandoned; choose one")
+    for task, reason in abandon.items():
+        if not reason.strip():
+            raise OrchError(f"abandoning {task} needs a reason (--reason)")
+
+
+def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Mapping[str, str]) -> _Ladder | WorkerRetirement:
+    """Decide whether the worker may be retired and move it to retiring (or retained, for --keep)."""
+    ledger, task, before = engine.ledger, worker.task_label, worker.state
+
+    def done(outcome: Outcome, reason: str | None, state: WorkerState = before) -> WorkerRetirement:
+        return WorkerRetirement(task=task, name=worker.name, before=before, state=state, outcome=outcome, reason=reason)
+
+    if before is S.RETIRED:
+        return done("already_retired", None)
+    if task in keep:
+        if before is S.RETAINED:
+            return done("retained", KEPT_ON_REQUEST)
+        if before not in RETIRABLE:
+            return done("not_retired", f"still {before}: nothing to keep yet")
+        ledger.transition(run.run_id, task, before, S.RETAINED, cause={"phase": "retire", "reason": KEPT_ON_REQUEST})
+        return done("retained", KEPT_ON_REQUEST, S.RETAINED)
+    state = before
+    if task in abandon:
+        reason = abandon[task].strip()
+        ledger.record_fact(run.run_id, ABANDONED_FACT, task_label=task, detail={"reason": reason, "state": str(state)})
+        if state in ABANDON_TO_SUPERSEDED:
+            ledger.transition(run.run_id, task, state, S.SUPERSEDED, cause={"phase": "retire", "abandoned": reason})
+            state = S.SUPERSEDED
+    elif state not in RETIRABLE:
+        return done("not_retired", f"still {state}: record its report and disposition first, or --abandon it with a reason")
+    if state is not S.RETIRING:
+        worker = ledger.transition(run.run_id, task, state, S.RETIRING, cause={"phase": "retire"})
+    else:
+        worker = ledger.get_worker(run.run_id, task)
+    # Each entry into retiring is a new round: a retained worker retried later sends /exit again instead of replaying.
+    rounds = sum(1 for e in ledger.events(run.run_id, task_label=task) if e.kind == EventKind.TRANSITION and e.to_state is S.RETIRING)
+    return _Ladder(worker=worker, before=before, round=rounds)
+
+
+def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable[[str], str | None], timeout_s: float) -> None:
+    """Steps (a)-(c): exit the agent in its pane, confirm the shell is back, close the pane if this run created it."""
+    herdr, worker, task = engine.herdr, ladder.worker, ladder.task
+    pane = worker.pane_id
+    if pane is None:
+        ladder.pane_done = True
+        return
+    try:
+        herdr.pane_get(pane)
+    except HerdrNotFound:
+        ladder.items.append(Item(kind="pane", id=pane, action="gone"))
+        ladder.pane_done = True
+        return
+    agent = _agent_in(engine, pane)
+    if agent is not None:
+        status, name = agent
+        if name is not None and name != worker.name:
+            ladder.items.append(Item(kind="agent", id=pane, action="untouched", reason=f"the pane runs agent {name}, not {worker.name}"))
+            ladder.holds.append(f"pane {pane} runs another agent ({name})")
+            return
+        command = exit_command(worker.kind)
+        if command is None:
+            # Typing a guessed command into an agent could be taken as a prompt: keep the pane instead.
+            reason = f"orch knows no exit command for {worker.kind}; exit the agent in its pane, then retire again"
+            ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
+            ladder.holds.append(f"pane {pane}: {reason}")
+            return
+        if status not in AT_REST:
+            reason = f"agent is {status}; {command} not sent"
+            ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
+            ladder.holds.append(f"pane {pane}: {reason}")
+            return
+        key = f"{task}:retire{ladder.round}"
+        try:
+            engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command},
+                        lambda: _sent(herdr.pane_send_text(pane, command), pane), model=Sent,
+                        settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+            engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"]},
+                        lambda: _sent(herdr.pane_send_keys(pane, "Enter"), pane), model=Sent,
+                        settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+        except (HerdrCommandError, InFlightEffect) as exc:
+            reason = f"{command} could not be sent: {one_line(exc.message)}"
+            ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
+            ladder.holds.append(f"pane {pane}: {reason}")
+            return
+        back = _await_shell(engine, pane, command, timeout_s)
+        if back == "pane_gone":
+            ladder.items += [Item(kind="agent", id=pane, action="exited"), Item(kind="pane", id=pane, action="gone")]
+            ladder.pane_done = True
+            return
+        if back != "shell":
+            ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=back))
+            ladder.holds.append(f"pane {pane}: {back}")
+            return
+        ladder.items.append(Item(kind="agent", id=pane, action="exited"))
+    if pane not in worker.created_pane_ids:
+        ladder.items.append(Item(kind="pane", id=pane, action="untouched", reason="not created by this run"))
+        ladder.pane_done = True
+        return
+    try:
+        engine.once(run.run_id, task, "pane_close", f"{task}:retire{ladder.round}:pane_close", {"pane": pane},
+                    lambda: _closed(herdr.pane_close(pane), pane), model=Closed, settle=lambda: _pane_closed(engine, pane))  # fmt: skip
+    except HerdrConfirmationRequired:
+        # Spec §7 step 3: stop here. workspace close would close the whole worktree group and every sibling in it.
+        reason = "pane close needs confirmation (it would close a worktree group); the ladder stops here"
+        ladder.items.append(Item(kind="pane", id=pane, action="kept", reason=reason))
+        ladder.holds.append(f"pane {pane}: {reason}")
+        return
+    except HerdrNotFound:
+        ladder.items.append(Item(kind="pane", id=pane, action="gone"))
+        ladder.pane_done = True
+        return
+    except (HerdrCommandError, InFlightEffect) as exc:
+        reason = f"pane close failed: {one_line(exc.message)}"
+        ladder.items.append(Item(kind="pane", id=pane, action="kept", reason=reason))
+        ladder.holds.append(f"pane {pane}: {reason}")
+        return
+    ladder.items.append(Item(kind="pane", id=pane, action="closed"))
+    ladder.pane_done = True
+
+
+def _sent(_: None, pane: str) -> Sent:
+    return Sent(pane_id=pane)
+
+
+def _closed(_: None, pane: str) -> Closed:
+    return Closed(pane_id=pane)
+
+
+def _pane_closed(engine: Engine, pane: str) -> Closed | None:
+    """Read-back for an in-flight close: the pane is gone, or we cannot say."""
+    try:
+        engine.herdr.pane_get(pane)
+    except HerdrNotFound:
+        return Closed(pane_id=pane)
+    return None
+
+
+def _agent_in(engine: Engine, pane: str) -> tuple[str, str | None] | None:
+    """The agent status and name in the pane, or None when the pane is no agent pane (herdr: agent_not_found)."""
+    try:
+        agent = engine.herdr.agent_get(pane)
+    except HerdrNotFound:
+        return None
+    return agent.agent_status, agent.name
+
+
+def _await_shell(engine: Engine, pane: str, command: str, timeout_s: float) -> str:
+    """Poll (bounded, on the engine's clock) until the agent is gone and the shell prompt is back.
+
+    Returns "shell", "pane_gone", or the reason the pane is kept.
+    """
+    clock = engine.clock
+    deadline = clock.monotonic() + timeout_s
+    last = ""
+    while True:
+        if _agent_in(engine, pane) is None:
+            try:
+                text = engine.herdr.pane_read(pane, source="recent", lines=READ_LINES)
+            except HerdrNotFound:
+                return "pane_gone"
+            lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+            last = lines[-1] if lines else ""
+            if SHELL_PROMPT.search(last):
+                return "shell"
+            gone = True
+        else:
+            gone = False
+        if clock.monotonic() >= deadline:
+            if gone:
+                return f"agent left but no shell prompt within {timeout_s:g}s (last line {last!r})"
+            return f"agent did not exit within {timeout_s:g}s of {command}"
+        clock.sleep(POLL_S)
+
+
+def _remove_worktrees(engine: Engine, run: Run, ladders: list[_Ladder], everyone: list[Worker]) -> None:
+    """Step (d): remove each checkout this run created once every worker on it is retired and it holds no work."""
+    paths: list[str] = []
+    for ladder in ladders:
+        path = ladder.worker.worktree_path
+        if path and path not in paths:
+            paths.append(path)
+    in_call = {ladder.task: ladder for ladder in ladders}
+    for path in paths:
+        on_path = [in_call[w.task_label] for w in everyone if w.worktree_path == path and w.task_label in in_call]
+        owners = [w for w in everyone if path in w.created_worktree_paths]
+        if not owners:
+            _note(on_path, Item(kind="worktree", id=path, action="untouched", reason="not created by this run"))
+            continue
+        busy = [w for w in everyone if w.worktree_path == path and w.state is not S.RETIRED and w.task_label not in in_call]
+        busy_names = [f"{w.task_label} ({w.state})" for w in busy]
+        busy_names += [f"{ladder.task} (pane kept)" for ladder in on_path if not ladder.pane_done]
+        if busy_names:
+            # Not a hold on the workers here: the checkout is removed when its last worker retires.
+            _note(on_path, Item(kind="worktree", id=path, action="kept", reason=f"still used by {', '.join(busy_names)}"))
+            continue
+        verdict = _worktree_verdict(engine, run, path, owners, on_path, everyone)
+        _note(on_path, verdict)
+        if verdict.action == "kept":
+            for ladder in on_path:
+                ladder.holds.append(f"worktree {path}: {verdict.reason}")
+
+
+def _note(ladders: list[_Ladder], item: Item) -> None:
+    for ladder in ladders:
+        ladder.items.append(item)
+
+
+def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker], on_path: list[_Ladder], everyone: list[Worker]) -> Item:
+    """Decide and do: keep a checkout that holds work, else remove it (herdr if a workspace of ours tracks it, else git)."""
+    checkout = Path(path)
+    if not checkout.exists():
+        return Item(kind="worktree", id=path, action="gone")
+    try:
+        repo = run.repo_path or git.worktree_checkouts(checkout)[0]
+        if _real(path) not in {_real(p) for p in git.worktree_checkouts(repo)}:
+            return Item(kind="worktree", id=path, action="kept", reason=f"not a worktree of {repo}")
+        held = holds_work(repo, checkout, abandoned=all(_abandoned(engine, run, ladder.task) for ladder in on_path))
+    except git.GitError as exc:
+        return Item(kind="worktree", id=path, action="kept", reason=f"git could not inspect it: {one_line(exc.message)}")
+    if held:
+        return Item(kind="worktree", id=path, action="kept", reason=held)
+    ours = {ws for w in everyone if w.worktree_path == path for ws in w.created_workspace_ids} | set(run.created_workspace_ids)
+    try:
+        listed = engine.herdr.worktree_list(cwd=repo).worktrees
+    except HerdrCommandError as exc:
+        return Item(kind="worktree", id=path, action="kept", reason=f"herdr worktree list failed: {one_line(exc.message)}")
+    tracking = next((w.open_workspace_id for w in listed if _real(w.path) == _real(path)), None)
+    if tracking is not None and tracking not in ours:
+        return Item(kind="worktree", id=path, action="kept", reason=f"open in workspace {tracking}, which this run did not create")
+    owner = owners[0].task_label
+    key = f"{owner}:retire:worktree_remove:{path}"
+    try:
+        if tracking is not None:
+            ws = tracking
+            engine.once(run.run_id, owner, "worktree_remove", key, {"via": "herdr", "workspace": ws, "path": path},
+                        lambda: Removed(path=engine.herdr.worktree_remove(ws).path, via="herdr", workspace_id=ws),
+                        model=Removed, settle=lambda: _checkout_gone(path, "herdr", ws))  # fmt: skip
+        else:
+            engine.once(run.run_id, owner, "worktree_remove", key, {"via": "git", "repo": str(repo), "path": path},
+                        lambda: _git_remove(repo, path), model=Removed, settle=lambda: _checkout_gone(path, "git", None))  # fmt: skip
+    except (HerdrCommandError, git.GitError, InFlightEffect) as exc:
+        return Item(kind="worktree", id=path, action="kept", reason=f"removal failed: {one_line(exc.message)}")
+    return Item(kind="worktree", id=path, action="removed")
+
+
+def holds_work(repo: str | os.PathLike[str], checkout: str | os.PathLike[str], *, abandoned: bool = False) -> str | None:
+    """Why removing this checkout would lose work, or None when it may go.
+
+    The rule: a checkout goes only when `git status --porcelain` (untracked included) is empty and every commit it
+    holds is also on some other branch, tag or remote-tracking ref (merged, integrated or pushed). A checkout whose
+    work the person explicitly abandoned may go with commits only on its own branch: the branch is never deleted,
+    so they stay reachable. Uncommitted work is never removed, abandoned or not.
+    """
+    status = git.status_porcelain(checkout)
+    if status:
+        untracked = sum(1 for line in status if line.startswith("??"))
+        changed = len(status) - untracked
+        parts = [_count(changed, "changed file"), _count(untracked, "untracked file")]
+        return " and ".join(part for part in parts if part)
+    if abandoned:
+        return None
+    branch = git.current_branch(checkout)
+    head = git.rev_parse(checkout, "HEAD")
+    if head is None:
+        return "it has no commit"
+    only = git.commits_only_on(repo, head, None if branch == "HEAD" else branch)
+    if not only:
+        return None
+    where = "this detached checkout" if branch == "HEAD" else branch
+    if len(only) == 1:
+        return f"commit {only[0][:7]} exists only on {where}"
+    return f"{len(only)} commits exist only on {where} ({only[0][:7]} and {len(only) - 1} more)"
+
+
+def _count(n: int, noun: str) -> str:
+    return "" if n == 0 else f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _abandoned(engine: Engine, run: Run, task: str) -> bool:
+    return any(e.kind == ABANDONED_FACT for e in engine.ledger.events(run.run_id, task_label=task))
+
+
+def _real(path: str | os.PathLike[str]) -> str:
+    return os.path.realpath(path)
+
+
+def _git_remove(repo: str | os.PathLike[str], path: str) -> Removed:
+    git.remove_worktree(repo, path)
+    return Removed(path=path, via="git")
+
+
+def _checkout_gone(path: str, via: Literal["herdr", "git"], workspace_id: str | None) -> Removed | None:
+    return None if Path(path).exists() else Removed(path=path, via=via, workspace_id=workspace_id)
+
+
+def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: Iterable[str]) -> list[Item]:
+    """Step (e): close side-effect workspaces from provisioning that hold nothing but the one shell herdr opened them with.
+
+    A workspace always has a pane, so "empty" means a single plain-shell pane (no agent, nobody split it). It is
+    closed by closing that pane, never with `workspace close`: if it is still a worktree group's parent, herdr then
+    answers confirmation_required and closes nothing, where `workspace close` would close the whole group.
+    """
+    items: list[Item] = []
+    protected = {run.workspace_id, run.controller_workspace_id, engine.env.get("HERDR_WORKSPACE_ID")}
+    for ws in workspace_ids:
+        if ws in protected:
+            continue
+        try:
+            panes = engine.herdr.pane_list(workspace=ws)
+        except HerdrNotFound:
+            continue  # already closed, typically with the checkout it was opened on
+        if len(panes) != 1 or panes[0].agent is not None:
+            items.append(Item(kind="workspace", id=ws, action="kept", reason=f"not empty ({_count(len(panes), 'pane')})"))
+            continue
+        pane = panes[0].pane_id
+        try:
+            engine.once(run.run_id, task, "pane_close", f"{task or 'run'}:retire:leftover:{ws}:{pane}", {"workspace": ws, "pane": pane},
+                        lambda: _closed(engine.herdr.pane_close(pane), pane), model=Closed, settle=lambda: _pane_closed(engine, pane))  # fmt: skip
+        except HerdrConfirmationRequired:
+            items.append(Item(kind="workspace", id=ws, action="kept", reason="it is the parent of a worktree group that is still open"))
+            continue
+        except HerdrNotFound:
+            continue
+        except (HerdrCommandError, InFlightEffect) as exc:
+            items.append(Item(kind="workspace", id=ws, action="kept", reason=f"closing its pane failed: {one_line(exc.message)}"))
+            continue
+        items.append(Item(kind="workspace", id=ws, action="closed"))
+    return items
+
+
+def _settle(engine: Engine, run: Run, ladder: _Ladder) -> WorkerRetirement:
+    """The ladder's end: retired when nothing was kept back, else retained with every reason."""
+    items = tuple(ladder.items)
+    for item in items:
+        if item.action == "kept":
+            # The report reads kept items from these facts (orchestrator.report FACT_RETAINED).
+            engine.ledger.record_fact(run.run_id, RETAINED_FACT, task_label=ladder.task, detail={"item": item.id, "what": item.kind, "reason": item.reason})
+    cause = {"phase": "retire", "items": [item.model_dump(mode="json") for item in items]}
+    if ladder.holds:
+        reason = "; ".join(ladder.holds)
+        engine.ledger.transition(run.run_id, ladder.task, S.RETIRING, S.RETAINED, cause={**cause, "reason": reason})
+        state, outcome = S.RETAINED, "retained"
+    else:
+        reason = None
+        engine.ledger.transition(run.run_id, ladder.task, S.RETIRING, S.RETIRED, cause=cause)
+        state, outcome = S.RETIRED, "retired"
+    return WorkerRetirement(task=ladder.task, name=ladder.worker.name, before=ladder.before, state=state,
+                            outcome=outcome, reason=reason, items=items)  # fmt: skip
+
+
+def render_retire(result: RetireResult) -> str:
+    """The human rendering: one line per worker, then what was done or kept, with reasons."""
+    labels = {"retired": "retired", "retained": "retained", "already_retired": "already retired", "not_retired": "not retired"}
+    lines = [f"Retire {result.run_id}"]
+    for worker in result.workers:
+        head = f"{worker.task} ({worker.name}): {labels[worker.outcome]}"
+        lines.append(head + (f": {worker.reason}" if worker.reason else ""))
+        lines += [f"  {_render_item(item)}" for item in worker.items]
+    if result.workspaces:
+        lines.append("Run workspaces:")
+        lines += [f"  {_render_item(item)}" for item in result.workspaces]
+    return "\n".join(lines) + "\n"
+
+
+def _render_item(item: Item) -> str:
+    return f"{item.kind} {item.id}: {item.action}" + (f" ({item.reason})" if item.reason else "")

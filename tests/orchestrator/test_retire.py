@@ -1,0 +1,428 @@
+"""The stop ladder's decisions: real git worktrees, a real ledger, a fake clock and a small stateful fake herdr."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.clock import FakeClock
+from orchestrator.config import Settings
+from orchestrator.engine import Engine
+from orchestrator.errors import HerdrConfirmationRequired, HerdrNotFound, OrchError
+from orchestrator.herdr_models import AgentInfo, PaneInfo, WorktreeListResult
+from orchestrator.retire import RetireResult, holds_work, render_retire, retire
+from registry import Run, WorkerState
+
+S = WorkerState
+RUN = "w1:p1-20261130T080000Z"
+
+
+@dataclass
+class FakePane:
+    """One simulated pane: which workspace, which agent (if any) at which status, and what the screen shows."""
+
+    workspace: str
+    agent: str | None = None
+    status: str = "idle"
+    exits: bool = True  # the agent leaves on /exit + Enter
+    screen: list[str] = field(default_factory=lambda: ["› "])
+    typed: str = ""
+
+
+class FakeHerdr:
+    """Just enough herdr for the ladder, with herdr's error codes; `calls` records every mutating call."""
+
+    def __init__(self) -> None:
+        self.panes: dict[str, FakePane] = {}
+        self.confirm_close: set[str] = set()
+        self.worktrees: dict[str, str | None] = {}  # path -> open workspace id
+        self.calls: list[tuple[str, ...]] = []
+
+    def _pane(self, pane_id: str) -> FakePane:
+        if pane_id not in self.panes:
+            raise HerdrNotFound(f"pane {pane_id} not found", code="pane_not_found")
+        return self.panes[pane_id]
+
+    def _info(self, pane_id: str) -> dict[str, Any]:
+        p = self.panes[pane_id]
+        return {"pane_id": pane_id, "terminal_id": "t", "workspace_id": p.workspace, "tab_id": f"{p.workspace}:t1", "focused": False,
+                "agent_status": p.status if p.agent else "unknown", "revision": 0, "agent": p.agent}  # fmt: skip
+
+    def pane_get(self, pane_id: str) -> PaneInfo:
+        self._pane(pane_id)
+        return PaneInfo.model_validate(self._info(pane_id))
+
+    def agent_get(self, target: str) -> AgentInfo:
+        pane = self.panes.get(target)
+        if pane is None or pane.agent is None:
+            raise HerdrNotFound(f"agent target {target} not found", code="agent_not_found")
+        return AgentInfo.model_validate({**self._info(target), "state_change_seq": 1, "name": pane.agent})
+
+    def pane_send_text(self, pane_id: str, text: str) -> None:
+        self.calls.append(("send-text", pane_id, text))
+        self._pane(pane_id).typed += text
+
+    def pane_send_keys(self, pane_id: str, *keys: str) -> None:
+        self.calls.append(("send-keys", pane_id, *keys))
+        pane = self._pane(pane_id)
+        if keys == ("Enter",) and pane.typed == "/exit" and pane.agent and pane.exits:
+            pane.agent = None
+            pane.screen.append("$ ")
+        pane.typed = ""
+
+    def pane_read(self, pane_id: str, *, source: str = "recent", lines: int | None = None) -> str:
+        return "\n".join(self._pane(pane_id).screen) + "\n"
+
+    def pane_close(self, pane_id: str) -> None:
+        self.calls.append(("pane-close", pane_id))
+        self._pane(pane_id)
+        if pane_id in self.confirm_close:
+            raise HerdrConfirmationRequired("closing this pane would close a worktree group", code="confirmation_required")
+        del self.panes[pane_id]
+
+    def pane_list(self, *, workspace: str | None = None) -> tuple[PaneInfo, ...]:
+        found = [pid for pid, p in self.panes.items() if p.workspace == workspace]
+        if not found:
+            raise HerdrNotFound(f"workspace {workspace} not found", code="workspace_not_found")
+        return tuple(PaneInfo.model_validate(self._info(pid)) for pid in found)
+
+    def worktree_list(self, *, workspace: str | None = None, cwd: Any = None) -> WorktreeListResult:
+        return WorktreeListResult.model_validate({
+            "type": "worktree_list",
+            "source": {"repo_key": "k", "repo_name": "widgets", "repo_root": str(cwd), "source_checkout_path": str(cwd)},
+            "worktrees": [{"path": path, "is_bare": False, "is_detached": False, "is_prunable": False, "is_linked_worktree": True,
+                           "label": "widgets", "open_workspace_id": ws} for path, ws in self.worktrees.items()],
+        })  # fmt: skip
+
+
+@pytest.fixture
+def world(tmp_path: Path, git_repo_factory: Any) -> Any:
+    """A repo, a ledger run on it, a fake herdr and an engine on a fake clock."""
+    repo = git_repo_factory(tmp_path / "src" / "acme" / "widgets")
+    herdr = FakeHerdr()
+    engine = Engine(settings=Settings.from_env(), herdr=herdr, clock=FakeClock(), env={"HERDR_WORKSPACE_ID": "w1"})  # type: ignore[arg-type]
+    run = engine.ledger.create_run(RUN, controller_target="w1:p1", repo_path=repo.path)
+
+    class W:
+        pass
+
+    w = W()
+    w.repo, w.herdr, w.engine, w.run, w.tmp = repo, herdr, engine, run, tmp_path  # type: ignore[attr-defined]
+    yield w
+    engine.close()
+
+
+LADDER = [S.READY, S.DISPATCHED, S.RESULT, S.VERIFYING]
+
+
+def add_worker(w: Any, task: str, state: WorkerState, *, pane: str | None = None, created_pane: bool = True,
+               worktree: bool = False, commit: bool = False, **fields: Any) -> Path | None:  # fmt: skip
+    """A worker of the run in ``state``, with a pane (an idle agent named after the task) and optionally its own worktree."""
+    path = None
+    if worktree:
+        path = w.tmp / "worktrees" / task
+        w.repo.git("worktree", "add", "--quiet", "-b", f"feat/{task}", str(path))
+        if commit:
+            w.repo.commit(f"{task} work", {f"{task}.txt": "work\n"}, cwd=path)
+        fields.update(worktree_path=str(path), created_worktree_paths=(str(path),), branch=f"feat/{task}")
+    if pane is not None:
+        w.herdr.panes[pane] = FakePane(workspace=pane.split(":")[0], agent=task)
+        fields.update(pane_id=pane, created_pane_ids=(pane,) if created_pane else ())
+    ledger = w.engine.ledger
+    ledger.add_worker(RUN, task, name=task, kind="codex", objective="do it", **fields)
+    current = S.PROVISIONING
+    targets = {S.ACCEPTED: [*LADDER, S.ACCEPTED], S.FAILED: [S.READY, S.DISPATCHED, S.FAILED], S.WORKING: [S.READY, S.DISPATCHED, S.WORKING]}
+    for step in targets.get(state, []):
+        ledger.transition(RUN, task, current, step, cause={"test": True})
+        current = step
+    return path
+
+
+def run_of(w: Any) -> Run:
+    return w.engine.ledger.get_run(RUN)
+
+
+# --- the worktree rule, on real git ---
+
+
+def test_clean_checkout_whose_commits_are_merged_may_go(git_repo: Any, tmp_path: Path) -> None:
+    path = tmp_path / "wt"
+    git_repo.git("worktree", "add", "--quiet", "-b", "feat/a", str(path))
+    git_repo.commit("a", {"a.txt": "a\n"}, cwd=path)
+    git_repo.git("merge", "--quiet", "--no-ff", "-m", "merge feat/a", "feat/a")
+
+    assert holds_work(git_repo.path, path) is None
+
+
+def test_fresh_checkout_without_commits_may_go(git_repo: Any, tmp_path: Path) -> None:
+    path = tmp_path / "wt"
+    git_repo.git("worktree", "add", "--quiet", "-b", "feat/a", str(path))
+
+    assert holds_work(git_repo.path, path) is None
+
+
+@pytest.mark.parametrize(
+    ("arrange", "expected"),
+    [
+        ({"modify": True}, "1 changed file"),
+        ({"untracked": 2}, "2 untracked files"),
+        ({"modify": True, "untracked": 1}, "1 changed file and 1 untracked file"),
+        ({"commits": 1}, "commit {0} exists only on feat/a"),
+        ({"commits": 3}, "3 commits exist only on feat/a ({0} and 2 more)"),
+    ],
+)
+def test_checkout_holding_work_is_kept_with_the_exact_reason(git_repo: Any, tmp_path: Path, arrange: dict[str, Any], expected: str) -> None:
+    path = tmp_path / "wt"
+    git_repo.git("worktree", "add", "--quiet", "-b", "feat/a", str(path))
+    for n in range(arrange.get("commits", 0)):
+        git_repo.commit(f"c{n}", {f"c{n}.txt": "x\n"}, cwd=path)
+    if arrange.get("modify"):
+        (path / "README.md").write_text("changed\n")
+    for n in range(arrange.get("untracked", 0)):
+        (path / f"new{n}.txt").write_text("new\n")
+
+    assert holds_work(git_repo.path, path) == expected.format(git_repo.head(cwd=path)[:7])
+
+
+def test_pushed_or_tagged_commits_exist_elsewhere(git_repo: Any, tmp_path: Path) -> None:
+    path = tmp_path / "wt"
+    git_repo.git("worktree", "add", "--quiet", "-b", "feat/a", str(path))
+    git_repo.commit("a", {"a.txt": "a\n"}, cwd=path)
+    git_repo.git("tag", "keep-a", "feat/a")
+
+    assert holds_work(git_repo.path, path) is None
+
+
+def test_abandoned_work_may_go_with_commits_only_on_its_branch_but_never_with_uncommitted_changes(git_repo: Any, tmp_path: Path) -> None:
+    path = tmp_path / "wt"
+    git_repo.git("worktree", "add", "--quiet", "-b", "feat/a", str(path))
+    git_repo.commit("a", {"a.txt": "a\n"}, cwd=path)
+    assert holds_work(git_repo.path, path, abandoned=True) is None
+    (path / "scratch.txt").write_text("x\n")
+    assert holds_work(git_repo.path, path, abandoned=True) == "1 untracked file"
+
+
+def test_detached_checkout_commits_are_named_as_such(git_repo: Any, tmp_path: Path) -> None:
+    path = tmp_path / "wt"
+    git_repo.git("worktree", "add", "--quiet", "--detach", str(path))
+    sha = git_repo.commit("a", {"a.txt": "a\n"}, cwd=path)
+
+    assert holds_work(git_repo.path, path) == f"commit {sha[:7]} exists only on this detached checkout"
+
+
+# --- the ladder ---
+
+
+def test_full_ladder_exits_closes_and_removes_a_merged_worktree(world: Any) -> None:
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True, commit=True)
+    world.repo.git("merge", "--quiet", "--no-ff", "-m", "merge", "feat/feature-a")
+
+    result = retire(world.engine, run_of(world))
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): retired\n"
+        "  agent w1:p4: exited\n"
+        "  pane w1:p4: closed\n"
+        f"  worktree {path}: removed\n"
+    )
+    assert world.herdr.calls == [("send-text", "w1:p4", "/exit"), ("send-keys", "w1:p4", "Enter"), ("pane-close", "w1:p4")]
+    assert path is not None and not path.exists()
+    assert world.repo.git("branch", "--list", "feat/feature-a") == "feat/feature-a"
+    assert world.engine.ledger.get_worker(RUN, "feature-a").state is S.RETIRED
+    assert [(e.kind, e.request["via"], e.status.value) for e in world.engine.ledger.list_effects(RUN) if e.kind == "worktree_remove"] == [
+        ("worktree_remove", "git", "confirmed")
+    ]
+
+
+def test_unmerged_worktree_is_kept_and_the_worker_retained(world: Any) -> None:
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True, commit=True)
+    assert path is not None
+    sha = world.repo.head(cwd=path)[:7]
+
+    result = retire(world.engine, run_of(world))
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        f"feature-a (feature-a): retained: worktree {path}: commit {sha} exists only on feat/feature-a\n"
+        "  agent w1:p4: exited\n"
+        "  pane w1:p4: closed\n"
+        f"  worktree {path}: kept (commit {sha} exists only on feat/feature-a)\n"
+    )
+    assert path.exists()
+    assert world.engine.ledger.get_worker(RUN, "feature-a").state is S.RETAINED
+    facts = [e.detail for e in world.engine.ledger.events(RUN, task_label="feature-a") if e.kind == "retained"]
+    assert facts == [{"item": str(path), "what": "worktree", "reason": f"commit {sha} exists only on feat/feature-a"}]
+
+
+def test_retained_worker_is_retired_once_its_work_is_merged(world: Any) -> None:
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True, commit=True)
+    retire(world.engine, run_of(world))
+    world.repo.git("merge", "--quiet", "--no-ff", "-m", "merge", "feat/feature-a")
+
+    again = retire(world.engine, run_of(world))
+
+    assert render_retire(again) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): retired\n"
+        "  pane w1:p4: gone\n"
+        f"  worktree {path}: removed\n"
+    )
+
+
+def test_live_worker_is_not_retired_and_nothing_is_touched(world: Any) -> None:
+    add_worker(world, "feature-a", S.WORKING, pane="w1:p4")
+
+    result = retire(world.engine, run_of(world))
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): not retired: still working: record its report and disposition first, or --abandon it with a reason\n"
+    )
+    assert world.herdr.calls == []
+    assert world.engine.ledger.get_worker(RUN, "feature-a").state is S.WORKING
+
+
+def test_kept_worker_is_retained_without_touching_its_pane(world: Any) -> None:
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
+
+    result = retire(world.engine, run_of(world), keep=["feature-a"])
+
+    assert render_retire(result) == f"Retire {RUN}\nfeature-a (feature-a): retained: kept on request\n"
+    assert world.herdr.calls == []
+    assert world.engine.ledger.get_worker(RUN, "feature-a").state is S.RETAINED
+
+
+def test_agent_that_does_not_exit_keeps_its_pane_after_a_bounded_wait(world: Any) -> None:
+    add_worker(world, "feature-a", S.FAILED, pane="w1:p4")
+    world.herdr.panes["w1:p4"].exits = False
+
+    result = retire(world.engine, run_of(world), exit_timeout_s=2)
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): retained: pane w1:p4: agent did not exit within 2s of /exit\n"
+        "  agent w1:p4: kept (agent did not exit within 2s of /exit)\n"
+    )
+    assert ("pane-close", "w1:p4") not in world.herdr.calls
+    assert world.engine.clock.slept == [0.25] * 8  # type: ignore[attr-defined]
+
+
+def test_working_agent_gets_no_exit_command(world: Any) -> None:
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
+    world.herdr.panes["w1:p4"].status = "working"
+
+    result = retire(world.engine, run_of(world))
+
+    assert result.workers[0].reason == "pane w1:p4: agent is working; /exit not sent"
+    assert world.herdr.calls == []
+
+
+def test_confirmation_required_stops_the_ladder(world: Any) -> None:
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w2:p1")
+    world.herdr.confirm_close.add("w2:p1")
+
+    result = retire(world.engine, run_of(world))
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): retained: pane w2:p1: pane close needs confirmation (it would close a worktree group); the ladder stops here\n"
+        "  agent w2:p1: exited\n"
+        "  pane w2:p1: kept (pane close needs confirmation (it would close a worktree group); the ladder stops here)\n"
+    )
+    assert world.herdr.calls[-1] == ("pane-close", "w2:p1")
+    assert "w2:p1" in world.herdr.panes
+
+
+def test_pane_not_created_by_the_run_is_left_open(world: Any) -> None:
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p2", created_pane=False)
+
+    result = retire(world.engine, run_of(world))
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): retired\n"
+        "  agent w1:p2: exited\n"
+        "  pane w1:p2: untouched (not created by this run)\n"
+    )
+    assert "w1:p2" in world.herdr.panes
+
+
+def test_sibling_checkout_waits_for_its_last_worker(world: Any) -> None:
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True)
+    add_worker(world, "feature-b", S.WORKING, pane="w1:p5", worktree_path=str(path))
+
+    first = retire(world.engine, run_of(world), tasks=["feature-a"])
+
+    assert render_retire(first) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): retired\n"
+        "  agent w1:p4: exited\n"
+        "  pane w1:p4: closed\n"
+        f"  worktree {path}: kept (still used by feature-b (working))\n"
+    )
+    assert path is not None and path.exists()
+
+
+def test_abandoned_live_worker_is_superseded_then_retired_and_its_branch_kept(world: Any) -> None:
+    path = add_worker(world, "feature-a", S.WORKING, pane="w1:p4", worktree=True, commit=True)
+
+    result = retire(world.engine, run_of(world), abandon={"feature-a": "approach dropped"})
+
+    assert (result.workers[0].before, result.workers[0].outcome) == (S.WORKING, "retired")
+    assert path is not None and not path.exists()
+    assert world.repo.git("branch", "--list", "feat/feature-a") == "feat/feature-a"
+    worker = world.engine.ledger.get_worker(RUN, "feature-a")
+    assert (worker.state, worker.final_disposition) == (S.RETIRED, S.SUPERSEDED)
+
+
+def test_empty_side_effect_workspace_is_closed_by_its_pane_and_a_busy_one_kept(world: Any) -> None:
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", created_workspace_ids=("w5", "w6", "w7"))
+    world.herdr.panes["w5:p1"] = FakePane(workspace="w5", agent=None)
+    world.herdr.panes["w6:p1"] = FakePane(workspace="w6", agent=None)
+    world.herdr.panes["w6:p2"] = FakePane(workspace="w6", agent=None)
+
+    result = retire(world.engine, run_of(world))
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): retired\n"
+        "  agent w1:p4: exited\n"
+        "  pane w1:p4: closed\n"
+        "  workspace w5: closed\n"
+        "  workspace w6: kept (not empty (2 panes))\n"
+    )
+    assert world.herdr.calls[-1] == ("pane-close", "w5:p1")
+
+
+def test_unknown_task_or_abandon_without_reason_changes_nothing(world: Any) -> None:
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
+    before = world.engine.ledger.events(RUN)
+
+    with pytest.raises(OrchError, match=f"^run {RUN} has no task nope$"):
+        retire(world.engine, run_of(world), tasks=["feature-a", "nope"])
+    with pytest.raises(OrchError, match="^abandoning feature-a needs a reason"):
+        retire(world.engine, run_of(world), abandon={"feature-a": " "})
+    with pytest.raises(OrchError, match="^task feature-a is both kept and abandoned; choose one$"):
+        retire(world.engine, run_of(world), keep=["feature-a"], abandon={"feature-a": "x"})
+
+    assert world.engine.ledger.events(RUN) == before and world.herdr.calls == []
+
+
+def test_result_json_shape(world: Any) -> None:
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
+
+    result = retire(world.engine, run_of(world))
+
+    assert RetireResult.model_validate(result.model_dump(mode="json")).model_dump(mode="json") == {
+        "run_id": RUN,
+        "workers": [{
+            "task": "feature-a", "name": "feature-a", "before": "accepted", "state": "retired", "outcome": "retired", "reason": None,
+            "items": [{"kind": "agent", "id": "w1:p4", "action": "exited", "reason": None},
+                      {"kind": "pane", "id": "w1:p4", "action": "closed", "reason": None}],
+        }],
+        "workspaces": [],
+    }  # fmt: skip
