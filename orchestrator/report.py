@@ -25,9 +25,11 @@ from registry import (
 
 # --- what the report reads beyond the ledger's own journal kinds (the phases that write them must agree) ---------
 
-# record_fact(run, "verification", task_label=task, detail=Verification.model_dump(mode="json")):
-# the controller's re-run of a worker's checks ("checks": [{"command", "exit_code", "error"}…], "disposition", "reasons").
+# The controller's re-run of a worker's checks: the verify phase's transition out of verifying carries it in its cause
+# ({"phase": "verify", "disposition", "reasons", "checks": [{"command", "exit_code", "error"}…]}); a bare
+# record_fact(run, "verification", task_label=task, detail={same keys}) is read the same way.
 FACT_VERIFICATION = "verification"
+VERIFY_PHASE = "verify"
 # update_worker(run, task, fact="integrated", integrated_sha=…): accepted work landed on the integration branch.
 FACT_INTEGRATED = "integrated"
 # record_fact(run, "retained", task_label=task|None, detail={"item": <pane id|worktree path|workspace id>, "reason": …}):
@@ -39,8 +41,12 @@ FACT_RUN_FAILED = "run_failed"
 CLOSING_EFFECTS: Mapping[str, tuple[str, ...]] = {
     "pane": ("pane_close",),
     "worktree": ("worktree_remove",),
-    "workspace": ("workspace_close", "worktree_remove"),
+    # The retire ladder closes a leftover workspace by closing its last pane ({"workspace": …, "pane": …}).
+    "workspace": ("workspace_close", "worktree_remove", "pane_close"),
 }
+# The retire ladder's own account, in the cause of its retired/retained transition: {"items": [{"kind", "id", "action", "reason"}]}.
+CLOSED_ACTIONS = frozenset({"closed", "removed", "gone"})
+KEPT_ACTION = "kept"
 # Keys of a transition's or fact's cause/detail that carry the human-readable evidence, in order of preference.
 REASON_KEYS: tuple[str, ...] = ("reason", "evidence", "decision", "error", "question")
 
@@ -305,17 +311,26 @@ def _checks(detail: Mapping[str, Any]) -> tuple[CheckItem, ...]:
     return tuple(out)
 
 
+def _verification_detail(event: Event) -> Mapping[str, Any] | None:
+    if event.kind == FACT_VERIFICATION:
+        return event.detail
+    cause = event.detail.get("cause")
+    if event.kind == EventKind.TRANSITION and isinstance(cause, Mapping) and cause.get("phase") == VERIFY_PHASE and "disposition" in cause:
+        return cause
+    return None
+
+
 def _verification(worker: Worker, journal: _Journal) -> VerificationItem:
-    facts = journal.of(worker.task_label, FACT_VERIFICATION)
-    if not facts:
+    found = [(e, d) for e in journal.events if e.task_label == worker.task_label and (d := _verification_detail(e)) is not None]
+    if not found:
         return VerificationItem(
             task=worker.task_label, name=worker.name, verified=False, checks=(), disposition=None, reasons=(), seqs=()
         )
-    fact = facts[-1]
-    reasons = fact.detail.get("reasons")
-    disposition = fact.detail.get("disposition")
+    fact, detail = found[-1]
+    reasons = detail.get("reasons")
+    disposition = detail.get("disposition")
     return VerificationItem(
-        task=worker.task_label, name=worker.name, verified=True, checks=_checks(fact.detail),
+        task=worker.task_label, name=worker.name, verified=True, checks=_checks(detail),
         disposition=disposition if isinstance(disposition, str) else None,
         reasons=tuple(r for r in reasons if isinstance(r, str)) if isinstance(reasons, list) else (),
         seqs=(fact.seq,),
@@ -339,6 +354,21 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
         kept = [e for e in retained_facts if e.detail.get("item") == item]
         if kept:
             items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=_reason(kept[-1].detail) or "no reason recorded", seqs=(kept[-1].seq,)))
+            return
+        ladder = _ladder_item(journal, task, item)
+        if ladder is not None:
+            event, entry = ladder
+            if entry.get("action") in CLOSED_ACTIONS:
+                items.append(RetiredItem(task=task, name=name, what=what, id=item, status="closed", reason=None, seqs=(event.seq,)))
+                return
+            if entry.get("action") == KEPT_ACTION:
+                items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=_reason(entry) or "no reason recorded", seqs=(event.seq,)))
+                return
+        if worker is None and item in (run.workspace_id, run.controller_workspace_id):
+            # The retire ladder never closes the repo workspace or the controller's own workspace.
+            why = "holds the controller" if item == run.controller_workspace_id else "the run's repo workspace"
+            seqs = _seqs(*(e for e in journal.events if e.kind == EventKind.RUN_UPDATED and _mentions(e.detail.get("changes"), item)))
+            items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=why, seqs=seqs))
             return
         into = journal.last_into(worker.task_label, WorkerState.RETAINED) if worker is not None and worker.state is WorkerState.RETAINED else None
         reason = _reason(into.detail) if into is not None else None
@@ -364,6 +394,21 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
     for workspace in run.created_workspace_ids:
         settle(None, None, "workspace", workspace, None)
     return tuple(items)
+
+
+def _ladder_item(journal: _Journal, task: str | None, item: str) -> tuple[Event, Mapping[str, Any]] | None:
+    """The retire ladder's last word on ``item``: an entry of its retired/retained transition's cause."""
+    for event in reversed(journal.events):
+        cause = event.detail.get("cause")
+        if event.kind != EventKind.TRANSITION or event.task_label != task or not isinstance(cause, Mapping):
+            continue
+        if event.to_state not in (WorkerState.RETIRED, WorkerState.RETAINED):
+            continue
+        entries = cause.get("items")
+        for entry in reversed(entries if isinstance(entries, list) else []):
+            if isinstance(entry, Mapping) and entry.get("id") == item:
+                return event, entry
+    return None
 
 
 def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Journal) -> tuple[Blocker, ...]:

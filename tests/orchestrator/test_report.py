@@ -77,16 +77,22 @@ def callback(ledger: Ledger, run_id: str, task: str, name: str, kind: str, body:
     return message.id
 
 
-def verified(ledger: Ledger, run_id: str, task: str, name: str, checks: list[tuple[str, int | None]], disposition: S, reasons: list[str] = []) -> None:
+def verified(
+    ledger: Ledger, run_id: str, task: str, name: str, checks: list[tuple[str, int | None]], disposition: S,
+    reasons: list[str] = [], as_fact: bool = False,
+) -> None:
+    """A result, then the verify phase's verdict: in its transition's cause (as orchestrator.verify does) or as a bare fact."""
     result = callback(ledger, run_id, task, name, "result", body="commit 1234567")
     ledger.transition(run_id, task, S.WORKING, S.RESULT, cause={"inbox_id": result}, last_callback_id=result, reported_checks="pytest -q: pass")
-    ledger.transition(run_id, task, S.RESULT, S.VERIFYING, cause={"phase": "verify"})
+    ledger.transition(run_id, task, S.RESULT, S.VERIFYING, cause={"phase": "verify", "step": "start"})
     detail = {
-        "disposition": disposition.value, "reasons": reasons, "head_sha": "b" * 40,
-        "checks": [{"command": c, "exit_code": code, "seconds": 1.0, "output_tail": "", "error": None if code is not None else "timed out after 600s"} for c, code in checks],
+        "phase": "verify", "decided_by": "evidence", "disposition": disposition.value, "reasons": reasons, "head_sha": "b" * 40,
+        "checks": [{"command": c, "exit_code": code, "error": None if code is not None else "timed out after 600s"} for c, code in checks],
     }  # fmt: skip
-    ledger.record_fact(run_id, FACT_VERIFICATION, task_label=task, detail=detail)
-    ledger.transition(run_id, task, S.VERIFYING, disposition, cause={"phase": "verify", "reason": "; ".join(reasons) or None}, head_sha="b" * 40)
+    if as_fact:
+        ledger.record_fact(run_id, FACT_VERIFICATION, task_label=task, detail=detail)
+        detail = {"phase": "verify", "step": "recorded"}
+    ledger.transition(run_id, task, S.VERIFYING, disposition, cause=detail, head_sha="b" * 40)
 
 
 def retire(ledger: Ledger, run_id: str, task: str, pane: str, worktree: bool = True) -> None:
@@ -231,7 +237,7 @@ def test_open_pane_in_flight_effect_and_run_failure(ledger: Ledger) -> None:
 def test_failed_close_is_a_retention_reason(ledger: Ledger) -> None:
     new_run(ledger, PASS_RUN)
     provision(ledger, PASS_RUN, "api", "widgets-api", "codex", "w1:p2", worktree=False)
-    verified(ledger, PASS_RUN, "api", "widgets-api", [("pytest -q", None)], S.ACCEPTED)
+    verified(ledger, PASS_RUN, "api", "widgets-api", [("pytest -q", None)], S.ACCEPTED, as_fact=True)
     ledger.transition(PASS_RUN, "api", S.ACCEPTED, S.RETIRING, cause={"phase": "retire"})
     close = ledger.intend(PASS_RUN, "api", "pane_close", "api:pane_close", {"pane_id": "w1:p2"})
     ledger.fail(close, "confirmation_required: pane belongs to a worktree group")
@@ -242,6 +248,28 @@ def test_failed_close_is_a_retention_reason(ledger: Ledger) -> None:
         "Retired: widgets-api pane w1:p2 retained (pane_close failed: confirmation_required: pane belongs to a worktree group)",
     ]
     assert report.verdict is RunVerdict.PASS
+
+
+def test_retire_ladder_items_and_protected_workspaces(ledger: Ledger) -> None:
+    new_run(ledger, PASS_RUN)
+    # preflight created the repo workspace; the retire ladder never closes it.
+    ledger.update_run(PASS_RUN, workspace_id="w2", created_workspace_ids=("w2",), cause={"phase": "preflight"})
+    provision(ledger, PASS_RUN, "api", "widgets-api", "codex", "w2:p2")
+    ledger.update_worker(PASS_RUN, "api", created_workspace_ids=("w5",), cause={"phase": "provision"})
+    verified(ledger, PASS_RUN, "api", "widgets-api", [("pytest -q", 0)], S.ACCEPTED)
+    ledger.transition(PASS_RUN, "api", S.ACCEPTED, S.RETIRING, cause={"phase": "retire"})
+    items = [
+        {"kind": "pane", "id": "w2:p2", "action": "gone", "reason": None},
+        {"kind": "worktree", "id": "/src/acme/widgets-api", "action": "kept", "reason": "dirty: 2 uncommitted files"},
+        {"kind": "workspace", "id": "w5", "action": "closed", "reason": None},
+    ]
+    ledger.transition(PASS_RUN, "api", S.RETIRING, S.RETAINED, cause={"phase": "retire", "items": items, "reason": "dirty: 2 uncommitted files"})
+    report = build_report(ledger, PASS_RUN)
+    assert render_report(report).splitlines()[5] == (
+        "Retired: widgets-api pane w2:p2 closed; widgets-api worktree /src/acme/widgets-api retained (dirty: 2 uncommitted files); "
+        "widgets-api workspace w5 closed; run workspace w2 retained (the run's repo workspace)"
+    )
+    assert (report.verdict, report.verdict_reasons) == (RunVerdict.PASS, ())
 
 
 def test_empty_run_fails(ledger: Ledger) -> None:
