@@ -11,10 +11,7 @@ from packets import Accepted, KeptAside, LedgerView, Reason, build_view, fingerp
 from packets.result import ResultReport, parse_result
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
 
-try:  # verification is being renamed to orchestrator.evidence by its owner
-    from orchestrator.evidence import ClaimedCheck, ResultClaim
-except ImportError:  # pragma: no cover
-    from orchestrator.verify import ClaimedCheck, ResultClaim  # type: ignore[no-redef]
+from orchestrator.evidence import ClaimedCheck, ResultClaim
 
 S = WorkerState
 # Worker states a callback may move on from (the worker is doing, or waiting on, the delegated work).
@@ -118,11 +115,6 @@ def add_message(engine: Engine, run: Run, raw: str, *, source: str = "cli") -> I
     )  # fmt: skip
 
 
-def result_report(body: str) -> ResultReport:
-    """The parsed result body (kept as the worker's `reported_checks`)."""
-    return parse_result(body)
-
-
 def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple[WorkerState, WorkerState]:
     """Let an accepted callback change its worker: compare-and-set, re-read once if another process moved it first."""
     assert recorded.task_label is not None
@@ -152,9 +144,12 @@ def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple
 def result_claim(report: ResultReport) -> ResultClaim:
     """The verifiable part of a result (commits, changed files, checks) for `orchestrator.evidence.verify`."""
     return ResultClaim(
+        status=report.status,
         commits=report.commits,
         changed_files=report.changed_files,
         checks=tuple(ClaimedCheck(command=c.command, exit_code=c.exit_code) for c in report.checks),
+        reports=report.reports,
+        problems=report.problems,
     )
 
 

@@ -97,6 +97,7 @@ class _Round:
         self.agents: dict[str, AgentInfo] = {}
         self.herdr_states: dict[str, str] = {}
         self.waiting: set[str] = set()
+        self.prompted: set[str] = set()  # the round's agent snapshot predates these prompts
         self._answers: dict[str, tuple[Answer, ...]] | None = None
 
     def note(self, task: str | None, what: What, text: str, inbox_id: int | None = None) -> None:
@@ -129,7 +130,8 @@ class _Round:
         for message in self.ledger.list_inbox(self.run.run_id, unhandled=True):
             self.inbound(message)
         for worker in self.ledger.list_workers(self.run.run_id, states=OBSERVED):
-            self.check(worker)
+            if worker.task_label not in self.prompted:
+                self.check(worker)
         return True
 
     def inbound(self, message: InboxMessage) -> None:
@@ -173,6 +175,7 @@ class _Round:
             text = exc.message if isinstance(exc, OrchError) else str(exc)
             self.note(task, "send_failed", f"answer to {body!r} not sent: {text}", message.id)
             return True
+        self.prompted.add(task)
         self.note(task, "answered", f"{body} -> {planned.answer}", message.id)
         return True
 

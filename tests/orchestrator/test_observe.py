@@ -1,0 +1,250 @@
+"""Observation rounds in-process: a real ledger, a fake clock and a scripted fake herdr (the only seam)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from orchestrator.clock import FakeClock
+from orchestrator.config import Settings
+from orchestrator.engine import Engine
+from orchestrator.errors import HerdrError
+from orchestrator.herdr_models import AgentExplain, AgentInfo, AgentPrompted
+from orchestrator.inbox import add_message
+from orchestrator.observe import Observation, liveness_token, match_answer, observe, render_observe
+from orchestrator.plan import Answer
+from registry import Run, WorkerState
+
+S = WorkerState
+RUN = "w1:p1-20261130T080000Z"
+PLAN = """organization = "acme"
+repo = "widgets"
+base = "origin/main"
+
+[[workers]]
+task = "feature-a"
+objective = "Do A."
+deliverable = "Commits."
+branch = "feat/a"
+claim = ["src/a/**"]
+
+[[workers.answers]]
+when = "formal"
+answer = "Yes, formal."
+
+[[workers]]
+task = "feature-b"
+objective = "Do B."
+deliverable = "Commits."
+branch = "feat/b"
+claim = ["src/b/**"]
+"""
+
+
+@dataclass
+class FakeHerdr:
+    """Agent state per pane, scripted by the test; records every prompt."""
+
+    states: dict[str, str] = field(default_factory=dict)
+    seqs: dict[str, int] = field(default_factory=dict)
+    screens: dict[str, str] = field(default_factory=dict)
+    explain_state: str = "unknown"
+    prompts: list[tuple[str, str]] = field(default_factory=list)
+
+    def _info(self, pane: str) -> AgentInfo:
+        return AgentInfo(
+            terminal_id="t", agent_status=self.states[pane], workspace_id="w1", tab_id="w1:t1", pane_id=pane,
+            focused=False, revision=1, state_change_seq=self.seqs.get(pane, 1), name=f"feature-{pane[-1]}", agent="codex",
+        )  # fmt: skip
+
+    def agent_list(self) -> tuple[AgentInfo, ...]:
+        return tuple(self._info(pane) for pane in self.states)
+
+    def agent_get(self, target: str) -> AgentInfo:
+        if target not in self.states:
+            raise HerdrError(f"agent {target} not found", code="agent_not_found")
+        return self._info(target)
+
+    def agent_read(self, target: str, *, source: str = "recent", lines: int | None = None) -> str:
+        return self.screens.get(target, "")
+
+    def agent_explain(self, target: str) -> AgentExplain:
+        return AgentExplain(state=self.explain_state, fallback_reason="no integration hook reported")
+
+    def agent_prompt(self, target: str, text: str, **_: object) -> AgentPrompted:
+        self.prompts.append((target, text))
+        self.states[target] = "working"
+        return AgentPrompted(type="agent_prompted", agent=self._info(target))
+
+
+@pytest.fixture
+def herdr() -> FakeHerdr:
+    return FakeHerdr(states={"w1:pa": "working", "w1:pb": "working"})
+
+
+@pytest.fixture
+def engine(tmp_path: Path, herdr: FakeHerdr) -> Engine:
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock())  # type: ignore[arg-type]
+    engine.ledger.create_run("w1:p1-20261129T080000Z", controller_target="w1:p1")
+    engine.ledger.create_run(RUN, controller_target="w1:p1")
+    for task, pane in (("feature-a", "w1:pa"), ("feature-b", "w1:pb")):
+        engine.ledger.add_worker(RUN, task, name=task, kind="codex", objective="x", pane_id=pane, reply_target=pane)
+        engine.ledger.transition(RUN, task, S.PROVISIONING, S.READY)
+        engine.ledger.transition(RUN, task, S.READY, S.DISPATCHED)
+        engine.ledger.transition(RUN, task, S.DISPATCHED, S.WORKING)
+    engine.run_dir(RUN).mkdir(parents=True)
+    (engine.run_dir(RUN) / "plan.toml").write_text(PLAN)
+    yield engine
+    engine.close()
+
+
+def run_of(engine: Engine) -> Run:
+    return engine.ledger.get_run(RUN)
+
+
+def envelope(task: str, kind: str, body: str, *, run: str = RUN, sender: str | None = None, reply_to: str | None = None) -> str:
+    pane = {"feature-a": "w1:pa", "feature-b": "w1:pb"}.get(task, "w1:px")
+    return f"[herdr-orchestration run={run} task={task} from={sender or task} kind={kind} reply-to={reply_to or pane}]\n{body}"
+
+
+def state(engine: Engine, task: str) -> WorkerState:
+    return engine.ledger.get_worker(RUN, task).state
+
+
+def test_match_answer_substring_and_regex() -> None:
+    answers = (Answer(when="page size", answer="50"), Answer(when=r"formal|polite", regex=True, answer="Formal."))
+    assert match_answer(answers, "Which PAGE SIZE?") == answers[0]
+    assert match_answer(answers, "Should it be polite?") == answers[1]
+    assert match_answer(answers, "Tabs or spaces?") is None
+
+
+def test_liveness_token_moves_with_state_or_output() -> None:
+    assert liveness_token(3, "a") == liveness_token(3, "a")
+    assert len({liveness_token(3, "a"), liveness_token(4, "a"), liveness_token(3, "b")}) == 3
+
+
+def test_fails_on_exactly_the_third_unchanged_check_in(engine: Engine, herdr: FakeHerdr) -> None:
+    herdr.states["w1:pb"] = "idle"  # feature-b would be asked for a result; keep it out of the way
+    engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)
+    for expected in (S.WORKING, S.WORKING, S.WORKING):  # baseline, 1st and 2nd unchanged
+        observe(engine, run_of(engine), once=True)
+        assert state(engine, "feature-a") is expected
+    herdr.screens["w1:pa"] = "• Running pytest"  # any change resets the count
+    for _ in range(3):
+        observe(engine, run_of(engine), once=True)
+        assert state(engine, "feature-a") is S.WORKING
+    result = observe(engine, run_of(engine), once=True)
+    assert state(engine, "feature-a") is S.FAILED
+    assert result.observations == (
+        Observation(round=1, task="feature-a", what="failed", text="no change of state or output across 3 consecutive check-ins"),
+    )
+
+
+def test_observe_loops_on_the_injected_clock_until_nothing_is_active(engine: Engine, herdr: FakeHerdr) -> None:
+    engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)
+    result = observe(engine, run_of(engine), interval=5)
+    assert (result.rounds, result.active, state(engine, "feature-a")) == (4, False, S.FAILED)
+    assert engine.clock.slept == [5, 5, 5]  # type: ignore[attr-defined]
+
+
+def test_question_answered_from_the_plan_once_the_worker_settles(engine: Engine, herdr: FakeHerdr) -> None:
+    add_message(engine, run_of(engine), envelope("feature-a", "question", "Should the greeting be formal?"))
+    assert state(engine, "feature-a") is S.QUESTION
+    first = observe(engine, run_of(engine), once=True)  # still working: the answer waits
+    assert (herdr.prompts, first.observations) == ([], ())
+    herdr.states["w1:pa"] = "idle"
+    second = observe(engine, run_of(engine), once=True)
+    assert herdr.prompts == [(
+        "w1:pa",
+        f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nYes, formal.",
+    )]  # fmt: skip
+    assert [o.what for o in second.observations] == ["answered"]
+    assert (state(engine, "feature-a"), engine.ledger.get_worker(RUN, "feature-a").pending_question) == (S.WORKING, None)
+    observe(engine, run_of(engine), once=True)
+    assert len(herdr.prompts) == 1  # handled once, never re-sent
+
+
+def test_unanswerable_question_and_blocked_are_surfaced_and_kept(engine: Engine, herdr: FakeHerdr) -> None:
+    add_message(engine, run_of(engine), envelope("feature-b", "question", "Tabs or spaces?"))
+    add_message(engine, run_of(engine), envelope("feature-a", "blocked", "Need a token for the staging API."))
+    herdr.states.update({"w1:pa": "blocked", "w1:pb": "idle"})
+    result = observe(engine, run_of(engine), once=True)
+    assert render_observe(result) == (
+        f"Run {RUN}: 1 check-in round\n"
+        "  [1] feature-b needs answer #1: Tabs or spaces? (answer with `orch answer feature-b TEXT`)\n"
+        "  [1] feature-a blocked #2: Need a token for the staging API. (decide, then `orch answer feature-a TEXT` or `orch send feature-a --kind stop TEXT`)\n"
+        "Workers:\n"
+        "  feature-a (feature-a): blocked, herdr blocked, unchanged check-ins 0\n"
+        "  feature-b (feature-b): question, herdr idle, unchanged check-ins 0\n"
+        "Still active: no\n"
+    )
+    assert herdr.prompts == []
+    for _ in range(4):  # waiting on the person is never a stall
+        observe(engine, run_of(engine), once=True)
+    assert (state(engine, "feature-a"), state(engine, "feature-b")) == (S.BLOCKED, S.QUESTION)
+
+
+def test_result_recorded_with_its_parsed_checks(engine: Engine, herdr: FakeHerdr, tmp_path: Path) -> None:
+    body = "Status: done\nCommits: none\nChanged files: src/a/x.py\nChecks:\n- pytest -q => exit 0\n  | 3 passed\nResidual risk: none"
+    added = add_message(engine, run_of(engine), envelope("feature-a", "result", body))
+    assert (added.state_before, added.state_after) == (S.WORKING, S.RESULT)
+    herdr.states["w1:pa"] = "idle"
+    result = observe(engine, run_of(engine), once=True)
+    assert [(o.task, o.what, o.text) for o in result.observations if o.task == "feature-a"] == [
+        ("feature-a", "result", "status done, 0 commit(s), 1 changed file(s), 1 check(s); ready for `orch verify feature-a`")
+    ]
+    worker = engine.ledger.get_worker(RUN, "feature-a")
+    assert worker.reported_checks is not None and '"command":"pytest -q"' in worker.reported_checks
+
+
+def test_settled_worker_without_result_is_asked_once_then_surfaced(engine: Engine, herdr: FakeHerdr) -> None:
+    herdr.states["w1:pb"] = "done"
+    engine.ledger.transition(RUN, "feature-a", S.WORKING, S.FAILED)
+    first = observe(engine, run_of(engine), once=True)
+    assert [o.what for o in first.observations] == ["asked_for_result"]
+    assert len(herdr.prompts) == 1 and "kind=follow-up" in herdr.prompts[0][1]
+    herdr.states["w1:pb"] = "idle"
+    herdr.seqs["w1:pb"] = 2
+    second = observe(engine, run_of(engine), once=True)
+    assert [(o.what, o.text) for o in second.observations] == [("settled_without_result", "idle without a result after being asked for it")]
+    assert len(herdr.prompts) == 1
+
+
+def test_stale_and_forged_messages_change_no_worker(engine: Engine, herdr: FakeHerdr) -> None:
+    before = {w.task_label: w for w in engine.ledger.list_workers(RUN)}
+    for raw in (
+        envelope("feature-a", "result", "Status: done", run="w1:p1-20261129T080000Z"),
+        envelope("feature-a", "result", "Status: done", run="r-other"),
+        envelope("feature-a", "result", "Status: done", sender="mallory"),
+        envelope("feature-a", "question", "?", reply_to="w1:p9"),
+        envelope("feature-x", "update", "hi"),
+        envelope("feature-a", "answer", "self-answer"),
+        "Status: done",
+    ):
+        add_message(engine, run_of(engine), raw)
+    assert {w.task_label: w for w in engine.ledger.list_workers(RUN)} == before
+    result = observe(engine, run_of(engine), once=True)
+    assert [(o.what, o.text.split(":")[0]) for o in result.observations] == [
+        ("kept_aside", "stale_run"), ("kept_aside", "unknown_run"), ("kept_aside", "wrong_sender"),
+        ("kept_aside", "wrong_reply_to"), ("kept_aside", "unknown_task"), ("kept_aside", "wrong_direction"),
+        ("kept_aside", "malformed_header"),
+    ]  # fmt: skip
+
+
+def test_unknown_state_that_explain_cannot_repair_fails_the_worker(engine: Engine, herdr: FakeHerdr) -> None:
+    herdr.states["w1:pa"] = "unknown"
+    result = observe(engine, run_of(engine), once=True)
+    assert state(engine, "feature-a") is S.FAILED
+    assert [(o.task, o.what, o.text) for o in result.observations] == [
+        ("feature-a", "failed", "state unknown and `agent explain` cannot repair it: no integration hook reported")
+    ]
+
+
+def test_unknown_state_repaired_by_explain_is_not_a_failure(engine: Engine, herdr: FakeHerdr) -> None:
+    herdr.states["w1:pa"] = "unknown"
+    herdr.explain_state = "working"
+    observe(engine, run_of(engine), once=True)
+    assert state(engine, "feature-a") is S.WORKING
