@@ -1,0 +1,99 @@
+"""Callback intake: the ledger view, one-line verdicts, worker updates and `orch inbox list` output, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import cli
+from registry import Ledger, WorkerState
+
+S = WorkerState
+RUN = "w1:p1-20261130T080000Z"
+OLD = "w1:p1-20261129T080000Z"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    orch_home = tmp_path / "orch"
+    with Ledger.open(orch_home / "ledger.sqlite3") as ledger:
+        ledger.create_run(OLD, controller_target="w1:p1")
+        ledger.create_run(RUN, controller_target="w1:p1")
+        ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id="w1:pa", reply_target="w1:pa")
+        ledger.transition(RUN, "feature-a", S.PROVISIONING, S.READY)
+        ledger.transition(RUN, "feature-a", S.READY, S.DISPATCHED)
+    return orch_home
+
+
+def orch(home: Path, *args: str, input: str | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, list(args), input=input, env={"ORCH_HOME": str(home)})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def env(kind: str, body: str, *, run: str = RUN, sender: str = "feature-a") -> str:
+    return f"[herdr-orchestration run={run} task=feature-a from={sender} kind={kind} reply-to=w1:pa]\n{body}"
+
+
+def test_view_names_runs_workers_and_accepted_fingerprints(home: Path) -> None:
+    from orchestrator.config import Settings
+    from orchestrator.engine import Engine
+    from orchestrator.inbox import add_message, ledger_view
+
+    engine = Engine(settings=Settings(home=home, orch_home=home, policy_dir=home, src_root=home), herdr=None)  # type: ignore[arg-type]
+    run = engine.ledger.get_run(RUN)
+    added = add_message(engine, run, env("update", "hello"))
+    view = ledger_view(engine, run)
+    assert (view.run_id, view.other_run_ids, [w.worker_name for w in view.workers]) == (RUN, frozenset({OLD}), ["feature-a"])
+    assert view.accepted_fingerprints == {engine.ledger.get_inbound(added.inbox_id).fingerprint}
+    engine.close()
+
+
+def test_add_prints_one_line_and_exits_0_even_when_kept_aside(home: Path) -> None:
+    assert orch(home, "inbox", "add", "--run", RUN, env("question", "Formal?")) == (
+        0, "accepted #1: question from feature-a for task feature-a (worker dispatched -> question)\n", "",
+    )  # fmt: skip
+    assert orch(home, "inbox", "add", "--run", RUN, "-", input=env("result", "Status: done", run=OLD)) == (
+        0, f'kept aside #2 (stale_run): result from feature-a for task feature-a: run "{OLD}" is an earlier or finished run; the current run is "{RUN}"\n', "",
+    )  # fmt: skip
+    code, out, _ = orch(home, "inbox", "add", "--run", RUN, env("question", "Formal?"))
+    assert (code, out) == (
+        0, "kept aside #3 (duplicate): question from feature-a for task feature-a: the same question from \"feature-a\""
+        f" for task \"feature-a\" was already accepted (fingerprint {_fp(home)[:12]})\n",
+    )  # fmt: skip
+    code, out, _ = orch(home, "inbox", "add", "--run", RUN, "hello there")
+    assert (code, out.split(": ")[0]) == (0, "kept aside #4 (malformed_header)")
+    with Ledger.open(home / "ledger.sqlite3") as ledger:
+        worker = ledger.get_worker(RUN, "feature-a")
+        assert (worker.state, worker.pending_question, worker.last_callback_id) == (S.QUESTION, "Formal?", 1)
+
+
+def _fp(home: Path) -> str:
+    with Ledger.open(home / "ledger.sqlite3") as ledger:
+        return ledger.get_inbound(1).fingerprint
+
+
+def test_add_exits_1_when_nothing_can_be_recorded(home: Path) -> None:
+    assert orch(home, "inbox", "add", "--run", "w9:p9-20260101T000000Z", env("update", "x")) == (
+        1, "", f"orch: no run w9:p9-20260101T000000Z in {home / 'ledger.sqlite3'}\nhint: `orch status --all` lists the runs\n",
+    )  # fmt: skip
+    assert orch(home, "inbox", "add", "--run", RUN)[0] == 1
+
+
+def test_list_shows_every_message_with_its_verdict(home: Path) -> None:
+    orch(home, "inbox", "add", "--run", RUN, env("update", "Parser done"))
+    orch(home, "inbox", "add", "--run", RUN, env("update", "late news", sender="mallory"))
+    code, out, _ = orch(home, "inbox", "list", "--run", RUN)
+    assert code == 0
+    stamps = [line.split()[1] for line in out.splitlines() if line.startswith("#")]
+    assert out == (
+        f"Inbox of run {RUN}: 2 messages\n"
+        f"#1 {stamps[0]} accepted update task=feature-a from=feature-a [new]\n"
+        "    Parser done\n"
+        f"#2 {stamps[1]} kept aside (wrong_sender) update task=feature-a from=mallory [new]\n"
+        '    sender "mallory" is not "feature-a", the worker registered for task "feature-a"\n'
+    )
+    listing = json.loads(orch(home, "inbox", "list", "--run", RUN, "--json")[1])
+    assert [(m["id"], m["verdict"], m["reason_code"]) for m in listing["messages"]] == [(1, "accepted", None), (2, "kept_aside", "wrong_sender")]
