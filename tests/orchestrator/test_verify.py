@@ -274,3 +274,31 @@ def test_the_person_supersedes_a_worker_with_a_reason(fleet: Fleet) -> None:
     with pytest.raises(OrchError) as empty:
         supersede(fleet.engine, fleet.run, "api-docs", "  ")
     assert empty.value.message == "--supersede needs a --reason saying what replaced the work"
+
+
+def test_the_cli_prints_the_report_or_json_and_refuses_a_stray_reason(fleet: Fleet, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from orchestrator.cli import cli
+
+    for name, value in fleet.engine.env.items():
+        monkeypatch.setenv(name, value)
+    sha = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.result("api-docs", body([sha], ["docs/api.md"], [("test -f docs/api.md", 0)]))
+    runner = CliRunner()
+
+    shown = runner.invoke(cli, ["verify", "--run", RUN_ID, "--json"])
+    stray = runner.invoke(cli, ["verify", "--run", RUN_ID, "--reason", "because"])
+    report = runner.invoke(cli, ["integrate", "--run", RUN_ID])
+
+    data = json.loads(shown.stdout)
+    assert (shown.exit_code, data["run_id"], [(v["task"], v["verification"]["disposition"]) for v in data["verdicts"]]) == (
+        0, RUN_ID, [("api-docs", "accepted")]
+    )
+    assert (stray.exit_code, stray.stderr) == (1, "orch: --reason goes with --supersede TASK\n")
+    assert (report.exit_code, report.stdout) == (
+        0,
+        f"integrate {RUN_ID}: integration is off in the plan; nothing merged, accepted work:\n"
+        f"  api-docs  docs/api  {sha}\n"
+        "not accepted: greeting (working), survey (working)\n",
+    )
