@@ -1,0 +1,109 @@
+"""Controller -> worker messages: who may be interrupted, once per key, failures recorded verbatim; report paths read safely."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from orchestrator.clock import FakeClock
+from orchestrator.config import Settings
+from orchestrator.engine import Engine
+from orchestrator.errors import HerdrError, OrchError
+from orchestrator.herdr_models import AgentInfo, AgentPrompted
+from orchestrator.messages import ReportRead, read_report, send_message
+from registry import EffectStatus, WorkerState
+
+S = WorkerState
+RUN = "w1:p1-20261130T080000Z"
+
+
+@dataclass
+class FakeHerdr:
+    status: str = "idle"
+    fail_with: str | None = None
+    prompts: list[str] = field(default_factory=list)
+
+    def agent_get(self, target: str) -> AgentInfo:
+        return AgentInfo(terminal_id="t", agent_status=self.status, workspace_id="w1", tab_id="w1:t1", pane_id=target,
+                         focused=False, revision=1, state_change_seq=1)  # fmt: skip
+
+    def agent_prompt(self, target: str, text: str, **_: object) -> AgentPrompted:
+        if self.fail_with:
+            raise HerdrError(self.fail_with, code="agent_not_found")
+        self.prompts.append(text)
+        return AgentPrompted(type="agent_prompted", agent=self.agent_get(target))
+
+
+@pytest.fixture
+def herdr() -> FakeHerdr:
+    return FakeHerdr()
+
+
+@pytest.fixture
+def engine(tmp_path: Path, herdr: FakeHerdr) -> Engine:
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path, src_root=tmp_path)
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock())  # type: ignore[arg-type]
+    engine.ledger.create_run(RUN, controller_target="w1:p1")
+    engine.ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id="w1:pa",
+                             reply_target="w1:pa", worktree_path=str(tmp_path / "wt"))  # fmt: skip
+    for a, b in ((S.PROVISIONING, S.READY), (S.READY, S.DISPATCHED), (S.DISPATCHED, S.QUESTION)):
+        engine.ledger.transition(RUN, "feature-a", a, b)
+    yield engine
+    engine.close()
+
+
+def test_answer_goes_to_the_reply_target_once_and_resumes_the_worker(engine: Engine, herdr: FakeHerdr) -> None:
+    run = engine.ledger.get_run(RUN)
+    sent = send_message(engine, run, "feature-a", "answer", "Keep English only.")
+    assert (sent.target, sent.state, herdr.prompts) == (
+        "w1:pa", S.WORKING, [f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nKeep English only."],
+    )  # fmt: skip
+    herdr.status = "done"
+    send_message(engine, run, "feature-a", "answer", "Keep English only.")  # same text, same key: replayed, not re-sent
+    assert len(herdr.prompts) == 1
+
+
+def test_a_working_worker_gets_only_a_stop_or_an_urgent_follow_up(engine: Engine, herdr: FakeHerdr) -> None:
+    run = engine.ledger.get_run(RUN)
+    herdr.status = "working"
+    with pytest.raises(OrchError) as caught:
+        send_message(engine, run, "feature-a", "follow-up", "Also update the docs.")
+    assert caught.value.message == "worker feature-a is working in herdr; a follow-up goes only to a worker that is idle or done"
+    assert herdr.prompts == [] and engine.ledger.list_effects(RUN) == []
+    send_message(engine, run, "feature-a", "follow-up", "Only touch src/a.", urgent=True)
+    send_message(engine, run, "feature-a", "stop", "Stop now.")
+    assert [p.split("kind=")[1].split(" ")[0] for p in herdr.prompts] == ["follow-up", "stop"]
+
+
+def test_a_failed_send_is_recorded_verbatim_and_not_retried(engine: Engine, herdr: FakeHerdr) -> None:
+    herdr.fail_with = "agent w1:pa not found"
+    with pytest.raises(HerdrError):
+        send_message(engine, engine.ledger.get_run(RUN), "feature-a", "answer", "Yes.")
+    [effect] = engine.ledger.list_effects(RUN)
+    assert (effect.status, effect.error) == (EffectStatus.FAILED, "agent w1:pa not found")
+    assert engine.ledger.get_worker(RUN, "feature-a").state is S.QUESTION
+
+
+def test_reports_are_read_only_inside_allowed_roots_and_under_the_limit(engine: Engine, tmp_path: Path) -> None:
+    run, worker = engine.ledger.get_run(RUN), engine.ledger.get_worker(RUN, "feature-a")
+    (tmp_path / "wt").mkdir()
+    (tmp_path / "wt" / "REPORT.md").write_text("# ok\n")
+    (tmp_path / "secret.md").write_text("secret\n")
+    (tmp_path / "wt" / "link.md").symlink_to(tmp_path / "secret.md")
+    sim = Path(tempfile.gettempdir()) / "herdr-sim-reports" / RUN
+    sim.mkdir(parents=True, exist_ok=True)
+    (sim / "feature-a.md").write_text("x" * 11)
+    roots = f"outside the worker's checkout, the run directory and {Path(tempfile.gettempdir()) / 'herdr-sim-reports'}"
+    assert [read_report(engine, run, worker, str(p), limit=10) for p in (
+        tmp_path / "wt" / "REPORT.md", tmp_path / "secret.md", tmp_path / "wt" / "link.md", sim / "feature-a.md",
+    )] + [read_report(engine, run, worker, "REPORT.md")] == [
+        ReportRead(path=str(tmp_path / "wt" / "REPORT.md"), text="# ok\n"),
+        ReportRead(path=str(tmp_path / "secret.md"), reason=roots),
+        ReportRead(path=str(tmp_path / "wt" / "link.md"), reason=roots),
+        ReportRead(path=str(sim / "feature-a.md"), reason="11 bytes, more than the 10-byte limit"),
+        ReportRead(path="REPORT.md", reason="not an absolute path"),
+    ]  # fmt: skip
+    (sim / "feature-a.md").unlink()
