@@ -26,6 +26,7 @@ from orchestrator.herdr_models import (
     WorkspaceCreated,
     WorkspaceInfo,
 )
+from orchestrator.layout import quote
 from orchestrator.plan import ResolvedPlan, load_plan
 from registry import RunStatus, make_run_id
 
@@ -63,6 +64,12 @@ REQUIRED_COMMANDS: tuple[tuple[str, str], ...] = (
     ("agent send-keys", "agent.send_keys"),
     ("agent explain", "agent.explain"),
 )
+
+# The checklist, in order; fixed so the rendering keeps one column width whichever gate stops it.
+CHECK_NAMES: tuple[str, ...] = (
+    "herdr env", "plan", "herdr", "capabilities", "server", "session", "integrations", "caller pane", "agents",
+    "repo checkout", "base ref", "repo workspace", "repo tab", "run",
+)  # fmt: skip
 
 
 class _Model(BaseModel):
@@ -261,6 +268,7 @@ class _Preflight:
             ("repo tab", self.check_tab),
             ("run", self.check_run),
         ]
+        assert tuple(name for name, _ in steps) == CHECK_NAMES
         for name, step in steps:
             try:
                 step()
@@ -298,7 +306,7 @@ class _Preflight:
     def check_env(self) -> None:
         value = self.engine.env.get("HERDR_ENV")
         if value != "1":
-            shown = "unset" if value is None else f"{value!r}"
+            shown = "unset" if value is None else f"{quote(value)}"
             raise _Stop(
                 f"HERDR_ENV is {shown}",
                 "this agent is outside herdr (HERDR_ENV is not 1); stop: orch orchestrates only from a herdr pane",
@@ -380,7 +388,7 @@ class _Preflight:
         if self.session != organization:
             raise _Stop(
                 f"this is session {self.session}, the plan's organization is {organization} (sessions: {listed})",
-                f"this herdr session is {self.session!r}, but the plan's organization {organization!r} needs session {organization!r}",
+                f"this herdr session is {quote(self.session)}, but the plan's organization {quote(organization)} needs the session {quote(organization)}",
                 f"from a shell outside herdr run `herdr --session {organization}`, then run orch from a pane of that session",
             )
         self.ok("session", f"{self.session} serves organization {organization}")
@@ -535,9 +543,9 @@ class _Preflight:
         found = match_repo_workspace(workspaces, panes, layout.checkout, layout.repo, self.caller.workspace_id)
         if found is not None:
             whose = "the caller's workspace" if found.workspace_id == self.caller.workspace_id else "an existing workspace"
-            notes = [f"workspace {found.workspace_id} is labelled {found.label!r}, not {layout.workspace!r} as the Layout Contract says"] if found.label != layout.workspace else []
+            notes = [f"workspace {found.workspace_id} is labelled {quote(found.label)}, not {quote(layout.workspace)} as the Layout Contract says"] if found.label != layout.workspace else []
             self.repo = self.repo.model_copy(update={"workspace_id": found.workspace_id})
-            self.ok("repo workspace", f"{found.workspace_id} {found.label!r} ({whose}) serves {layout.checkout}", notes)
+            self.ok("repo workspace", f"{found.workspace_id} {quote(found.label)} ({whose}) serves {layout.checkout}", notes)
             return
         request = {"cwd": str(layout.checkout), "label": layout.workspace}
         created = self.engine.once(
@@ -553,7 +561,7 @@ class _Preflight:
         ws_id = created.workspace.workspace_id
         self.engine.ledger.update_run(run_id, cause=CAUSE, created_workspace_ids=(ws_id,))
         self.repo = self.repo.model_copy(update={"workspace_id": ws_id, "workspace_created": True})
-        self.ok("repo workspace", f"{ws_id} {created.workspace.label!r} created on {layout.checkout} without focus")
+        self.ok("repo workspace", f"{ws_id} {quote(created.workspace.label)} created on {layout.checkout} without focus")
 
     def settle_workspace(self, before: Sequence[WorkspaceInfo]) -> WorkspaceCreated | None:
         """Read-back for an in-flight workspace create: a workspace on the checkout that was not there before."""
@@ -575,7 +583,7 @@ class _Preflight:
         first = tabs[0]
         if first.label == label:
             self.repo = self.repo.model_copy(update={"tab_id": first.tab_id})
-            self.ok("repo tab", f"{first.tab_id} is labelled {label!r}")
+            self.ok("repo tab", f"{first.tab_id} is labelled {quote(label)}")
             return
 
         def settle() -> TabInfo | None:
@@ -593,7 +601,7 @@ class _Preflight:
             settle=settle,
         )
         self.repo = self.repo.model_copy(update={"tab_id": renamed.tab_id, "tab_renamed": True})
-        self.ok("repo tab", f"{renamed.tab_id} renamed {first.label!r} -> {renamed.label!r}")
+        self.ok("repo tab", f"{renamed.tab_id} renamed {quote(first.label)} -> {quote(renamed.label)}")
 
     # --- 10. the run: snapshot, workers, and where it lives in herdr ---
 
@@ -635,7 +643,7 @@ def preflight(engine: Engine, plan_path: Path) -> PreflightResult:
 
 def render_preflight(result: PreflightResult, *, symbols: bool = True) -> str:
     """The human checklist (✓/✗, or ok/FAIL for plain output); the run id alone on the last line when one was created."""
-    width = max(len(check.name) for check in result.checks)
+    width = max(len(name) for name in CHECK_NAMES)
     lines = []
     for check in result.checks:
         mark = ("✓" if check.ok else "✗") if symbols else ("ok  " if check.ok else "FAIL")
