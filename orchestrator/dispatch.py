@@ -221,10 +221,6 @@ def _not_sendable(worker: Worker) -> str:
 def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> bool:
     """Resolve the target right before sending (spec §4); True when the worker may be sent its packet now."""
     worker = item.worker
-    if engine.planned(plan, item.task).mode == "plan-first":
-        # TODO(provision): call orchestrator.agents/provision enter_plan_mode once it lands, then send.
-        item.report = _report(item, "skipped", "plan-first mode needs the agent switched to plan mode first, which orch cannot do yet")
-        return False
     try:
         info = engine.herdr.agent_get(worker.name)
     except (HerdrNotFound, HerdrTargetAmbiguous) as exc:
@@ -236,8 +232,27 @@ def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> boo
     if info.agent_status not in SENDABLE:
         item.report = _report(item, "skipped", f"agent {worker.name} is {info.agent_status}; a packet goes only to an idle or done agent")
         return False
+    if engine.planned(plan, item.task).mode == "plan-first":
+        problem = _enter_plan_mode(engine, worker)
+        if problem is not None:
+            item.report = _report(item, "skipped", problem)
+            return False
+        info = engine.herdr.agent_get(worker.name)  # the baseline after the mode keys, so they do not count as acceptance
     item.request = {"target": worker.name, "pane_id": info.pane_id, "baseline_seq": info.state_change_seq}
     return True
+
+
+def _enter_plan_mode(engine: Engine, worker: Worker) -> str | None:
+    """Switch the agent to plan mode and confirm it on screen (orchestrator.agents); the reason when that cannot be done."""
+    try:
+        from orchestrator.agents import enter_plan_mode
+    except ImportError:
+        return "plan-first needs orchestrator.agents.enter_plan_mode, which is not installed; not sent"
+    try:
+        enter_plan_mode(engine, worker)
+    except OrchError as exc:
+        return f"plan mode not confirmed, not sent: {exc.message}"
+    return None
 
 
 def _fail(engine: Engine, run: Run, item: _Item, exc: HerdrError) -> None:
