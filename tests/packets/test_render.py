@@ -175,9 +175,9 @@ PARSE_ERRORS = [
     ("no-backticks", _mutate("- `ruff check src/login`", "- ruff check src/login"), 41, "expected '- `<command>`', found '- ruff check src/login'"),
     ("edited-rules", _mutate("Send without `--wait`.", "Send with `--wait`."), 55,
      "expected 'Send without `--wait`. Exit status 0 means the message was submitted, not read or accepted: never resend after success. On a non-zero exit, keep the exact error in your final response and do not retry in a loop.', found 'Send with `--wait`. Exit status 0 means the message was submitted, not read or accepted: never resend after success. On a non-zero exit, keep the exact error in your final response and do not retry in a loop.'"),
-    ("envelope-edited", _mutate("kind=<kind>", "kind=update"), 59,
+    ("envelope-edited", _mutate("kind=<kind>", "kind=update"), 72,
      "expected 'herdr agent prompt w1:p1 \"[herdr-orchestration run=w1:p1-20260101T000000Z task=feat-login-form from=login-form kind=<kind> reply-to=w1:p4]', found 'herdr agent prompt w1:p1 \"[herdr-orchestration run=w1:p1-20260101T000000Z task=feat-login-form from=login-form kind=update reply-to=w1:p4]'"),
-    ("no-trailing-newline", ISOLATED.rstrip("\n"), 61, "packet does not end where the format ends (one trailing newline)"),
+    ("no-trailing-newline", ISOLATED.rstrip("\n"), 74, "packet does not end where the format ends (one trailing newline)"),
     ("trailing-space", _mutate("Branch: feat/login-form", "Branch: feat/login-form "), 11, "invalid packet value: branch: 'feat/login-form ' is not a valid git ref name"),
     ("truncated", "Delegation packet for task a (run b)\n\nRun ID: b\n", 4, "expected 'Task label:' line, found ''"),
 ]
