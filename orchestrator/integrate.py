@@ -112,7 +112,7 @@ def _ensure_worktree(engine: Engine, run: Run, repo: str, branch: str, base: str
         # The person's own checkout (or any other) may hold the branch: orch never merges into someone's working tree.
         raise OrchError(
             f"integration branch {branch} is checked out at {elsewhere[0]}; orch merges only in its own worktree {path}",
-            hint=f"switch that checkout to another branch, or set a different [integration] branch in the plan",
+            hint="switch that checkout to another branch, or set a different [integration] branch in the plan",
         )
     if real in checkouts and checkouts[real] != branch:
         raise OrchError(f"{path} is a worktree on {checkouts[real] or 'a detached HEAD'}, not on {branch}")
