@@ -199,6 +199,10 @@ def pick_default_branch(origin_head: str | None, base: str, local: set[str], rem
     return "main", "no origin/HEAD, base branch, main or master found"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _inside(path: str | None, root: Path) -> bool:
     if not path:
         return False
@@ -321,7 +325,7 @@ class _Preflight:
             raise _Stop(exc.message.splitlines()[0], exc.message, "`orch plan check PLAN` shows every problem") from None
         p = self.plan
         kinds = ", ".join(dict.fromkeys(w.kind for w in p.workers))
-        self.ok("plan", f"{p.repo.organization}/{p.repo.repo}, base {p.plan.base}, {len(p.workers)} workers ({kinds})")
+        self.ok("plan", f"{p.repo.organization}/{p.repo.repo}, base {p.plan.base}, {_count(len(p.workers), 'worker')} ({kinds})")
 
     # --- 2-4. herdr itself ---
 
@@ -345,11 +349,11 @@ class _Preflight:
             groups = missing_groups(self.herdr.help_text())
             if groups:
                 raise _Stop(
-                    f"herdr --help lacks the {', '.join(groups)} command groups",
-                    f"this herdr lacks commands the run needs: {', '.join(groups)} (and `api schema` failed: {exc.message})",
+                    f"no api schema ({exc.code or type(exc).__name__}); herdr --help lacks: {', '.join(groups)}",
+                    f"this herdr lacks command groups the run needs: {', '.join(groups)}",
                     "install herdr 0.7.5 or later",
                 ) from None
-            self.ok("capabilities", f"herdr --help lists every command group the run uses (api schema unavailable: {exc.message})")
+            self.ok("capabilities", f"no api schema ({exc.code or type(exc).__name__}); herdr --help lists every command group the run uses")
             return
         missing = missing_methods(methods)
         if missing:
@@ -633,7 +637,7 @@ class _Preflight:
             controller_tab_id=self.caller.tab_id,
             default_branch=self.repo.default_branch,
         )
-        self.ok("run", f"{len(self.plan.workers)} workers registered in provisioning; plan snapshot {snapshot}")
+        self.ok("run", f"{_count(len(self.plan.workers), 'worker')} registered in provisioning; plan snapshot {snapshot}")
 
 
 def preflight(engine: Engine, plan_path: Path) -> PreflightResult:

@@ -1,0 +1,330 @@
+"""Preflight decisions on small models, and whole preflights against a scripted herdr runner with real git and SQLite."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.clock import FakeClock
+from orchestrator.config import Settings
+from orchestrator.engine import Engine
+from orchestrator.herdr import HerdrCli, RetryPolicy
+from orchestrator.herdr_models import HerdrStatus, PaneInfo, WorkspaceInfo
+from orchestrator.preflight import (
+    REQUIRED_COMMANDS,
+    current_session,
+    integration_problems,
+    match_repo_workspace,
+    missing_groups,
+    missing_methods,
+    pick_default_branch,
+    preflight,
+    render_preflight,
+)
+from registry import WorkerState
+
+DATA = Path(__file__).resolve().parent / "data" / "herdr"
+
+# --- pure decisions -------------------------------------------------------------------------------------------------
+
+
+def test_capabilities_from_schema_methods_name_the_missing_cli_commands() -> None:
+    methods = [method for _, method in REQUIRED_COMMANDS]
+
+    assert missing_methods(methods) == []
+    assert missing_methods([m for m in methods if m not in ("pane.move", "pane.send_input")]) == ["pane move", "pane run"]
+
+
+def test_capabilities_fallback_reads_command_groups_from_help() -> None:
+    groups = ("workspace", "worktree", "tab", "agent", "pane")
+    full = "".join(f"       herdr {group} <subcommand> ...\n" for group in groups)
+
+    assert missing_groups(full) == []
+    assert missing_groups(full.replace("herdr worktree <subcommand>", "")) == ["worktree"]
+
+
+def status(session: str | None) -> HerdrStatus:
+    data = json.loads((DATA / "status.json").read_text())
+    data["client"]["session"] = data["server"]["session"] = session
+    return HerdrStatus.model_validate(data)
+
+
+@pytest.mark.parametrize(("session", "expected"), [(None, "default"), ("acme", "acme")])
+def test_current_session_is_herdrs_active_name_or_default(session: str | None, expected: str) -> None:
+    assert current_session(status(session)) == expected
+
+
+def cli_answering(stdout: str) -> HerdrCli:
+    def runner(argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(list(argv), 0, stdout, "")
+
+    return HerdrCli("herdr", runner=runner)
+
+
+def test_integration_status_text_to_verdict_per_worker_kind() -> None:
+    entries = cli_answering((DATA / "integration_status.txt").read_text()).integration_status()
+
+    assert integration_problems(["claude", "codex", "pi", "opencode", "gemini"], entries) == [
+        ("pi", "not installed"),
+        ("opencode", "outdated (legacy < v2)"),
+        ("gemini", "herdr offers no integration for it"),
+    ]
+    assert integration_problems(["claude", "codex"], entries) == []
+
+
+@pytest.mark.parametrize(
+    ("origin_head", "base", "local", "remote", "expected"),
+    [
+        ("origin/trunk", "origin/main", {"main"}, {"origin/main", "origin/trunk"}, ("trunk", "origin/HEAD")),
+        (None, "origin/develop", {"main"}, {"origin/develop"}, ("develop", "the base origin/develop")),
+        (None, "main", {"main"}, set(), ("main", "the base main")),
+        (None, "refs/heads/main", {"main"}, set(), ("main", "the base refs/heads/main")),
+        (None, "v1.2", {"master"}, set(), ("master", "the local branch")),
+        (None, "v1.2", {"feat/x"}, set(), ("main", "no origin/HEAD, base branch, main or master found")),
+    ],
+)
+def test_default_branch_discovery(origin_head: str | None, base: str, local: set[str], remote: set[str], expected: tuple[str, str]) -> None:
+    assert pick_default_branch(origin_head, base, local, remote) == expected
+
+
+def workspace(ws_id: str, number: int, label: str, worktree: dict[str, Any] | None = None) -> WorkspaceInfo:
+    data: dict[str, Any] = {"workspace_id": ws_id, "number": number, "label": label, "focused": False, "pane_count": 1,
+                            "tab_count": 1, "active_tab_id": f"{ws_id}:t1", "agent_status": "unknown"}  # fmt: skip
+    if worktree is not None:
+        data["worktree"] = worktree
+    return WorkspaceInfo.model_validate(data)
+
+
+def pane(ws_id: str, cwd: str) -> PaneInfo:
+    return PaneInfo.model_validate({"pane_id": f"{ws_id}:p1", "terminal_id": "term_1", "workspace_id": ws_id, "tab_id": f"{ws_id}:t1",
+                                    "focused": False, "agent_status": "unknown", "revision": 0, "cwd": cwd})  # fmt: skip
+
+
+def membership(root: Path, checkout: Path, linked: bool) -> dict[str, Any]:
+    return {"repo_key": f"{root}/.git", "repo_name": root.name, "repo_root": str(root), "checkout_path": str(checkout), "is_linked_worktree": linked}
+
+
+def test_repo_workspace_is_found_by_pane_cwd_and_prefers_the_callers(tmp_path: Path) -> None:
+    checkout = tmp_path / "widgets"
+    (checkout / "src").mkdir(parents=True)
+    workspaces = [workspace("w1", 1, "widgets"), workspace("w2", 2, "scratch"), workspace("w3", 3, "other")]
+    panes = [pane("w1", str(checkout)), pane("w2", str(checkout / "src")), pane("w3", str(tmp_path))]
+
+    found = [match_repo_workspace(workspaces, panes, checkout, "widgets", caller) for caller in ("w2", "w3", None)]
+
+    assert [ws.workspace_id if ws else None for ws in found] == ["w2", "w1", "w1"]
+
+
+def test_repo_workspace_by_worktree_membership_never_a_linked_worktree(tmp_path: Path) -> None:
+    checkout, linked = tmp_path / "widgets", tmp_path / "widgets.worktrees" / "widgets-feat-x"
+    workspaces = [
+        workspace("w1", 1, "widgets-feat-x", membership(checkout, linked, True)),
+        workspace("w2", 2, "widgets", membership(checkout, checkout, False)),
+    ]
+    # A linked worktree's pane cwd never makes it the repo workspace, even when the cwd is the primary checkout.
+    panes = [pane("w1", str(checkout)), pane("w2", str(tmp_path))]
+
+    assert match_repo_workspace(workspaces, panes, checkout, "widgets", "w1") == workspaces[1]
+    assert match_repo_workspace(workspaces[:1], panes, checkout, "widgets", "w1") is None
+
+
+# --- whole preflights against a scripted herdr --------------------------------------------------------------------
+
+PLAN = """\
+organization = "acme"
+repo = "widgets"
+base = "origin/main"
+
+[[workers]]
+task = "api-pagination"
+objective = "Add cursor pagination."
+deliverable = "Commits."
+branch = "feat/api-pagination"
+claim = ["src/**"]
+"""
+
+
+class ScriptedHerdr:
+    """The runner seam: answers each herdr argv from a table (stdout, or an exception to raise) and records the argv."""
+
+    def __init__(self, answers: dict[tuple[str, ...], str | BaseException | tuple[int, str, str]]) -> None:
+        self.answers = answers
+        self.argvs: list[tuple[str, ...]] = []
+
+    def __call__(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        words = tuple(argv[1:])
+        self.argvs.append(words)
+        answer = self.answers[words]
+        if isinstance(answer, BaseException):
+            raise answer
+        rc, out, err = answer if isinstance(answer, tuple) else (0, answer, "")
+        return subprocess.CompletedProcess(list(argv), rc, out, err)
+
+
+def envelope(rid: str, result: dict[str, Any]) -> str:
+    return json.dumps({"id": rid, "result": result})
+
+
+def herdr_answers(checkout: Path) -> dict[tuple[str, ...], str | BaseException | tuple[int, str, str]]:
+    """A healthy herdr 0.7.5 in session acme whose caller pane w1:p1 is the root of workspace w1 on the checkout."""
+    methods = {"oneOf": [{"properties": {"method": {"const": m}}} for _, m in REQUIRED_COMMANDS]}
+    shell = json.loads(pane("w1", str(checkout)).model_dump_json(exclude_none=True))
+    tab = {"tab_id": "w1:t1", "workspace_id": "w1", "number": 1, "label": "widgets", "focused": True, "pane_count": 1, "agent_status": "unknown"}
+    return {
+        ("--version",): "herdr 0.7.5\n",
+        ("api", "schema", "--json"): json.dumps({"schemas": {"request": methods}}),
+        ("status", "--json"): status("acme").model_dump_json(),
+        ("session", "list", "--json"): json.dumps({"sessions": [{"name": "acme", "default": False, "running": True, "socket_path": "/s", "session_dir": "/d"}]}),
+        ("integration", "status"): "codex: current (v6) (/home/me/.codex/herdr-agent-state.sh)\n",
+        ("pane", "current", "--current"): envelope("cli:pane:current", {"type": "pane_current", "pane": shell}),
+        ("agent", "get", "w1:p1"): (1, "", '{"id":"cli:agent:get","error":{"code":"agent_not_found","message":"agent target w1:p1 not found"}}\n'),
+        ("agent", "list"): envelope("cli:agent:list", {"type": "agent_list", "agents": []}),
+        ("workspace", "list"): envelope("cli:workspace:list", {"type": "workspace_list", "workspaces": [json.loads(workspace("w1", 1, "widgets").model_dump_json(exclude_none=True))]}),
+        ("pane", "list"): envelope("cli:pane:list", {"type": "pane_list", "panes": [shell]}),
+        ("tab", "list", "--workspace", "w1"): envelope("cli:tab:list", {"type": "tab_list", "tabs": [tab]}),
+    }
+
+
+def make_engine(tmp_path: Path, answers: dict[tuple[str, ...], Any], env: dict[str, str] | None = None) -> tuple[Engine, ScriptedHerdr]:
+    runner = ScriptedHerdr(answers)
+    herdr = HerdrCli("herdr", runner=runner, retry=RetryPolicy(read_attempts=1))
+    settings = Settings(home=tmp_path / "home", orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock(), env=env if env is not None else {"HERDR_ENV": "1", "HERDR_PANE_ID": "w1:p1"})
+    return engine, runner
+
+
+@pytest.fixture
+def cloned(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Path:
+    """The checkout <src>/acme/widgets as a clone, so it has origin/HEAD."""
+    upstream = git_repo_factory(tmp_path / "upstream")
+    upstream.git("branch", "-m", "trunk")
+    checkout = tmp_path / "src" / "acme" / "widgets"
+    subprocess.run(["git", "clone", "--quiet", str(upstream.path), str(checkout)], check=True, timeout=30)
+    subprocess.run(["git", "-C", str(checkout), "branch", "--quiet", "main", "origin/trunk"], check=True, timeout=30)
+    subprocess.run(["git", "-C", str(checkout), "update-ref", "refs/remotes/origin/main", "origin/trunk"], check=True, timeout=30)
+    return checkout
+
+
+def test_preflight_with_an_existing_labelled_tab_makes_no_side_effect(tmp_path: Path, cloned: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    engine, runner = make_engine(tmp_path, herdr_answers(cloned))
+
+    result = preflight(engine, plan)
+
+    assert render_preflight(result).replace(str(tmp_path), "<tmp>") == (
+        "✓ herdr env       HERDR_ENV=1\n"
+        "✓ plan            acme/widgets, base origin/main, 1 worker (codex)\n"
+        "✓ herdr           herdr 0.7.5\n"
+        "✓ capabilities    all 28 herdr commands the run uses are in herdr api schema\n"
+        "✓ server          running herdr 0.7.5, protocol 17, compatible\n"
+        "✓ session         acme serves organization acme\n"
+        "✓ integrations    codex current (v6)\n"
+        "✓ caller pane     w1:p1 in workspace w1, tab w1:t1: a shell, not an agent; controller target pinned to w1:p1\n"
+        "                  note: workers call back with `herdr agent prompt w1:p1`, which herdr accepts only while an agent runs in this pane\n"
+        "✓ agents          none running\n"
+        "✓ repo checkout   <tmp>/src/acme/widgets: primary checkout; default branch trunk (from origin/HEAD)\n"
+        f"✓ base ref        origin/main is {result.repo.base_sha if result.repo else ''}\n"
+        "✓ repo workspace  w1 \"widgets\" (the caller's workspace) serves <tmp>/src/acme/widgets\n"
+        "✓ repo tab        w1:t1 is labelled \"widgets\"\n"
+        "✓ run             1 worker registered in provisioning; plan snapshot <tmp>/orch/runs/w1_p1-20261130T080000Z/plan.toml\n"
+        "w1:p1-20261130T080000Z\n"
+    )
+    assert not any(words[:2] in (("workspace", "create"), ("tab", "rename")) for words in runner.argvs)
+    run = engine.ledger.get_run("w1:p1-20261130T080000Z")
+    assert (run.default_branch, run.workspace_id, run.repo_tab_id, run.created_workspace_ids) == ("trunk", "w1", "w1:t1", ())
+    assert [(w.task_label, w.state) for w in engine.ledger.list_workers(run.run_id)] == [("api-pagination", WorkerState.PROVISIONING)]
+    assert engine.ledger.list_effects(run.run_id) == []
+
+
+def test_outside_herdr_runs_no_herdr_command(tmp_path: Path) -> None:
+    engine, runner = make_engine(tmp_path, {}, env={})
+
+    result = preflight(engine, tmp_path / "missing.toml")
+
+    assert (render_preflight(result, symbols=False), runner.argvs, result.failure is not None and result.failure.check) == (
+        "FAIL herdr env       HERDR_ENV is unset\n",
+        [],
+        "herdr env",
+    )
+
+
+def test_missing_herdr_names_the_binary_and_the_option(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    engine, _ = make_engine(tmp_path, {("--version",): FileNotFoundError(2, "No such file or directory")})
+
+    result = preflight(engine, plan)
+
+    assert result.failure is not None
+    assert (result.checks[-1].evidence, result.failure.reason, result.failure.hint) == (
+        "cannot run herdr",
+        "herdr is not available: herdr --version: cannot execute 'herdr' (No such file or directory)",
+        "install herdr, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+    )
+    assert engine.ledger.list_runs() == []
+
+
+def test_capabilities_fall_back_to_help_when_api_schema_is_unavailable(tmp_path: Path, cloned: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    answers = herdr_answers(cloned)
+    answers[("api", "schema", "--json")] = (2, "", "unknown command: api\nrun 'herdr --help' for usage\n")
+    answers[("--help",)] = "".join(f"       herdr {g} <subcommand> ...\n" for g in ("workspace", "worktree", "tab", "agent"))
+
+    result = preflight(engine := make_engine(tmp_path, answers)[0], plan)
+
+    assert result.failure is not None and engine.ledger.list_runs() == []
+    assert (result.checks[-1].name, result.checks[-1].evidence, result.failure.reason) == (
+        "capabilities",
+        "no api schema (HerdrUsageError); herdr --help lacks: pane",
+        "this herdr lacks command groups the run needs: pane",
+    )
+
+
+def test_server_not_running_stops_before_the_session_check(tmp_path: Path, cloned: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    answers = herdr_answers(cloned)
+    answers[("status", "--json")] = (DATA / "status_not_running.json").read_text()
+    engine, runner = make_engine(tmp_path, answers)
+
+    result = preflight(engine, plan)
+
+    assert result.failure is not None
+    assert (render_preflight(result, symbols=False).splitlines()[-1], result.failure.hint) == (
+        "FAIL server          not running",
+        "start herdr from a shell outside herdr, then run orch from one of its panes",
+    )
+    assert ("session", "list", "--json") not in runner.argvs
+
+
+def test_a_failure_after_the_run_exists_keeps_the_run_interrupted_with_what_it_created(tmp_path: Path, cloned: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    answers = herdr_answers(cloned)
+    tabs = json.loads(str(answers[("tab", "list", "--workspace", "w1")]))
+    tabs["result"]["tabs"][0]["label"] = "1"
+    answers[("tab", "list", "--workspace", "w1")] = json.dumps(tabs)
+    answers[("tab", "rename", "w1:t1", "widgets")] = (1, "", '{"id":"cli:tab:rename","error":{"code":"tab_not_found","message":"tab w1:t1 not found"}}\n')
+    engine, _ = make_engine(tmp_path, answers)
+
+    result = preflight(engine, plan)
+
+    assert result.failure is not None
+    assert (result.checks[-1].name, result.failure.reason, result.failure.hint, result.run_id) == (
+        "repo tab",
+        "herdr tab rename: tab_not_found: tab w1:t1 not found",
+        "run w1:p1-20261130T080000Z records what preflight created; re-run `orch preflight` for a new run",
+        "w1:p1-20261130T080000Z",
+    )
+    run = engine.ledger.get_run("w1:p1-20261130T080000Z")
+    assert (run.status, run.stopped_at) == ("interrupted", "preflight: repo tab")
+    assert [(e.kind, e.status, e.error) for e in engine.ledger.list_effects(run.run_id)] == [
+        ("tab_rename", "failed", "herdr tab rename: tab_not_found: tab w1:t1 not found")
+    ]
