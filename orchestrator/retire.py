@@ -165,6 +165,9 @@ def retire(
     run_items: list[Item] = []
     if run.created_workspace_ids and not ledger.list_workers(run.run_id, states=[s for s in WorkerState if s not in (S.RETIRED, S.RETAINED)]):
         run_items = _close_leftovers(engine, run, None, run.created_workspace_ids)
+        for item in run_items:
+            if item.action == "kept":
+                ledger.record_fact(run.run_id, RETAINED_FACT, detail={"item": item.id, "what": item.kind, "reason": item.reason})
     return RetireResult(run_id=run.run_id, workers=tuple(results[w.task_label] for w in selected), workspaces=tuple(run_items))
 
 

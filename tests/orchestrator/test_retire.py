@@ -426,3 +426,34 @@ def test_result_json_shape(world: Any) -> None:
         }],
         "workspaces": [],
     }  # fmt: skip
+
+
+def test_run_level_leftover_workspace_closes_once_no_worker_is_live(world: Any) -> None:
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
+    add_worker(world, "feature-b", S.WORKING, pane="w1:p5")
+    world.engine.ledger.update_run(RUN, created_workspace_ids=("w5", "w1"))
+    world.herdr.panes["w5:p1"] = FakePane(workspace="w5", agent=None)
+
+    first = retire(world.engine, run_of(world), tasks=["feature-a"])
+    second = retire(world.engine, run_of(world), abandon={"feature-b": "no longer needed"})
+
+    assert first.workspaces == ()
+    assert render_retire(second) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): already retired\n"
+        "feature-b (feature-b): retired\n"
+        "  agent w1:p5: exited\n"
+        "  pane w1:p5: closed\n"
+        "Run workspaces:\n"
+        "  workspace w5: closed\n"
+    )
+    assert "w1:p1" not in [c[1] for c in world.herdr.calls]
+
+
+def test_cli_abandon_without_reason_is_one_line() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "retire", "--abandon", "feature-a"], capture_output=True, text=True, timeout=60)
+
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", "orch: --abandon needs --reason: say why the work is given up\n")
