@@ -67,10 +67,16 @@ def _short_tmp(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def make_world(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Iterator[Callable[..., World]]:
-    """Build a World; options: settle_ms, integrations (comma list), controller_in_repo (default True)."""
+    """Build a World; options: settle_ms, integrations (comma list), controller_in_repo (default True), session.
+
+    The simulated server runs the herdr session named after the plan's organization (`acme`), as the Layout
+    Contract requires; pass ``session=None`` for herdr's default session.
+    """
     servers: list[SimServer] = []
 
-    def build(*, settle_ms: int = 300, integrations: str | None = None, controller_in_repo: bool = True) -> World:
+    def build(
+        *, settle_ms: int = 300, integrations: str | None = None, controller_in_repo: bool = True, session: str | None = "acme"
+    ) -> World:
         src_root = tmp_path / "src"
         repo = git_repo_factory(src_root / "acme" / "widgets")
         scenarios = tmp_path / "scenarios.toml"
@@ -79,7 +85,7 @@ def make_world(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Itera
         if integrations is not None:
             overrides["HERDR_SIM_INTEGRATIONS"] = integrations
         home = _short_tmp(tmp_path)
-        sim = SimServer(home, overrides)
+        sim = SimServer(home, overrides, session=session)
         sim.__enter__()
         servers.append(sim)
         env = sim.env()
