@@ -11,13 +11,17 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from herdr_sim import HERDR_VERSION, faults, help as helptext, procs, schema, server, worktrees
-from herdr_sim.engine import ApiError, Engine
+# Only light modules at import time: --version, --help and usage errors never load pydantic or the engine.
+from herdr_sim import HERDR_VERSION, alive, help as helptext, procs
+from herdr_sim.errors import ApiError
 from herdr_sim.ids import AGENT_NAME_RE, SESSION_RE
 from herdr_sim.paths import Paths, resolve_home
-from herdr_sim.state import Pane, Store
+
+if TYPE_CHECKING:
+    from herdr_sim.engine import Engine
+    from herdr_sim.state import Pane, Store
 
 POLL_S = 0.1
 STATUSES = ("idle", "working", "blocked", "done", "unknown")
@@ -126,22 +130,27 @@ class Cli:
 
     def __init__(self, session: str | None = None, explicit: bool = False) -> None:
         self.paths = Paths(resolve_home())
-        self.store = Store(self.paths)
         self.session_name = session  # herdr's active_name(): None for the default session
         env_socket = os.environ.get("HERDR_SOCKET_PATH")
         # src/session.rs active_api_socket_path: an explicit --session beats HERDR_SOCKET_PATH, which beats the name.
         self.socket = Path(env_socket) if env_socket and not explicit else self.paths.socket_for(session)
 
+    @property
+    def store(self) -> Store:
+        """The state store (imported on first use: it needs pydantic)."""
+        from herdr_sim.state import Store
+        return Store(self.paths)
+
     def up_at(self, sock: Path) -> bool:
         """herdr's is_running_at: a server answers on this socket (only the running session's socket exists)."""
-        return sock.exists() and server.running(self.paths)
+        return sock.exists() and alive.running(self.paths)
 
     # ---- plumbing -----------------------------------------------------------------------------
 
     def require_server(self) -> None:
         if not self.socket.exists():
             raise SystemExit(self._os_error(2, "NotFound", "No such file or directory"))
-        if not server.running(self.paths):
+        if not alive.running(self.paths):
             raise SystemExit(self._os_error(111, "ConnectionRefused", "Connection refused"))
 
     @staticmethod
@@ -152,6 +161,8 @@ class Cli:
     def request(self, req_id: str, command: str, fn: Callable[[Engine], Any], *, quiet: bool = False) -> int:
         """Run fn under the lock and print its result as herdr does (or nothing when quiet)."""
         self.require_server()
+        from herdr_sim import faults
+        from herdr_sim.engine import Engine
         delay = 0
         error: ApiError | None = None
         result: Any = None
@@ -192,6 +203,7 @@ class Cli:
 
     def fire_fault(self, rid: str, command: str) -> int | None:
         """For commands that poll: consume one matching fault before any work; an exit code when it fails the call."""
+        from herdr_sim import faults
         with self.store.transaction() as world:
             fault = faults.take(world, command)
         if fault is None:
@@ -203,6 +215,7 @@ class Cli:
 
     def poll(self, fn: Callable[[Engine], Any]) -> Any:
         """One locked look at the world (reconciled first); the caller sleeps outside the lock."""
+        from herdr_sim.engine import Engine
         with self.store.transaction() as world:
             eng = Engine(self.paths, world)
             eng.reconcile()
@@ -915,6 +928,7 @@ class Cli:
         cmd = f"worktree {sub}"
         if sub not in ("list", "create", "open", "remove"):
             return self.group_help("worktree", sub)
+        from herdr_sim import worktrees
         f = Flags(args, values=("--workspace", "--cwd", "--branch", "--base", "--path", "--label"),
                   bools=("--focus", "--no-focus", "--json", "--force"))
         if f.positional:
@@ -1037,11 +1051,13 @@ class Cli:
             print("usage: herdr api schema [--json]", file=sys.stderr)
             return 2
         # Real herdr prints the schema embedded in its binary: no server needed (src/cli/api.rs).
+        from herdr_sim import schema
         doc = schema.document()
         print(json.dumps(doc, indent=None if args else 2, separators=(",", ":") if args else None))
         return 0
 
     def fault(self, sub: str, args: list[str]) -> int:
+        from herdr_sim import faults
         if sub == "add":
             f = Flags(args, values=("--command", "--code", "--message", "--delay-ms", "--times"),
                       bools=("--drop-root-pane",))
@@ -1101,6 +1117,7 @@ def main(argv: list[str] | None = None) -> int:
     cli = Cli(session, explicit=requested is not None)
     try:
         if top == "server":
+            from herdr_sim import server
             if rest == ["stop"]:
                 return server.stop_server(cli.paths)
             if rest:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from herdr_sim import procs
+from herdr_sim.errors import ApiError
 from herdr_sim.ids import PANE_RE, b32
 from herdr_sim.paths import Paths
 from herdr_sim.state import Pane, Tab, World, Workspace
@@ -19,15 +20,6 @@ AREA = {"x": 0, "y": 0, "width": 200, "height": 50}
 SCROLL = {"offset_from_bottom": 0, "max_offset_from_bottom": 0, "viewport_rows": 24}
 RESERVED_SOURCES = {f"herdr:{k}": k for k in ("claude", "codex", "copilot", "devin", "droid", "qodercli", "cursor")}
 RANK = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}
-
-
-class ApiError(Exception):
-    """A server error object: code and message, printed as JSON err with exit 1."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
 
 
 def git_toplevel(cwd: str) -> str | None:
@@ -599,6 +591,7 @@ class Engine:
     def reconcile(self) -> None:
         """Catch up with reality: exited pane processes, detected agents, launch readiness and deadlines."""
         live = self.tmux.panes()
+        table = procs.scan() if self.world.panes else {}  # one /proc pass for every pane
         for pane in list(self.world.panes.values()):
             if pane.pane_id not in self.world.panes:
                 continue
@@ -606,7 +599,7 @@ class Engine:
                 # A pane whose process exited disappears; this path never asks for confirmation.
                 self.close_pane(pane, confirm=False, kill=False)
                 continue
-            detected = procs.detect(pane.shell_pid)
+            detected = procs.detect(pane.shell_pid, table)
             if detected != pane.detected:
                 previous = pane.detected
                 pane.detected = detected

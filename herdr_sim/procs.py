@@ -79,7 +79,21 @@ def identify(pid: int) -> str | None:
     return _env_agent(pid)
 
 
-def foreground(shell_pid: int) -> list[int]:
+Table = dict[int, tuple[str, int, int]]
+
+
+def scan() -> Table:
+    """One pass over /proc: pid → (comm, pgrp, tpgid). Lets a reconcile look at many panes for one scan."""
+    table: Table = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            st = _stat(int(entry))
+            if st is not None:
+                table[int(entry)] = st
+    return table
+
+
+def foreground(shell_pid: int, table: Table | None = None) -> list[int]:
     """Pids of the foreground process group of the shell's terminal ([] when the shell is gone)."""
     st = _stat(shell_pid)
     if st is None:
@@ -87,18 +101,13 @@ def foreground(shell_pid: int) -> list[int]:
     tpgid = st[2]
     if tpgid <= 0:
         return []
-    members = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            s = _stat(int(entry))
-            if s is not None and s[1] == tpgid:
-                members.append(int(entry))
-    return sorted(members)
+    table = scan() if table is None else table
+    return sorted(pid for pid, s in table.items() if s[1] == tpgid)
 
 
-def detect(shell_pid: int) -> str | None:
+def detect(shell_pid: int, table: Table | None = None) -> str | None:
     """The agent kind running in the pane's foreground job, if any."""
-    fg = foreground(shell_pid)
+    fg = foreground(shell_pid, table)
     if fg == [shell_pid]:
         return None
     for pid in fg:

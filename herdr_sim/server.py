@@ -10,36 +10,16 @@ import time
 from pathlib import Path
 
 from herdr_sim import procs
+from herdr_sim.alive import pid_alive, running, server_pid
 from herdr_sim.engine import Engine
 from herdr_sim.paths import UNIX_PATH_MAX, Paths
 from herdr_sim.state import Store
 from herdr_sim.tmux import Tmux
 
+__all__ = ["pid_alive", "running", "serve", "server_pid", "stop_server", "teardown", "write_bin"]
+
 AGENT_SCRIPTS = ("codex", "claude", "opencode", "pi", "gemini", "cursor-agent", "amp", "droid")
 RECONCILE_S = 0.2
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether a process with this pid exists (and is not a zombie)."""
-    if not pid:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
-
-
-def server_pid(paths: Paths) -> int | None:
-    try:
-        return int(paths.pidfile.read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def running(paths: Paths) -> bool:
-    """A simulated server is up for this home."""
-    return paths.ready.exists() and pid_alive(server_pid(paths))
 
 
 def write_bin(paths: Paths) -> None:
