@@ -117,6 +117,59 @@ def remove_worktree(repo: Path | str, path: Path | str) -> None:
     run_git(["worktree", "remove", str(path)], cwd=repo)
 
 
+# --- provisioning: remotes and the fetch gate (orchestrator.provision) ---
+
+# Words git and its transports print when a fetch failed for lack of credentials or access, not for a bad ref.
+AUTH_FAILURE_MARKERS: tuple[str, ...] = (
+    "Permission denied (publickey",
+    "Authentication failed",
+    "could not read Username",
+    "could not read Password",
+    "terminal prompts disabled",
+    "Host key verification failed",
+    "HTTP Basic: Access denied",
+    "The requested URL returned error: 403",
+    "The requested URL returned error: 401",
+)
+
+
+def remotes(repo: Path | str) -> list[str]:
+    """The repository's remote names (``git remote``), empty when it has none."""
+    return run_git(["remote"], cwd=repo).stdout.split()
+
+
+def upstream_of(repo: Path | str, ref: str) -> str | None:
+    """The upstream (``origin/main``) of a local branch, or None when it has none."""
+    result = run_git(["rev-parse", "--abbrev-ref", "--symbolic-full-name", f"{ref}@{{upstream}}"], cwd=repo, check=False)
+    return result.stdout.strip() or None if result.returncode == 0 else None
+
+
+def fetch_branch(repo: Path | str, remote: str, branch: str, *, timeout: float = GIT_TIMEOUT_S) -> GitResult:
+    """``git fetch <remote> <branch>`` that never waits for a password: a prompt becomes a failure (check the result)."""
+    import os
+
+    # The controller runs in a terminal, so git would otherwise ask for credentials on /dev/tty and hang the run.
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
+    argv = ("git", "-C", str(repo), "fetch", "--quiet", remote, branch)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env, check=False)
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed or not on PATH") from exc
+    except subprocess.TimeoutExpired:
+        return GitResult(argv, -1, "", f"git fetch timed out after {timeout:g}s")
+    return GitResult(argv, proc.returncode, proc.stdout, proc.stderr)
+
+
+def missing_remote_ref(stderr: str) -> bool:
+    """Whether a failed fetch only said the branch does not exist on the remote (a new target branch)."""
+    return "couldn't find remote ref" in stderr
+
+
+def is_auth_failure(stderr: str) -> bool:
+    """Whether a failed fetch's stderr says it lacked credentials or access."""
+    return any(marker in stderr for marker in AUTH_FAILURE_MARKERS)
+
+
 def branch_exists(repo: Path | str, branch: str) -> bool:
     """True when the local branch ``branch`` exists."""
     return rev_parse(repo, f"refs/heads/{branch}") is not None

@@ -1,0 +1,126 @@
+"""Per-kind facts about interactive agents: executable, exit command, and how (if at all) to enter plan mode."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.errors import OrchError
+from orchestrator.layout import HERDR_AGENT_KINDS
+
+if TYPE_CHECKING:
+    from orchestrator.engine import Engine
+    from registry import Worker
+
+
+class PlanMode(BaseModel):
+    """How an agent enters plan mode: press ``key`` (herdr key syntax) until ``confirm_text`` is on screen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    confirm_text: str
+    # Mode keys cycle through several modes; more presses than this means the mode is not where we expect it.
+    max_presses: int
+    source: str
+
+
+class AgentFacts(BaseModel):
+    """What orch knows about one herdr agent kind."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    executable: str
+    exit_command: str | None
+    plan_mode: PlanMode | None = None
+
+
+# herdr types the kind name, except for these two (CONTRACT §8.5, src/detect/mod.rs:141-165).
+_EXECUTABLES = {"cursor": "cursor-agent", "kiro": "kiro-cli"}
+
+# `/exit` is the spec's retire ladder (§7) and what these agents' TUIs accept; kinds missing here get None,
+# so the retire phase must read the pane instead of typing a guess into it.
+_EXIT_COMMANDS = {"claude": "/exit", "codex": "/exit", "opencode": "/exit", "pi": "/exit", "gemini": "/exit"}
+
+# Only modes we can justify from the installed agent's own UI. Claude Code cycles its permission modes with
+# Shift+Tab (default -> "accept edits on" -> "plan mode on") and prints the active mode in its footer.
+# codex, opencode, pi and the rest have no plan mode orch can confirm from the screen: plan-first is refused for them.
+_PLAN_MODES = {
+    "claude": PlanMode(
+        key="shift+tab",
+        confirm_text="plan mode on",
+        max_presses=3,
+        source="Claude Code: Shift+Tab cycles permission modes; the footer shows `plan mode on`",
+    ),
+}
+
+AGENTS: dict[str, AgentFacts] = {
+    kind: AgentFacts(
+        kind=kind,
+        executable=_EXECUTABLES.get(kind, kind),
+        exit_command=_EXIT_COMMANDS.get(kind),
+        plan_mode=_PLAN_MODES.get(kind),
+    )
+    for kind in HERDR_AGENT_KINDS
+}
+
+
+def facts(kind: str) -> AgentFacts:
+    """The facts of one kind; an unknown kind is a one-line OrchError."""
+    try:
+        return AGENTS[kind]
+    except KeyError:
+        raise OrchError(f"{kind!r} is not a herdr agent kind ({', '.join(HERDR_AGENT_KINDS)})") from None
+
+
+def plan_mode_problem(kind: str) -> str | None:
+    """Why a worker of this kind cannot run plan-first, or None when orch knows how to enter and confirm plan mode."""
+    if facts(kind).plan_mode is None:
+        return f"plan-first needs a plan mode orch can enter and confirm on screen; {kind} has no known plan mode (use mode = \"direct\" or a kind with one: {', '.join(k for k, f in AGENTS.items() if f.plan_mode)})"
+    return None
+
+
+class KeysSent(BaseModel):
+    """A key press sent to an agent through ``agent send-keys``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    target: str
+    key: str
+
+
+def enter_plan_mode(engine: Engine, worker: Worker, *, settle_s: float = 0.5) -> str:
+    """Put a ready worker's agent in plan mode and confirm it from a pane read; returns the confirming screen.
+
+    Dispatch calls this before sending a plan-first packet. Each press goes through ``engine.once`` (keys are a
+    side effect); the screen is read before every press, so a mode already on costs no key at all.
+    """
+    mode = facts(worker.kind).plan_mode
+    if mode is None:
+        raise OrchError(f"{worker.task_label}: {plan_mode_problem(worker.kind)}")
+    target = worker.name
+    # Earlier calls (a re-dispatch) already used some press keys; number the new ones after them.
+    earlier = sum(1 for e in engine.ledger.list_effects(worker.run_id, task_label=worker.task_label) if e.kind == "plan_mode_key")
+    for press in range(mode.max_presses + 1):
+        screen = engine.herdr.agent_read(target, source="visible")
+        if mode.confirm_text.casefold() in screen.casefold():
+            engine.ledger.record_fact(worker.run_id, "plan_mode", task_label=worker.task_label, detail={"presses": press, "confirm_text": mode.confirm_text})
+            return screen
+        if press == mode.max_presses:
+            break
+
+        def send() -> KeysSent:
+            engine.herdr.agent_send_keys(target, mode.key)
+            return KeysSent(target=target, key=mode.key)
+
+        engine.once(
+            worker.run_id, worker.task_label, "plan_mode_key", f"{worker.task_label}:plan_mode_key:{earlier + press + 1}",
+            {"target": target, "key": mode.key}, send, model=KeysSent,
+        )  # fmt: skip
+        engine.clock.sleep(settle_s)
+    raise OrchError(
+        f"{worker.task_label}: pressed {mode.key} {mode.max_presses} times and {target}'s screen never showed {mode.confirm_text!r}; plan mode is not confirmed",
+        hint="read the pane (`herdr agent read`) and check the installed agent's mode controls",
+    )

@@ -1,0 +1,785 @@
+"""Provisioning (spec §3): a worktree tab or sibling pane per worker, read back, then its agent started and ready.
+
+Isolated workers (first on a branch): reuse before create, fetch gate, `worktree create` with the one stored label,
+materialize the tab in the repo workspace, read back, setup. Siblings split their branch owner's pane. Every herdr
+side effect goes through ``engine.once``; every state change through ``ledger.transition``. Independent workers run
+concurrently (``defaults.concurrency``); a sibling waits for its branch owner.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from graphlib import TopologicalSorter
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from tabulate import tabulate
+
+from orchestrator import git
+from orchestrator.agents import plan_mode_problem
+from orchestrator.checks import CheckRun, run_command
+from orchestrator.engine import Engine, InFlightEffect
+from orchestrator.errors import (
+    HerdrError,
+    HerdrNameTaken,
+    HerdrNotFound,
+    HerdrPaneBusy,
+    HerdrProtocolError,
+    HerdrWorktreeCreateFailed,
+    OrchError,
+)
+from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, SplitDirection, TabInfo, WorktreeInfo
+from orchestrator.plan import ResolvedPlan, ResolvedWorker
+from registry import Run, Worker, WorkerState
+
+OutcomeState = Literal["ready", "failed", "provisioning"]
+
+# A right split halves the width; below this many columns per half a worker's TUI gets cramped, so split down.
+MIN_SPLIT_COLUMNS = 80
+
+
+class WorkerOutcome(BaseModel):
+    """What provisioning did for one worker; ``reused``/``created`` name the herdr and git objects."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    name: str
+    kind: str
+    placement: Literal["worktree", "sibling"]
+    state: OutcomeState
+    already: bool = False  # the worker was past provisioning before this call: nothing was done
+    pane_id: str | None = None
+    tab_label: str | None = None
+    worktree_path: str | None = None
+    branch: str
+    base_sha: str | None = None
+    reused: tuple[str, ...] = ()
+    created: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    error: str | None = None
+
+
+class ProvisionResult(BaseModel):
+    """`orch provision`: one outcome per plan worker, in plan order."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    workspace_id: str
+    workers: tuple[WorkerOutcome, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when every worker is ready."""
+        return all(w.state == "ready" for w in self.workers)
+
+
+# --- effect results kept in the ledger (our own shapes: what later steps and a resumed run need) ---
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Checkout(_Model):
+    """A checkout herdr opened in a workspace of its own (``worktree create`` or ``worktree open``)."""
+
+    path: str
+    branch: str | None
+    workspace_id: str | None
+    root_pane_id: str | None
+    already_open: bool = False
+
+
+class Moved(_Model):
+    """``pane move --new-tab``: the pane's new id and tab, and the side-effect workspace herdr closed, if any."""
+
+    pane_id: str
+    tab_id: str
+    workspace_id: str
+    closed_workspace_id: str | None = None
+
+
+class Closed(_Model):
+    """A workspace closed by ``workspace close``."""
+
+    workspace_id: str
+
+
+class Renamed(_Model):
+    """A tab label mended by ``tab rename``."""
+
+    tab_id: str
+    label: str
+
+
+class Split(_Model):
+    """A sibling pane made by ``pane split``."""
+
+    pane_id: str
+    tab_id: str
+    workspace_id: str
+    direction: SplitDirection
+
+
+class Started(_Model):
+    """An agent herdr reported interactive-ready."""
+
+    name: str
+    pane_id: str
+    agent_status: str
+    interactive_ready: bool
+    reused: bool = False
+
+
+class SetupRun(_Model):
+    """The plan's setup commands run in a fresh checkout; ``failed`` names the first one that failed."""
+
+    runs: tuple[CheckRun, ...]
+    failed: str | None = None
+
+
+class _Fail(Exception):
+    """This worker cannot go on; the message is the worker's one clear reason."""
+
+    def __init__(self, step: str, message: str) -> None:
+        super().__init__(message)
+        self.step = step
+        self.message = message
+
+
+# --- the shared reads of one provisioning round ---
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """``worktree list``, ``tab list``, ``pane list`` (repo workspace) and ``agent list``, read once per round."""
+
+    worktrees: tuple[WorktreeInfo, ...]
+    tabs: tuple[TabInfo, ...]
+    panes: tuple[PaneInfo, ...]
+    agents: tuple[AgentInfo, ...]
+
+    def worktree_for(self, branch: str) -> WorktreeInfo | None:
+        """The usable checkout of ``branch`` (bare or prunable entries cannot hold a worker)."""
+        return _worktree_for(self.worktrees, branch)
+
+    def agent_named(self, name: str) -> AgentInfo | None:
+        """The agent with this name, if any."""
+        return next((a for a in self.agents if a.name == name), None)
+
+
+def _worktree_for(worktrees: tuple[WorktreeInfo, ...], branch: str) -> WorktreeInfo | None:
+    return next((w for w in worktrees if w.branch == branch and not w.is_bare and not w.is_prunable), None)
+
+
+def _same_path(a: str | os.PathLike[str] | None, b: str | os.PathLike[str] | None) -> bool:
+    return a is not None and b is not None and os.path.realpath(a) == os.path.realpath(b)
+
+
+def choose_direction(layout: PaneLayoutSnapshot, pane_id: str) -> SplitDirection:
+    """Split ``right`` only when the pane is wide: both halves keep MIN_SPLIT_COLUMNS columns and the pane is at
+    least twice as many columns as rows (a cell is about twice as tall as wide, so anything less looks tall).
+    Otherwise ``down``."""
+    rect = next((p.rect for p in layout.panes if p.pane_id == pane_id), layout.area)
+    wide = rect.width // 2 >= MIN_SPLIT_COLUMNS and rect.width >= 2 * rect.height
+    return "right" if wide else "down"
+
+
+# --- one worker's job ---
+
+
+@dataclass
+class _Job:
+    planned: ResolvedWorker
+    owner: str  # the task whose checkout this worker uses (itself for an isolated worker)
+    reused: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None  # why the worker is left in provisioning (an in-flight effect)
+    stopped: bool = False
+
+    @property
+    def task(self) -> str:
+        return self.planned.task
+
+
+@dataclass
+class _Round:
+    engine: Engine
+    run: Run
+    plan: ResolvedPlan
+    snapshot: Snapshot
+    default_branch: str
+    _fetch_lock: threading.Lock = field(default_factory=threading.Lock)
+    _base: tuple[str | None, str | None, str] | None = None  # (remote, error, note)
+
+    @property
+    def ws(self) -> str:
+        assert self.run.workspace_id is not None
+        return self.run.workspace_id
+
+    @property
+    def repo_path(self) -> str:
+        return self.run.repo_path or str(self.plan.repo.checkout)
+
+    def worker(self, task: str) -> Worker:
+        return self.engine.ledger.get_worker(self.run.run_id, task)
+
+    def update(self, job: _Job, **changes: Any) -> Worker:
+        return self.engine.ledger.update_worker(self.run.run_id, job.task, cause={"phase": "provision"}, **changes)
+
+    def once(self, job: _Job, kind: str, suffix: str, request: dict[str, Any], act: Callable[[], Any], model: type[Any], settle: Callable[[], Any] | None = None) -> Any:
+        return self.engine.once(self.run.run_id, job.task, kind, f"{job.task}:{suffix}", request, act, model=model, settle=settle)
+
+    # -- the fetch gate --
+
+    def fetch_gate(self, job: _Job) -> str:
+        """Fetch the base (once per round) and the target branch, then return the base SHA."""
+        base = self.plan.plan.base
+        repo = self.repo_path
+        with self._fetch_lock:  # concurrent fetches in one repository fight over FETCH_HEAD and ref locks
+            if self._base is None:
+                self._base = self._fetch_base(repo, base)
+            remote, error, note = self._base
+            if error is not None:
+                raise _Fail("fetch", error)
+            if note:
+                job.notes.append(note)
+            if remote is not None:
+                branch = job.planned.worktree.branch
+                result = git.fetch_branch(repo, remote, branch)
+                if result.returncode == 0:
+                    job.notes.append(f"fetched {remote} {branch}")
+                elif not git.missing_remote_ref(result.stderr):
+                    raise _Fail("fetch", _fetch_error(result, remote, branch))
+        sha = git.rev_parse(repo, base)
+        if sha is None:
+            raise _Fail("fetch", f"base {base} names no commit in {repo}")
+        return sha
+
+    def _fetch_base(self, repo: str, base: str) -> tuple[str | None, str | None, str]:
+        names = git.remotes(repo)
+        if not names:
+            return None, None, "no remote: fetch skipped"
+        tracking = base if any(base.startswith(f"{r}/") for r in names) else git.upstream_of(repo, base)
+        if tracking is None:
+            return None, None, f"base {base} tracks no remote: fetch skipped"
+        remote = max((r for r in names if tracking.startswith(f"{r}/")), key=len)
+        branch = tracking[len(remote) + 1 :]
+        result = git.fetch_branch(repo, remote, branch)
+        if result.returncode != 0:
+            return remote, _fetch_error(result, remote, branch), ""
+        return remote, None, f"fetched {remote} {branch}"
+
+
+def _fetch_error(result: git.GitResult, remote: str, branch: str) -> str:
+    what = "an authentication failure" if git.is_auth_failure(result.stderr) else f"exit {result.returncode}"
+    detail = result.stderr.strip() or result.stdout.strip() or "(no output)"
+    return f"fetch gate: git fetch {remote} {branch} failed with {what}; nothing was created (never provision on a stale checkout): {detail}"
+
+
+# --- isolated workers ---
+
+
+def _checkout_from_unparsed(exc: HerdrProtocolError) -> Checkout | None:
+    """A ``worktree create`` response without ``root_pane`` (the boundary refuses it as a protocol error)."""
+    try:
+        result = json.loads(exc.call.stdout if exc.call else "")["result"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(result, dict) or result.get("type") != "worktree_created" or "root_pane" in result:
+        return None
+    worktree = result.get("worktree") or {}
+    workspace = result.get("workspace") or {}
+    return Checkout(path=str(worktree.get("path", "")), branch=worktree.get("branch"), workspace_id=workspace.get("workspace_id"), root_pane_id=None)
+
+
+def _provision_checkout(rnd: _Round, job: _Job) -> None:
+    """Steps 1-6 for the first worker on a branch: ends with its pane recorded on the worker row."""
+    herdr, layout = rnd.engine.herdr, job.planned.worktree
+    path = str(layout.path)
+    found = rnd.snapshot.worktree_for(layout.branch)
+    if found is not None and not _same_path(found.path, path):
+        raise _Fail("reuse", f"branch {layout.branch} is already checked out at {found.path}, not at the Layout Contract path {path}; orch never uses another path")
+    base_sha = rnd.fetch_gate(job)
+    rnd.update(job, branch=layout.branch, worktree_path=path, tab_label=layout.label, base_sha=base_sha)
+
+    created_by_run = _confirmed(rnd, job, "worktree_create") is not None
+    if found is not None:
+        _settle_in_flight_create(rnd, job, found)
+        created_by_run = _confirmed(rnd, job, "worktree_create") is not None
+        pane, side = _reuse_checkout(rnd, job, found)
+    else:
+        try:
+            checkout = _create(rnd, job, base_sha)
+        except HerdrWorktreeCreateFailed as exc:
+            message = exc.herdr_message or exc.message
+            if "already exists" not in message:
+                raise _Fail("create", f"worktree create failed: {message}") from None
+            # git says the checkout exists: take it if it is this branch's, never try another name.
+            again = _worktree_for(herdr.worktree_list(workspace=rnd.ws).worktrees, layout.branch)
+            if again is None or not _same_path(again.path, path):
+                raise _Fail("create", f"worktree create failed: {message}; {path} is not a checkout of {layout.branch}, and orch never retries with another name") from None
+            job.notes.append("worktree create said already exists: reusing the checkout")
+            pane, side = _reuse_checkout(rnd, job, again)
+        else:
+            created_by_run = True
+            job.created.append("worktree")
+            rnd.update(job, created_worktree_paths=_add(rnd.worker(job.task).created_worktree_paths, path))
+            if checkout.workspace_id:
+                rnd.update(job, created_workspace_ids=_add(rnd.worker(job.task).created_workspace_ids, checkout.workspace_id))
+            if checkout.root_pane_id is None:
+                raise _Fail(
+                    "create",
+                    f"worktree create made {path} (workspace {checkout.workspace_id}) but its response has no root_pane: there was nowhere to start "
+                    "the agent; open that workspace and re-run (orch never substitutes a pane)",
+                )
+            pane, side = checkout.root_pane_id, checkout.workspace_id
+
+    pane_id, tab_id = _materialize(rnd, job, pane, side)
+    rnd.update(job, pane_id=pane_id, tab_id=tab_id, workspace_id=rnd.ws)
+    _read_back(rnd, job, tab_id)
+    if created_by_run and job.planned.worker.setup:
+        _setup(rnd, job, path)
+
+
+def _add(values: tuple[str, ...], value: str) -> tuple[str, ...]:
+    return values if value in values else (*values, value)
+
+
+def _confirmed(rnd: _Round, job: _Job, kind: str) -> Any:
+    return next((e for e in rnd.engine.ledger.list_effects(rnd.run.run_id, task_label=job.task) if e.kind == kind and e.status == "confirmed"), None)
+
+
+def _settle_in_flight_create(rnd: _Round, job: _Job, found: WorktreeInfo) -> None:
+    """A create an earlier process left in flight did happen if the checkout exists: record it as ours."""
+    ledger = rnd.engine.ledger
+    for effect in ledger.in_flight(rnd.run.run_id):
+        if effect.task_label == job.task and effect.kind == "worktree_create":
+            checkout = Checkout(path=found.path, branch=found.branch, workspace_id=found.open_workspace_id, root_pane_id=None)
+            ledger.confirm(effect, checkout.model_dump(mode="json"))
+            rnd.update(job, created_worktree_paths=_add(rnd.worker(job.task).created_worktree_paths, found.path))
+
+
+def _create(rnd: _Round, job: _Job, base_sha: str) -> Checkout:
+    herdr, layout = rnd.engine.herdr, job.planned.worktree
+    request = {"workspace": rnd.ws, "branch": layout.branch, "base": base_sha, "path": str(layout.path), "label": layout.label}
+
+    def act() -> Checkout:
+        try:
+            made = herdr.worktree_create(workspace=rnd.ws, branch=layout.branch, base=base_sha, path=layout.path, label=layout.label)
+        except HerdrProtocolError as exc:
+            partial = _checkout_from_unparsed(exc)
+            if partial is None:
+                raise
+            return partial
+        return Checkout(path=made.worktree.path, branch=made.worktree.branch, workspace_id=made.workspace.workspace_id, root_pane_id=made.root_pane.pane_id)
+
+    def settle() -> Checkout | None:
+        found = _worktree_for(herdr.worktree_list(workspace=rnd.ws).worktrees, layout.branch)
+        if found is None or not _same_path(found.path, layout.path) or found.open_workspace_id is None:
+            return None
+        panes = herdr.pane_list(workspace=found.open_workspace_id)
+        return Checkout(path=found.path, branch=found.branch, workspace_id=found.open_workspace_id, root_pane_id=panes[0].pane_id if panes else None)
+
+    result: Checkout = rnd.once(job, "worktree_create", "worktree_create", request, act, Checkout, settle)
+    return result
+
+
+def _reuse_checkout(rnd: _Round, job: _Job, found: WorktreeInfo) -> tuple[str, str | None]:
+    """The pane to use for an existing checkout: a pane already in the repo workspace, one in its own workspace,
+    or the root pane of ``worktree open``. Returns (pane id, side-effect workspace or None)."""
+    herdr, layout, snap = rnd.engine.herdr, job.planned.worktree, rnd.snapshot
+    job.reused.append("worktree")
+    in_repo = [p for p in snap.panes if p.workspace_id == rnd.ws and _same_path(p.cwd, found.path)]
+    recorded = rnd.worker(job.task).pane_id
+    labelled = {t.tab_id for t in snap.tabs if t.label == layout.label}
+    pick = next((p for p in in_repo if p.pane_id == recorded), None) or next((p for p in in_repo if p.tab_id in labelled), None) or next(iter(in_repo), None)
+    if pick is not None:
+        job.reused.append("tab")
+        return pick.pane_id, None
+    if found.open_workspace_id and found.open_workspace_id != rnd.ws:
+        panes = [p for p in herdr.pane_list(workspace=found.open_workspace_id) if _same_path(p.cwd, found.path)]
+        if panes:
+            job.reused.append(f"workspace {found.open_workspace_id}")
+            return panes[0].pane_id, found.open_workspace_id
+    request = {"workspace": rnd.ws, "path": found.path, "label": layout.label}
+
+    def act() -> Checkout:
+        opened = herdr.worktree_open(workspace=rnd.ws, path=found.path, label=layout.label)
+        return Checkout(path=opened.worktree.path, branch=opened.worktree.branch, workspace_id=opened.workspace.workspace_id, root_pane_id=opened.root_pane.pane_id, already_open=opened.already_open)
+
+    opened: Checkout = rnd.once(job, "worktree_open", "worktree_open", request, act, Checkout)
+    if opened.root_pane_id is None or opened.workspace_id is None:
+        raise _Fail("reuse", f"worktree open gave no pane for {found.path}: there was nowhere to start the agent")
+    if not opened.already_open:
+        job.created.append("workspace")
+        rnd.update(job, created_workspace_ids=_add(rnd.worker(job.task).created_workspace_ids, opened.workspace_id))
+    return opened.root_pane_id, opened.workspace_id
+
+
+def _materialize(rnd: _Round, job: _Job, pane: str, side: str | None) -> tuple[str, str]:
+    """Move the checkout's pane into the repo workspace as a tab labelled $label; close the emptied side workspace."""
+    herdr, label = rnd.engine.herdr, job.planned.worktree.label
+    if side is None or side == rnd.ws:
+        info = herdr.pane_get(pane)
+        return info.pane_id, info.tab_id
+
+    def act() -> Moved:
+        moved = herdr.pane_move_new_tab(pane, workspace=rnd.ws, label=label)
+        return Moved(pane_id=moved.pane.pane_id, tab_id=moved.pane.tab_id, workspace_id=moved.pane.workspace_id, closed_workspace_id=moved.closed_workspace_id)
+
+    def settle() -> Moved | None:
+        # The pre-move id stays a pane alias (CONTRACT §1): it tells where the pane is now.
+        info = herdr.pane_get(pane)
+        return Moved(pane_id=info.pane_id, tab_id=info.tab_id, workspace_id=info.workspace_id) if info.workspace_id == rnd.ws else None
+
+    moved: Moved = rnd.once(job, "pane_move", f"pane_move:{pane}", {"pane": pane, "workspace": rnd.ws, "label": label}, act, Moved, settle)
+    job.created.append("tab")
+    if side in rnd.worker(job.task).created_workspace_ids:
+        rnd.update(job, created_pane_ids=_add(rnd.worker(job.task).created_pane_ids, moved.pane_id))
+    if moved.closed_workspace_id == side:
+        job.notes.append(f"herdr closed the emptied workspace {side}")
+        return moved.pane_id, moved.tab_id
+    try:
+        left = herdr.pane_list(workspace=side)
+    except HerdrNotFound:
+        job.notes.append(f"workspace {side} is already gone")
+        return moved.pane_id, moved.tab_id
+    if left:
+        job.notes.append(f"workspace {side} still has {len(left)} pane(s): left open")
+        return moved.pane_id, moved.tab_id
+
+    def close() -> Closed:
+        herdr.workspace_close(side)
+        return Closed(workspace_id=side)
+
+    rnd.once(job, "workspace_close", f"workspace_close:{side}", {"workspace": side}, close, Closed)
+    job.notes.append(f"closed the emptied workspace {side}")
+    return moved.pane_id, moved.tab_id
+
+
+def _read_back(rnd: _Round, job: _Job, tab_id: str) -> None:
+    """The mandatory gate: tab label exactly $label (mended once by rename), branch and toplevel of the checkout."""
+    herdr, layout = rnd.engine.herdr, job.planned.worktree
+    for attempt in (1, 2):
+        tab = next((t for t in herdr.tab_list(workspace=rnd.ws) if t.tab_id == tab_id), None)
+        if tab is None:
+            raise _Fail("read-back", f"tab {tab_id} is not in workspace {rnd.ws}")
+        if tab.label == layout.label:
+            break
+        if attempt == 2:
+            raise _Fail("read-back", f"tab {tab_id} is labelled {tab.label!r} after a rename to {layout.label!r}")
+        observed = tab.label
+
+        def rename() -> Renamed:
+            renamed = herdr.tab_rename(tab_id, layout.label)
+            return Renamed(tab_id=renamed.tab_id, label=renamed.label)
+
+        rnd.once(job, "tab_rename", f"tab_rename:{tab_id}", {"tab": tab_id, "label": layout.label}, rename, Renamed)
+        job.notes.append(f"tab label {observed!r} mended to {layout.label!r}")
+    path = str(layout.path)
+    try:
+        branch, top = git.current_branch(path), git.toplevel(path)
+    except git.GitError as exc:
+        raise _Fail("read-back", f"cannot read the checkout {path}: {exc.message}") from None
+    if branch != layout.branch:
+        raise _Fail("read-back", f"{path} is on branch {branch}, not {layout.branch}; no agent started there")
+    if not _same_path(top, path):
+        raise _Fail("read-back", f"{path} belongs to the checkout {top}, not its own worktree; no agent started there")
+
+
+def _setup(rnd: _Round, job: _Job, path: str) -> None:
+    """The plan's setup commands, in the fresh checkout, before the agent starts; replayed, never re-run."""
+    commands = job.planned.worker.setup
+
+    def act() -> SetupRun:
+        runs: list[CheckRun] = []
+        for command in commands:
+            run = run_command(command, cwd=layout_path)
+            runs.append(run)
+            if not run.passed:
+                return SetupRun(runs=tuple(runs), failed=command)
+        return SetupRun(runs=tuple(runs))
+
+    layout_path = job.planned.worktree.path
+    done: SetupRun = rnd.once(job, "setup", "setup", {"commands": list(commands), "cwd": path}, act, SetupRun)
+    if done.failed is not None:
+        last = done.runs[-1]
+        outcome = last.error or f"exit {last.exit_code}"
+        tail = f":\n{last.output_tail}" if last.output_tail else ""
+        raise _Fail("setup", f"setup command `{done.failed}` failed ({outcome}) in {path}; the checkout and tab are kept{tail}")
+    job.notes.append(f"setup: {len(done.runs)} command(s) passed")
+
+
+# --- siblings ---
+
+
+def _provision_sibling(rnd: _Round, job: _Job) -> None:
+    """Split the branch owner's pane (right or down, from its rect) with --cwd at the shared checkout."""
+    herdr, layout = rnd.engine.herdr, job.planned.worktree
+    owner = rnd.worker(job.owner)
+    if owner.pane_id is None:
+        raise _Fail("split", f"its branch owner {job.owner} has no pane ({owner.state}): nothing to split")
+    path = str(layout.path)
+    rnd.update(job, branch=layout.branch, worktree_path=path, tab_label=layout.label, base_sha=owner.base_sha)
+    mine = rnd.worker(job.task).pane_id
+    agent = rnd.snapshot.agent_named(job.planned.name)
+    reuse = mine if mine and any(p.pane_id == mine for p in rnd.snapshot.panes) else (agent.pane_id if agent and _same_path(agent.cwd, path) else None)
+    if reuse is not None:
+        info = herdr.pane_get(reuse)
+        job.reused.append("pane")
+        rnd.update(job, pane_id=info.pane_id, tab_id=info.tab_id, workspace_id=info.workspace_id)
+        return
+    direction = choose_direction(herdr.pane_layout(owner.pane_id), owner.pane_id)
+
+    def act() -> Split:
+        pane = herdr.pane_split(owner.pane_id or "", direction=direction, cwd=path)
+        return Split(pane_id=pane.pane_id, tab_id=pane.tab_id, workspace_id=pane.workspace_id, direction=direction)
+
+    split: Split = rnd.once(job, "pane_split", "pane_split", {"pane": owner.pane_id, "direction": direction, "cwd": path}, act, Split)
+    job.created.append(f"pane ({split.direction} of {owner.pane_id})")
+    rnd.update(
+        job, pane_id=split.pane_id, tab_id=split.tab_id, workspace_id=split.workspace_id,
+        created_pane_ids=_add(rnd.worker(job.task).created_pane_ids, split.pane_id),
+    )  # fmt: skip
+
+
+# --- agent start ---
+
+
+def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str, *, timeout_ms: int, agents: tuple[AgentInfo, ...] | None = None) -> Started:
+    """Start the worker's agent in ``pane_id`` once it passes the guards; raises _Fail with the reason otherwise.
+
+    Never in the primary checkout, never on the default branch, only in the worker's own checkout and branch.
+    """
+    herdr, layout, name = engine.herdr, planned.worktree, planned.name
+    pane = herdr.pane_get(pane_id)
+    cwd = pane.cwd or pane.foreground_cwd
+    where = f"pane {pane_id} ({cwd})"
+    if cwd is None:
+        raise _Fail("guard", f"refusing to start {name} in pane {pane_id}: herdr reports no working directory for it")
+    try:
+        top, branch = git.toplevel(cwd), git.current_branch(cwd)
+    except git.GitError:
+        raise _Fail("guard", f"refusing to start {name} in {where}: it is not inside a git checkout") from None
+    primary = run.repo_path
+    default = run.default_branch or (git.current_branch(primary) if primary else None)
+    if primary and _same_path(top, primary):
+        raise _Fail("guard", f"refusing to start {name} in {where}: it is the repo's primary checkout; workers run only in their own worktree")
+    if default and branch == default:
+        raise _Fail("guard", f"refusing to start {name} in {where}: it is on the default branch {default}; workers run only on their target branch")
+    if branch != layout.branch or not _same_path(top, layout.path):
+        raise _Fail("guard", f"refusing to start {name} in {where}: it is {top} on {branch}, not {layout.path} on {layout.branch}")
+
+    listed = agents if agents is not None else herdr.agent_list()
+    existing = next((a for a in listed if a.name == name), None)
+    if existing is not None:
+        if existing.pane_id != pane_id:
+            raise _Fail("agent", f"agent name {name} is already used by pane {existing.pane_id}, not this worker's pane {pane_id}; orch never renames a worker")
+        return Started(name=name, pane_id=pane_id, agent_status=existing.agent_status, interactive_ready=existing.interactive_ready, reused=True)
+    occupant = next((a for a in listed if a.pane_id == pane_id), None)
+    if occupant is not None:
+        raise _Fail("agent", f"pane {pane_id} already runs agent {occupant.name or occupant.agent}; it is not an idle shell")
+
+    args = planned.worker.agent_args
+    request = {"name": name, "kind": planned.kind, "pane": pane_id, "timeout_ms": timeout_ms, "args": list(args)}
+
+    def act() -> Started:
+        started = herdr.agent_start(name, kind=planned.kind, pane=pane_id, timeout_ms=timeout_ms, args=args)
+        agent = started.agent
+        return Started(name=agent.name or name, pane_id=agent.pane_id, agent_status=agent.agent_status, interactive_ready=agent.interactive_ready)
+
+    def settle() -> Started | None:
+        try:
+            agent = herdr.agent_get(name)
+        except HerdrNotFound:
+            return None
+        ours = agent.pane_id == pane_id and agent.interactive_ready
+        return Started(name=name, pane_id=pane_id, agent_status=agent.agent_status, interactive_ready=True) if ours else None
+
+    try:
+        return engine.once(run.run_id, planned.task, "agent_start", f"{planned.task}:agent_start", request, act, model=Started, settle=settle)
+    except HerdrNameTaken:
+        agent = herdr.agent_get(name)
+        if agent.pane_id == pane_id:
+            return Started(name=name, pane_id=pane_id, agent_status=agent.agent_status, interactive_ready=agent.interactive_ready, reused=True)
+        raise _Fail("agent", f"agent name {name} is already used by pane {agent.pane_id}, not this worker's pane {pane_id}; orch never renames a worker") from None
+    except HerdrPaneBusy as exc:
+        raise _Fail("agent", f"pane {pane_id} stayed busy (not an idle shell) through every retry: {exc.herdr_message or exc.message}") from None
+    except HerdrError as exc:
+        raise _Fail("agent", f"agent start failed: {exc.message}") from None
+
+
+# --- the round ---
+
+
+def _guarded(rnd: _Round, job: _Job, stage: Callable[[_Round, _Job], None]) -> None:
+    """Run one stage; a failure is recorded on this worker only (the round goes on for the others)."""
+    if job.stopped:
+        return
+    try:
+        stage(rnd, job)
+    except _Fail as fail:
+        _fail(rnd, job, fail.step, fail.message)
+    except InFlightEffect as exc:
+        job.notes.append("left in provisioning: an earlier process's effect is in flight")
+        job.error = exc.message
+    except OrchError as exc:
+        _fail(rnd, job, "herdr", exc.message)
+    if job.error is not None or rnd.worker(job.task).state is not WorkerState.PROVISIONING:
+        job.stopped = True
+
+
+def _pane_stage(rnd: _Round, job: _Job) -> None:
+    """The worker's pane: its own worktree tab (branch owner) or a split of the owner's pane (sibling)."""
+    if job.owner == job.task:
+        _provision_checkout(rnd, job)
+    else:
+        _provision_sibling(rnd, job)
+
+
+def _agent_stage(rnd: _Round, job: _Job) -> None:
+    """Start the agent in the worker's pane and mark the worker ready."""
+    engine, run = rnd.engine, rnd.run
+    worker = rnd.worker(job.task)
+    assert worker.pane_id is not None
+    timeout_ms = rnd.plan.plan.defaults.agent_start_timeout_s * 1000
+    started = start_agent(engine, run, job.planned, worker.pane_id, timeout_ms=timeout_ms, agents=rnd.snapshot.agents)
+    if not started.interactive_ready:
+        raise _Fail("agent", f"herdr did not report {job.planned.name} interactive-ready (status {started.agent_status})")
+    (job.reused if started.reused else job.created).append("agent")
+    engine.ledger.transition(
+        run.run_id, job.task, WorkerState.PROVISIONING, WorkerState.READY,
+        cause={"phase": "provision", "agent_status": started.agent_status}, reply_target=job.planned.name,
+    )  # fmt: skip
+
+
+def _fail(rnd: _Round, job: _Job, step: str, message: str) -> None:
+    rnd.engine.ledger.transition(rnd.run.run_id, job.task, WorkerState.PROVISIONING, WorkerState.FAILED, cause={"phase": "provision", "step": step, "error": message})
+
+
+def _outcome(engine: Engine, run: Run, job: _Job, *, error: str | None = None, already: bool = False) -> WorkerOutcome:
+    worker = engine.ledger.get_worker(run.run_id, job.task)
+    if error is None and worker.state is WorkerState.FAILED:
+        error = _failure_reason(engine, worker)
+    state: OutcomeState = "ready" if worker.state is WorkerState.READY else "failed" if worker.state is WorkerState.FAILED else "provisioning"
+    return WorkerOutcome(
+        task=job.task, name=worker.name, kind=worker.kind, placement=job.planned.placement, state=state, already=already,
+        pane_id=worker.pane_id, tab_label=worker.tab_label, worktree_path=worker.worktree_path, branch=job.planned.worktree.branch,
+        base_sha=worker.base_sha, reused=tuple(job.reused), created=tuple(job.created), notes=tuple(job.notes), error=error,
+    )  # fmt: skip
+
+
+def _failure_reason(engine: Engine, worker: Worker) -> str | None:
+    for event in reversed(engine.ledger.events(worker.run_id, task_label=worker.task_label)):
+        if event.to_state == WorkerState.FAILED:
+            cause = (event.detail or {}).get("cause", {})
+            return str(cause.get("error")) if cause.get("error") else None
+    return None
+
+
+def provision(engine: Engine, run: Run) -> ProvisionResult:
+    """Provision every worker of the run still in ``provisioning``; re-running creates nothing new."""
+    if not run.workspace_id:
+        raise OrchError(f"run {run.run_id} has no repo workspace recorded", hint="run `orch preflight` first")
+    plan = engine.plan_for(run)
+    ledger = engine.ledger
+    rows = {w.task_label: w for w in ledger.list_workers(run.run_id)}
+    missing = [p.task for p in plan.workers if p.task not in rows]
+    if missing:
+        raise OrchError(f"run {run.run_id} has no ledger entry for {', '.join(missing)}", hint="`orch preflight` registers every plan worker")
+
+    # plan-first needs a plan mode orch can confirm; refuse those workers before anything starts.
+    refused: dict[str, str] = {}
+    for planned in plan.workers:
+        if planned.mode == "plan-first" and rows[planned.task].state is WorkerState.PROVISIONING:
+            problem = plan_mode_problem(planned.kind)
+            if problem:
+                refused[planned.task] = problem
+                ledger.transition(run.run_id, planned.task, WorkerState.PROVISIONING, WorkerState.FAILED, cause={"phase": "provision", "step": "mode", "error": problem})
+
+    # The branch owner is the first worker on the branch that was not refused for its mode (refusal is decided by
+    # the plan alone, so every re-run picks the same owner).
+    owners: dict[str, str] = {}
+    for planned in plan.workers:
+        if planned.task not in refused:
+            owners.setdefault(planned.worktree.branch, planned.task)
+    jobs = {p.task: _Job(planned=p, owner=owners.get(p.worktree.branch, p.task)) for p in plan.workers}
+    pending = [t for t, j in jobs.items() if ledger.get_worker(run.run_id, t).state is WorkerState.PROVISIONING]
+
+    outcomes: dict[str, WorkerOutcome] = {}
+    for task, job in jobs.items():
+        if task not in pending:
+            outcomes[task] = _outcome(engine, run, job, already=task not in refused)
+    if pending:
+        herdr = engine.herdr
+        snapshot = Snapshot(
+            worktrees=herdr.worktree_list(workspace=run.workspace_id).worktrees,
+            tabs=herdr.tab_list(workspace=run.workspace_id),
+            panes=herdr.pane_list(workspace=run.workspace_id),
+            agents=herdr.agent_list(),
+        )
+        default = run.default_branch or git.current_branch(run.repo_path or plan.repo.checkout)
+        rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot, default_branch=default)
+        outcomes.update(_schedule(rnd, {t: jobs[t] for t in pending}, plan.plan.defaults.concurrency))
+    return ProvisionResult(run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers))
+
+
+def _schedule(rnd: _Round, jobs: dict[str, _Job], concurrency: int) -> dict[str, WorkerOutcome]:
+    """Run the stages concurrently in graphlib order: a sibling's pane waits for its owner's pane (not its agent),
+    every agent start waits for its own pane. Failures stay with their worker."""
+    graph: TopologicalSorter[tuple[str, str]] = TopologicalSorter()
+    for task, job in jobs.items():
+        graph.add((task, "pane"), *([(job.owner, "pane")] if job.owner != task and job.owner in jobs else []))
+        graph.add((task, "agent"), (task, "pane"))
+    graph.prepare()
+    stages = {"pane": _pane_stage, "agent": _agent_stage}
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="provision") as pool:
+        running: dict[Future[None], tuple[str, str]] = {}
+        while graph.is_active():
+            for node in graph.get_ready():
+                task, stage = node
+                running[pool.submit(_guarded, rnd, jobs[task], stages[stage])] = node
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                node = running.pop(future)
+                future.result()
+                graph.done(node)
+    return {task: _outcome(rnd.engine, rnd.run, job, error=job.error) for task, job in jobs.items()}
+
+
+# --- rendering ---
+
+
+def render_provision(result: ProvisionResult) -> str:
+    """One line per worker (task, state, pane, tab label, path, what was reused or created), then reasons and notes."""
+    ready = sum(w.state == "ready" for w in result.workers)
+    failed = sum(w.state == "failed" for w in result.workers)
+    other = len(result.workers) - ready - failed
+    head = f"provision {result.run_id} (workspace {result.workspace_id}): {ready} ready, {failed} failed" + (f", {other} still provisioning" if other else "")
+    rows = []
+    for w in result.workers:
+        if w.already:
+            what = "already provisioned"
+        else:
+            what = "; ".join(part for part in (
+                f"created {', '.join(w.created)}" if w.created else "", f"reused {', '.join(w.reused)}" if w.reused else "",
+            ) if part) or "-"  # fmt: skip
+        rows.append([w.task, w.state, w.pane_id or "-", w.tab_label or "-", w.worktree_path or "-", what])
+    table = tabulate(rows, headers=["task", "state", "pane", "tab", "path", "done"], tablefmt="plain")
+    lines = [head, *table.splitlines()]
+    for w in result.workers:
+        if w.error:
+            first, *rest = w.error.splitlines()
+            lines.append(f"{w.task}: {first}")
+            lines.extend(f"  {line}" for line in rest)
+        lines.extend(f"{w.task}: note: {note}" for note in w.notes)
+    return "\n".join(lines) + "\n"
