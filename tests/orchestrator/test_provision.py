@@ -1,0 +1,103 @@
+"""Provisioning's pure parts: split direction, the rendering (golden), the fetch gate on real repos, root_pane-less responses."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator import git
+from orchestrator.errors import HerdrCall, HerdrProtocolError
+from orchestrator.herdr_models import LayoutPane, PaneLayoutSnapshot, Rect
+from orchestrator.provision import Checkout, ProvisionResult, WorkerOutcome, _checkout_from_unparsed, _fetch_error, choose_direction, render_provision
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+WT = "/home/me/src/acme/widgets.worktrees"
+
+
+def golden(name: str, text: str) -> None:
+    """Compare with golden/<name>; ORCH_UPDATE_GOLDEN=1 rewrites it instead."""
+    path = GOLDEN / name
+    if os.environ.get("ORCH_UPDATE_GOLDEN") == "1":
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+def layout(width: int, height: int) -> PaneLayoutSnapshot:
+    rect = Rect(x=0, y=0, width=width, height=height)
+    return PaneLayoutSnapshot(workspace_id="w1", tab_id="w1:t2", zoomed=False, area=rect, focused_pane_id="w1:p2",
+                              panes=(LayoutPane(pane_id="w1:p2", focused=True, rect=rect),), splits=())
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "direction"),
+    [(200, 50, "right"), (160, 50, "right"), (159, 50, "down"), (100, 50, "down"), (200, 101, "down"), (300, 150, "right")],
+)
+def test_split_right_only_when_both_halves_stay_wide(width: int, height: int, direction: str) -> None:
+    assert choose_direction(layout(width, height), "w1:p2") == direction
+
+
+def outcome(**fields: Any) -> WorkerOutcome:
+    return WorkerOutcome(**{"name": fields["task"], "kind": "codex", "placement": "worktree", **fields})
+
+
+def test_render_ready_run() -> None:
+    result = ProvisionResult(run_id="w1:p1-20261130T080000Z", workspace_id="w1", workers=(
+        outcome(task="api-pagination", state="ready", pane_id="w1:p2", tab_label="widgets-feat-api-pagination", worktree_path=f"{WT}/widgets-feat-api-pagination",
+                branch="feat/api-pagination", created=("worktree", "tab", "agent"), notes=("fetched origin main", "herdr closed the emptied workspace w2")),
+        outcome(task="api-tests", placement="sibling", state="ready", pane_id="w1:p4", tab_label="widgets-feat-api-pagination",
+                worktree_path=f"{WT}/widgets-feat-api-pagination", branch="feat/api-pagination", created=("pane (right of w1:p2)", "agent")),
+        outcome(task="pagination-docs", kind="claude", state="ready", pane_id="w1:p3", tab_label="widgets-docs-pagination-guide",
+                worktree_path=f"{WT}/widgets-docs-pagination-guide", branch="docs/pagination-guide", reused=("worktree", "tab"), created=("agent",),
+                notes=("tab label 'docs' mended to 'widgets-docs-pagination-guide'",)),
+    ))  # fmt: skip
+    assert result.ok
+    golden("provision_ready.txt", render_provision(result))
+
+
+def test_render_failures_and_a_rerun() -> None:
+    result = ProvisionResult(run_id="w1:p1-20261130T080000Z", workspace_id="w1", workers=(
+        outcome(task="api-pagination", state="ready", already=True, pane_id="w1:p2", tab_label="widgets-feat-api-pagination",
+                worktree_path=f"{WT}/widgets-feat-api-pagination", branch="feat/api-pagination"),
+        outcome(task="pagination-docs", state="failed", branch="docs/pagination-guide", tab_label="widgets-docs-pagination-guide",
+                worktree_path=f"{WT}/widgets-docs-pagination-guide", created=("worktree",),
+                error="setup command `make deps` failed (exit 2) in /x; the checkout and tab are kept:\nmake: *** No rule to make target 'deps'.  Stop."),
+        outcome(task="api-docs", state="provisioning", branch="docs/api", error="pane_split for api-docs was started by an earlier orch process and its outcome is unknown (effect 7)",
+                notes=("left in provisioning: an earlier process's effect is in flight",)),
+    ))  # fmt: skip
+    assert not result.ok
+    golden("provision_failed.txt", render_provision(result))
+
+
+def test_fetch_error_keeps_gits_exact_words_and_names_authentication() -> None:
+    denied = git.GitResult(("git",), 128, "", "git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.\n")
+    assert _fetch_error(denied, "origin", "main") == (
+        "fetch gate: git fetch origin main failed with an authentication failure; nothing was created (never provision on a stale checkout): "
+        "git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository."
+    )
+    other = git.GitResult(("git",), 1, "", "fatal: unable to access 'x': Could not resolve host: x\n")
+    assert _fetch_error(other, "origin", "main").startswith("fetch gate: git fetch origin main failed with exit 1; ")
+
+
+def test_fetch_branch_against_a_real_remote(git_repo: Any, tmp_path: Path) -> None:
+    origin = tmp_path / "origin.git"
+    git_repo.git("clone", "--quiet", "--bare", str(git_repo.path), str(origin))
+    git_repo.git("remote", "add", "origin", str(origin))
+
+    assert git.remotes(git_repo.path) == ["origin"]
+    assert git.fetch_branch(git_repo.path, "origin", "main").returncode == 0
+    assert git.rev_parse(git_repo.path, "origin/main") == git_repo.head()
+    missing = git.fetch_branch(git_repo.path, "origin", "feat/new")
+    assert missing.returncode != 0 and git.missing_remote_ref(missing.stderr)
+    assert git.upstream_of(git_repo.path, "main") is None
+
+
+def test_a_create_response_without_root_pane_is_read_as_a_checkout_with_nowhere_to_start() -> None:
+    stdout = ('{"id":"cli:worktree:create","result":{"type":"worktree_created","workspace":{"workspace_id":"w2"},"tab":{"tab_id":"w2:t1"},'
+              '"worktree":{"path":"/wt/widgets-feat-x","branch":"feat/x"}}}\n')  # fmt: skip
+    exc = HerdrProtocolError("bad", call=HerdrCall(("herdr", "worktree", "create"), 0, stdout, "", 0.1))
+    assert _checkout_from_unparsed(exc) == Checkout(path="/wt/widgets-feat-x", branch="feat/x", workspace_id="w2", root_pane_id=None)
+    garbled = HerdrProtocolError("bad", call=HerdrCall(("herdr", "worktree", "create"), 0, "{}", "", 0.1))
+    assert _checkout_from_unparsed(garbled) is None
