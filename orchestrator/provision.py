@@ -216,7 +216,6 @@ class _Round:
     run: Run
     plan: ResolvedPlan
     snapshot: Snapshot
-    default_branch: str
     _fetch_lock: threading.Lock = field(default_factory=threading.Lock)
     _base: tuple[str | None, str | None, str] | None = None  # (remote, error, note)
 
@@ -727,8 +726,7 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
             panes=herdr.pane_list(workspace=run.workspace_id),
             agents=herdr.agent_list(),
         )
-        default = run.default_branch or git.current_branch(run.repo_path or plan.repo.checkout)
-        rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot, default_branch=default)
+        rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot)
         outcomes.update(_schedule(rnd, {t: jobs[t] for t in pending}, plan.plan.defaults.concurrency))
     return ProvisionResult(run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers))
 
