@@ -203,10 +203,9 @@ def open_(eng: Engine, repo: Repo, path: str | None, branch: str | None, label: 
         raise ApiError("ambiguous_worktree_branch", f"branch {branch} matches more than one worktree")
     entry = matches[0]
     ws, already = _open(eng, repo, entry["path"], label, focus or eng.world.active_workspace_id is None)
-    result = {"type": "worktree_opened", **_created(eng, ws, info(eng, repo, entry["path"], entry["branch"]))}
-    if already:
-        result["already_open"] = True
-    return result
+    # already_open is a plain bool in herdr's response (src/api/schema/response.rs:75-81): always sent.
+    return {"type": "worktree_opened", **_created(eng, ws, info(eng, repo, entry["path"], entry["branch"])),
+            "already_open": already}
 
 
 def remove(eng: Engine, workspace: str, force: bool) -> dict[str, Any]:

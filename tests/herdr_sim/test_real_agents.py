@@ -153,8 +153,8 @@ def test_worktree_open_and_list(real: SimServer, tmp_path: Path) -> None:
     checkout = tmp_path / "checkouts" / "feat-b"
     git(repo, "worktree", "add", "-q", "-b", "feat/b", str(checkout))
     opened = ok(real.run(["worktree", "open", "--cwd", str(repo), "--branch", "feat/b"]))
-    assert (opened["type"], "already_open" in opened, opened["worktree"]["path"]) == (
-        "worktree_opened", False, str(checkout))
+    assert (opened["type"], opened["already_open"], opened["worktree"]["path"]) == (
+        "worktree_opened", False, str(checkout))  # always present (src/api/schema/response.rs:75-81)
     again = ok(real.run(["worktree", "open", "--cwd", str(repo), "--path", str(checkout)]))
     assert (again["already_open"], again["workspace"]["workspace_id"]) == (True, opened["workspace"]["workspace_id"])
     listed = ok(real.run(["worktree", "list", "--cwd", str(repo)]))
