@@ -328,7 +328,8 @@ class WorktreeCreated(Wire):
     type: Literal["worktree_created"]
     workspace: WorkspaceInfo
     tab: TabInfo
-    root_pane: PaneInfo
+    # Optional: a create response without a root pane means "there was nowhere to start it" (never substitute one).
+    root_pane: PaneInfo | None = None
     worktree: WorktreeInfo
 
 
@@ -338,9 +339,10 @@ class WorktreeOpened(Wire):
     type: Literal["worktree_opened"]
     workspace: WorkspaceInfo
     tab: TabInfo
-    root_pane: PaneInfo
+    # Optional: a create response without a root pane means "there was nowhere to start it" (never substitute one).
+    root_pane: PaneInfo | None = None
     worktree: WorktreeInfo
-    already_open: bool
+    already_open: bool = False
 
 
 class WorktreeRemoved(Wire):

@@ -8,7 +8,6 @@ concurrently (``defaults.concurrency``); a sibling waits for its branch owner.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable
@@ -29,7 +28,6 @@ from orchestrator.errors import (
     HerdrNameTaken,
     HerdrNotFound,
     HerdrPaneBusy,
-    HerdrProtocolError,
     HerdrWorktreeCreateFailed,
     OrchError,
 )
@@ -287,19 +285,6 @@ def _fetch_error(result: git.GitResult, remote: str, branch: str) -> str:
 # --- isolated workers ---
 
 
-def _checkout_from_unparsed(exc: HerdrProtocolError) -> Checkout | None:
-    """A ``worktree create`` response without ``root_pane`` (the boundary refuses it as a protocol error)."""
-    try:
-        result = json.loads(exc.call.stdout if exc.call else "")["result"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(result, dict) or result.get("type") != "worktree_created" or "root_pane" in result:
-        return None
-    worktree = result.get("worktree") or {}
-    workspace = result.get("workspace") or {}
-    return Checkout(path=str(worktree.get("path", "")), branch=worktree.get("branch"), workspace_id=workspace.get("workspace_id"), root_pane_id=None)
-
-
 def _provision_checkout(rnd: _Round, job: _Job) -> None:
     """Steps 1-6 for the first worker on a branch: ends with its pane recorded on the worker row."""
     herdr, layout = rnd.engine.herdr, job.planned.worktree
@@ -372,14 +357,9 @@ def _create(rnd: _Round, job: _Job, base_sha: str) -> Checkout:
     request = {"workspace": rnd.ws, "branch": layout.branch, "base": base_sha, "path": str(layout.path), "label": layout.label}
 
     def act() -> Checkout:
-        try:
-            made = herdr.worktree_create(workspace=rnd.ws, branch=layout.branch, base=base_sha, path=layout.path, label=layout.label)
-        except HerdrProtocolError as exc:
-            partial = _checkout_from_unparsed(exc)
-            if partial is None:
-                raise
-            return partial
-        return Checkout(path=made.worktree.path, branch=made.worktree.branch, workspace_id=made.workspace.workspace_id, root_pane_id=made.root_pane.pane_id)
+        made = herdr.worktree_create(workspace=rnd.ws, branch=layout.branch, base=base_sha, path=layout.path, label=layout.label)
+        root = made.root_pane.pane_id if made.root_pane else None
+        return Checkout(path=made.worktree.path, branch=made.worktree.branch, workspace_id=made.workspace.workspace_id, root_pane_id=root)
 
     def settle() -> Checkout | None:
         found = _worktree_for(herdr.worktree_list(workspace=rnd.ws).worktrees, layout.branch)
@@ -413,7 +393,7 @@ def _reuse_checkout(rnd: _Round, job: _Job, found: WorktreeInfo) -> tuple[str, s
 
     def act() -> Checkout:
         opened = herdr.worktree_open(workspace=rnd.ws, path=found.path, label=layout.label)
-        return Checkout(path=opened.worktree.path, branch=opened.worktree.branch, workspace_id=opened.workspace.workspace_id, root_pane_id=opened.root_pane.pane_id, already_open=opened.already_open)
+        return Checkout(path=opened.worktree.path, branch=opened.worktree.branch, workspace_id=opened.workspace.workspace_id, root_pane_id=opened.root_pane.pane_id if opened.root_pane else None, already_open=opened.already_open)
 
     opened: Checkout = rnd.once(job, "worktree_open", "worktree_open", request, act, Checkout)
     if opened.root_pane_id is None or opened.workspace_id is None:

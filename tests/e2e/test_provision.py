@@ -208,7 +208,6 @@ def test_an_existing_checkout_is_reused_and_a_wrong_tab_label_is_mended_before_s
     assert (worker.created_worktree_paths, worker.created_workspace_ids) == ((), ())
 
 
-@pytest.mark.xfail(reason="herdr_sim gap: `worktree open` omits already_open when false; herdr 0.7.5 always sends it (src/api/schema/response.rs:80)", strict=False)
 def test_worktree_create_already_exists_switches_to_reuse_never_to_another_name(world: Any) -> None:
     engine, run = prepare_run(world, ONE)
     herdr = engine.herdr

@@ -143,3 +143,13 @@ def test_session_list_and_explain() -> None:
         m.MatchedRule(id="idle_prompt", priority=10, region="bottom", state="idle"),
         None,
     )
+
+
+def test_a_worktree_create_without_root_pane_parses_with_nowhere_to_start() -> None:
+    # The composition contract: such a response means "there was nowhere to start it"; the engine never substitutes a pane.
+    data = json.loads(_sample("worktree_create.json"))
+    del data["result"]["root_pane"]
+
+    created = m.SuccessEnvelope.model_validate(data).result
+
+    assert isinstance(created, m.WorktreeCreated) and created.root_pane is None

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from orchestrator import git
-from orchestrator.errors import HerdrCall, HerdrProtocolError
 from orchestrator.herdr_models import LayoutPane, PaneLayoutSnapshot, Rect
-from orchestrator.provision import Checkout, ProvisionResult, WorkerOutcome, _checkout_from_unparsed, _fetch_error, choose_direction, render_provision
+from orchestrator.provision import Checkout, ProvisionResult, WorkerOutcome, _fetch_error, choose_direction, render_provision
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 WT = "/home/me/src/acme/widgets.worktrees"
@@ -94,10 +93,3 @@ def test_fetch_branch_against_a_real_remote(git_repo: Any, tmp_path: Path) -> No
     assert git.upstream_of(git_repo.path, "main") is None
 
 
-def test_a_create_response_without_root_pane_is_read_as_a_checkout_with_nowhere_to_start() -> None:
-    stdout = ('{"id":"cli:worktree:create","result":{"type":"worktree_created","workspace":{"workspace_id":"w2"},"tab":{"tab_id":"w2:t1"},'
-              '"worktree":{"path":"/wt/widgets-feat-x","branch":"feat/x"}}}\n')  # fmt: skip
-    exc = HerdrProtocolError("bad", call=HerdrCall(("herdr", "worktree", "create"), 0, stdout, "", 0.1))
-    assert _checkout_from_unparsed(exc) == Checkout(path="/wt/widgets-feat-x", branch="feat/x", workspace_id="w2", root_pane_id=None)
-    garbled = HerdrProtocolError("bad", call=HerdrCall(("herdr", "worktree", "create"), 0, "{}", "", 0.1))
-    assert _checkout_from_unparsed(garbled) is None
