@@ -16,9 +16,7 @@ from orchestrator.commands import observe as observe_commands
 from orchestrator.commands import plan
 from orchestrator.commands import preflight as preflight_commands
 from orchestrator.commands import provision as provision_commands
-from orchestrator.commands import provision as provision_commands
 from orchestrator.commands import report as report_commands
-from orchestrator.commands import verify as verify_commands
 from orchestrator.commands import retire as retire_commands
 from orchestrator.commands import verify as verify_commands
 from orchestrator.errors import ExitCode, OrchError
@@ -79,11 +77,8 @@ cli.add_command(dispatch_commands.dispatch)
 cli.add_command(dispatch_commands.packet)
 cli.add_command(preflight_commands.preflight)
 cli.add_command(provision_commands.provision)
-cli.add_command(provision_commands.provision)
 cli.add_command(report_commands.report)
 cli.add_command(report_commands.status)
-cli.add_command(verify_commands.verify)
-cli.add_command(verify_commands.integrate)
 cli.add_command(retire_commands.retire)
 cli.add_command(verify_commands.verify)
 cli.add_command(verify_commands.integrate)
