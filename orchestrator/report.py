@@ -8,7 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.errors import ExitCode
+from orchestrator.engine import Engine
+from orchestrator.errors import ExitCode, OrchError
 from registry import (
     Effect,
     EffectStatus,
@@ -615,3 +616,21 @@ def render_markdown(report: Report, workers: Sequence[Worker]) -> str:
         seqs = [*item.seqs, *callbacks.seqs, *verification.seqs, *(s for r in retired for s in r.seqs), *(s for b in blockers for s in b.seqs)]
         out += [f"- Ledger events: {_seq_text(seqs)}", ""]
     return "\n".join(out)
+
+
+def integration_required(engine: Engine, run: Run) -> bool:
+    """Whether the run's plan snapshot opted in to integration (a run without a snapshot cannot have)."""
+    try:
+        return engine.plan_for(run).plan.integration.enabled
+    except OrchError:
+        return False
+
+
+def write_report(engine: Engine, run: Run) -> tuple[Report, str]:
+    """Build the report from the ledger and (re)write it as Markdown to the run's report.md."""
+    report = build_report(engine.ledger, run.run_id, integration_required=integration_required(engine, run))
+    markdown = render_markdown(report, engine.ledger.list_workers(run.run_id))
+    path = engine.run_dir(run.run_id) / "report.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(markdown)
+    return report, markdown

@@ -7,7 +7,7 @@ import click
 from orchestrator.commands.base import emit, engine_from, json_option, run_option
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from orchestrator.report import build_report, render_markdown, render_report
+from orchestrator.report import render_report, write_report
 from orchestrator.status import build_run_list, build_status, render_run_list, render_status
 from registry import Run
 
@@ -24,14 +24,6 @@ def pick_run(engine: Engine, run_id: str | None) -> Run:
             raise OrchError(f"no run in {engine.ledger_path}", hint="start one with `orch preflight PLAN`") from None
         mine = [r for r in runs if r.controller_target == engine.env.get("HERDR_PANE_ID")]
         return max(mine or runs, key=lambda r: r.created_at)
-
-
-def _integration_required(engine: Engine, run: Run) -> bool:
-    # The plan snapshot says whether accepted work must also be integrated; a run without one cannot have opted in.
-    try:
-        return engine.plan_for(run).plan.integration.enabled
-    except OrchError:
-        return False
 
 
 @click.command("report")
@@ -53,11 +45,7 @@ def report(ctx: click.Context, run_id: str | None, as_json: bool, as_markdown: b
         raise click.UsageError("--json and --markdown are exclusive")
     engine = engine_from(ctx)
     run = pick_run(engine, run_id)
-    result = build_report(engine.ledger, run.run_id, integration_required=_integration_required(engine, run))
-    markdown = render_markdown(result, engine.ledger.list_workers(run.run_id))
-    path = engine.run_dir(run.run_id) / "report.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown)
+    result, markdown = write_report(engine, run)
     if as_markdown:
         click.echo(markdown, nl=False)
     else:
