@@ -18,6 +18,7 @@ from orchestrator.commands import preflight as preflight_commands
 from orchestrator.commands import provision as provision_commands
 from orchestrator.commands import report as report_commands
 from orchestrator.commands import retire as retire_commands
+from orchestrator.commands import run as run_commands
 from orchestrator.commands import verify as verify_commands
 from orchestrator.errors import ExitCode, OrchError
 from packets import PacketError
@@ -80,6 +81,8 @@ cli.add_command(provision_commands.provision)
 cli.add_command(report_commands.report)
 cli.add_command(report_commands.status)
 cli.add_command(retire_commands.retire)
+cli.add_command(run_commands.run)
+cli.add_command(run_commands.resume)
 cli.add_command(verify_commands.verify)
 cli.add_command(verify_commands.integrate)
 

@@ -156,8 +156,8 @@ def retire(
         _stop_pane(engine, run, ladder, exit_command, exit_timeout_s)
     _remove_worktrees(engine, run, ladders, ledger.list_workers(run.run_id))
     for ladder in ladders:
-        if not ladder.holds:
-            ladder.items.extend(_close_leftovers(engine, run, ladder.task, ladder.worker.created_workspace_ids))
+        # A kept checkout does not keep its side-effect workspace: closing a linked workspace leaves the checkout.
+        ladder.items.extend(_close_leftovers(engine, run, ladder.task, ladder.worker.created_workspace_ids))
 
     results = {r.task: r for r in finished}
     for ladder in ladders:
@@ -449,8 +449,8 @@ def holds_work(repo: str | os.PathLike[str], checkout: str | os.PathLike[str], *
         return None
     where = "this detached checkout" if branch == "HEAD" else branch
     if len(only) == 1:
-        return f"commit {only[0][:7]} exists only on {where}"
-    return f"{len(only)} commits exist only on {where} ({only[0][:7]} and {len(only) - 1} more)"
+        return f"not integrated: commit {only[0][:7]} exists only on {where}"
+    return f"not integrated: {len(only)} commits exist only on {where} ({only[0][:7]} and {len(only) - 1} more)"
 
 
 def _count(n: int, noun: str) -> str:
@@ -489,7 +489,9 @@ def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: 
         try:
             panes = engine.herdr.pane_list(workspace=ws)
         except HerdrNotFound:
-            continue  # already closed, typically with the checkout it was opened on
+            # Already gone: herdr removes a workspace emptied by `pane move` (reported as closed_workspace_id).
+            items.append(Item(kind="workspace", id=ws, action="gone"))
+            continue
         if len(panes) != 1 or panes[0].agent is not None:
             items.append(Item(kind="workspace", id=ws, action="kept", reason=f"not empty ({_count(len(panes), 'pane')})"))
             continue
@@ -501,6 +503,7 @@ def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: 
             items.append(Item(kind="workspace", id=ws, action="kept", reason="it is the parent of a worktree group that is still open"))
             continue
         except HerdrNotFound:
+            items.append(Item(kind="workspace", id=ws, action="gone"))
             continue
         except (HerdrCommandError, InFlightEffect) as exc:
             items.append(Item(kind="workspace", id=ws, action="kept", reason=f"closing its pane failed: {one_line(exc.message)}"))

@@ -162,7 +162,9 @@ class Ledger:
         """Open (creating if needed) and migrate the ledger at path."""
         path.parent.mkdir(parents=True, exist_ok=True)
         # isolation_level=None: we issue BEGIN IMMEDIATE ourselves, so Python never opens a deferred transaction.
-        db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None)
+        # check_same_thread=False only so an owner may close connections its worker threads opened; a Ledger
+        # is still used by one thread at a time (the engine keeps one per thread).
+        db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
         db.row_factory = sqlite3.Row
         try:
             db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")

@@ -1,0 +1,75 @@
+"""`orch run PLAN` and `orch resume [RUN_ID]`: the whole life of a plan in one process, with live progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from orchestrator.commands.base import emit, engine_from, json_option
+from orchestrator.progress import Progress
+from orchestrator.report import render_report
+from orchestrator.run import RunOutcome, resume_run, run_plan
+
+_KEEP = click.option("--keep", "keep", multiple=True, metavar="TASK", help="Retain this worker (pane and worktree) at the end; repeatable.")
+_INTERVAL = click.option(
+    "--interval", "interval_s", type=click.FloatRange(min=0.1), metavar="SECONDS",
+    help="Seconds between check-ins (default: the plan's defaults.checkin_interval_s).",
+)  # fmt: skip
+
+
+def _finish(ctx: click.Context, outcome: RunOutcome, as_json: bool) -> None:
+    emit(outcome, as_json, lambda o: render_report(o.report))
+    if not as_json:
+        click.echo(f"Report: {engine_from(ctx).run_dir(outcome.run_id) / 'report.md'}", err=True)
+    ctx.exit(outcome.exit_code)
+
+
+@click.command("run")
+@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path, dir_okay=False))
+@_KEEP
+@_INTERVAL
+@json_option
+@click.pass_context
+def run(ctx: click.Context, plan_file: Path, keep: tuple[str, ...], interval_s: float | None, as_json: bool) -> None:
+    """Run PLAN from preflight to report: provision, dispatch, observe, verify, integrate, retire.
+
+    Progress goes to stderr (one live line per worker on a terminal, log lines otherwise); the compact
+    report goes to stdout. Ctrl-C stops dispatching, leaves workers and evidence in place and records where
+    it stopped; `orch resume` continues. A run whose remaining workers wait for you (a question the plan
+    does not answer, a block) stops and says what is needed.
+
+    Exit code: 0 PASS, 10 PARTIAL, 11 FAIL (1-4 for errors, 130 interrupted).
+
+    \b
+    Example:
+      orch run plan.toml
+      orch run plan.toml --keep api-docs --json > outcome.json
+    """
+    engine = engine_from(ctx)
+    engine.controller = "run"
+    progress = Progress(click.get_text_stream("stderr"))
+    _finish(ctx, run_plan(engine, plan_file, progress, keep=keep, interval_s=interval_s), as_json)
+
+
+@click.command("resume")
+@click.argument("run_id", metavar="[RUN_ID]", required=False)
+@_KEEP
+@_INTERVAL
+@json_option
+@click.pass_context
+def resume(ctx: click.Context, run_id: str | None, keep: tuple[str, ...], interval_s: float | None, as_json: bool) -> None:
+    """Continue an interrupted or crashed run from the ledger, repeating no create and no prompt.
+
+    Side effects left in flight are settled by reading herdr and git back; finished steps are replayed from
+    the ledger; the run then carries on to its report. Default: the newest unfinished run of this pane.
+
+    \b
+    Example:
+      orch resume
+      orch resume w1:p1-20261130T080000Z
+    """
+    engine = engine_from(ctx)
+    engine.controller = "run"
+    progress = Progress(click.get_text_stream("stderr"))
+    _finish(ctx, resume_run(engine, run_id, progress, keep=keep, interval_s=interval_s), as_json)

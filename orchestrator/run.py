@@ -1,0 +1,199 @@
+"""`orch run` and `orch resume`: the whole life of a plan in one process, driven phase by phase from the ledger.
+
+Every phase is idempotent over the ledger (confirmed effects are replayed, in-flight ones settled by read-back),
+so resuming is simply driving the same run again from wherever the ledger says it stands.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.dispatch import dispatch
+from orchestrator.engine import Engine
+from orchestrator.errors import OrchError
+from orchestrator.integrate import integrate_run
+from orchestrator.observe import Observation, check_in
+from orchestrator.preflight import PreflightResult, preflight
+from orchestrator.progress import Progress, Row
+from orchestrator.provision import provision
+from orchestrator.report import VERDICT_EXIT, Report, write_report
+from orchestrator.retire import retire
+from orchestrator.verify import verify_run
+from registry import Run, RunStatus, WorkerState
+
+S = WorkerState
+
+# Workers the run still waits on by itself (the person is not needed to move them on).
+MOVING = frozenset({S.PROVISIONING, S.READY, S.DISPATCHED, S.WORKING, S.RESULT, S.VERIFYING})
+# Workers waiting on the person: a run that has nothing else to wait for stops and says what is needed.
+WAITING_ON_PERSON = frozenset({S.QUESTION, S.BLOCKED})
+
+
+class RunOutcome(BaseModel):
+    """How `orch run`/`orch resume` ended: the run, where it stopped, the report and the exit code."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    finished: bool
+    stopped_at: str | None
+    report: Report
+    exit_code: int
+
+
+class Interrupted(OrchError):
+    """The person stopped the run (Ctrl-C or SIGTERM); workers and evidence stay in place."""
+
+
+@contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    # SIGTERM (a supervisor stopping us) gets the same orderly stop as Ctrl-C: record where we stopped.
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _rows(engine: Engine, run: Run) -> list[Row]:
+    ledger = engine.ledger
+    rows = []
+    for worker in ledger.list_workers(run.run_id):
+        callback = None
+        if worker.last_callback_id is not None:
+            callback = ledger.get_inbound(worker.last_callback_id).kind
+        rows.append(Row(task=worker.task_label, state=str(worker.state), last_callback=callback, since=run.created_at))
+    return rows
+
+
+def _say(progress: Progress, engine: Engine, notes: Sequence[Observation]) -> None:
+    for note in notes:
+        if note.what in ("update", "working"):
+            continue  # the worker lines already show it
+        who = note.task or "run"
+        progress.note(f"{who}: {note.what.replace('_', ' ')}: {note.text}", engine.clock.now())
+
+
+def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] = (), interval_s: float | None = None) -> RunOutcome:
+    """Take a run from wherever the ledger says it stands to its report; stop early only for the person."""
+    ledger = engine.ledger
+    plan = engine.plan_for(run)
+    interval = float(interval_s if interval_s is not None else plan.plan.defaults.checkin_interval_s)
+    stage = "provision"
+
+    def show() -> None:
+        progress.update(_rows(engine, run), engine.clock.now())
+
+    try:
+        with _terminate_as_interrupt():
+            result = provision(engine, run)
+            for outcome in result.workers:
+                if outcome.state == "failed":
+                    progress.note(f"{outcome.task}: provisioning failed: {outcome.error}", engine.clock.now())
+            show()
+            stage = "dispatch"
+            dispatched = dispatch(engine, run)
+            for item in dispatched.workers:
+                if item.outcome not in ("accepted", "skipped"):
+                    progress.note(f"{item.task}: dispatch {item.outcome}: {item.detail}", engine.clock.now())
+            show()
+            stage = "observe"
+            number = 0
+            while True:
+                number += 1
+                notes, _waiting, _states = check_in(engine, run, number)
+                _say(progress, engine, notes)
+                if ledger.list_workers(run.run_id, states=(S.RESULT, S.VERIFYING)):
+                    stage = "verify"
+                    verdicts = verify_run(engine, run)
+                    for verdict in verdicts.verdicts:
+                        evidence = verdict.verification
+                        reasons = f" ({'; '.join(evidence.reasons)})" if evidence.reasons else ""
+                        progress.note(f"{verdict.task}: {evidence.disposition}{reasons}", engine.clock.now())
+                    stage = "observe"
+                show()
+                workers = ledger.list_workers(run.run_id)
+                if any(w.state in MOVING for w in workers) or ledger.list_inbox(run.run_id, unhandled=True):
+                    engine.clock.sleep(interval)
+                    continue
+                break
+            waiting = [w for w in ledger.list_workers(run.run_id) if w.state in WAITING_ON_PERSON]
+            if waiting:
+                return _stop_for_person(engine, run, progress, waiting)
+            stage = "integrate"
+            integrated = integrate_run(engine, run)
+            if integrated.paused_by:
+                progress.note(f"integration paused by {', '.join(integrated.paused_by)} (edited outside its claim)", engine.clock.now())
+            if integrated.stopped_at:
+                progress.note(f"integration stopped at {integrated.stopped_at}", engine.clock.now())
+            stage = "retire"
+            retire(engine, run, keep=keep)
+            show()
+    except KeyboardInterrupt:
+        ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=f"interrupted during {stage}")
+        report, _ = write_report(engine, ledger.get_run(run.run_id))
+        raise Interrupted(
+            f"run {run.run_id} interrupted during {stage}; no new work was dispatched, workers and evidence are in place",
+            hint=f"continue with `orch resume {run.run_id}`",
+        ) from None
+    report, _ = write_report(engine, run)
+    ledger.set_run_status(run.run_id, RunStatus.FINISHED, stopped_at="report", verdict=report.verdict)
+    return RunOutcome(run_id=run.run_id, finished=True, stopped_at="report", report=report, exit_code=int(VERDICT_EXIT[report.verdict]))
+
+
+def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequence[object]) -> RunOutcome:
+    """Nothing moves without the person: keep the workers, say what is needed, leave the run resumable."""
+    ledger = engine.ledger
+    for worker in waiting:
+        task = getattr(worker, "task_label")
+        question = getattr(worker, "pending_question") or "(see `orch inbox list`)"
+        progress.note(f"{task} waits for you: {question} -> `orch answer {task} TEXT`, then `orch resume {run.run_id}`", engine.clock.now())
+    stopped = "waiting for the person: " + ", ".join(getattr(w, "task_label") for w in waiting)
+    ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
+    report, _ = write_report(engine, ledger.get_run(run.run_id))
+    return RunOutcome(run_id=run.run_id, finished=False, stopped_at=stopped, report=report, exit_code=int(VERDICT_EXIT[report.verdict]))
+
+
+def run_plan(
+    engine: Engine,
+    plan_path: Path,
+    progress: Progress,
+    *,
+    keep: Sequence[str] = (),
+    interval_s: float | None = None,
+    on_preflight: Callable[[PreflightResult], None] | None = None,
+) -> RunOutcome:
+    """`orch run PLAN`: preflight (a new run), then drive it to its report."""
+    checked = preflight(engine, plan_path)
+    if on_preflight is not None:
+        on_preflight(checked)
+    if checked.failure is not None or checked.run_id is None:
+        failure = checked.failure
+        raise OrchError(failure.reason if failure else "preflight failed", hint=failure.hint if failure else None)
+    run = engine.ledger.get_run(checked.run_id)
+    progress.note(f"run {run.run_id}: {len(engine.ledger.list_workers(run.run_id))} workers", engine.clock.now())
+    return drive(engine, run, progress, keep=keep, interval_s=interval_s)
+
+
+def resume_run(engine: Engine, run_id: str | None, progress: Progress, *, keep: Sequence[str] = (), interval_s: float | None = None) -> RunOutcome:
+    """`orch resume [RUN]`: continue an interrupted (or crashed) run from the ledger without repeating any effect."""
+    run = engine.find_run(run_id)
+    if run.status is RunStatus.INTERRUPTED:
+        run = engine.ledger.set_run_status(run.run_id, RunStatus.ACTIVE, stopped_at=None)
+    in_flight = engine.ledger.in_flight(run.run_id)
+    if in_flight:
+        progress.note(
+            f"settling {len(in_flight)} side effect(s) left in flight by read-back: "
+            + ", ".join(f"{e.kind} ({e.task_label or 'run'})" for e in in_flight),
+            engine.clock.now(),
+        )
+    return drive(engine, run, progress, keep=keep, interval_s=interval_s)

@@ -1,0 +1,103 @@
+"""`orch run PLAN` end to end on the simulator: real tmux panes, real git worktrees, scripted agents."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+PLAN = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+concurrency = 3
+checkin_interval_s = 1
+
+[[workers]]
+task = "api-docs"
+objective = "Document the widgets API."
+deliverable = "docs/api.md committed on docs/api-guide."
+branch = "docs/api-guide"
+claim = ["docs/"]
+verify = ["test -n \\"$(ls docs)\\""]
+
+[[workers.answers]]
+when = "page size"
+answer = "50 by default, 200 at most."
+
+[[workers]]
+task = "cli-help"
+objective = "Improve the CLI help text."
+deliverable = "src/cli/ changes committed on feat/cli-help."
+branch = "feat/cli-help"
+claim = ["src/cli/"]
+verify = ["ls src/cli"]
+
+[[workers]]
+task = "cli-tests"
+objective = "Test the CLI help text."
+deliverable = "tests/cli/ committed on feat/cli-help."
+branch = "feat/cli-help"
+claim = ["tests/cli/"]
+verify = ["ls tests/cli"]
+"""
+
+SCENARIOS = """
+[[task.api-docs]]
+do = "question"
+message = "Which page size should the docs show?"
+
+[[task.api-docs]]
+do = "write"
+path = "docs/api.md"
+content = "# API\\n\\nPage size: {answer}\\n"
+
+[[task.api-docs]]
+do = "commit"
+message = "docs: widgets API"
+
+[[task.api-docs]]
+do = "verify"
+
+[[task.api-docs]]
+do = "result"
+"""
+
+
+def test_three_workers_end_in_pass_with_every_created_pane_and_worktree_retired(world: Any) -> None:
+    world.write_scenarios(SCENARIOS)
+    plan = world.write_plan(PLAN)
+
+    done = world.orch("run", str(plan), "--json")
+
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    report = outcome["report"]
+    assert (outcome["finished"], report["verdict"]) == (True, "PASS")
+    run_id = outcome["run_id"]
+    shown = world.orch("report", "--run", run_id).stdout.replace(str(world.src_root), "<src>").replace(run_id, "<run>")
+    # Workers are provisioned concurrently, so which one got which pane/workspace number varies.
+    shown = re.sub(r"pane w1:p[2-9]", "pane w1:pN", re.sub(r"workspace w[2-9]", "workspace wN", shown))
+    shas = {name: world.repo.git("rev-parse", "--short=7", name) for name in ("docs/api-guide", "feat/cli-help")}
+    assert shown == (
+        "Herdr: PASS\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: api-docs=retained/accepted, cli-help=retained/accepted, cli-tests=retained/accepted\n"
+        "Callbacks: run <run>; api-docs 2 accepted (question, result); cli-help 2 accepted (update, result); "
+        "cli-tests 2 accepted (update, result); missing result: none\n"
+        "Verification: api-docs: `test -n \"$(ls docs)\"` exit 0 -> accepted; cli-help: `ls src/cli` exit 0 -> accepted; "
+        "cli-tests: `ls tests/cli` exit 0 -> accepted\n"
+        "Retired: api-docs pane w1:pN closed; api-docs worktree <src>/acme/widgets.worktrees/widgets-docs-api-guide retained "
+        f"(not integrated: commit {shas['docs/api-guide']} exists only on docs/api-guide); api-docs workspace wN closed; "
+        "cli-help pane w1:pN closed; cli-help worktree <src>/acme/widgets.worktrees/widgets-feat-cli-help retained "
+        f"(not integrated: 2 commits exist only on feat/cli-help ({shas['feat/cli-help']} and 1 more)); cli-help workspace wN closed; "
+        "cli-tests pane w1:pN closed\n"
+        "Blockers: none\n"
+    )
+    docs = world.repo.git("show", "docs/api-guide:docs/api.md")
+    assert docs == "# API\n\nPage size: 50 by default, 200 at most."
+    # The controller kept focus, and herdr holds nothing of the run any more: one workspace, one tab, one pane.
+    assert world.herdr("pane", "get", world.controller_pane)["result"]["pane"]["focused"] is True
+    assert [(t["tab_id"], t["label"], t["pane_count"]) for t in world.herdr("tab", "list")["result"]["tabs"]] == [("w1:t1", "widgets", 1)]
