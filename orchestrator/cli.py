@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from orchestrator import __version__
+from orchestrator.commands import completion as completion_commands
 from orchestrator.commands import dispatch as dispatch_commands
 from orchestrator.commands import inbox as inbox_commands
 from orchestrator.commands import observe as observe_commands
@@ -85,6 +86,7 @@ cli.add_command(run_commands.run)
 cli.add_command(run_commands.resume)
 cli.add_command(verify_commands.verify)
 cli.add_command(verify_commands.integrate)
+cli.add_command(completion_commands.completion)
 
 
 def main() -> None:
