@@ -39,7 +39,12 @@ def dispatch(ctx: click.Context, run_id: str | None, tasks: tuple[str, ...], as_
 
 @click.group("packet")
 def packet() -> None:
-    """Inspect delegation packets."""
+    """Inspect delegation packets.
+
+    \b
+    Example:
+      orch packet show api-tests --json
+    """
 
 
 @packet.command("show")

@@ -13,7 +13,13 @@ from orchestrator.inbox import add_message, list_messages, render_added, render_
 
 @click.group()
 def inbox() -> None:
-    """Record worker callbacks and list them with their verdicts."""
+    """Record worker callbacks and list them with their verdicts.
+
+    \b
+    Example:
+      orch inbox list
+      orch inbox add - < callback.txt
+    """
 
 
 @inbox.command("add")

@@ -13,7 +13,13 @@ from orchestrator.plan import Plan, check_report, load_plan, render_check
 
 @click.group()
 def plan() -> None:
-    """Check plan files and print their schema."""
+    """Check plan files and print their schema.
+
+    \b
+    Example:
+      orch plan check plan.toml
+      orch plan schema > plan.schema.json
+    """
 
 
 @plan.command("check")
@@ -35,5 +41,10 @@ def plan_check(plan_file: Path, as_json: bool) -> None:
 
 @plan.command("schema")
 def plan_schema() -> None:
-    """Print the JSON Schema of plan files (for editors)."""
+    """Print the JSON Schema of plan files (for editors); the output is JSON already, so there is no --json.
+
+    \b
+    Example:
+      orch plan schema > plan.schema.json
+    """
     click.echo(json.dumps(Plan.model_json_schema(), indent=2))
