@@ -253,10 +253,10 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
         key = f"{task}:retire{ladder.round}"
         try:
             engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command},
-                        lambda: _sent(herdr.pane_send_text(pane, command), pane), model=Sent,
+                        lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent,
                         settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
             engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"]},
-                        lambda: _sent(herdr.pane_send_keys(pane, "Enter"), pane), model=Sent,
+                        lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent,
                         settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
         except (HerdrCommandError, InFlightEffect) as exc:
             reason = f"{command} could not be sent: {one_line(exc.message)}"
@@ -279,7 +279,7 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
         return
     try:
         engine.once(run.run_id, task, "pane_close", f"{task}:retire{ladder.round}:pane_close", {"pane": pane},
-                    lambda: _closed(herdr.pane_close(pane), pane), model=Closed, settle=lambda: _pane_closed(engine, pane))  # fmt: skip
+                    lambda: _closed(pane, lambda: herdr.pane_close(pane)), model=Closed, settle=lambda: _pane_closed(engine, pane))  # fmt: skip
     except HerdrConfirmationRequired:
         # Spec §7 step 3: stop here. workspace close would close the whole worktree group and every sibling in it.
         reason = "pane close needs confirmation (it would close a worktree group); the ladder stops here"
@@ -299,11 +299,13 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
     ladder.pane_done = True
 
 
-def _sent(_: None, pane: str) -> Sent:
+def _sent(pane: str, send: Callable[[], None]) -> Sent:
+    send()
     return Sent(pane_id=pane)
 
 
-def _closed(_: None, pane: str) -> Closed:
+def _closed(pane: str, close: Callable[[], None]) -> Closed:
+    close()
     return Closed(pane_id=pane)
 
 
@@ -424,7 +426,7 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
     return Item(kind="worktree", id=path, action="removed")
 
 
-def holds_work(repo: str | os.PathLike[str], checkout: str | os.PathLike[str], *, abandoned: bool = False) -> str | None:
+def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = False) -> str | None:
     """Why removing this checkout would lose work, or None when it may go.
 
     The rule: a checkout goes only when `git status --porcelain` (untracked included) is empty and every commit it
@@ -461,11 +463,11 @@ def _abandoned(engine: Engine, run: Run, task: str) -> bool:
     return any(e.kind == ABANDONED_FACT for e in engine.ledger.events(run.run_id, task_label=task))
 
 
-def _real(path: str | os.PathLike[str]) -> str:
+def _real(path: Path | str) -> str:
     return os.path.realpath(path)
 
 
-def _git_remove(repo: str | os.PathLike[str], path: str) -> Removed:
+def _git_remove(repo: Path | str, path: str) -> Removed:
     git.remove_worktree(repo, path)
     return Removed(path=path, via="git")
 
@@ -497,8 +499,9 @@ def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: 
             continue
         pane = panes[0].pane_id
         try:
+            # engine.once calls both callables before it returns, so they cannot see a later iteration's pane.
             engine.once(run.run_id, task, "pane_close", f"{task or 'run'}:retire:leftover:{ws}:{pane}", {"workspace": ws, "pane": pane},
-                        lambda: _closed(engine.herdr.pane_close(pane), pane), model=Closed, settle=lambda: _pane_closed(engine, pane))  # fmt: skip
+                        lambda: _closed(pane, lambda: engine.herdr.pane_close(pane)), model=Closed, settle=lambda: _pane_closed(engine, pane))  # noqa: B023  # fmt: skip
         except HerdrConfirmationRequired:
             items.append(Item(kind="workspace", id=ws, action="kept", reason="it is the parent of a worktree group that is still open"))
             continue
@@ -520,6 +523,7 @@ def _settle(engine: Engine, run: Run, ladder: _Ladder) -> WorkerRetirement:
             # The report reads kept items from these facts (orchestrator.report FACT_RETAINED).
             engine.ledger.record_fact(run.run_id, RETAINED_FACT, task_label=ladder.task, detail={"item": item.id, "what": item.kind, "reason": item.reason})
     cause = {"phase": "retire", "items": [item.model_dump(mode="json") for item in items]}
+    outcome: Outcome
     if ladder.holds:
         reason = "; ".join(ladder.holds)
         engine.ledger.transition(run.run_id, ladder.task, S.RETIRING, S.RETAINED, cause={**cause, "reason": reason})
