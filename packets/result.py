@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -71,7 +72,7 @@ def parse_result(body: str) -> ResultReport:
     """Read a `result` body: keys in any order and case, any spacing; unreadable lines become problems, not guesses."""
     problems: list[str] = []
     seen: set[str] = set()
-    fields: dict[str, object] = {}
+    fields: dict[str, Any] = {}
     checks: list[ReportedCheck] = []
     reports: list[str] = []
     risk: list[str] | None = None
@@ -152,9 +153,9 @@ def parse_result(body: str) -> ResultReport:
         if key not in seen:
             problems.append(f"missing {label}:")
     return ResultReport(
-        status=fields.get("status"),  # type: ignore[arg-type]
-        commits=fields.get("commits", ()),  # type: ignore[arg-type]
-        changed_files=fields.get("changed_files", ()),  # type: ignore[arg-type]
+        status=fields.get("status"),
+        commits=fields.get("commits", ()),
+        changed_files=fields.get("changed_files", ()),
         checks=tuple(checks),
         reports=tuple(reports),
         residual_risk=" ".join(part for part in risk if part) if risk else None,

@@ -283,7 +283,8 @@ class Ledger:
 
     def list_runs(self, *, status: RunStatus | None = None) -> list[Run]:
         """Runs, oldest first, optionally only those with one status."""
-        sql, args = "SELECT * FROM runs", ()
+        sql = "SELECT * FROM runs"
+        args: tuple[str, ...] = ()
         if status is not None:
             sql, args = sql + " WHERE status = ?", (str(status),)
         return [_record(Run, row) for row in self._db.execute(sql + " ORDER BY created_at, run_id", args)]
@@ -334,7 +335,7 @@ class Ledger:
     # -- workers ------------------------------------------------------------------------------------------
 
     def _worker_row(self, run_id: str, task_label: str) -> sqlite3.Row:
-        row = self._db.execute("SELECT * FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)).fetchone()
+        row: sqlite3.Row | None = self._db.execute("SELECT * FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)).fetchone()
         if row is None:
             self.get_run(run_id)  # a missing run is the better error
             raise WorkerNotFound(run_id, task_label)
@@ -360,7 +361,7 @@ class Ledger:
         """Register a worker in state provisioning, before any of its side effects."""
         self._check_fields(fields)
         at = self._stamp()
-        empty = {field: None for field in Worker.model_fields}
+        empty: dict[str, Any] = {field: None for field in Worker.model_fields}
         empty.update(claimed_files=(), created_workspace_ids=(), created_pane_ids=(), created_worktree_paths=())
         worker = _validate(
             Worker,
