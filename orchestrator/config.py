@@ -114,7 +114,8 @@ def dotted(loc: tuple[int | str, ...]) -> str:
 
 
 def _describe(error: Any) -> str:
-    kind, message, value = error["type"], error["msg"], error.get("input")
+    kind, value = error["type"], error.get("input")
+    message: str = error["msg"]
     if kind == "missing":
         return "is required"
     if kind == "extra_forbidden":

@@ -29,7 +29,7 @@ from orchestrator.errors import (
     OrchError,
     one_line,
 )
-from orchestrator.herdr_models import AgentInfo
+from orchestrator.herdr_models import AgentInfo, AgentStatus
 from orchestrator.plan import ResolvedPlan
 from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
 
@@ -37,7 +37,7 @@ from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
 ACCEPT_GATE_MS = 5000
 READ_LINES = 60
 # Any observed state after submission settles the single-target wait: acceptance, not the end of the turn.
-ACCEPTED_STATES = ("working", "idle", "done", "blocked")
+ACCEPTED_STATES: tuple[AgentStatus, ...] = ("working", "idle", "done", "blocked")
 SENDABLE = ("idle", "done")
 
 Outcome = Literal["accepted", "stalled", "unknown", "skipped", "failed"]
@@ -435,12 +435,15 @@ def _past(baseline: int | None) -> str:
     return "" if baseline is None else f", baseline {baseline}"
 
 
-def _report(item: _Item, outcome: Outcome, detail: str, *, state: str | None = None, **extra: object) -> WorkerDispatch:
+def _report(
+    item: _Item, outcome: Outcome, detail: str, *, state: str | None = None,
+    acceptance: Acceptance | None = None, diagnosis: Diagnosis | None = None,
+) -> WorkerDispatch:
     packet = item.request.get("packet")
     return WorkerDispatch(
         task=item.task, agent=item.worker.name, outcome=outcome, state=state or str(item.worker.state), detail=detail,
-        packet=packet if isinstance(packet, str) else None, baseline_seq=item.baseline, **extra,  # type: ignore[arg-type]
-    )
+        packet=packet if isinstance(packet, str) else None, baseline_seq=item.baseline, acceptance=acceptance, diagnosis=diagnosis,
+    )  # fmt: skip
 
 
 # --- rendering ------------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -172,7 +172,7 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
     workers = engine.workers(run)
     accepted = [w for w in workers if w.final_disposition is S.ACCEPTED]
     paused = tuple(w.task_label for w in workers if blocked_by_verification(w))
-    base = dict(run_id=run.run_id, enabled=settings.enabled, integration_branch=settings.branch, not_accepted=_pending(workers), paused_by=paused)
+    base: dict[str, Any] = dict(run_id=run.run_id, enabled=settings.enabled, integration_branch=settings.branch, not_accepted=_pending(workers), paused_by=paused)
     if not settings.enabled:
         items = tuple(
             IntegrationItem(task=w.task_label, branch=w.branch, head_sha=w.head_sha, outcome="accepted", integrated_sha=w.integrated_sha)

@@ -207,7 +207,7 @@ class _Round:
                 info = self.engine.herdr.agent_get(target)
             except HerdrError as exc:
                 self.note(task, "gone", f"no agent at {target}: {exc.message}")
-        status = info.agent_status if info else None
+        status: str | None = info.agent_status if info else None
         if status is not None:
             self.herdr_states[task] = status
         if worker.state in WAITING_ON_US:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import partial
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError, field_validator
@@ -124,6 +125,10 @@ def expand_prefix(prefix: str, home: Path) -> Path | None:
     return Path(os.path.normpath(path)) if path.is_absolute() else None
 
 
+def _locate(file: Path, loc: tuple[int | str, ...]) -> str:
+    return f"{file}: {dotted(loc)}" if loc else str(file)
+
+
 def load_overlays(policy_dir: Path, home: Path) -> list[tuple[Path, Path, OverlayFile]]:
     """Every `*.toml` in ``policy_dir`` as (file, absolute prefix, overlay), validated; a bad file is a ConfigError naming it."""
     if not policy_dir.is_dir():
@@ -139,7 +144,7 @@ def load_overlays(policy_dir: Path, home: Path) -> list[tuple[Path, Path, Overla
         try:
             overlay = OverlayFile.model_validate(data)
         except ValidationError as exc:
-            problems.extend(validation_problems(exc, lambda loc, f=file: f"{f}: {dotted(loc)}" if loc else str(f)))
+            problems.extend(validation_problems(exc, partial(_locate, file)))
             continue
         prefix = expand_prefix(overlay.applies_to, home)
         if prefix is None:

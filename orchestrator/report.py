@@ -246,7 +246,8 @@ def _seqs(*events: Event | None) -> tuple[int, ...]:
 
 def _worker_item(worker: Worker, journal: _Journal) -> WorkerItem:
     transitions = journal.of(worker.task_label, EventKind.TRANSITION)
-    last = transitions[-1] if transitions else (journal.of(worker.task_label, EventKind.WORKER_ADDED) or [None])[-1]
+    added = journal.of(worker.task_label, EventKind.WORKER_ADDED)
+    last = transitions[-1] if transitions else (added[-1] if added else None)
     integrated = journal.last_change(worker.task_label, "integrated_sha") if worker.integrated_sha else None
     return WorkerItem(
         task=worker.task_label, name=worker.name, kind=worker.kind, state=worker.state,
