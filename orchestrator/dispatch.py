@@ -343,14 +343,14 @@ def _confirm(engine: Engine, run: Run, items: list[_Item], *, gate_ms: int) -> N
         laggards = [i for i in waiting if i.task not in accepted]
         if laggards:
             with ThreadPoolExecutor(max_workers=len(laggards)) as pool:
-                for item, found in zip(laggards, pool.map(lambda i: _await_working(engine, i, gate_ms), laggards)):
+                for item, found in zip(laggards, pool.map(lambda i: _await_working(engine, i, gate_ms), laggards), strict=True):
                     if found is not None:
                         accepted[item.task] = found
     unaccepted = [i for i in items if i.task not in accepted]
     diagnoses: dict[str, Diagnosis] = {}
     if unaccepted:
         with ThreadPoolExecutor(max_workers=len(unaccepted)) as pool:
-            diagnoses = dict(zip((i.task for i in unaccepted), pool.map(lambda i: _diagnose(engine, i), unaccepted)))
+            diagnoses = dict(zip((i.task for i in unaccepted), pool.map(lambda i: _diagnose(engine, i), unaccepted), strict=True))
     for item in items:
         if item.task in accepted:
             _mark_working(engine, run, item, accepted[item.task])

@@ -279,7 +279,7 @@ def _segments(pattern: str) -> list[str]:
 
 def claims_may_overlap(a: str, b: str) -> bool:
     """False only when no path can fall under both patterns; anything orch cannot prove disjoint counts as overlapping."""
-    for x, y in zip(_segments(a), _segments(b)):
+    for x, y in zip(_segments(a), _segments(b), strict=False):
         # Segments line up from the start until the first `**`; after it, any path could be under both.
         if x == "**" or y == "**":
             return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 from functools import partial
+from itertools import pairwise
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError, field_validator
@@ -161,7 +162,7 @@ def overlay_layers(checkout: Path, policy_dir: Path, home: Path) -> list[PolicyL
     checkout = Path(os.path.normpath(checkout))
     matching = [(prefix, file, overlay) for file, prefix, overlay in load_overlays(policy_dir, home) if prefix == checkout or prefix in checkout.parents]
     matching.sort(key=lambda item: (len(item[0].parts), item[1].name))
-    for (prefix_a, file_a, _), (prefix_b, file_b, _) in zip(matching, matching[1:]):
+    for (prefix_a, file_a, _), (prefix_b, file_b, _) in pairwise(matching):
         if prefix_a == prefix_b:
             raise ConfigError(f"{file_a} and {file_b} both apply to {prefix_a}; orch cannot tell which one overrides the other")
     return [

@@ -25,7 +25,7 @@ from orchestrator.provision import provision
 from orchestrator.report import VERDICT_EXIT, Report, write_report
 from orchestrator.retire import retire
 from orchestrator.verify import verify_run
-from registry import Run, RunStatus, WorkerState
+from registry import Run, RunStatus, Worker, WorkerState
 
 S = WorkerState
 
@@ -150,14 +150,14 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
     return RunOutcome(run_id=run.run_id, finished=True, stopped_at="report", report=report, exit_code=int(VERDICT_EXIT[report.verdict]))
 
 
-def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequence[object]) -> RunOutcome:
+def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequence[Worker]) -> RunOutcome:
     """Nothing moves without the person: keep the workers, say what is needed, leave the run resumable."""
     ledger = engine.ledger
     for worker in waiting:
-        task = getattr(worker, "task_label")
-        question = getattr(worker, "pending_question") or "(see `orch inbox list`)"
+        task = worker.task_label
+        question = worker.pending_question or "(see `orch inbox list`)"
         progress.note(f"{task} waits for you: {question} -> `orch answer {task} TEXT`, then `orch resume {run.run_id}`", engine.clock.now())
-    stopped = "waiting for the person: " + ", ".join(getattr(w, "task_label") for w in waiting)
+    stopped = "waiting for the person: " + ", ".join(w.task_label for w in waiting)
     ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
     report, _ = write_report(engine, ledger.get_run(run.run_id))
     return RunOutcome(run_id=run.run_id, finished=False, stopped_at=stopped, report=report, exit_code=int(VERDICT_EXIT[report.verdict]))

@@ -273,7 +273,7 @@ def parse_packet(text: str) -> Packet:
         raise PacketSyntaxError(r.where.get(field, r.index), describe_validation_error(error, "packet value")) from None
     # Everything else (title, callback header, closing lines) is derived from the fields: compare the whole rendering.
     canonical = render_packet(packet).split("\n")
-    for number, (got, want) in enumerate(zip(text.split("\n"), canonical), start=1):
+    for number, (got, want) in enumerate(zip(text.split("\n"), canonical, strict=False), start=1):
         if got != want:
             raise PacketSyntaxError(number, f"expected {want!r}, found {got!r}")
     if len(text.split("\n")) != len(canonical):
