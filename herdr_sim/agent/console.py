@@ -9,7 +9,7 @@ import sys
 import termios
 from collections import deque
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 PASTE_START = b"\x1b[200~"
@@ -164,7 +164,7 @@ class Console:
     def log(self, text: str) -> None:
         """Append lines to the debug log only (nothing on screen)."""
         if self._log_path is not None:
-            stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+            stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
             with self._log_path.open("a") as log:
                 log.writelines(f"{stamp} {line}\n" for line in text.splitlines() or [""])
 

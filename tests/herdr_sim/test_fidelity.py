@@ -208,7 +208,7 @@ def test_faults_fire_once_before_the_commands_work(sim: SimServer) -> None:
     """A fault answers the next matching call before any work (a missing target would otherwise answer)."""
     for command, _, code in FAULTS:
         sim.add_fault(command, code=code, message="injected")
-    for command, argv, code in FAULTS:
+    for _, argv, code in FAULTS:
         assert err(sim.run(argv))["error"] == {"code": code, "message": "injected"}
         assert err(sim.run(argv))["error"]["code"] != code  # consumed: the real answer now
     assert sim.run(["fault", "list"]).stdout == ""

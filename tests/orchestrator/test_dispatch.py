@@ -113,7 +113,7 @@ def ready_run(engine: Engine, tasks: tuple[str, ...] = TASKS) -> Run:
 
 
 def agents(*reacts: str) -> list[FakeAgent]:
-    return [FakeAgent(name=task, pane_id=f"w2:p{i + 1}", reacts=r) for i, (task, r) in enumerate(zip(TASKS, reacts))]
+    return [FakeAgent(name=task, pane_id=f"w2:p{i + 1}", reacts=r) for i, (task, r) in enumerate(zip(TASKS, reacts, strict=False))]
 
 
 def states(engine: Engine) -> dict[str, str]:

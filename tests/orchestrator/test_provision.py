@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator import git
 from orchestrator.herdr_models import LayoutPane, PaneLayoutSnapshot, Rect
-from orchestrator.provision import Checkout, ProvisionResult, WorkerOutcome, _fetch_error, choose_direction, render_provision
+from orchestrator.provision import ProvisionResult, WorkerOutcome, _fetch_error, choose_direction, render_provision
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 WT = "/home/me/src/acme/widgets.worktrees"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -79,14 +79,14 @@ def callback(ledger: Ledger, run_id: str, task: str, name: str, kind: str, body:
 
 def verified(
     ledger: Ledger, run_id: str, task: str, name: str, checks: list[tuple[str, int | None]], disposition: S,
-    reasons: list[str] = [], as_fact: bool = False,
+    reasons: Sequence[str] = (), as_fact: bool = False,
 ) -> None:
     """A result, then the verify phase's verdict: in its transition's cause (as orchestrator.verify does) or as a bare fact."""
     result = callback(ledger, run_id, task, name, "result", body="commit 1234567")
     ledger.transition(run_id, task, S.WORKING, S.RESULT, cause={"inbox_id": result}, last_callback_id=result, reported_checks="pytest -q: pass")
     ledger.transition(run_id, task, S.RESULT, S.VERIFYING, cause={"phase": "verify", "step": "start"})
     detail = {
-        "phase": "verify", "decided_by": "evidence", "disposition": disposition.value, "reasons": reasons, "head_sha": "b" * 40,
+        "phase": "verify", "decided_by": "evidence", "disposition": disposition.value, "reasons": list(reasons), "head_sha": "b" * 40,
         "checks": [{"command": c, "exit_code": code, "error": None if code is not None else "timed out after 600s"} for c, code in checks],
     }  # fmt: skip
     if as_fact:

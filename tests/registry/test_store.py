@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from collections import deque
 from datetime import UTC, datetime, timedelta, timezone
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -73,7 +74,7 @@ def path_to(target: WorkerState) -> list[WorkerState]:
 def drive(ledger: Ledger, task: str, target: WorkerState) -> Worker:
     worker = ledger.get_worker(RUN_ID, task)
     path = path_to(target)
-    for current, new in zip(path, path[1:]):
+    for current, new in pairwise(path):
         worker = ledger.transition(RUN_ID, task, current, new)
     return worker
 
