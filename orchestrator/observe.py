@@ -225,12 +225,15 @@ class _Round:
             self.note(task, "blocked_ui", f"herdr shows the agent blocked without a callback: {tail}")
             self.waiting.add(task)
             return
-        elif status in ("idle", "done") and self._settled_after_dispatch(worker, info):
-            self.missing_result(worker, status)
+        asked_before = False
+        if status in ("idle", "done") and self._settled_after_dispatch(worker, info):
+            asked_before = self.missing_result(worker, status)
         output = self._read(target) if info is not None else ""
         seen = self.ledger.record_check_in(self.run.run_id, task, liveness_token(info.state_change_seq if info else None, output))
         if seen.unchanged_check_ins >= STALL_LIMIT:
-            self._fail(seen, f"no change of state or output across {STALL_LIMIT} consecutive check-ins")
+            reason = f"no change of state or output across {STALL_LIMIT} consecutive check-ins"
+            # A settled worker that ignored the request for its result is not a stalled one: say what it failed to do.
+            self._fail(seen, f"{status} without a result after being asked for it once; {reason}" if asked_before else reason)
 
     def explain(self, worker: Worker, target: str) -> str | None:
         try:
@@ -250,19 +253,21 @@ class _Round:
         # `dispatched` was never seen working (dispatch confirms that), so its idleness proves nothing yet.
         return worker.state is S.WORKING
 
-    def missing_result(self, worker: Worker, status: str) -> None:
+    def missing_result(self, worker: Worker, status: str) -> bool:
+        """Ask a settled worker once for its missing result; True when it had already been asked."""
         task = worker.task_label
         generation = sum(1 for e in self.ledger.events(self.run.run_id, task_label=task) if e.kind == "transition" and e.to_state is S.DISPATCHED)
         key = f"{task}:ask-result:{generation}"
         if self.ledger.find_effect(self.run.run_id, key) is not None:
             self.note(task, "settled_without_result", f"{status} without a result after being asked for it")
-            return
+            return True
         try:
             messages.send_message(self.engine, self.run, task, "follow-up", ASK_FOR_RESULT, key=key, agent_status=status)
         except OrchError as exc:
             self.note(task, "send_failed", f"request for the missing result not sent: {exc.message}")
-            return
+            return False
         self.note(task, "asked_for_result", f"{status} without a result; asked once for it")
+        return False
 
     def _read(self, target: str) -> str:
         try:

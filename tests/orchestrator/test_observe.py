@@ -213,6 +213,23 @@ def test_settled_worker_without_result_is_asked_once_then_surfaced(engine: Engin
     assert len(herdr.prompts) == 1
 
 
+def test_worker_that_ignores_the_request_for_its_result_fails_with_that_evidence(engine: Engine, herdr: FakeHerdr) -> None:
+    engine.ledger.transition(RUN, "feature-a", S.WORKING, S.FAILED)
+    herdr.states["w1:pb"] = "idle"
+    observe(engine, run_of(engine), once=True)  # asked once; the fake agent turns working
+    herdr.states["w1:pb"] = "idle"
+    herdr.seqs["w1:pb"] = 2  # its follow-up turn ended, again without a result
+    for unchanged in (0, 1, 2):
+        observe(engine, run_of(engine), once=True)
+        assert (state(engine, "feature-b"), engine.ledger.get_worker(RUN, "feature-b").unchanged_check_ins) == (S.WORKING, unchanged)
+    result = observe(engine, run_of(engine), once=True)
+    assert [(o.what, o.text) for o in result.observations] == [
+        ("settled_without_result", "idle without a result after being asked for it"),
+        ("failed", "idle without a result after being asked for it once; no change of state or output across 3 consecutive check-ins"),
+    ]
+    assert state(engine, "feature-b") is S.FAILED and len(herdr.prompts) == 1
+
+
 def test_stale_and_forged_messages_change_no_worker(engine: Engine, herdr: FakeHerdr) -> None:
     before = {w.task_label: w for w in engine.ledger.list_workers(RUN)}
     for raw in (
