@@ -161,11 +161,15 @@ class Engine:
         *,
         model: type[M],
         settle: Callable[[], M | None] | None = None,
+        unknown_on: tuple[type[Exception], ...] = (),
     ) -> M:
         """Make a side effect at most once per key: replay a confirmed one, settle an in-flight one by read-back.
 
         A failed attempt may be retried (a new attempt key ``key#2``…): "retry only the half that failed".
         ``settle`` reads herdr or git back and returns the effect's result if it did happen, else None.
+        ``unknown_on``: exceptions that leave the outcome unknown (a process timeout, garbled output). The effect
+        stays in flight instead of failing, so the next call settles it by read-back rather than retrying it;
+        the exception still propagates.
         """
         ledger = self.ledger
         attempt = 1
@@ -189,6 +193,8 @@ class Engine:
             return found
         try:
             result = act()
+        except unknown_on:
+            raise  # it may have happened: only a read-back may say, never a second attempt
         except Exception as exc:
             ledger.fail(effect, one_line(str(exc)) or type(exc).__name__)
             raise

@@ -1,0 +1,107 @@
+"""Engine.once against a real ledger: replay, retry after a recorded failure, and outcomes left unknown (in flight)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.clock import FakeClock
+from orchestrator.config import Settings
+from orchestrator.engine import Engine, InFlightEffect
+from orchestrator.errors import HerdrError, HerdrTimeout
+from registry import EffectStatus
+
+RUN_ID = "w1:p1-20261130T080000Z"
+
+
+class Made(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pane_id: str
+
+
+class Acts:
+    """Counts calls to the side effect and to the read-back; raises whatever is queued."""
+
+    def __init__(self, *raises: Exception | None) -> None:
+        self.raises = list(raises)
+        self.acted = 0
+        self.settled = 0
+        self.found: Made | None = None
+
+    def act(self) -> Made:
+        self.acted += 1
+        error = self.raises.pop(0) if self.raises else None
+        if error is not None:
+            raise error
+        return Made(pane_id=f"w1:p{self.acted}")
+
+    def settle(self) -> Made | None:
+        self.settled += 1
+        return self.found
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    settings = Settings(home=tmp_path / "home", orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=Path("/src"))
+    engine = Engine(settings=settings, herdr=None, clock=FakeClock(), env={})  # type: ignore[arg-type]
+    engine.ledger.create_run(RUN_ID, controller_target="w1:p1", organization="acme", repo="widgets", repo_path="/src/acme/widgets",
+                             base_ref="origin/main", base_sha="1" * 40, plan_path="plan.toml")
+    return engine
+
+
+def once(engine: Engine, acts: Acts, **options: object) -> Made:
+    return engine.once(RUN_ID, None, "pane_split", "split", {"pane": "w1:p1"}, acts.act, model=Made, settle=acts.settle, **options)  # type: ignore[arg-type]
+
+
+def statuses(engine: Engine) -> list[tuple[str, str]]:
+    return [(e.key, str(e.status)) for e in engine.ledger.list_effects(RUN_ID)]
+
+
+def test_a_confirmed_effect_is_replayed_not_repeated(engine: Engine) -> None:
+    acts = Acts()
+    assert once(engine, acts) == once(engine, acts) == Made(pane_id="w1:p1")
+    assert (acts.acted, acts.settled) == (1, 0)
+    assert statuses(engine) == [("split", "confirmed")]
+
+
+def test_a_failed_effect_is_retried_under_a_new_attempt_key(engine: Engine) -> None:
+    acts = Acts(HerdrError("herdr pane split: pane_not_found: no pane", code="pane_not_found"))
+    with pytest.raises(HerdrError):
+        once(engine, acts)
+    assert once(engine, acts) == Made(pane_id="w1:p2")
+    assert statuses(engine) == [("split", "failed"), ("split#2", "confirmed")]
+
+
+def test_an_unknown_outcome_stays_in_flight_and_is_settled_by_read_back(engine: Engine) -> None:
+    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
+    with pytest.raises(HerdrTimeout):
+        once(engine, acts, unknown_on=(HerdrTimeout,))
+    assert statuses(engine) == [("split", "intended")]
+
+    acts.found = Made(pane_id="w1:p7")
+    assert once(engine, acts, unknown_on=(HerdrTimeout,)) == Made(pane_id="w1:p7")
+    assert (acts.acted, acts.settled) == (1, 1)
+    effect = engine.ledger.find_effect(RUN_ID, "split")
+    assert effect is not None and effect.status is EffectStatus.CONFIRMED and effect.response == {"pane_id": "w1:p7"}
+
+
+def test_an_unknown_outcome_that_read_back_cannot_find_is_never_retried(engine: Engine) -> None:
+    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
+    with pytest.raises(HerdrTimeout):
+        once(engine, acts, unknown_on=(HerdrTimeout,))
+    for _ in range(2):
+        with pytest.raises(InFlightEffect) as caught:
+            once(engine, acts, unknown_on=(HerdrTimeout,))
+    assert caught.value.message.startswith("pane_split for w1:p1-20261130T080000Z was started by an earlier orch process and its outcome is unknown (effect ")
+    assert (acts.acted, acts.settled) == (1, 2)
+    assert statuses(engine) == [("split", "intended")]
+
+
+def test_an_error_not_listed_as_unknown_still_fails_the_effect(engine: Engine) -> None:
+    acts = Acts(HerdrError("herdr pane split: pane_not_found: no pane", code="pane_not_found"))
+    with pytest.raises(HerdrError):
+        once(engine, acts, unknown_on=(HerdrTimeout,))
+    assert statuses(engine) == [("split", "failed")]
