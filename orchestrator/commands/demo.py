@@ -1,0 +1,50 @@
+"""`orch demo`: a 3-worker plan from preflight to report on a private simulated herdr, cleaned up afterwards."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from orchestrator.demo import closing_lines, run_demo
+from orchestrator.report import render_report
+
+
+@click.command("demo")
+@click.option(
+    "--keep-going", is_flag=True,
+    help="After the report, leave the simulated herdr and the demo repository running to look around (prints how to stop them).",
+)  # fmt: skip
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON on stdout (the narrative goes to stderr).")
+@click.pass_context
+def demo(ctx: click.Context, keep_going: bool, as_json: bool) -> None:
+    """Watch orch run three scripted workers on a simulated herdr, then remove everything it started.
+
+    Builds a throwaway git repository (a tiny Python package), starts a private simulated herdr (its own
+    tmux server; scripted stand-ins for codex, claude and pi with herdr's real 3 s start-up), and runs a
+    plan through the real `orch run` engine: two workers in their own worktrees, one sibling pane, one
+    question answered by the plan. Live progress goes to stderr, the report to stdout. Your herdr, tmux
+    and repositories are never touched. The run's ledger and report stay in $ORCH_HOME/demo
+    (default ~/.local/state/orch/demo). Works without a terminal.
+
+    Exit code: 0 PASS, 10 PARTIAL, 11 FAIL (1 when the clean-up failed, 130 interrupted).
+
+    \b
+    Example:
+      orch demo
+      orch demo --json > outcome.json
+    """
+
+    def say(line: str) -> None:
+        click.echo(line, err=as_json)
+
+    outcome = run_demo(out=say, progress_stream=click.get_text_stream("stderr"), keep_going=keep_going)
+    if as_json:
+        click.echo(json.dumps(outcome.model_dump(mode="json"), indent=2))
+        for line in closing_lines(outcome):
+            click.echo(line, err=True)
+    else:
+        click.echo(render_report(outcome.report), nl=False)
+        for line in closing_lines(outcome):
+            click.echo(line)
+    ctx.exit(outcome.exit_code)

@@ -1,0 +1,384 @@
+"""`orch demo`: a whole 3-worker plan run by the real engine on a private simulated herdr, then torn down.
+
+This is the only orchestrator module allowed to import `herdr_sim`: the simulator is the demo's stage (a server,
+tmux and scripted agents of its own), never something the engine depends on. The engine still talks to it only
+through `herdr` on PATH, exactly as it talks to a real herdr.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from importlib import resources
+from pathlib import Path
+from types import FrameType
+from typing import TextIO
+
+from pydantic import BaseModel, ConfigDict
+
+from herdr_sim.testing import SimServer
+from herdr_sim.tmux import Tmux
+from orchestrator.config import Settings
+from orchestrator.engine import LEDGER_FILE, Engine
+from orchestrator.errors import ExitCode, OrchError
+from orchestrator.git import run_git
+from orchestrator.herdr import HerdrCli
+from orchestrator.preflight import PreflightResult, render_preflight
+from orchestrator.progress import Progress
+from orchestrator.report import Report
+from orchestrator.run import Interrupted, run_plan
+
+# herdr 0.7.5 waits 3 s after `agent start` before an agent counts as ready; the demo keeps herdr's real pace.
+SETTLE_MS = 3000
+
+DISCLAIMER = (
+    "orch demo: the real `orch run` engine drives a 3-worker plan on a private, simulated herdr.",
+    "The agents are scripted stand-ins (herdr_sim), not real coding agents; your herdr, tmux and repositories are not touched.",
+    "With a real herdr the same plan drives real agents: inside a herdr pane, run `orch run plan.toml`.",
+)
+
+# Variables that would point the demo at the person's real herdr, tmux, git setup or simulator knobs.
+_LEAKY = (
+    "HERDR_ENV", "HERDR_SOCKET_PATH", "HERDR_SESSION", "HERDR_WORKSPACE_ID", "HERDR_TAB_ID", "HERDR_PANE_ID",
+    "HERDR_SIM_HOME", "HERDR_SIM_AGENT_START_DELAY_MS", "HERDR_SIM_AGENT_MODULE", "ORCH_HERDR", "TMUX", "TMUX_PANE",
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
+)
+# A fixed identity and no global/system git config: the demo commits even on a machine with no git identity, and a
+# person's signing or hook settings cannot break (or be exercised by) the scripted agents' commits.
+_GIT_ISOLATION = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_AUTHOR_NAME": "orch demo",
+    "GIT_AUTHOR_EMAIL": "demo@orch.invalid",
+    "GIT_COMMITTER_NAME": "orch demo",
+    "GIT_COMMITTER_EMAIL": "demo@orch.invalid",
+}
+
+
+class DemoInterrupted(OrchError):
+    """Ctrl-C or SIGTERM stopped the demo; everything it started was removed."""
+
+    exit_code = ExitCode.INTERRUPTED
+
+
+class Cleanup(BaseModel):
+    """What the demo started and what became of it (the evidence that nothing was left behind)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temp_dir: str
+    sim_home: str
+    tmux_socket: str
+    herdr_socket: str
+    server_pid: int | None
+    process_ids: tuple[int, ...]  # every process that ran inside the simulated herdr at the end (panes, agents, tmux)
+    removed: bool  # False with --keep-going: the simulated herdr and the temp dir were left running on purpose
+    problems: tuple[str, ...]
+
+
+class DemoOutcome(BaseModel):
+    """How the demo ended: the run, its report, where its ledger and report live, and the clean-up."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    finished: bool
+    state_dir: str
+    ledger: str
+    report_path: str
+    plan: str
+    report: Report
+    exit_code: int
+    cleanup: Cleanup
+
+
+def demo_data(name: str) -> str:
+    """One of the demo's shipped files (`orchestrator/demo_data/`): plan.toml, scenarios.toml, project.toml."""
+    return resources.files("orchestrator").joinpath("demo_data", name).read_text(encoding="utf-8")
+
+
+def state_dir(env: Mapping[str, str]) -> Path:
+    """Where demo runs keep their ledger and reports: `$ORCH_HOME/demo` (default `$XDG_STATE_HOME/orch/demo`)."""
+    return Settings.from_env(env).orch_home / "demo"
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    # A supervisor's SIGTERM or a closed terminal's SIGHUP must tear the demo down like Ctrl-C does.
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@contextmanager
+def _isolated_environ(overrides: Mapping[str, str]) -> Iterator[None]:
+    # git.py and the verification re-runs read os.environ; for the demo's duration it must not lead to the
+    # person's herdr, tmux or git configuration. Restored afterwards (the process usually ends right after).
+    saved = dict(os.environ)
+    for name in _LEAKY:
+        os.environ.pop(name, None)
+    os.environ.update(overrides)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def build_project(repo: Path) -> None:
+    """The throwaway repository: the tiny package from project.toml, one commit on main."""
+    files: dict[str, str] = tomllib.loads(demo_data("project.toml"))["files"]
+    for relpath, text in files.items():
+        target = repo / relpath
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    run_git(["init", "--quiet", "--initial-branch=main"], cwd=repo)
+    run_git(["add", "--all"], cwd=repo)
+    run_git(["commit", "--quiet", "--no-verify", "-m", "widgets: area()"], cwd=repo)
+
+
+def sim_processes(sim_home: Path) -> list[int]:
+    """Live processes carrying this simulator home in their environment: its server, tmux, panes and agents."""
+    needle = f"HERDR_SIM_HOME={sim_home}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue  # gone, or not ours to read (then it is not one we started either)
+        if needle in environ.split(b"\0") and stat[stat.rindex(")") + 2] != "Z":
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+class Stage:
+    """The demo's world: a temp dir with the repository, plan and scenarios, and the simulated herdr server."""
+
+    def __init__(self, root: Path, organization: str) -> None:
+        self.root = root
+        self.organization = organization
+        self.src_root = root / "src"
+        self.sim_home = root / "sim"
+        self.sim: SimServer | None = None
+        self.server_pid: int | None = None
+        self.seen: set[int] = set()
+
+    def overrides(self) -> dict[str, str]:
+        """What the simulated server (and so every pane and agent) runs with."""
+        return {
+            "HERDR_SIM_SETTLE_MS": str(SETTLE_MS),
+            "HERDR_SIM_SCENARIOS": str(self.root / "scenarios.toml"),
+            "HERDR_SIM_INTEGRATIONS": "codex,claude,opencode,pi",
+            # Agents write check reports under $TMPDIR: keep them inside the temp dir so they go with it.
+            "TMPDIR": str(self.root / "tmp"),
+            # Running the tests must not leave __pycache__ in a worktree (untracked files count as changes).
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **_GIT_ISOLATION,
+        }
+
+    def start(self) -> dict[str, str]:
+        """Start the simulated herdr and open the controller's workspace; returns the controller pane's env."""
+        (self.root / "tmp").mkdir()
+        (self.root / "policies").mkdir()
+        (self.root / "scenarios.toml").write_text(demo_data("scenarios.toml"), encoding="utf-8")
+        self.sim = SimServer(self.sim_home, self.overrides(), session=self.organization)
+        try:
+            self.sim.__enter__()
+        finally:
+            self.server_pid = self.sim.proc.pid if self.sim.proc is not None else None
+        env = self.sim.env()
+        herdr = HerdrCli(str(self.sim.paths.bin / "herdr"), env=env)
+        created = herdr.workspace_create(cwd=self.src_root / self.organization / "widgets")
+        pane = created.root_pane
+        env.update(
+            HERDR_ENV="1",
+            HERDR_PANE_ID=pane.pane_id,
+            HERDR_TAB_ID=pane.tab_id,
+            HERDR_WORKSPACE_ID=pane.workspace_id,
+            ORCH_SRC_ROOT=str(self.src_root),
+            ORCH_POLICY_DIR=str(self.root / "policies"),
+        )
+        return env
+
+    def tear_down(self) -> Cleanup:
+        """Stop the server (and with it tmux, panes and agents), make sure nothing survived, remove the temp dir."""
+        problems: list[str] = []
+        tmux = Tmux(self.sim.paths.tmux_socket) if self.sim is not None else None
+        self.seen.update(sim_processes(self.sim_home))
+        if self.sim is not None:
+            try:
+                self.sim.stop()
+            except (OSError, subprocess.SubprocessError) as exc:
+                problems.append(f"herdr-sim server stop failed ({exc}); killing what is left")
+        # Whatever outlived the orderly stop is still ours (it carries our simulator home): end it.
+        deadline = time.monotonic() + 5
+        while (left := sim_processes(self.sim_home)) or (tmux is not None and tmux.alive()):
+            if time.monotonic() > deadline:
+                for pid in left:
+                    _kill(pid)
+                if tmux is not None:
+                    tmux.kill()
+                time.sleep(0.2)
+                still = sim_processes(self.sim_home)
+                if still:
+                    problems.append(f"processes still running after the stop: {', '.join(map(str, still))}")
+                if tmux is not None and tmux.alive():
+                    problems.append(f"the tmux server at {tmux.socket} still answers")
+                break
+            time.sleep(0.05)
+        shutil.rmtree(self.root, ignore_errors=True)
+        if self.root.exists():
+            problems.append(f"could not remove {self.root}")
+        return self.cleanup(removed=True, problems=problems)
+
+    def cleanup(self, *, removed: bool, problems: list[str] | None = None) -> Cleanup:
+        """The clean-up record (also for a kept stage, then listing what still runs)."""
+        if not removed:
+            self.seen.update(sim_processes(self.sim_home))
+        socket = self.sim.paths.tmux_socket if self.sim is not None else self.sim_home / "tmux.sock"
+        herdr_socket = self.sim.paths.socket_for(self.organization) if self.sim is not None else self.sim_home / "herdr.sock"
+        return Cleanup(
+            temp_dir=str(self.root),
+            sim_home=str(self.sim_home),
+            tmux_socket=str(socket),
+            herdr_socket=str(herdr_socket),
+            server_pid=self.server_pid,
+            process_ids=tuple(sorted(self.seen)),
+            removed=removed,
+            problems=tuple(problems or ()),
+        )
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_demo(
+    *,
+    out: Callable[[str], None],
+    progress_stream: TextIO,
+    keep_going: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> DemoOutcome:
+    """Build the stage, run the demo plan through `run_plan` as the controller pane would, tear the stage down.
+
+    ``out`` receives the narrative lines (disclaimer first); live progress goes to ``progress_stream``.
+    Teardown happens on every way out (failure, Ctrl-C, SIGTERM, SIGHUP) unless ``keep_going`` asked to keep
+    the stage after a run that reached its report.
+    """
+    base_env = dict(os.environ if env is None else env)
+    home = state_dir(base_env)
+    for line in DISCLAIMER:
+        out(line)
+    plan_text = demo_data("plan.toml")
+    organization = str(tomllib.loads(plan_text)["organization"])
+    stage = Stage(Path(tempfile.mkdtemp(prefix="orch-demo-")), organization)
+    out(f"Stage: {stage.root} (repository, worktrees, simulated herdr; removed at the end)")
+    out(f"State: {home} (the run's ledger and report stay here)")
+    keep = False
+
+    def show_checks(checked: PreflightResult) -> None:
+        progress_stream.write(render_preflight(checked, symbols=progress_stream.isatty()))
+        progress_stream.flush()
+
+    try:
+        with _signals_interrupt(), _isolated_environ({**stage.overrides(), "ORCH_HOME": str(home)}):
+            repo = stage.src_root / organization / "widgets"
+            repo.mkdir(parents=True)
+            build_project(repo)
+            plan = stage.root / "plan.toml"
+            plan.write_text(plan_text, encoding="utf-8")
+            pane_env = stage.start()
+            pane_env["ORCH_HOME"] = str(home)
+            engine = Engine.from_env(pane_env, herdr_binary=str(stage.sim_home / "bin" / "herdr"))
+            engine.controller = "run"
+            try:
+                outcome = run_plan(engine, plan, Progress(progress_stream), on_preflight=show_checks)
+                run_dir = engine.run_dir(outcome.run_id)
+            finally:
+                engine.close()
+            keep = keep_going
+    except (KeyboardInterrupt, Interrupted):
+        with _no_interrupts():
+            done = stage.tear_down()
+        raise DemoInterrupted(
+            f"demo interrupted; everything it started was removed ({_cleanup_words(done)})",
+            hint=f"its ledger stays in {home}; run `orch demo` again for a fresh one",
+        ) from None
+    except BaseException:
+        with _no_interrupts():
+            stage.tear_down()
+        raise
+    if keep:
+        cleanup = stage.cleanup(removed=False)
+    else:
+        with _no_interrupts():
+            cleanup = stage.tear_down()
+    return DemoOutcome(
+        run_id=outcome.run_id,
+        finished=outcome.finished,
+        state_dir=str(home),
+        ledger=str(home / LEDGER_FILE),
+        report_path=str(run_dir / "report.md"),
+        plan=str(run_dir / "plan.toml"),
+        report=outcome.report,
+        exit_code=outcome.exit_code if not cleanup.problems else int(ExitCode.FAILURE),
+        cleanup=cleanup,
+    )
+
+
+@contextmanager
+def _no_interrupts() -> Iterator[None]:
+    # A second Ctrl-C must not abandon the teardown halfway (and leave tmux and agents running).
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _cleanup_words(cleanup: Cleanup) -> str:
+    pid = f"server pid {cleanup.server_pid}, " if cleanup.server_pid is not None else ""
+    return f"{pid}{len(cleanup.process_ids)} processes ended, {cleanup.temp_dir} removed"
+
+
+def closing_lines(outcome: DemoOutcome) -> list[str]:
+    """What the person reads after the report: where things are, and what was cleaned up or kept."""
+    c = outcome.cleanup
+    lines = [
+        f"Report: {outcome.report_path}",
+        f"Ledger: {outcome.ledger} (`ORCH_HOME={shlex.quote(outcome.state_dir)} orch report --run {outcome.run_id}`)",
+        f"Plan: {outcome.plan} (inside a real herdr pane: `orch run plan.toml`)",
+    ]
+    if c.removed:
+        lines.append(f"Cleaned up: the simulated herdr ({_cleanup_words(c)}); tmux socket {c.tmux_socket} closed.")
+        lines.extend(f"Clean-up problem: {p}" for p in c.problems)
+    else:
+        env = f"HERDR_SIM_HOME={shlex.quote(c.sim_home)} HERDR_SOCKET_PATH={shlex.quote(c.herdr_socket)}"
+        lines += [
+            f"Kept (--keep-going): the simulated herdr (server pid {c.server_pid}) and {c.temp_dir}.",
+            f"Look around: {env} herdr-sim pane list",
+            f"Stop it: {env} herdr-sim server stop && rm -rf {shlex.quote(c.temp_dir)}",
+        ]
+    return lines
+
