@@ -11,6 +11,7 @@ import click
 
 from orchestrator import __version__
 from orchestrator.commands import completion as completion_commands
+from orchestrator.commands import demo as demo_commands
 from orchestrator.commands import dispatch as dispatch_commands
 from orchestrator.commands import inbox as inbox_commands
 from orchestrator.commands import observe as observe_commands
@@ -75,6 +76,7 @@ cli.add_command(inbox_commands.inbox)
 cli.add_command(observe_commands.observe)
 cli.add_command(observe_commands.answer)
 cli.add_command(observe_commands.send)
+cli.add_command(demo_commands.demo)
 cli.add_command(dispatch_commands.dispatch)
 cli.add_command(dispatch_commands.packet)
 cli.add_command(preflight_commands.preflight)
