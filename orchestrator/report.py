@@ -50,6 +50,8 @@ CLOSED_ACTIONS = frozenset({"closed", "removed", "gone"})
 KEPT_ACTION = "kept"
 # Keys of a transition's or fact's cause/detail that carry the human-readable evidence, in order of preference.
 REASON_KEYS: tuple[str, ...] = ("reason", "evidence", "decision", "error", "question")
+# A list of evidence sentences (the verify phase's cause), read when none of REASON_KEYS is there.
+REASONS_KEY = "reasons"
 
 # Exit code of `orch report` (and `orch run`) per verdict.
 VERDICT_EXIT: Mapping[RunVerdict, ExitCode] = {
@@ -190,6 +192,10 @@ def _reason(detail: Mapping[str, Any] | None) -> str | None:
                 value = source.get(key)
                 if isinstance(value, str) and value.strip():
                     return " ".join(value.split())
+            # The verify phase records a list: a worker it blocked or rejected is explained by all of them.
+            listed = source.get(REASONS_KEY)
+            if isinstance(listed, list) and (texts := [" ".join(r.split()) for r in listed if isinstance(r, str) and r.strip()]):
+                return "; ".join(texts)
     return None
 
 
@@ -542,11 +548,13 @@ def _check_text(check: CheckItem) -> str:
     return f"`{check.command}` exit {check.exit_code}"
 
 
-def _verification_text(v: VerificationItem) -> str:
+def _verification_text(v: VerificationItem, *, reasons: bool = True) -> str:
     if not v.verified:
         return f"{v.name}: not verified"
     checks = ", ".join(_check_text(c) for c in v.checks) or "no checks"
-    return f"{v.name}: {checks} -> {v.disposition or '?'}"
+    text = f"{v.name}: {checks} -> {v.disposition or '?'}"
+    # A disposition other than accepted is not evidence without its why (an exit 0 can still be blocked).
+    return text + (f" ({'; '.join(' '.join(r.split()) for r in v.reasons)})" if reasons and v.reasons else "")
 
 
 def _retired_text(r: RetiredItem) -> str:
@@ -609,7 +617,7 @@ def render_markdown(report: Report, workers: Sequence[Worker]) -> str:
         missing = "; missing result" if callbacks.missing_result else ""
         out.append(f"- Callbacks: {_worker_callbacks_text(callbacks)}{missing}")
         out.append(f"- Reported checks: {' '.join((worker.reported_checks or 'none').split())}")
-        out.append(f"- Verification: {_verification_text(verification).split(': ', 1)[1]}")
+        out.append(f"- Verification: {_verification_text(verification, reasons=False).split(': ', 1)[1]}")
         out += [f"  - {reason}" for reason in verification.reasons]
         out.append(f"- Check-ins without change: {worker.unchanged_check_ins}")
         out.append("- Retired: " + _join((_retired_text(r) for r in retired), "nothing created"))
