@@ -55,6 +55,32 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
 
+class Golden:
+    """Golden files of one test directory: compare text byte for byte, or rewrite the file when ORCH_UPDATE_GOLDEN=1."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.update = os.environ.get("ORCH_UPDATE_GOLDEN") == "1"
+
+    def check(self, name: str, text: str) -> None:
+        """Assert ``text`` equals golden/<name> exactly (or write it there in update mode)."""
+        path = self.directory / name
+        if self.update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(text.encode("utf-8"))
+            return
+        assert path.is_file(), f"golden file {path} is missing; run with ORCH_UPDATE_GOLDEN=1 to create it"
+        assert text == path.read_bytes().decode("utf-8")
+
+    __call__ = check
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Golden:
+    """The golden files beside the requesting test module (its directory's golden/): `golden("name.txt", text)`."""
+    return Golden(request.path.parent / "golden")
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     """The read-only shared reference folder beside the project (spec, herdr contract, upstream schema)."""

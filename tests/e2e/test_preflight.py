@@ -21,7 +21,6 @@ from registry import Ledger, WorkerState
 
 pytestmark = pytest.mark.e2e
 
-GOLDEN = Path(__file__).resolve().parents[1] / "orchestrator" / "golden"
 ORCH = ["python3", "-m", "orchestrator"]
 
 PLAN = """\
@@ -110,13 +109,6 @@ def session_world(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> It
         sim.__exit__(None, None, None)
 
 
-def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("ORCH_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text()
-
-
 def focused(world: SessionWorld) -> tuple[str, str]:
     """(active workspace, its focused pane): what a person attached to herdr would be looking at."""
     workspace = next(ws for ws in world.herdr("workspace", "list")["workspaces"] if ws["focused"])
@@ -124,14 +116,14 @@ def focused(world: SessionWorld) -> tuple[str, str]:
     return workspace["workspace_id"], pane["pane_id"]
 
 
-def test_happy_path_pins_checklist_registers_workers_and_labels_repo_tab(session_world: Callable[..., SessionWorld]) -> None:
+def test_happy_path_pins_checklist_registers_workers_and_labels_repo_tab(session_world: Callable[..., SessionWorld], golden: Callable[[str, str], None]) -> None:
     world = session_world()
     plan = world.plan()
 
     result = world.orch("preflight", str(plan))
 
     assert (result.returncode, result.stderr) == (0, "")
-    check_golden("preflight_happy.txt", world.normalize(result.stdout))
+    golden("preflight_happy.txt", world.normalize(result.stdout))
     run_id = result.stdout.splitlines()[-1]
     with world.ledger() as ledger:
         run = ledger.get_run(run_id)
@@ -153,13 +145,13 @@ def test_happy_path_pins_checklist_registers_workers_and_labels_repo_tab(session
     assert focused(world) == ("w1", world.controller_pane)
 
 
-def test_json_output_has_checks_run_controller_and_repo(session_world: Callable[..., SessionWorld]) -> None:
+def test_json_output_has_checks_run_controller_and_repo(session_world: Callable[..., SessionWorld], golden: Callable[[str, str], None]) -> None:
     world = session_world()
 
     result = world.orch("preflight", str(world.plan()), "--json")
 
     assert result.returncode == 0, result.stderr
-    check_golden("preflight_happy.json", world.normalize(result.stdout))
+    golden("preflight_happy.json", world.normalize(result.stdout))
 
 
 def test_outside_herdr_stops_before_touching_anything(session_world: Callable[..., SessionWorld]) -> None:
@@ -177,24 +169,24 @@ def test_outside_herdr_stops_before_touching_anything(session_world: Callable[..
     assert not (Path(world.env["ORCH_HOME"]) / "ledger.sqlite3").exists()
 
 
-def test_kind_without_current_integration_names_the_install_command(session_world: Callable[..., SessionWorld]) -> None:
+def test_kind_without_current_integration_names_the_install_command(session_world: Callable[..., SessionWorld], golden: Callable[[str, str], None]) -> None:
     world = session_world(integrations="codex:outdated,pi")
 
     result = world.orch("preflight", str(world.plan()))
 
     assert result.returncode == 1
-    check_golden("preflight_integrations.txt", world.normalize(result.stdout + "--- stderr\n" + result.stderr))
+    golden("preflight_integrations.txt", world.normalize(result.stdout + "--- stderr\n" + result.stderr))
     with world.ledger() as ledger:
         assert ledger.list_runs() == []
 
 
-def test_wrong_session_says_how_to_open_the_organizations_session(session_world: Callable[..., SessionWorld]) -> None:
+def test_wrong_session_says_how_to_open_the_organizations_session(session_world: Callable[..., SessionWorld], golden: Callable[[str, str], None]) -> None:
     world = session_world(session=None)
 
     result = world.orch("preflight", str(world.plan()))
 
     assert result.returncode == 1
-    check_golden("preflight_wrong_session.txt", world.normalize(result.stdout + "--- stderr\n" + result.stderr))
+    golden("preflight_wrong_session.txt", world.normalize(result.stdout + "--- stderr\n" + result.stderr))
     with world.ledger() as ledger:
         assert ledger.list_runs() == []
 

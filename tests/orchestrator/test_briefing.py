@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,17 +17,8 @@ from packets import parse_packet
 from registry import Run
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = Path(__file__).resolve().parent / "golden"
 BASE_SHA = "1" * 40
 RUN_ID = "w1:p1-20261130T080000Z"
-
-
-def check_golden(name: str, text: str) -> None:
-    """Compare ``text`` with golden/<name>; ORCH_UPDATE_GOLDEN=1 rewrites the file instead."""
-    path = GOLDEN / name
-    if os.environ.get("ORCH_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text()
 
 
 class NoHerdr:
@@ -61,27 +52,27 @@ def start_run(engine: Engine, plan_text: str | None = None) -> Run:
 
 
 @pytest.mark.parametrize("task", ["api-pagination", "api-tests", "pagination-docs"])
-def test_example_plan_packets(tmp_path: Path, task: str) -> None:
+def test_example_plan_packets(tmp_path: Path, task: str, golden: Callable[[str, str], None]) -> None:
     engine = make_engine(tmp_path)
     run = start_run(engine)
 
     briefing = brief(engine, run, task)
 
-    check_golden(f"packet_{task}.md", briefing.text)
+    golden(f"packet_{task}.md", briefing.text)
     assert parse_packet(briefing.text) == briefing.packet
     assert briefing.path == engine.run_dir(RUN_ID) / "packets" / f"{task}.md"
     assert briefing.path.read_text() == briefing.text
     assert (briefing.size, briefing.moved) == (len(briefing.text.encode()), {})
 
 
-def test_run_controller_packet_calls_orch_inbox_add(tmp_path: Path) -> None:
+def test_run_controller_packet_calls_orch_inbox_add(tmp_path: Path, golden: Callable[[str, str], None]) -> None:
     engine = make_engine(tmp_path, controller="run")
     run = start_run(engine)
 
     text = brief(engine, run, "api-tests").text
 
     prefix = " ".join(engine.callback_prefix(run))
-    check_golden("packet_api-tests_run_controller.md", text.replace(prefix, "<callback-prefix>"))
+    golden("packet_api-tests_run_controller.md", text.replace(prefix, "<callback-prefix>"))
     assert engine.callback_prefix(run)[-4:] == ("inbox", "add", "--run", RUN_ID)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
@@ -15,14 +16,6 @@ from orchestrator.config import read_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent / "golden"
-
-
-def check_golden(name: str, text: str) -> None:
-    """Compare ``text`` with golden/<name>; ORCH_UPDATE_GOLDEN=1 rewrites the file instead."""
-    path = GOLDEN / name
-    if os.environ.get("ORCH_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text()
 
 
 @pytest.fixture
@@ -41,33 +34,33 @@ def run(runner: CliRunner, cwd: Path, *args: str) -> Result:
         os.chdir(previous)
 
 
-def test_check_example_plan(orch: CliRunner) -> None:
+def test_check_example_plan(orch: CliRunner, golden: Callable[[str, str], None]) -> None:
     result = run(orch, ROOT, "plan", "check", "examples/plan.toml")
     assert (result.exit_code, result.stderr) == (0, "")
-    check_golden("plan_check_example.txt", result.stdout)
+    golden("plan_check_example.txt", result.stdout)
 
 
-def test_check_example_plan_json(orch: CliRunner) -> None:
+def test_check_example_plan_json(orch: CliRunner, golden: Callable[[str, str], None]) -> None:
     result = run(orch, ROOT, "plan", "check", "examples/plan.toml", "--json")
     assert (result.exit_code, result.stderr) == (0, "")
-    check_golden("plan_check_example.json", result.stdout)
+    golden("plan_check_example.json", result.stdout)
     assert json.loads(result.stdout)["workers"][1]["placement"] == "sibling"
 
 
 @pytest.mark.parametrize("name", ["broken_placement", "broken_structure", "broken_syntax", "missing"])
-def test_check_broken_plan_prints_one_line_per_problem(orch: CliRunner, name: str) -> None:
+def test_check_broken_plan_prints_one_line_per_problem(orch: CliRunner, name: str, golden: Callable[[str, str], None]) -> None:
     result = run(orch, GOLDEN, "plan", "check", f"{name}.toml")
     assert (result.exit_code, result.stdout) == (1, "")
-    check_golden(f"plan_check_{name}.txt", result.stderr)
+    golden(f"plan_check_{name}.txt", result.stderr)
 
 
-def test_check_shows_where_policy_values_come_from(orch: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_check_shows_where_policy_values_come_from(orch: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, golden: Callable[[str, str], None]) -> None:
     monkeypatch.setenv("ORCH_POLICY_DIR", str(tmp_path))
     (tmp_path / "acme.toml").write_text('applies_to = "/src/acme"\nextra_branch_types = ["hotfix"]\ndescription_pattern = "[a-z]+(-[a-z]+)*"\n')
     (tmp_path / "acme-widgets.toml").write_text('applies_to = "/src/acme/widgets"\ndefault_kind = "claude"\n')
     result = run(orch, ROOT, "plan", "check", "examples/plan.toml")
     assert (result.exit_code, result.stderr) == (0, "")
-    check_golden("plan_check_overlays.txt", result.stdout)
+    golden("plan_check_overlays.txt", result.stdout)
 
 
 def test_bad_overlay_names_its_file(orch: CliRunner, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -77,10 +70,10 @@ def test_bad_overlay_names_its_file(orch: CliRunner, monkeypatch: pytest.MonkeyP
     assert (result.exit_code, result.stdout, result.stderr) == (1, "", f"orch: {tmp_path}/acme.toml: allowed_kinds: must not be empty\n")
 
 
-def test_schema_is_json_schema_that_accepts_the_example(orch: CliRunner) -> None:
+def test_schema_is_json_schema_that_accepts_the_example(orch: CliRunner, golden: Callable[[str, str], None]) -> None:
     result = run(orch, ROOT, "plan", "schema")
     assert (result.exit_code, result.stderr) == (0, "")
     schema = json.loads(result.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(read_toml(ROOT / "examples" / "plan.toml", "plan.toml"), schema)
-    check_golden("plan_schema.json", result.stdout)
+    golden("plan_schema.json", result.stdout)

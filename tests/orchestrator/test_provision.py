@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,16 +12,7 @@ from orchestrator import git
 from orchestrator.herdr_models import LayoutPane, PaneLayoutSnapshot, Rect
 from orchestrator.provision import ProvisionResult, WorkerOutcome, _fetch_error, choose_direction, render_provision
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
 WT = "/home/me/src/acme/widgets.worktrees"
-
-
-def golden(name: str, text: str) -> None:
-    """Compare with golden/<name>; ORCH_UPDATE_GOLDEN=1 rewrites it instead."""
-    path = GOLDEN / name
-    if os.environ.get("ORCH_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text()
 
 
 def layout(width: int, height: int) -> PaneLayoutSnapshot:
@@ -42,7 +33,7 @@ def outcome(**fields: Any) -> WorkerOutcome:
     return WorkerOutcome(**{"name": fields["task"], "kind": "codex", "placement": "worktree", **fields})
 
 
-def test_render_ready_run() -> None:
+def test_render_ready_run(golden: Callable[[str, str], None]) -> None:
     result = ProvisionResult(run_id="w1:p1-20261130T080000Z", workspace_id="w1", workers=(
         outcome(task="api-pagination", state="ready", pane_id="w1:p2", tab_label="widgets-feat-api-pagination", worktree_path=f"{WT}/widgets-feat-api-pagination",
                 branch="feat/api-pagination", created=("worktree", "tab", "agent"), notes=("fetched origin main", "herdr closed the emptied workspace w2")),
@@ -56,7 +47,7 @@ def test_render_ready_run() -> None:
     golden("provision_ready.txt", render_provision(result))
 
 
-def test_render_failures_and_a_rerun() -> None:
+def test_render_failures_and_a_rerun(golden: Callable[[str, str], None]) -> None:
     result = ProvisionResult(run_id="w1:p1-20261130T080000Z", workspace_id="w1", workers=(
         outcome(task="api-pagination", state="ready", already=True, pane_id="w1:p2", tab_label="widgets-feat-api-pagination",
                 worktree_path=f"{WT}/widgets-feat-api-pagination", branch="feat/api-pagination"),

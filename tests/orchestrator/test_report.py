@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -17,7 +17,14 @@ from orchestrator.config import Settings
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode
 from orchestrator.herdr import HerdrCli
-from orchestrator.report import FACT_RETAINED, FACT_RUN_FAILED, FACT_VERIFICATION, build_report, render_markdown, render_report
+from orchestrator.report import (
+    FACT_RETAINED,
+    FACT_RUN_FAILED,
+    FACT_VERIFICATION,
+    build_report,
+    render_markdown,
+    render_report,
+)
 from orchestrator.status import age, build_run_list, build_status, render_run_list, render_status
 from registry import InboxVerdict, Ledger, RunStatus, RunVerdict, WorkerState
 
@@ -25,14 +32,6 @@ GOLDEN = Path(__file__).resolve().parent / "golden"
 START = datetime(2026, 1, 1, 9, 0, 0, tzinfo=UTC)
 BASE = "a" * 40
 S = WorkerState
-
-
-def check_golden(name: str, text: str) -> None:
-    """Compare ``text`` with golden/<name>; ORCH_UPDATE_GOLDEN=1 rewrites the file instead."""
-    path = GOLDEN / name
-    if os.environ.get("ORCH_UPDATE_GOLDEN") == "1":
-        path.write_text(text)
-    assert text == path.read_text()
 
 
 class Tick:
@@ -170,13 +169,13 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
     ("name", "build", "run_id", "verdict"),
     [("pass", build_pass, PASS_RUN, RunVerdict.PASS), ("partial", build_partial, PARTIAL_RUN, RunVerdict.PARTIAL), ("fail", build_fail, FAIL_RUN, RunVerdict.FAIL)],
 )
-def test_report_goldens(ledger: Ledger, name: str, build: object, run_id: str, verdict: RunVerdict) -> None:
+def test_report_goldens(ledger: Ledger, name: str, build: object, run_id: str, verdict: RunVerdict, golden: Callable[[str, str], None]) -> None:
     build(ledger)  # type: ignore[operator]
     report = build_report(ledger, run_id)
     assert report.verdict is verdict
-    check_golden(f"report_{name}.txt", render_report(report))
-    check_golden(f"report_{name}.md", render_markdown(report, ledger.list_workers(run_id)))
-    check_golden(f"report_{name}.json", json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
+    golden(f"report_{name}.txt", render_report(report))
+    golden(f"report_{name}.md", render_markdown(report, ledger.list_workers(run_id)))
+    golden(f"report_{name}.json", json.dumps(report.model_dump(mode="json"), indent=2) + "\n")
 
 
 def test_every_seq_names_an_event_of_the_run(ledger: Ledger) -> None:
@@ -290,21 +289,21 @@ def test_empty_run_fails(ledger: Ledger) -> None:
 # --- status --------------------------------------------------------------------------------------------------
 
 
-def test_status_goldens(ledger: Ledger) -> None:
+def test_status_goldens(ledger: Ledger, golden: Callable[[str, str], None]) -> None:
     build_fail(ledger)
     now = START + timedelta(minutes=5)
     view = build_status(ledger, FAIL_RUN, now)
-    check_golden("status_fail.txt", render_status(view))
-    check_golden("status_fail.json", json.dumps(view.model_dump(mode="json"), indent=2) + "\n")
+    golden("status_fail.txt", render_status(view))
+    golden("status_fail.json", json.dumps(view.model_dump(mode="json"), indent=2) + "\n")
 
 
-def test_run_list(ledger: Ledger) -> None:
+def test_run_list(ledger: Ledger, golden: Callable[[str, str], None]) -> None:
     build_pass(ledger)
     build_partial(ledger)
     build_fail(ledger)
     runs = build_run_list(ledger)
-    check_golden("status_all.txt", render_run_list(runs))
-    check_golden("status_all.json", json.dumps(runs.model_dump(mode="json"), indent=2) + "\n")
+    golden("status_all.txt", render_run_list(runs))
+    golden("status_all.json", json.dumps(runs.model_dump(mode="json"), indent=2) + "\n")
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(-3, "0s"), (45, "45s"), (185, "3m05s"), (7800, "2h10m"), (273600, "3d04h")])
