@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-# Only light modules at import time: --version, --help and usage errors never load pydantic or the engine.
+# Only light modules at import time: --version, --help and usage errors never load the state or the engine.
 from herdr_sim import HERDR_VERSION, alive, help as helptext, procs
 from herdr_sim.errors import ApiError
 from herdr_sim.ids import AGENT_NAME_RE, SESSION_RE
@@ -137,7 +137,7 @@ class Cli:
 
     @property
     def store(self) -> Store:
-        """The state store (imported on first use: it needs pydantic)."""
+        """The state store (imported on first use: only commands that touch state load it)."""
         from herdr_sim.state import Store
         return Store(self.paths)
 
@@ -1072,7 +1072,7 @@ class Cli:
             return 0
         if sub == "list" and not args:
             for fault in faults.listed(self.paths.home):
-                emit(fault.model_dump(exclude_none=True))
+                emit(fault.dump())
             return 0
         if sub == "clear" and not args:
             faults.clear(self.paths.home)

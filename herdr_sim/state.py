@@ -1,26 +1,37 @@
-"""The simulated server's state: pydantic models persisted as one JSON file under an exclusive fcntl lock."""
+"""The simulated server's state: typed dataclasses, strictly checked on every load and save, persisted as one JSON
+file under an exclusive fcntl lock.
+
+Every herdr call is a fresh process that loads this state; pydantic cost ~0.18 s of CPU per call just to import and
+build the models (bench/sim_calls.py), more than the call's own work. ``validate`` keeps the strictness: every field's
+type, nested models, literals and required fields are checked (unknown keys are ignored, as before).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
+import json
 import os
 import tempfile
+import types
+import typing
 from collections.abc import Iterator
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
 
 from herdr_sim.paths import Paths
 
 State = Literal["idle", "working", "blocked", "unknown"]
+T = TypeVar("T")
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class StateError(ValueError):
+    """The state file (or a state about to be saved) does not match the models."""
 
 
-class Pane(_Model):
+@dataclass
+class Pane:
     """One simulated pane and the terminal (tmux pane) it hosts."""
 
     pane_id: str
@@ -31,12 +42,12 @@ class Pane(_Model):
     shell_pid: int
     cwd: str
     label: str | None = None
-    aliases: list[str] = Field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
     revision: int = 0
     # Hook authority (pane report-agent).
     hook_source: str | None = None
     hook_agent: str | None = None
-    hook_seqs: dict[str, int] = Field(default_factory=dict)
+    hook_seqs: dict[str, int] = field(default_factory=dict)
     agent_session: dict[str, str] | None = None
     state: State = "unknown"
     seen: bool = True
@@ -49,23 +60,25 @@ class Pane(_Model):
     interactive_ready: bool = False
 
 
-class Tab(_Model):
+@dataclass
+class Tab:
     """A tab: a split tree of panes and its focused pane."""
 
     tab_id: str
     number: int
-    custom_label: str | None = None
     layout: dict[str, Any]
+    custom_label: str | None = None
     focused_pane_id: str | None = None
 
 
-class Workspace(_Model):
+@dataclass
+class Workspace:
     """A workspace with its tabs and per-workspace counters."""
 
     workspace_id: str
-    custom_label: str | None = None
     cwd: str
-    tabs: list[Tab] = Field(default_factory=list)
+    custom_label: str | None = None
+    tabs: list[Tab] = field(default_factory=list)
     next_tab: int = 1
     next_pane: int = 1
     active_tab_id: str | None = None
@@ -73,7 +86,8 @@ class Workspace(_Model):
     group_parent: str | None = None
 
 
-class Fault(_Model):
+@dataclass
+class Fault:
     """One injected failure waiting for a matching command."""
 
     command: str
@@ -83,8 +97,13 @@ class Fault(_Model):
     delay_ms: int | None = None
     times: int = 1
 
+    def dump(self) -> dict[str, Any]:
+        """The fault as JSON, without unset (None) fields."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
-class World(_Model):
+
+@dataclass
+class World:
     """Everything the simulated server knows."""
 
     server_pid: int | None = None
@@ -94,10 +113,75 @@ class World(_Model):
     terminal_counter: int = 0
     state_change_seq: int = 0
     active_workspace_id: str | None = None
-    workspaces: list[Workspace] = Field(default_factory=list)
-    panes: dict[str, Pane] = Field(default_factory=dict)
-    faults: list[Fault] = Field(default_factory=list)
+    workspaces: list[Workspace] = field(default_factory=list)
+    panes: dict[str, Pane] = field(default_factory=dict)
+    faults: list[Fault] = field(default_factory=list)
     prompt_counter: int = 0
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def validate(cls: type[T], data: Any, where: str = "state") -> T:
+    """Build ``cls`` from JSON data, checking every field strictly; StateError names the first bad field."""
+    if not isinstance(data, dict):
+        raise StateError(f"{where}: expected an object, got {type(data).__name__}")
+    hints = _hints(cls)
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in data:
+            values[f.name] = _check(data[f.name], hints[f.name], f"{where}.{f.name}")
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise StateError(f"{where}.{f.name}: field required")
+    return cls(**values)
+
+
+def _check(value: Any, hint: Any, where: str) -> Any:
+    if hint is Any:
+        return value
+    if dataclasses.is_dataclass(hint):
+        return validate(hint, value, where)  # type: ignore[arg-type]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _check(value, arg, where)
+            except StateError as exc:
+                errors.append(str(exc))
+        raise StateError(errors[0] if len(errors) == 1 else f"{where}: {value!r} matches none of {hint}")
+    if origin is Literal:
+        if value in args and isinstance(value, str):
+            return value
+        raise StateError(f"{where}: {value!r} is not one of {', '.join(map(repr, args))}")
+    if origin is list:
+        if not isinstance(value, list):
+            raise StateError(f"{where}: expected a list, got {type(value).__name__}")
+        return [_check(v, args[0], f"{where}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise StateError(f"{where}: expected an object with string keys")
+        return {k: _check(v, args[1], f"{where}.{k}") for k, v in value.items()}
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint in (str, int, float, bool) and isinstance(value, hint) and (hint is bool or not isinstance(value, bool)):
+        return value
+    raise StateError(f"{where}: expected {getattr(hint, '__name__', hint)}, got {type(value).__name__} {value!r}")
+
+
+def dump(world: World) -> str:
+    """The world as compact JSON, checked first: a state that would not load again is never written."""
+    data = dataclasses.asdict(world)
+    validate(World, data)
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 class Store:
@@ -109,15 +193,20 @@ class Store:
     def load(self) -> World:
         """Read the current state without locking (the file is replaced atomically)."""
         try:
-            return World.model_validate_json(self.paths.state.read_text())
+            text = self.paths.state.read_text()
         except FileNotFoundError:
             return World()
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise StateError(f"{self.paths.state}: not JSON: {exc}") from None
+        return validate(World, data)
 
     def save(self, world: World) -> None:
         """Atomically replace the state file."""
         fd, tmp = tempfile.mkstemp(dir=self.paths.home, prefix=".state.", suffix=".json")
         with os.fdopen(fd, "w") as handle:
-            handle.write(world.model_dump_json())
+            handle.write(dump(world))
         os.replace(tmp, self.paths.state)
 
     @contextlib.contextmanager

@@ -1,0 +1,102 @@
+"""The simulator's state models: strict checks on load and save, round trips, and the on-disk store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from herdr_sim.paths import Paths
+from herdr_sim.state import Fault, Pane, StateError, Store, Tab, World, Workspace, dump, validate
+
+
+def sample() -> World:
+    pane = Pane(pane_id="w1:p1", terminal_id="term_1", workspace_id="w1", tab_id="w1:t1", tmux="%1", shell_pid=42,
+                cwd="/tmp", launch_deadline=12.5, hook_seqs={"codex": 3})
+    tab = Tab(tab_id="w1:t1", number=1, layout={"pane": "w1:p1"}, focused_pane_id="w1:p1")
+    ws = Workspace(workspace_id="w1", cwd="/tmp", tabs=[tab], worktree={"path": "/tmp/x", "branch": None})
+    return World(workspaces=[ws], panes={"w1:p1": pane}, faults=[Fault(command="agent start", code="pane_busy")])
+
+
+def data() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(dump(sample()))
+    return loaded
+
+
+def test_round_trip_is_equal() -> None:
+    assert validate(World, json.loads(dump(sample()))) == sample()
+
+
+def test_unknown_keys_are_ignored_and_defaults_filled() -> None:
+    raw = data()
+    raw["from_a_newer_sim"] = 1
+    del raw["panes"]["w1:p1"]["aliases"]
+    assert validate(World, raw) == sample()
+
+
+def test_an_integral_number_is_accepted_for_a_float() -> None:
+    raw = data()
+    raw["panes"]["w1:p1"]["launch_typed_at"] = 3
+    assert validate(World, raw).panes["w1:p1"].launch_typed_at == 3.0
+
+
+@pytest.mark.parametrize(("path", "value", "message"), [
+    (("panes", "w1:p1", "state"), "busy", "state.panes.w1:p1.state: 'busy' is not one of 'idle', 'working', 'blocked', 'unknown'"),
+    (("panes", "w1:p1", "shell_pid"), True, "state.panes.w1:p1.shell_pid: expected int, got bool True"),
+    (("panes", "w1:p1", "shell_pid"), "42", "state.panes.w1:p1.shell_pid: expected int, got str '42'"),
+    (("panes", "w1:p1", "launch_deadline"), "soon", "state.panes.w1:p1.launch_deadline: expected float, got str 'soon'"),
+    (("panes", "w1:p1", "aliases"), "w1:p9", "state.panes.w1:p1.aliases: expected a list, got str"),
+    (("panes", "w1:p1", "hook_seqs"), {"codex": "3"}, "state.panes.w1:p1.hook_seqs.codex: expected int, got str '3'"),
+    (("workspaces",), {"w1": {}}, "state.workspaces: expected a list, got dict"),
+    (("faults",), [{"code": "x"}], "state.faults[0].command: field required"),
+    (("settle_ms",), None, "state.settle_ms: expected int, got NoneType None"),
+])
+def test_a_bad_field_is_named(path: tuple[str, ...], value: Any, message: str) -> None:
+    raw = data()
+    target = raw
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(StateError) as caught:
+        validate(World, raw)
+    assert str(caught.value) == message
+
+
+def test_a_missing_required_field_is_named() -> None:
+    raw = data()
+    del raw["workspaces"][0]["tabs"][0]["number"]
+    with pytest.raises(StateError) as caught:
+        validate(World, raw)
+    assert str(caught.value) == "state.workspaces[0].tabs[0].number: field required"
+
+
+def test_save_refuses_a_state_that_would_not_load(tmp_path: Path) -> None:
+    store = Store(Paths(tmp_path))
+    store.save(sample())
+    broken = sample()
+    broken.panes["w1:p1"].shell_pid = "42"  # type: ignore[assignment]
+    with pytest.raises(StateError):
+        store.save(broken)
+    assert store.load() == sample()
+
+
+def test_store_transaction_persists(tmp_path: Path) -> None:
+    store = Store(Paths(tmp_path))
+    assert store.load() == World()
+    with store.transaction() as world:
+        world.workspaces = sample().workspaces
+    assert store.load().workspaces == sample().workspaces
+
+
+def test_a_corrupt_file_is_one_clear_error(tmp_path: Path) -> None:
+    paths = Paths(tmp_path)
+    paths.state.write_text("{not json")
+    with pytest.raises(StateError) as caught:
+        Store(paths).load()
+    assert str(caught.value).startswith(f"{paths.state}: not JSON: ")
+
+
+def test_fault_dump_leaves_out_unset_fields() -> None:
+    assert Fault(command="pane move", delay_ms=50).dump() == {"command": "pane move", "drop_root_pane": False, "delay_ms": 50, "times": 1}
