@@ -7,10 +7,12 @@ unknown outcome is confirmed as such, so a later `orch dispatch` only reads back
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_all
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
@@ -35,10 +37,13 @@ from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
 
 # herdr's own activity gate for `agent prompt --wait` is 5000 ms (CONTRACT §8.3); the fleet path uses the same.
 ACCEPT_GATE_MS = 5000
+T = TypeVar("T")
 READ_LINES = 60
 # Any observed state after submission settles the single-target wait: acceptance, not the end of the turn.
 ACCEPTED_STATES: tuple[AgentStatus, ...] = ("working", "idle", "done", "blocked")
 SENDABLE = ("idle", "done")
+# No answer, or one we cannot read: whether herdr wrote the prompt is unknown (engine.once leaves it in flight).
+UNKNOWN: tuple[type[Exception], ...] = (HerdrTimeout, HerdrProtocolError)
 
 Outcome = Literal["accepted", "stalled", "unknown", "skipped", "failed"]
 Suggestion = Literal["approval_prompt", "shell_prompt", "agent_prompt", "nothing", "unrecognised"]
@@ -154,35 +159,55 @@ def dispatch(engine: Engine, run: Run, tasks: Sequence[str] | None = None, *, ga
         if item.worker.state is WorkerState.READY and not _started(item.effect):
             brief(engine, run, item.task, plan=plan, save=False)
 
-    fresh: list[_Item] = []
+    candidates: list[_Item] = []
     for item in items:
         if item.worker.state is WorkerState.READY and _started(item.effect):
             assert item.effect is not None
             item.request = dict(item.effect.request)  # replayed or settled below, never re-sent
         elif item.worker.state is WorkerState.READY:
-            if _preflight(engine, run, plan, item):
-                fresh.append(item)
+            candidates.append(item)
         elif item.worker.state is WorkerState.DISPATCHED and item.effect is not None and item.effect.status is EffectStatus.CONFIRMED:
             item.request = dict(item.effect.request)
             item.outcome = PromptOutcome.model_validate(item.effect.response)
         else:
             item.report = _report(item, "skipped", _not_sendable(item.worker))
 
+    # Workers are independent: resolve them concurrently (up to the plan's cap), then send concurrently. Each prompt
+    # still goes through its own engine.once key, so concurrency never makes a second prompt.
+    cap = max(1, plan.plan.defaults.concurrency)
+    fresh = [i for i, ok in zip(candidates, _each(cap, lambda i: _preflight(engine, run, plan, i), candidates), strict=True) if ok]
     path: Literal["single", "fleet", "none"] = "none" if not fresh else "single" if len(fresh) == 1 else "fleet"
-    sent = 0
-    for item in items:
-        if item.report is not None or item.outcome is not None:
-            continue
+    stop = threading.Event()  # herdr itself failed: no further prompt starts (those under way finish and are recorded)
+
+    def send(item: _Item) -> None:
+        if stop.is_set():
+            item.report = _report(item, "skipped", "not sent: dispatch stopped after herdr failed for another worker")
+            return
         if item in fresh:
             item.briefing = brief(engine, run, item.task, plan=plan)
             item.request.update(packet=str(item.briefing.path), sha256=item.briefing.sha256, bytes=item.briefing.size)
-        _send(engine, run, item, wait=path == "single", timeout_ms=timeout_ms)
-        if item in fresh and item.outcome is not None:
-            sent += 1
+        try:
+            _send(engine, run, item, wait=path == "single", timeout_ms=timeout_ms)
+        except BaseException:
+            stop.set()
+            raise
+
+    _each(cap, send, [i for i in items if i.report is None and i.outcome is None])
+    sent = sum(1 for i in fresh if i.outcome is not None or (i.report is not None and i.report.outcome == "unknown" and i.briefing is not None))
 
     _confirm(engine, run, [i for i in items if i.report is None and i.outcome is not None], gate_ms=gate_ms)
     reports = [item.report for item in items if item.report is not None]
     return DispatchResult(run_id=run.run_id, path=path, prompts_sent=sent, workers=tuple(reports))
+
+
+def _each(cap: int, fn: Callable[[_Item], T], items: list[_Item]) -> list[T]:
+    """fn over items on up to ``cap`` threads, results in order; the first exception propagates after all finish."""
+    if len(items) <= 1 or cap == 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=min(cap, len(items)), thread_name_prefix="dispatch") as pool:
+        futures = [pool.submit(fn, i) for i in items]
+        wait_all(futures)
+    return [f.result() for f in futures]
 
 
 def _select(run: Run, workers: list[Worker], tasks: Sequence[str] | None) -> list[Worker]:
@@ -280,8 +305,21 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
             return PromptOutcome(submitted="yes", accepted=True, status=info.agent_status, state_change_seq=info.state_change_seq, via="agent get")
         return None
 
+    def once() -> PromptOutcome:
+        return engine.once(run.run_id, item.task, "agent_prompt", item.key, item.request, act, model=PromptOutcome, settle=settle, unknown_on=UNKNOWN)
+
     try:
-        item.outcome = engine.once(run.run_id, item.task, "agent_prompt", item.key, item.request, act, model=PromptOutcome, settle=settle)
+        try:
+            item.outcome = once()
+        except UNKNOWN as exc:
+            # We cannot tell whether herdr wrote the prompt, and a second one would be a second turn: the effect stays
+            # in flight and one read-back settles it now if the agent moved; else a later dispatch settles it.
+            why = one_line(exc.message)
+            try:
+                item.outcome = once()
+            except InFlightEffect:
+                item.report = _report(item, "unknown", f"prompt outcome unknown ({why}); left in flight, not re-sent: a later dispatch settles it by read-back")
+                return
     except InFlightEffect as exc:
         item.report = _report(item, "unknown", f"{exc.message}; not re-sent")
         return
@@ -302,7 +340,8 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
 
 
 def _prompt(engine: Engine, name: str, text: str, *, wait: bool, timeout_ms: int) -> PromptOutcome:
-    """One `agent prompt`; errors that mean "submitted" or "unknown" become outcomes so the effect is never retried."""
+    """One `agent prompt`; errors that mean "submitted" become outcomes so the effect is never retried (an unknown
+    outcome, UNKNOWN, propagates and leaves the effect in flight)."""
     try:
         if wait:
             result = engine.herdr.agent_prompt(name, text, wait=True, until=ACCEPTED_STATES, timeout_ms=timeout_ms)
@@ -314,9 +353,6 @@ def _prompt(engine: Engine, name: str, text: str, *, wait: bool, timeout_ms: int
     except (HerdrPromptStalled, HerdrWaitExpired, HerdrAgentNotRunning) as exc:
         # herdr submits before it waits: these arrive after the text and Enter were written (CONTRACT §8.3).
         return PromptOutcome(submitted="yes", accepted=False, error_code=exc.code, error=exc.message)
-    except (HerdrTimeout, HerdrProtocolError) as exc:
-        # We cannot tell whether herdr wrote the prompt; a second one would be a second turn.
-        return PromptOutcome(submitted="unknown", accepted=False, error_code=exc.code, error=one_line(exc.message))
 
 
 def _is_accepted(info: AgentInfo, baseline: int | None) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +15,7 @@ from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.dispatch import classify_screen, dispatch, dispatch_key, render_dispatch
 from orchestrator.engine import Engine
-from orchestrator.errors import HerdrNotFound, HerdrPromptStalled, HerdrTimeout, HerdrWaitExpired
+from orchestrator.errors import HerdrNotFound, HerdrPromptStalled, HerdrProtocolError, HerdrTimeout, HerdrWaitExpired
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
 from registry import EffectStatus, Run, WorkerState
 
@@ -229,7 +230,7 @@ def test_missing_agent_fails_that_worker_and_dispatches_the_others(tmp_path: Pat
     assert result.workers[2].detail == "herdr agent get: agent_not_found: agent target pagination-docs not found"
 
 
-def test_unknown_prompt_outcome_is_confirmed_and_never_repeated(tmp_path: Path) -> None:
+def test_unknown_prompt_outcome_stays_in_flight_and_is_never_repeated(tmp_path: Path) -> None:
     herdr = FakeHerdr(agents("stall"))
     herdr.prompt_error = HerdrTimeout("herdr agent prompt: no answer within 75 s (killed)")
     engine = make_engine(tmp_path, herdr)
@@ -239,11 +240,39 @@ def test_unknown_prompt_outcome_is_confirmed_and_never_repeated(tmp_path: Path) 
     herdr.prompt_error = None
     second = dispatch(engine, run, ["api-pagination"])
 
-    assert (first.workers[0].outcome, second.workers[0].outcome) == ("unknown", "unknown")
-    assert herdr.count("agent prompt --wait") == 1
+    assert [(w.outcome, w.state, w.detail) for w in first.workers] == [(
+        "unknown", "ready",
+        "prompt outcome unknown (herdr agent prompt: no answer within 75 s (killed)); left in flight, not re-sent: a later dispatch settles it by read-back",
+    )]
+    assert first.prompts_sent == 1 and second.prompts_sent == 0
+    assert [(w.outcome, w.state) for w in second.workers] == [("unknown", "ready")]
+    # One prompt; every later look is a read-back (right after the timeout, then on the second dispatch).
+    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination"),
+                           ("agent get", "api-pagination"), ("agent get", "api-pagination")]
+    effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
+    assert effect is not None and effect.status is EffectStatus.INTENDED
+
+
+def test_unknown_prompt_outcome_settled_at_once_when_the_agent_moved(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work"))
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, ("api-pagination",))
+    agent = herdr.agents["api-pagination"]
+
+    def garbled(target: str, text: str, **options: Any) -> AgentPrompted:
+        herdr.calls.append(("agent prompt --wait", target))
+        agent.prompts.append(text)
+        agent.status, agent.seq = "working", agent.seq + 1
+        raise HerdrProtocolError("herdr agent prompt: unreadable answer: '{\"id\"'")
+
+    herdr.agent_prompt = garbled  # type: ignore[method-assign]
+    result = dispatch(engine, run, ["api-pagination"])
+
+    assert [(w.outcome, w.state, w.detail) for w in result.workers] == [("accepted", "working", "accepted: working (seq 11, baseline 10) via agent get")]
+    assert len(agent.prompts) == 1
     effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
     assert effect is not None and effect.status is EffectStatus.CONFIRMED and effect.response is not None
-    assert effect.response["submitted"] == "unknown"
+    assert effect.response["via"] == "agent get"
 
 
 def test_in_flight_prompt_is_settled_by_read_back_not_resent(tmp_path: Path) -> None:
@@ -285,3 +314,50 @@ def test_unknown_task_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
 )
 def test_classify_screen(screen: str, suggests: str) -> None:
     assert classify_screen(screen).suggests == suggests
+
+
+class OverlapHerdr(FakeHerdr):
+    """Proves overlap without timing: the first two resolves (and the first two prompts) each wait for a second
+    caller at a barrier, which a one-at-a-time dispatch never reaches (the barrier breaks after 10 s)."""
+
+    def __init__(self, agents: list[FakeAgent]) -> None:
+        super().__init__(agents)
+        self.lock = threading.Lock()
+        self.barriers = {"agent get": threading.Barrier(2, timeout=10), "agent prompt": threading.Barrier(2, timeout=10)}
+        self.seen = {"agent get": 0, "agent prompt": 0}
+        self.running = self.most = 0
+
+    def _overlap(self, command: str, call: Any) -> Any:
+        with self.lock:
+            self.seen[command] += 1
+            first_two = self.seen[command] <= 2
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            if first_two:
+                self.barriers[command].wait()
+            return call()
+        finally:
+            with self.lock:
+                self.running -= 1
+
+    def agent_get(self, target: str) -> AgentInfo:
+        return self._overlap("agent get", lambda: FakeHerdr.agent_get(self, target))  # type: ignore[no-any-return]
+
+    def agent_prompt(self, target: str, text: str, *, wait: bool = False, until: Any = (), timeout_ms: int | None = None) -> AgentPrompted:
+        return self._overlap("agent prompt", lambda: FakeHerdr.agent_prompt(self, target, text, wait=wait, until=until, timeout_ms=timeout_ms))  # type: ignore[no-any-return]
+
+
+def test_fleet_resolves_and_sends_concurrently_up_to_the_cap_each_prompt_once(tmp_path: Path) -> None:
+    herdr = OverlapHerdr(agents("work", "work", "work"))
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine)
+
+    result = dispatch(engine, run)
+
+    assert [(w.task, w.outcome, w.state) for w in result.workers] == [
+        ("api-pagination", "accepted", "working"), ("api-tests", "accepted", "working"), ("pagination-docs", "accepted", "working")]
+    assert (result.path, result.prompts_sent) == ("fleet", 3)
+    assert herdr.most == 2  # the example plan's cap (concurrency = 2)
+    assert [len(a.prompts) for a in herdr.agents.values()] == [1, 1, 1]
+    assert (herdr.count("agent get"), herdr.count("agent prompt"), herdr.count("agent list")) == (3, 3, 1)
