@@ -1,0 +1,149 @@
+"""`orch demo` as a real process without a terminal: PASS with three workers, and nothing it started survives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ORCH = [sys.executable, "-m", "orchestrator"]
+
+DISCLAIMER = (
+    "orch demo: the real `orch run` engine drives a 3-worker plan on a private, simulated herdr.\n"
+    "The agents are scripted stand-ins (herdr_sim), not real coding agents; your herdr, tmux and repositories are not touched.\n"
+    "With a real herdr the same plan drives real agents: inside a herdr pane, run `orch run plan.toml`.\n"
+)
+
+
+@pytest.fixture
+def short_tmpdir() -> Iterator[Path]:
+    # The demo's stage goes under TMPDIR; unix socket paths inside it must stay short, so not under pytest's tmp_path.
+    path = Path(tempfile.mkdtemp(prefix="od-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    """Live processes (other than this one) whose environment or argv mentions ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid() or not _alive(int(entry.name)):
+            continue
+        try:
+            blob = (entry / "environ").read_bytes() + (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if text.encode() in blob:
+            found.append(int(entry.name))
+    return found
+
+
+def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(isolated_env: Path, short_tmpdir: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(short_tmpdir)}
+
+    done = subprocess.run([*ORCH, "demo", "--json"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    cleanup, run_id = outcome["cleanup"], outcome["run_id"]
+    state = isolated_env / ".local" / "state" / "orch" / "demo"
+    stage = Path(cleanup["temp_dir"])
+    assert stage.parent == short_tmpdir
+    run_dir = state / "runs" / run_id.replace(":", "_")
+
+    # The narrative: the disclaimer first, then where things are; the closing lines say what was removed.
+    stderr = done.stderr.replace(str(stage), "<stage>").replace(str(state), "<state>").replace(run_id, "<run>")
+    assert stderr.startswith(
+        DISCLAIMER
+        + "Stage: <stage> (repository, worktrees, simulated herdr; removed at the end)\n"
+        "State: <state> (the run's ledger and report stay here)\n"
+    ), stderr
+    pids = cleanup["process_ids"]
+    assert stderr.endswith(
+        f"Report: <state>/runs/{run_dir.name}/report.md\n"
+        "Ledger: <state>/ledger.sqlite3 (`ORCH_HOME=<state> orch report --run <run>`)\n"
+        f"Plan: <state>/runs/{run_dir.name}/plan.toml (inside a real herdr pane: `orch run plan.toml`)\n"
+        f"Cleaned up: the simulated herdr (server pid {cleanup['server_pid']}, {len(pids)} processes ended, <stage> removed); "
+        "tmux socket <stage>/sim/tmux.sock closed.\n"
+    ), stderr
+
+    # The final report, read back from the ledger the demo left behind: PASS with the three workers.
+    assert (outcome["finished"], outcome["exit_code"], outcome["report"]["verdict"]) == (True, 0, "PASS")
+    assert (outcome["state_dir"], outcome["ledger"], outcome["report_path"]) == (
+        str(state), str(state / "ledger.sqlite3"), str(run_dir / "report.md"))
+    assert (run_dir / "report.md").is_file() and (run_dir / "plan.toml").is_file()
+    shown = subprocess.run([*ORCH, "report", "--run", run_id], env={**env, "ORCH_HOME": str(state)},
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout.replace(str(stage), "<stage>").replace(run_id, "<run>")
+    text = re.sub(r"pane w1:p[2-9]", "pane w1:pN", re.sub(r"workspace w[2-9]", "workspace wN", text))
+    text = re.sub(r"\b[0-9a-f]{7}\b", "<sha>", text)
+    assert text == (
+        "Herdr: PASS\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: greeting=retained/accepted, area-tests=retained/accepted, usage-docs=retained/accepted\n"
+        "Callbacks: run <run>; greeting 2 accepted (update, result); area-tests 1 accepted (result); "
+        "usage-docs 2 accepted (question, result); missing result: none\n"
+        "Verification: greeting: `python3 -m unittest discover -s tests -q` exit 0 -> accepted; "
+        "area-tests: `python3 -m unittest discover -s tests -q -p 'test_area*.py'` exit 0 -> accepted; "
+        "usage-docs: `grep -q 'Python 3.11' docs/usage.md` exit 0 -> accepted\n"
+        "Retired: greeting pane w1:pN closed; greeting worktree <stage>/src/acme/widgets.worktrees/widgets-feat-greeting "
+        "retained (not integrated: 2 commits exist only on feat/greeting (<sha> and 1 more)); greeting workspace wN closed; "
+        "area-tests pane w1:pN closed; usage-docs pane w1:pN closed; usage-docs worktree "
+        "<stage>/src/acme/widgets.worktrees/widgets-docs-usage retained (not integrated: commit <sha> exists only on "
+        "docs/usage); usage-docs workspace wN closed\n"
+        "Blockers: none\n"
+    )
+
+    # Nothing it started is left: no temp repository, no server, no tmux server, no pane or agent process.
+    assert (cleanup["removed"], cleanup["problems"]) == (True, [])
+    assert cleanup["server_pid"] in pids and len(pids) >= 3  # server, tmux, the controller pane's shell at least
+    assert not stage.exists()
+    assert list(short_tmpdir.iterdir()) == []  # not even agents' check reports under TMPDIR
+    assert [pid for pid in pids if _alive(pid)] == []
+    assert _processes_mentioning(str(stage)) == []
+    tmux = subprocess.run(["tmux", "-S", cleanup["tmux_socket"], "list-sessions"], capture_output=True, timeout=10)
+    assert tmux.returncode != 0
+
+
+def test_ctrl_c_mid_run_removes_everything_and_exits_130(isolated_env: Path, short_tmpdir: Path) -> None:
+    env = {**os.environ, "TMPDIR": str(short_tmpdir)}
+    demo = subprocess.Popen([*ORCH, "demo"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert demo.stderr is not None
+        lines = []
+        # Interrupt once the agents run (dispatched, working) in their worktree panes.
+        while not (line := demo.stderr.readline()).endswith(": working\n"):
+            assert line, "".join(lines)
+            lines.append(line)
+        [stage] = short_tmpdir.iterdir()  # the demo's stage (its path is on stdout, buffered until the end)
+        demo.send_signal(subprocess.signal.SIGINT)
+        rest = demo.stderr.read()
+        code = demo.wait(timeout=60)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+    assert code == 130, rest
+    last = rest.replace(str(stage), "<stage>").splitlines()[-2:]
+    assert re.sub(r"server pid \d+, \d+ processes", "server pid P, N processes", last[0]) == (
+        "orch: demo interrupted; everything it started was removed (server pid P, N processes ended, <stage> removed)")
+    assert last[1] == f"hint: its ledger stays in {isolated_env}/.local/state/orch/demo; run `orch demo` again for a fresh one"
+    assert not stage.exists() and list(short_tmpdir.iterdir()) == []
+    assert _processes_mentioning(str(stage)) == []
