@@ -1,0 +1,220 @@
+"""The docs keep up with the code: every error message template orch can print is explained in docs/troubleshooting.md."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("orchestrator", "packets", "registry")
+GUIDE = ROOT / "docs" / "troubleshooting.md"
+
+# The roots of every error a person or agent sees: the CLI's handler prints OrchError (and its subclasses),
+# RegistryError and PacketError as `orch: <message>`; click's UsageError as `Error: <message>`.
+ERROR_ROOTS = {"OrchError", "RegistryError", "PacketError", "UsageError", "BadParameter"}
+# Internal carriers whose message argument ends up in an OrchError (argument index of the message):
+# provision's `_Fail(step, message)` becomes the worker's failure reason, preflight's
+# `_Stop(evidence, reason, hint)` the preflight failure (evidence is only the checklist line, not an error),
+# herdr's `_protocol(call, detail)` a HerdrProtocolError, the packet reader's `fail(reason)` a PacketSyntaxError.
+CARRIERS = {"_Fail": 1, "_Stop": 1, "_protocol": 1, "fail": 0, "PacketSyntaxError": 1}
+# Helpers whose returned strings are error messages (joined into ConfigError, _Fail or a plan problem).
+MESSAGE_FUNCTION = re.compile(r"(_problems?|_fetch_error|^_describe)$")
+
+
+@dataclass(frozen=True)
+class Template:
+    """One message template: where it is raised and the literal text around its placeholders."""
+
+    where: str
+    source: str
+    fragments: tuple[str, ...]
+
+    @property
+    def key(self) -> str:
+        """The longest literal fragment (for messages about the template)."""
+        return max(self.fragments, key=len)
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """Every literal fragment, in order, on one line of the guide; placeholders (`<task>`) may stand between them."""
+        return re.compile(".*?".join(re.escape(fragment) for fragment in self.fragments))
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _fragments(node: ast.expr) -> tuple[str, ...] | None:
+    """The literal parts of a string expression (constant, f-string, implicit concatenation); None if not a string."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        parts = [node.value]
+    elif isinstance(node, ast.JoinedStr):
+        parts = [v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+    else:
+        return None
+    return tuple(p for p in (_normalise(part) for part in parts) if p)
+
+
+def _branches(node: ast.expr) -> list[ast.expr]:
+    """`a if cond else b` is two messages."""
+    return [*_branches(node.body), *_branches(node.orelse)] if isinstance(node, ast.IfExp) else [node]
+
+
+def _error_classes(trees: dict[str, ast.Module]) -> set[str]:
+    """Every class name that derives (by name, transitively) from one of the error roots."""
+    names = set(ERROR_ROOTS)
+    bases: dict[str, set[str]] = {}
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = {ast.unparse(b).split(".")[-1] for b in node.bases}
+    changed = True
+    while changed:
+        changed = False
+        for name, parents in bases.items():
+            if name not in names and parents & names:
+                names.add(name)
+                changed = True
+    return names
+
+
+def _called(node: ast.Call) -> str:
+    return ast.unparse(node.func).split(".")[-1]
+
+
+def _messages_in(tree: ast.Module, errors: set[str]) -> Iterator[tuple[int, ast.expr]]:
+    """(line, message expression) for every place this module builds a user-facing error message."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = _called(node)
+            if name in errors and node.args:
+                yield node.lineno, node.args[0]
+            elif name in CARRIERS and len(node.args) > CARRIERS[name]:
+                yield node.lineno, node.args[CARRIERS[name]]
+            elif name == "ValueError" and node.args:
+                # Raised in pydantic validators (plan, policy, packets) they reach the person inside a ConfigError
+                # or PacketError line; raised elsewhere they are orch bugs, which the guide lists too.
+                yield node.lineno, node.args[0]
+            elif name == "append" and ast.unparse(node.func).endswith("problems.append") and node.args:
+                arg = node.args[0]
+                for element in arg.elts if isinstance(arg, ast.Tuple) else [arg]:
+                    yield node.lineno, element
+            elif name == "__init__" and isinstance(node.func, ast.Attribute) and ast.unparse(node.func.value) == "super()" and node.args:
+                yield node.lineno, node.args[0]
+            elif name == "echo" and node.args and (_fragments(node.args[0]) or ("",))[0].startswith("orch: "):
+                yield node.lineno, node.args[0]
+        elif isinstance(node, ast.FunctionDef) and MESSAGE_FUNCTION.search(node.name):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Return) and inner.value is not None:
+                    values = inner.value.elts if isinstance(inner.value, ast.List) else [inner.value]
+                    for value in values:
+                        yield inner.lineno, value
+
+
+def extract_templates() -> list[Template]:
+    """Every error message template in orch's packages, in file and line order."""
+    trees = {
+        str(path.relative_to(ROOT)): ast.parse(path.read_text(), filename=str(path))
+        for package in PACKAGES
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+    errors = _error_classes(trees)
+    found: list[Template] = []
+    for file, tree in trees.items():
+        sites = [(line, branch) for line, expr in _messages_in(tree, errors) for branch in _branches(expr)]
+        for line, expr in sorted(sites, key=lambda item: item[0]):
+            fragments = _fragments(expr)
+            # A variable or a call (e.g. `exc.message`, `"\n".join(problems)`) passes on a message built elsewhere,
+            # where it is extracted itself; a template whose literal text has no letter (`f"{where}: {problem}"`)
+            # only glues such messages together.
+            if fragments is None or not any(re.search(r"[A-Za-z]", f) for f in fragments):
+                continue
+            found.append(Template(where=f"{file}:{line}", source=ast.unparse(expr), fragments=fragments))
+    return found
+
+
+TEMPLATES = extract_templates()
+
+
+def test_the_extraction_finds_the_messages_we_know_of() -> None:
+    # Guards the extractor itself: one message of each kind of site must be found.
+    keys = {t.key for t in TEMPLATES}
+    for expected in (
+        "has no base SHA for",  # OrchError in briefing
+        "HOME is not set to an absolute path; orch cannot tell where its state and checkouts live",  # ConfigError
+        "refusing to start",  # provision _Fail (the longest fragment differs per site; one of them)
+        "no unfinished run in the ledger",  # engine
+        "this herdr lacks commands the run needs:",  # preflight _Stop
+        "unexpected version line",  # herdr _protocol
+        "malformed header: missing the closing \"]\"",  # EnvelopeError
+        "is newer than this orch understands (",  # SchemaTooNew
+        "in the ledger",  # RunNotFound via super().__init__
+        "unexpected end of packet",  # packet reader fail()
+        "--json and --markdown are exclusive",  # click.UsageError
+        "is already the task label of workers[",  # plan problems.append
+        "is not a Conventional Branch",  # layout *_problem helper
+        "orch: interrupted",  # the CLI handler's own line
+    ):
+        assert any(expected in key or key in expected for key in keys), expected
+    assert len(TEMPLATES) > 150
+
+
+@pytest.mark.parametrize("template", TEMPLATES, ids=lambda t: t.where)
+def test_every_error_message_is_in_the_troubleshooting_guide(template: Template) -> None:
+    lines = [_normalise(line) for line in GUIDE.read_text().splitlines()]
+    assert any(template.pattern.search(line) for line in lines), (
+        f"{template.where}: {template.source}\nis not in docs/troubleshooting.md: write it on one line, with <placeholders>"
+    )
+
+
+def test_docs_index_lists_every_doc() -> None:
+    index = (ROOT / "docs" / "README.md").read_text()
+    listed = set(re.findall(r"\]\(([^)#]+\.md)\)", index))
+    present = {p.name for p in (ROOT / "docs").glob("*.md")} - {"README.md"}
+    assert present <= listed, f"docs/README.md does not list {sorted(present - listed)}"
+    for link in listed:
+        assert (ROOT / "docs" / link).resolve().exists(), f"docs/README.md links to missing {link}"
+
+
+def _links(path: Path) -> Iterator[str]:
+    for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text()):
+        if not re.match(r"[a-z]+:", target):
+            yield target.split("#", 1)[0]
+
+
+@pytest.mark.parametrize("doc", ["ARCHITECTURE.md", "troubleshooting.md", "README.md"])
+def test_relative_links_resolve(doc: str) -> None:
+    path = ROOT / "docs" / doc
+    missing = [t for t in _links(path) if t and not (path.parent / t).exists()]
+    assert missing == []
+
+
+def test_architecture_names_only_modules_that_exist() -> None:
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    named = set(re.findall(r"`((?:orchestrator|packets|registry|herdr_sim|tests)/[\w/]+\.py)`", text))
+    assert named, "ARCHITECTURE.md names no module"
+    assert sorted(m for m in named if not (ROOT / m).exists()) == []
+
+
+def test_architecture_phase_table_names_every_command() -> None:
+    from click import Group
+
+    from orchestrator.cli import cli
+
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    commands = {name for name, cmd in cli.commands.items()}
+    groups = {f"{name} {sub}" for name, cmd in cli.commands.items() if isinstance(cmd, Group) for sub in cmd.commands}
+    leaves = {name for name in commands if not isinstance(cli.commands[name], Group)} | groups
+    assert sorted(c for c in leaves if f"`orch {c}" not in text) == []
+
+
+def test_every_herdr_error_code_is_explained() -> None:
+    from orchestrator.errors import HERDR_ERROR_BY_CODE
+
+    guide = GUIDE.read_text()
+    assert sorted(code for code in HERDR_ERROR_BY_CODE if f"`{code}`" not in guide) == []
