@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -41,8 +42,142 @@ def test_package_imports_only_what_the_architecture_allows(package: str) -> None
 def test_every_module_opens_with_a_docstring() -> None:
     missing = [
         str(path.relative_to(ROOT))
-        for package in ("orchestrator", "packets", "registry", "herdr_sim")
+        for package in ("orchestrator", "packets", "registry", "herdr_sim", "tests", "bench")
         for path in sorted((ROOT / package).rglob("*.py"))
         if ast.get_docstring(ast.parse(path.read_text())) is None
+    ]
+    assert missing == []
+
+
+# --- house rules beyond package imports ---------------------------------------------------------------------------
+
+ORCH_PACKAGES = ("orchestrator", "packets", "registry")
+# Modules that may start processes, and why: git runs git, herdr runs herdr, checks runs a plan's check commands,
+# demo runs its own private simulated herdr and tmux (it is its own world, like herdr_sim).
+PROCESS_RUNNERS = {"orchestrator/git.py", "orchestrator/herdr.py", "orchestrator/checks.py", "orchestrator/demo.py"}
+PROCESS_MODULES = {"subprocess", "pexpect", "asyncio.subprocess"}
+PROCESS_CALLS = {"os.system", "os.popen", "os.spawnl", "os.spawnlp", "os.spawnv", "os.spawnvp", "os.execv", "os.execvp", "os.execl", "os.execlp", "os.fork", "os.posix_spawn", "os.posix_spawnp", "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell"}  # fmt: skip
+# tests that drive real processes may poll, but only in a loop bounded by a deadline; unit tests inject a clock.
+POLLING_TEST_DIRS = ("tests/e2e/", "tests/herdr_sim/")
+# Sleeps that wait for something no command can be asked about, each with its reason.
+SLEEP_EXCEPTIONS = {
+    # bash puts `sleep 30` in the foreground a moment after echoing; asking earlier would start an agent in that pane.
+    "tests/herdr_sim/test_real_agents.py": 1,
+}
+
+
+@cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+def _modules(*packages: str) -> list[Path]:
+    return [path for package in packages for path in sorted((ROOT / package).rglob("*.py"))]
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(ROOT).as_posix()
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`a.b.c` for a name or attribute chain, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return None if base is None else f"{base}.{node.attr}"
+    return None
+
+
+def _full_imports(path: Path) -> set[str]:
+    """Every imported module and every `from m import x` as m and m.x, so submodules and names both match."""
+    names: set[str] = set()
+    for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _importers(modules: set[str], *packages: str) -> set[str]:
+    return {_rel(path) for path in _modules(*packages) if any(n == m or n.startswith(f"{m}.") for n in _full_imports(path) for m in modules)}  # fmt: skip
+
+
+def test_only_the_named_runners_start_processes() -> None:
+    spawning = {
+        _rel(path)
+        for path in _modules(*ORCH_PACKAGES)
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Call) and _dotted(node.func) in PROCESS_CALLS
+    }
+    assert (_importers(PROCESS_MODULES, *ORCH_PACKAGES) | spawning) - PROCESS_RUNNERS == set()
+
+
+def test_only_registry_touches_sqlite() -> None:
+    assert {m for m in _importers({"sqlite3"}, *ORCH_PACKAGES, "herdr_sim") if not m.startswith("registry/")} == set()
+
+
+def test_tenacity_only_in_the_herdr_boundary() -> None:
+    assert _importers({"tenacity"}, *ORCH_PACKAGES, "herdr_sim") == {"orchestrator/herdr.py"}
+
+
+def test_only_the_demo_imports_the_simulator() -> None:
+    assert _importers({"herdr_sim"}, *ORCH_PACKAGES) <= {"orchestrator/demo.py"}
+
+
+def test_no_shell_anywhere() -> None:
+    offenders = [
+        f"{_rel(path)}:{node.lineno}"
+        for path in _modules(*ORCH_PACKAGES, "herdr_sim", "tests")
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Call)
+        and (
+            _dotted(node.func) in {"os.system", "os.popen", "asyncio.create_subprocess_shell"}
+            or any(kw.arg == "shell" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False) for kw in node.keywords)
+        )
+    ]
+    assert offenders == []
+
+
+def _sleeps(tree: ast.AST) -> list[tuple[ast.Call, list[ast.AST]]]:
+    """Each `time.sleep(...)`/`sleep(...)` call with its enclosing nodes, innermost last."""
+    found: list[tuple[ast.Call, list[ast.AST]]] = []
+
+    def visit(node: ast.AST, parents: list[ast.AST]) -> None:
+        if isinstance(node, ast.Call) and _dotted(node.func) in {"time.sleep", "sleep"}:
+            found.append((node, parents))
+        for child in ast.iter_child_nodes(node):
+            visit(child, [*parents, node])
+
+    visit(tree, [])
+    return found
+
+
+def _bounded_by_deadline(parents: list[ast.AST]) -> bool:
+    return any(
+        isinstance(p, ast.While) and any(isinstance(n, ast.Name) and n.id == "deadline" for n in ast.walk(p)) for p in parents
+    )
+
+
+def test_tests_sleep_only_to_poll_with_a_deadline() -> None:
+    unbounded: dict[str, int] = {}
+    for path in _modules("tests"):
+        rel = _rel(path)
+        for call, parents in _sleeps(_tree(path)):
+            if rel.startswith(POLLING_TEST_DIRS) and _bounded_by_deadline(parents):
+                continue
+            unbounded[f"{rel}"] = unbounded.get(rel, 0) + 1
+            assert rel.startswith(POLLING_TEST_DIRS), f"{rel}:{call.lineno}: unit tests never sleep (inject a clock)"
+    assert unbounded == SLEEP_EXCEPTIONS
+
+
+def test_public_functions_and_classes_say_what_they_are() -> None:
+    missing = [
+        f"{_rel(path)}:{node.lineno} {node.name}"
+        for path in _modules(*ORCH_PACKAGES)
+        for node in _tree(path).body
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_") and ast.get_docstring(node) is None
     ]
     assert missing == []
