@@ -60,9 +60,34 @@ def _fragments(node: ast.expr) -> tuple[str, ...] | None:
     return tuple(p for p in (_normalise(part) for part in parts) if p)
 
 
-def _branches(node: ast.expr) -> list[ast.expr]:
-    """`a if cond else b` is two messages."""
-    return [*_branches(node.body), *_branches(node.orelse)] if isinstance(node, ast.IfExp) else [node]
+def _branches(node: ast.expr, assigned: dict[str, list[ast.expr]]) -> list[ast.expr]:
+    """The message expressions ``node`` may evaluate to: both arms of `a if c else b`, the operands of `x or "fallback"`,
+    and the values a local variable was assigned in the same function (`reason = ...; raise X(f"{cmd}: {reason}")`)."""
+    if isinstance(node, ast.IfExp):
+        return [*_branches(node.body, assigned), *_branches(node.orelse, assigned)]
+    if isinstance(node, ast.BoolOp):
+        return [branch for value in node.values for branch in _branches(value, assigned)]
+    if isinstance(node, ast.Name) and node.id in assigned:
+        return [branch for value in assigned.pop(node.id) for branch in _branches(value, assigned)]
+    if isinstance(node, ast.JoinedStr):
+        # A placeholder that is a local string variable carries message text of its own.
+        inner = [v.value for v in node.values if isinstance(v, ast.FormattedValue) and isinstance(v.value, ast.Name)]
+        return [node, *(branch for name in inner if name.id in assigned for branch in _branches(name, assigned))]
+    return [node]
+
+
+def _assignments(tree: ast.Module) -> dict[int, dict[str, list[ast.expr]]]:
+    """For each line inside a function: the string-ish values each local name is assigned in that function."""
+    scopes: dict[int, dict[str, list[ast.expr]]] = {}
+    for func in ast.walk(tree):
+        if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            names: dict[str, list[ast.expr]] = {}
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    names.setdefault(node.targets[0].id, []).append(node.value)
+            for line in range(func.lineno, (func.end_lineno or func.lineno) + 1):
+                scopes[line] = names  # inner functions come later in the walk and win for their own lines
+    return scopes
 
 
 def _error_classes(trees: dict[str, ast.Module]) -> set[str]:
@@ -126,7 +151,8 @@ def extract_templates() -> list[Template]:
     errors = _error_classes(trees)
     found: list[Template] = []
     for file, tree in trees.items():
-        sites = [(line, branch) for line, expr in _messages_in(tree, errors) for branch in _branches(expr)]
+        scopes = _assignments(tree)
+        sites = [(line, branch) for line, expr in _messages_in(tree, errors) for branch in _branches(expr, dict(scopes.get(line, {})))]
         for line, expr in sorted(sites, key=lambda item: item[0]):
             fragments = _fragments(expr)
             # A variable or a call (e.g. `exc.message`, `"\n".join(problems)`) passes on a message built elsewhere,
