@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.dispatch import dispatch
 from orchestrator.engine import Engine
-from orchestrator.errors import OrchError
+from orchestrator.errors import ExitCode, OrchError
 from orchestrator.integrate import integrate_run
 from orchestrator.observe import Observation, check_in
 from orchestrator.preflight import PreflightResult, preflight
@@ -49,6 +49,8 @@ class RunOutcome(BaseModel):
 
 class Interrupted(OrchError):
     """The person stopped the run (Ctrl-C or SIGTERM); workers and evidence stay in place."""
+
+    exit_code = ExitCode.INTERRUPTED
 
 
 @contextmanager
