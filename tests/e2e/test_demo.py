@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 ORCH = [sys.executable, "-m", "orchestrator"]
+ROOT = Path(__file__).resolve().parents[2]
 
 DISCLAIMER = (
     "orch demo: the real `orch run` engine drives a 3-worker plan on a private, simulated herdr.\n"
@@ -147,3 +148,19 @@ def test_ctrl_c_mid_run_removes_everything_and_exits_130(isolated_env: Path, sho
     assert last[1] == f"hint: its ledger stays in {isolated_env}/.local/state/orch/demo; run `orch demo` again for a fresh one"
     assert not stage.exists() and list(short_tmpdir.iterdir()) == []
     assert _processes_mentioning(str(stage)) == []
+
+
+def _fenced(text: str, after: str, lang: str) -> str:
+    """The first fenced block of ``lang`` after the heading line ``after``."""
+    rest = text[text.index(after + "\n"):]
+    start = rest.index(f"```{lang}\n") + len(lang) + 4
+    return rest[start:rest.index("```\n", start)]
+
+
+def test_readme_quick_start_is_the_two_commands_and_shows_the_example_plan_verbatim() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert _fenced(readme, "## Quick start", "sh") == (
+        "python3 -m pip install -e . && orch demo\n"
+        "python3 -m pip install -e '.[test]' && python3 -m pytest\n"
+    )
+    assert _fenced(readme, "## The plan file", "toml") == (ROOT / "examples" / "plan.toml").read_text()
