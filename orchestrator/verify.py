@@ -13,7 +13,8 @@ from orchestrator import evidence, git
 from orchestrator.checks import CheckRun
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from orchestrator.evidence import ClaimedCheck, CheckRunner, PeerClaim, ResultClaim, Subject, Verification
+from orchestrator.evidence import CheckRunner, PeerClaim, ResultClaim, Subject, Verification
+from orchestrator.inbox import result_claim
 from packets import EnvelopeError, parse_message
 from packets.result import parse_result
 from registry import Run, StaleState, Worker, WorkerState
@@ -83,15 +84,7 @@ def read_result(engine: Engine, worker: Worker) -> ResultClaim:
         if not report.is_file():
             return ResultClaim(reports=(lines[0],), problems=(f"the result is a report path that cannot be opened: {lines[0]}",))
         body = report.read_text(errors="replace")
-    parsed = parse_result(body)
-    return ResultClaim(
-        status=parsed.status,
-        commits=parsed.commits,
-        changed_files=parsed.changed_files,
-        checks=tuple(ClaimedCheck(command=check.command, exit_code=check.exit_code) for check in parsed.checks),
-        reports=parsed.reports,
-        problems=parsed.problems,
-    )
+    return result_claim(parse_result(body))
 
 
 def _subject(engine: Engine, run: Run, worker: Worker, peers: Iterable[Worker]) -> Subject | str:
