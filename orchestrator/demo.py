@@ -349,12 +349,13 @@ def run_demo(
 
 @contextmanager
 def _no_interrupts() -> Iterator[None]:
-    # A second Ctrl-C must not abandon the teardown halfway (and leave tmux and agents running).
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A second Ctrl-C (or a SIGTERM) must not abandon the teardown halfway and leave tmux and agents running.
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _cleanup_words(cleanup: Cleanup) -> str:
