@@ -43,7 +43,7 @@ READ_LINES = 60
 ACCEPTED_STATES: tuple[AgentStatus, ...] = ("working", "idle", "done", "blocked")
 SENDABLE = ("idle", "done")
 # No answer, or one we cannot read: whether herdr wrote the prompt is unknown (engine.once leaves it in flight).
-UNKNOWN: tuple[type[Exception], ...] = (HerdrTimeout, HerdrProtocolError)
+UNKNOWN: tuple[type[HerdrError], ...] = (HerdrTimeout, HerdrProtocolError)
 
 Outcome = Literal["accepted", "stalled", "unknown", "skipped", "failed"]
 Suggestion = Literal["approval_prompt", "shell_prompt", "agent_prompt", "nothing", "unrecognised"]
