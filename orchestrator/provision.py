@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
@@ -36,6 +36,8 @@ from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from registry import Run, Worker, WorkerState
 
 OutcomeState = Literal["ready", "failed", "provisioning"]
+
+T = TypeVar("T")
 
 # A right split halves the width; below this many columns per half a worker's TUI gets cramped, so split down.
 MIN_SPLIT_COLUMNS = 80
@@ -208,12 +210,67 @@ class _Job:
         return self.planned.task
 
 
+class SharedRead(Generic[T]):
+    """One read serving every concurrent caller it can: a caller is answered only by a read that *began after it
+    asked*, so whatever the caller changed before asking is in what it sees. Callers arriving while a read runs
+    share the next one; a failed read fails each caller it served."""
+
+    def __init__(self, read: Callable[[], T]) -> None:
+        self._read = read
+        self._cond = threading.Condition()
+        self._started = 0  # reads begun so far (their sequence numbers)
+        self._running = False
+        self._finished = 0  # the sequence number of the last finished read
+        self._result: T | None = None
+        self._error: Exception | None = None
+        self.reads = 0
+        self.waiting = 0
+
+    def wait_for_waiting(self, count: int, timeout: float = 10.0) -> bool:
+        """True once ``count`` callers wait for a later read (for tests and diagnostics)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: self.waiting >= count, timeout=timeout)
+
+    def get(self) -> T:
+        """A result read after this call began."""
+        with self._cond:
+            wanted = self._started + 1
+            while self._finished < wanted:
+                if not self._running:
+                    self._running, self._started = True, self._started + 1
+                    mine = self._started
+                    break
+                self.waiting += 1
+                self._cond.notify_all()  # lets an observer (a test) see who waits
+                self._cond.wait()
+                self.waiting -= 1
+            else:
+                return self._answer()
+        result: T | None = None
+        error: Exception | None = None
+        try:
+            result = self._read()
+        except Exception as exc:
+            error = exc
+        with self._cond:
+            self._running, self._finished, self._result, self._error = False, mine, result, error
+            self.reads += 1
+            self._cond.notify_all()
+            return self._answer()
+
+    def _answer(self) -> T:
+        if self._error is not None:
+            raise self._error
+        return self._result  # type: ignore[return-value]
+
+
 @dataclass
 class _Round:
     engine: Engine
     run: Run
     plan: ResolvedPlan
     snapshot: Snapshot
+    tabs: SharedRead[tuple[TabInfo, ...]]
     _fetch_lock: threading.Lock = field(default_factory=threading.Lock)
     _base: tuple[str | None, str | None, str] | None = None  # (remote, error, note)
 
@@ -449,7 +506,8 @@ def _read_back(rnd: _Round, job: _Job, tab_id: str) -> None:
     """The mandatory gate: tab label exactly $label (mended once by rename), branch and toplevel of the checkout."""
     herdr, layout = rnd.engine.herdr, job.planned.worktree
     for attempt in (1, 2):
-        tab = next((t for t in herdr.tab_list(workspace=rnd.ws) if t.tab_id == tab_id), None)
+        # Shared with workers reading back at the same time; always a list begun after this worker's move or rename.
+        tab = next((t for t in rnd.tabs.get() if t.tab_id == tab_id), None)
         if tab is None:
             raise _Fail("read-back", f"tab {tab_id} is not in workspace {rnd.ws}")
         if tab.label == layout.label:
@@ -706,7 +764,9 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
             panes=herdr.pane_list(workspace=run.workspace_id),
             agents=herdr.agent_list(),
         )
-        rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot)
+        workspace = run.workspace_id
+        tabs = SharedRead(lambda: herdr.tab_list(workspace=workspace))
+        rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot, tabs=tabs)
         outcomes.update(_schedule(rnd, {t: jobs[t] for t in pending}, plan.plan.defaults.concurrency))
     return ProvisionResult(run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers))
 

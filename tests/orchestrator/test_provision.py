@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 
 from orchestrator import git
 from orchestrator.herdr_models import LayoutPane, PaneLayoutSnapshot, Rect
-from orchestrator.provision import ProvisionResult, WorkerOutcome, _fetch_error, choose_direction, render_provision
+from orchestrator.provision import ProvisionResult, SharedRead, WorkerOutcome, _fetch_error, choose_direction, render_provision
 
 WT = "/home/me/src/acme/widgets.worktrees"
 
@@ -84,3 +85,58 @@ def test_fetch_branch_against_a_real_remote(git_repo: Any, tmp_path: Path) -> No
     assert git.upstream_of(git_repo.path, "main") is None
 
 
+
+
+# --- SharedRead: one tab list for the workers reading back at the same time ---
+
+
+class GatedRead:
+    """A read that blocks until the test opens its gate; counts reads and returns their sequence number."""
+
+    def __init__(self) -> None:
+        self.gates: list[threading.Event] = []
+        self.began = threading.Semaphore(0)
+
+    def __call__(self) -> int:
+        gate = threading.Event()
+        self.gates.append(gate)
+        self.began.release()
+        assert gate.wait(10)
+        return len(self.gates)
+
+
+def test_shared_read_serves_only_callers_that_asked_before_it_began() -> None:
+    read = GatedRead()
+    shared: SharedRead[int] = SharedRead(read)
+    answers: dict[str, int] = {}
+
+    def ask(name: str) -> threading.Thread:
+        thread = threading.Thread(target=lambda: answers.__setitem__(name, shared.get()))
+        thread.start()
+        return thread
+
+    first = ask("a")
+    assert read.began.acquire(timeout=10)  # read 1 runs for a
+    later = [ask("b"), ask("c")]  # they asked after read 1 began: it cannot answer them
+    assert shared.wait_for_waiting(2)
+    read.gates[0].set()
+    first.join(10)
+    assert read.began.acquire(timeout=10)  # one read 2, for both of them
+    read.gates[1].set()
+    for thread in later:
+        thread.join(10)
+
+    assert answers == {"a": 1, "b": 2, "c": 2}
+    assert shared.reads == 2
+
+
+def test_shared_read_failure_reaches_every_caller_it_served() -> None:
+    def broken() -> int:
+        raise RuntimeError("herdr tab list: server gone")
+
+    shared: SharedRead[int] = SharedRead(broken)
+    with pytest.raises(RuntimeError, match="server gone"):
+        shared.get()
+    with pytest.raises(RuntimeError, match="server gone"):
+        shared.get()
+    assert shared.reads == 2
