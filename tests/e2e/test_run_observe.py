@@ -136,3 +136,200 @@ do = "result"
         "Blockers: none\n"
     )
     assert world.repo.git("show", "docs/licence:docs/LICENCE.md") == "MIT, like the code."
+
+
+def test_blocked_worker_is_surfaced_with_its_decision_and_kept(world: Any) -> None:
+    world.write_scenarios('[[task.deploy]]\ndo = "blocked"\nmessage = "Need a token for the staging API."\n')
+
+    stopped, run_id = run(world, HEAD + worker("deploy") + worker("greet"))
+
+    assert stopped.returncode == 10, stopped.stderr
+    assert json.loads(stopped.stdout)["stopped_at"] == "waiting for the person: deploy"
+    assert notes(normalise(world, stopped.stderr, run_id), "deploy: blocked:", "waits for you") == [
+        "deploy: blocked: Need a token for the staging API. (decide, then `orch answer deploy TEXT` or `orch send deploy --kind stop TEXT`)",
+        "deploy waits for you: Need a token for the staging API. -> `orch answer deploy TEXT`, then `orch resume <run>`",
+    ]
+    assert report(world, run_id) == (
+        "Herdr: PARTIAL\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: deploy=blocked, greet=accepted\n"
+        "Callbacks: run <run>; deploy 1 accepted (blocked); greet 2 accepted (update, result); missing result: deploy\n"
+        "Verification: deploy: not verified; greet: `ls src/greet/` exit 0 -> accepted\n"
+        "Retired: deploy pane w1:pN open (worker is blocked); "
+        "deploy worktree <src>/acme/widgets.worktrees/widgets-feat-deploy open (worker is blocked); "
+        "deploy workspace wN open (worker is blocked); greet pane w1:pN open (worker is accepted); "
+        "greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet open (worker is accepted); "
+        "greet workspace wN open (worker is accepted)\n"
+        "Blockers: deploy blocked: Need a token for the staging API.\n"
+    )
+    # Kept: not failed, not retired; its pane and its agent are still there, blocked, waiting for the decision.
+    ledger = world.engine().ledger
+    deploy = ledger.get_worker(run_id, "deploy")
+    assert (deploy.state, deploy.final_disposition, deploy.pending_question) == (S.BLOCKED, None, "Need a token for the staging API.")
+    assert [e.to_state for e in ledger.events(run_id, task_label="deploy") if e.kind == EventKind.TRANSITION][-1] is S.BLOCKED
+    agent = world.herdr("agent", "get", deploy.pane_id)["result"]["agent"]
+    assert (agent["pane_id"], agent["agent_status"]) == (deploy.pane_id, "blocked")
+
+
+def test_stalled_worker_fails_on_the_third_unchanged_check_in_while_a_printing_one_does_not(world: Any) -> None:
+    # `chatty` prints a line about every half second (each `run` step shows its command and exit) for ~8 s,
+    # never changing its herdr state, then commits and reports: alive by its output alone.
+    printing = "".join('\n[[task.chatty]]\ndo = "run"\ncommand = "sleep 0.5"\n' for _ in range(16))
+    world.write_scenarios(
+        '[[task.stuck]]\ndo = "stall"\n'
+        + printing
+        + '\n[[task.chatty]]\ndo = "write"\npath = "{claim_file}"\ncontent = "tick\\n"\n'
+        + '\n[[task.chatty]]\ndo = "commit"\nmessage = "chatty: done"\n'
+        + '\n[[task.chatty]]\ndo = "result"\n'
+    )
+
+    done, run_id = run(world, HEAD + worker("stuck") + worker("chatty"))
+
+    assert done.returncode == 10, done.stderr
+    ledger = world.engine().ledger
+    stuck = [e for e in ledger.events(run_id, task_label="stuck") if e.kind in (EventKind.CHECK_IN, EventKind.TRANSITION)]
+    check_ins = [e.detail["unchanged_check_ins"] for e in stuck if e.kind == EventKind.CHECK_IN]
+    # A baseline (0 until its screen settles), then 1, 2 unchanged: still working; the 3rd unchanged fails it.
+    assert check_ins[-STALL_LIMIT - 1 :] == [0, 1, 2, 3] and set(check_ins[:-STALL_LIMIT]) == {0}
+    last_check_in = max(i for i, e in enumerate(stuck) if e.kind == EventKind.CHECK_IN)
+    failed = [i for i, e in enumerate(stuck) if e.kind == EventKind.TRANSITION and e.to_state is S.FAILED]
+    assert failed == [last_check_in + 1]
+    assert stuck[failed[0]].detail["cause"] == {"reason": "no change of state or output across 3 consecutive check-ins"}
+    chatty = ledger.events(run_id, task_label="chatty")
+    result_at = next(e.seq for e in chatty if e.kind == EventKind.TRANSITION and e.to_state is S.RESULT)
+    working = [e.detail["unchanged_check_ins"] for e in chatty if e.kind == EventKind.CHECK_IN and e.seq < result_at]
+    assert len(working) > STALL_LIMIT and max(working) < STALL_LIMIT, working
+    assert report(world, run_id) == (
+        "Herdr: PARTIAL\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: stuck=retained/failed, chatty=retained/accepted\n"
+        "Callbacks: run <run>; stuck 0 accepted; chatty 1 accepted (result); missing result: stuck\n"
+        "Verification: stuck: not verified; chatty: `ls src/chatty/` exit 0 -> accepted\n"
+        # The stalled agent is still mid-turn: typing /exit into it could be taken as a prompt, so its pane stays.
+        "Retired: stuck pane w1:pN retained (agent is working; /exit not sent); "
+        "stuck worktree <src>/acme/widgets.worktrees/widgets-feat-stuck retained (still used by stuck (pane kept)); "
+        "stuck workspace wN closed; chatty pane w1:pN closed; chatty worktree <src>/acme/widgets.worktrees/widgets-feat-chatty "
+        f"retained (not integrated: commit {short(world, 'feat/chatty')} exists only on feat/chatty); chatty workspace wN closed\n"
+        "Blockers: stuck failed: no change of state or output across 3 consecutive check-ins\n"
+    )
+
+
+def test_forged_and_stale_callbacks_are_kept_aside_while_the_real_worker_is_accepted(world: Any) -> None:
+    world.write_scenarios(
+        """
+[[task.greet]]
+do = "send"
+kind = "update"
+message = "late news from an old run"
+run = "r-stale"
+
+[[task.greet]]
+do = "send"
+kind = "result"
+message = "Status: done"
+from = "mallory"
+
+[[task.greet]]
+do = "write"
+path = "{claim_file}"
+content = "hello\\n"
+
+[[task.greet]]
+do = "commit"
+message = "greet: hello"
+
+[[task.greet]]
+do = "result"
+"""
+    )
+
+    done, run_id = run(world, HEAD + worker("greet"))
+
+    assert done.returncode == 0, done.stderr
+    assert notes(normalise(world, done.stderr, run_id), "kept aside") == [
+        'greet: kept aside: unknown_run: run "r-stale" is not the current run "<run>" nor any run the ledger knows',
+        'greet: kept aside: wrong_sender: sender "mallory" is not "greet", the worker registered for task "greet"',
+    ]
+    assert report(world, run_id) == (
+        "Herdr: PASS\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: greet=retained/accepted\n"
+        "Callbacks: run <run>; greet 1 accepted (result); kept aside 2: "
+        '#1 unknown_run (run "r-stale" is not the current run "<run>" nor any run the ledger knows), '
+        '#2 wrong_sender (sender "mallory" is not "greet", the worker registered for task "greet"); missing result: none\n'
+        "Verification: greet: `ls src/greet/` exit 0 -> accepted\n"
+        "Retired: greet pane w1:pN closed; greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet retained "
+        f"(not integrated: commit {short(world, 'feat/greet')} exists only on feat/greet); greet workspace wN closed\n"
+        "Blockers: none\n"
+    )
+    listed = world.orch("inbox", "list", "--run", run_id)
+    stamped = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", "<at>", normalise(world, listed.stdout, run_id))
+    assert stamped == (
+        "Inbox of run <run>: 3 messages\n"
+        "#1 <at> kept aside (unknown_run) update task=greet from=greet [handled]\n"
+        '    run "r-stale" is not the current run "<run>" nor any run the ledger knows\n'
+        "#2 <at> kept aside (wrong_sender) result task=greet from=mallory [handled]\n"
+        '    sender "mallory" is not "greet", the worker registered for task "greet"\n'
+        "#3 <at> accepted result task=greet from=greet [handled]\n"
+        "    Status: done\n"
+    )
+
+
+def test_missing_result_is_asked_for_once_then_accepted_or_surfaced(world: Any) -> None:
+    # Both end their first turn without a result; `forgetful` answers the request with the default follow-up
+    # (append, commit, verify, result), `silent` only says it is still thinking.
+    world.write_scenarios(
+        """
+[[task.forgetful]]
+do = "write"
+path = "{claim_file}"
+content = "hello\\n"
+
+[[task.forgetful]]
+do = "commit"
+message = "forgetful: hello"
+
+[[task.silent]]
+do = "write"
+path = "{claim_file}"
+content = "hello\\n"
+
+[[follow-up.silent]]
+do = "update"
+message = "still thinking"
+"""
+    )
+
+    done, run_id = run(world, HEAD + worker("forgetful") + worker("silent"))
+
+    assert done.returncode == 10, done.stderr
+    ledger = world.engine().ledger
+    run_row = ledger.get_run(run_id)
+    for task in ("forgetful", "silent"):
+        asks = [e for e in ledger.list_effects(run_id) if e.task_label == task and e.kind == "agent_prompt" and e.key != f"{task}:dispatch:1"]
+        envelope = build_controller_message(
+            run_id=run_id, task_label=task, controller_target=run_row.controller_target, kind="follow-up", body=ASK_FOR_RESULT
+        )
+        assert [(a.key, a.status.value, a.request["kind"], a.request["text"]) for a in asks] == [
+            (f"{task}:ask-result:1", "confirmed", "follow-up", envelope)
+        ]
+    claimed = world.repo.git("show", "feat/forgetful:src/forgetful/sim-forgetful.txt")
+    assert claimed == f"hello\nfollow-up: {ASK_FOR_RESULT}"
+    assert notes(done.stderr, "asked for result", "failed:") == [
+        "forgetful: asked for result: done without a result; asked once for it",
+        "silent: asked for result: done without a result; asked once for it",
+        "silent: failed: done without a result after being asked for it once; no change of state or output across 3 consecutive check-ins",
+    ]
+    assert report(world, run_id) == (
+        "Herdr: PARTIAL\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: forgetful=retained/accepted, silent=retained/failed\n"
+        "Callbacks: run <run>; forgetful 1 accepted (result); silent 1 accepted (update); missing result: silent\n"
+        "Verification: forgetful: `ls src/forgetful/` exit 0 -> accepted; silent: not verified\n"
+        "Retired: forgetful pane w1:pN closed; forgetful worktree <src>/acme/widgets.worktrees/widgets-feat-forgetful retained "
+        f"(not integrated: 2 commits exist only on feat/forgetful ({short(world, 'feat/forgetful')} and 1 more)); "
+        "forgetful workspace wN closed; silent pane w1:pN closed; "
+        "silent worktree <src>/acme/widgets.worktrees/widgets-feat-silent retained (1 untracked file); silent workspace wN closed\n"
+        "Blockers: silent failed: done without a result after being asked for it once; "
+        "no change of state or output across 3 consecutive check-ins\n"
+    )
