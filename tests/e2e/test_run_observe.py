@@ -262,16 +262,24 @@ do = "result"
         f"(not integrated: commit {short(world, 'feat/greet')} exists only on feat/greet); greet workspace wN closed\n"
         "Blockers: none\n"
     )
+    # A late callback after the run finished (the worker's own callback command, replayed) is stale, never acted on.
+    target = world.engine().ledger.get_worker(run_id, "greet").reply_target
+    late = world.orch("inbox", "add", "--run", run_id, f"[herdr-orchestration run={run_id} task=greet from=greet kind=update reply-to={target}]\nlate")
+    assert (late.returncode, normalise(world, late.stdout, run_id)) == (
+        0, 'kept aside #4 (stale_run): update from greet for task greet: run "<run>" is finished\n'
+    )
     listed = world.orch("inbox", "list", "--run", run_id)
     stamped = re.sub(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", "<at>", normalise(world, listed.stdout, run_id))
     assert stamped == (
-        "Inbox of run <run>: 3 messages\n"
+        "Inbox of run <run>: 4 messages\n"
         "#1 <at> kept aside (unknown_run) update task=greet from=greet [handled]\n"
         '    run "r-stale" is not the current run "<run>" nor any run the ledger knows\n'
         "#2 <at> kept aside (wrong_sender) result task=greet from=mallory [handled]\n"
         '    sender "mallory" is not "greet", the worker registered for task "greet"\n'
         "#3 <at> accepted result task=greet from=greet [handled]\n"
         "    Status: done\n"
+        "#4 <at> kept aside (stale_run) update task=greet from=greet [new]\n"
+        '    run "<run>" is finished\n'
     )
 
 
