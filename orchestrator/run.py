@@ -147,8 +147,10 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
             f"run {run.run_id} interrupted during {stage}; no new work was dispatched, workers and evidence are in place",
             hint=f"continue with `orch resume {run.run_id}`",
         ) from None
-    report, _ = write_report(engine, run)
-    ledger.set_run_status(run.run_id, RunStatus.FINISHED, stopped_at="report", verdict=report.verdict)
+    verdict = write_report(engine, run)[0].verdict
+    finished = ledger.set_run_status(run.run_id, RunStatus.FINISHED, stopped_at="report", verdict=verdict)
+    # Written again so the report on disk shows the run as finished, not as it was a moment before.
+    report, _ = write_report(engine, finished)
     return RunOutcome(run_id=run.run_id, finished=True, stopped_at="report", report=report, exit_code=int(VERDICT_EXIT[report.verdict]))
 
 
