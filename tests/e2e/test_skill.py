@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -309,22 +310,39 @@ class SkillAgent:
                 return new
             time.sleep(0.3)
 
-    def observe_until_results(self, tasks: set[str], needs: set[str]) -> None:
-        """§5: hand every callback over, check in once, answer what needs an answer, until `tasks` sent results."""
+    def settle(self, tasks: list[str]) -> None:
+        """Wait, as the agent waits for its next prompt, until these workers are settled in herdr.
+
+        A worker sends its callback before its turn ends, so once herdr shows it settled the callback is in the
+        controller's prompts: handed over before the check-in, it is never mistaken for a missing result.
+        """
+        for task in tasks:
+            self.world.herdr("agent", "wait", task, "--timeout", "60000")
+        self.world.herdr("agent", "wait", "controller", "--timeout", "10000")
+
+    def observe_until(self, done: Callable[[dict[str, Any]], bool], moving: list[str], answer_after: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        """§5: hand every callback over, check in once, answer what needs an answer, until ``done(workers)``.
+
+        Questions the plan does not answer are answered once the tasks in ``answer_after`` sent their result.
+        """
         deadline = time.monotonic() + 180
+        needs: set[str] = set()
         while True:
-            for message in self.next_callbacks():
+            self.settle(moving)
+            for message in self.next_callbacks(timeout_s=0):
                 assert message.startswith("[herdr-orchestration run="), message
                 added = self.run("inbox add", message=message)
                 assert added["verdict"] == "accepted", added
             seen = self.run("observe")
             needs |= {o["task"] for o in seen["observations"] if o["what"] == "needs_answer"}
-            assert not {o["what"] for o in seen["observations"]} & {"failed", "kept_aside", "blocked", "gone"}, seen
+            assert not {o["what"] for o in seen["observations"]} & {"failed", "kept_aside", "blocked", "gone", "asked_for_result"}, seen
             states = {w["task"]: w for w in seen["workers"]}
-            for task in sorted(needs):
-                if states[task]["state"] == "question" and self.try_run("answer", task=task, text=ANSWER) is not None:
-                    needs.discard(task)
-            if all(states[t]["state"] == "result" for t in tasks):
+            if all(states[t]["state"] in ("result", "accepted") for t in answer_after):
+                for task in sorted(needs):
+                    if states[task]["state"] == "question" and self.try_run("answer", task=task, text=ANSWER) is not None:
+                        needs.discard(task)
+            moving = [task for task, w in states.items() if w["state"] in ("dispatched", "working")]
+            if done(states):
                 return
             assert time.monotonic() < deadline, seen
 
@@ -356,18 +374,18 @@ def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: 
     assert (dispatched["prompts_sent"], [w["outcome"] for w in dispatched["workers"]]) == (2, ["accepted", "accepted"])
 
     # greeting asks what the plan does not answer (the agent answers); api-docs asks what it does (orch answers).
-    agent.observe_until_results({"greeting", "api-docs"}, set())
+    agent.observe_until(lambda w: w["greeting"]["state"] == w["api-docs"]["state"] == "result", ["greeting", "api-docs"], answer_after={"api-docs"})
     status = agent.run("status")
     assert [(w["task"], w["state"]) for w in status["workers"]] == [("greeting", "result"), ("api-docs", "result")]
     listed = agent.run("inbox list")
     assert {m["verdict"] for m in listed["messages"]} == {"accepted"}
 
     verified = agent.run("verify")
-    assert {v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]} == {"greeting": "accepted", "api-docs": "rejected"}
+    assert {v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]} == {"greeting": "accepted", "api-docs": "rejected"}, json.dumps(verified, indent=1)
     # Rejected: send it back (the controller writes no work product), observe, verify again.
     sent = agent.run("send", task="api-docs", text=FOLLOW_UP)
     assert (sent["kind"], sent["state"]) == ("follow-up", "dispatched")
-    agent.observe_until_results({"api-docs"}, set())
+    agent.observe_until(lambda w: w["api-docs"]["state"] == "result", ["api-docs"])
     verified = agent.run("verify")
     assert {v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]} == {"api-docs": "accepted"}
 
