@@ -171,7 +171,8 @@ class Packet(BaseModel):
     deliverable: Text
     scope: Items
     exclusions: tuple[Annotated[str, AfterValidator(_check_exclusion)], ...] = ()
-    file_claim: Annotated[tuple[Annotated[str, AfterValidator(_check_claim)], ...], AfterValidator(_non_empty)]
+    # Empty: a read-only task (a review, an investigation): the worker may change no file at all.
+    file_claim: tuple[Annotated[str, AfterValidator(_check_claim)], ...]
     evidence: Items
     verification: Annotated[tuple[Annotated[str, AfterValidator(_check_command)], ...], AfterValidator(_non_empty)]
     stop_conditions: Items

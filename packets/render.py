@@ -13,6 +13,8 @@ from packets.result import RESULT_FORMAT
 
 TITLE_PREFIX = "Delegation packet for task "
 CLAIM_INTRO = "You may create or change only these paths (glob patterns, relative to the working directory):"
+# An empty claim: the whole section is this one line.
+READ_ONLY_CLAIM = "None: this task is read-only. Do not create, change or delete any file, and make no commits."
 VERIFICATION_INTRO = "Run each command from the working directory and paste its real output in your result:"
 STOP_INTRO = "Stop, send a `blocked` message and end your turn when:"
 # The rules a worker needs to use the callback correctly; fixed text, so the parser re-checks it verbatim.
@@ -81,8 +83,7 @@ def render_packet(packet: Packet) -> str:
         *(_bullets(p.exclusions) if p.exclusions else ["- none"]),
         "",
         "## File claim",
-        CLAIM_INTRO,
-        *_bullets(p.file_claim),
+        *([CLAIM_INTRO, *_bullets(p.file_claim)] if p.file_claim else [READ_ONLY_CLAIM]),
         "",
         "## Evidence required",
         *_bullets(p.evidence),
@@ -229,9 +230,15 @@ def parse_packet(text: str) -> Packet:
     exclusions = r.bullets()
     fields["exclusions"] = () if exclusions == ("none",) else exclusions
     r.expect("## File claim")
-    r.expect(CLAIM_INTRO)
     r.mark("file_claim")
-    fields["file_claim"] = r.bullets()
+    if r.peek() == READ_ONLY_CLAIM:
+        r.take()
+        r.expect("")
+        fields["file_claim"] = ()
+    else:
+        r.expect(CLAIM_INTRO)
+        r.mark("file_claim")
+        fields["file_claim"] = r.bullets()
     r.expect("## Evidence required")
     r.mark("evidence")
     fields["evidence"] = r.bullets()

@@ -9,6 +9,7 @@ import pytest
 
 from packets import PacketSyntaxError, build_packet, parse_packet, render_packet
 from packets.model import Packet
+from packets.render import CLAIM_INTRO, READ_ONLY_CLAIM
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 RUN = "w1:p1-20260101T000000Z"
@@ -102,6 +103,21 @@ PACKETS: dict[str, Packet] = {
         context_files=("/home/me/orch-home/runs/w2-p1/context/incident-4711.md", "/home/me/orch-home/runs/w2-p1/context/retry after.log"),
         callback_prefix=("/opt/orch/bin/orch", "inbox", "add", "--home", "/home/me/.local/state/orch"),
     ),
+    "read-only-review.txt": _base(
+        task_label="review-login-form",
+        worker_name="login-review",
+        worker_target="w1:p6",
+        worker_kind="claude",
+        workdir="/home/me/src/acme/api.worktrees/api-feat-login-form",
+        objective="Review the login form validation on feat/login-form for missed cases.",
+        deliverable="A result message listing each problem found, with file and line.",
+        scope=("src/login/form.py", "tests/login/test_form.py"),
+        exclusions=("fixing what you find",),
+        file_claim=(),
+        evidence=("file and line references for every problem",),
+        verification=("python3 -m pytest tests/login -q",),
+        stop_conditions=("the branch has no login form changes",),
+    ),
 }
 
 
@@ -187,4 +203,19 @@ PARSE_ERRORS = [
 def test_parser_rejects_what_the_renderer_would_not_produce(case: str, text: str, line: int, reason: str) -> None:
     with pytest.raises(PacketSyntaxError) as caught:
         parse_packet(text)
+    assert (caught.value.line, caught.value.reason) == (line, reason)
+
+
+READ_ONLY = render_packet(PACKETS["read-only-review.txt"])
+
+
+@pytest.mark.parametrize(("old", "new", "line", "reason"), [
+    (f"{READ_ONLY_CLAIM}\n", f"{READ_ONLY_CLAIM}\n- src/login/**\n", 30, "expected '', found '- src/login/**'"),
+    (f"{READ_ONLY_CLAIM}\n", f"{CLAIM_INTRO}\n", 30, "expected at least one '- ' bullet"),
+    (f"{READ_ONLY_CLAIM}\n", "None.\n", 29, f"expected {CLAIM_INTRO!r}, found 'None.'"),
+], ids=["read-only-with-bullets", "intro-without-bullets", "edited-read-only-line"])
+def test_parser_rejects_a_read_only_claim_that_is_not_exactly_rendered(old: str, new: str, line: int, reason: str) -> None:
+    assert old in READ_ONLY
+    with pytest.raises(PacketSyntaxError) as caught:
+        parse_packet(READ_ONLY.replace(old, new, 1))
     assert (caught.value.line, caught.value.reason) == (line, reason)
