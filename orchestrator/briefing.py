@@ -22,6 +22,12 @@ DEFAULT_EVIDENCE: tuple[str, ...] = (
     "The full SHA of every commit you made.",
     "The genuine output of every verification command below (never a summary of it).",
 )
+# Read-only work (an empty claim): nothing to commit, so the evidence is what was found and the checks' output.
+READ_ONLY_SCOPE = "Read and report only: the objective above, without changing any file."
+READ_ONLY_EVIDENCE: tuple[str, ...] = (
+    "path:line references for every finding.",
+    "The genuine output of every verification command below (never a summary of it).",
+)
 
 # Free-text fields that may be moved out of the prompt, largest first, when the packet is too big for one argv word.
 _MOVABLE = ("objective", "deliverable")
@@ -94,9 +100,6 @@ def packet_fields(engine: Engine, run: Run, plan: ResolvedPlan, planned: Resolve
     base_sha = worker.base_sha or run.base_sha
     if not base_sha:
         raise OrchError(f"run {run.run_id} has no base SHA for {planned.task}", hint="run `orch preflight` first: it resolves the base ref")
-    if not entry.claim:
-        # packets.Packet needs a non-empty file claim, and "none" would be read as a file name.
-        raise OrchError(f"task {planned.task} has an empty claim (read-only work), which a delegation packet cannot express yet")
     return {
         "run_id": run.run_id,
         "task_label": planned.task,
@@ -112,10 +115,11 @@ def packet_fields(engine: Engine, run: Run, plan: ResolvedPlan, planned: Resolve
         "execution_mode": planned.mode,
         "objective": entry.objective,
         "deliverable": entry.deliverable,
-        "scope": entry.scope or entry.claim,
+        # An empty claim is read-only work: the packet's File claim then forbids every change.
+        "scope": entry.scope or entry.claim or (READ_ONLY_SCOPE,),
         "exclusions": entry.exclusions,
         "file_claim": entry.claim,
-        "evidence": entry.evidence or DEFAULT_EVIDENCE,
+        "evidence": entry.evidence or (DEFAULT_EVIDENCE if entry.claim else READ_ONLY_EVIDENCE),
         "verification": entry.verify or default_verification(base_sha),
         "stop_conditions": planned.stop_conditions,
         "context_files": (),

@@ -115,15 +115,15 @@ def test_oversized_objective_moves_to_a_context_file(tmp_path: Path) -> None:
     assert moved.read_text() == f"# Objective of task big-task (run {RUN_ID})\n\n{objective}\n"
 
 
-def test_read_only_worker_is_refused_in_one_line(tmp_path: Path) -> None:
+def test_read_only_worker_gets_a_packet_that_forbids_every_change(tmp_path: Path, golden: Callable[[str, str], None]) -> None:
     engine = make_engine(tmp_path)
     run = start_run(engine, PLAN.format(objective="Review the API.", claim="[]"))
 
-    with pytest.raises(OrchError) as caught:
-        brief(engine, run, "big-task")
+    briefing = brief(engine, run, "big-task")
 
-    assert caught.value.message == "task big-task has an empty claim (read-only work), which a delegation packet cannot express yet"
-    assert not (engine.run_dir(RUN_ID) / "packets").exists()
+    golden("packet_read_only.md", briefing.text)
+    assert briefing.packet.file_claim == ()
+    assert parse_packet(briefing.text) == briefing.packet
 
 
 def test_missing_base_sha_is_one_line(tmp_path: Path) -> None:
