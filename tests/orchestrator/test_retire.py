@@ -170,8 +170,8 @@ def test_fresh_checkout_without_commits_may_go(git_repo: Any, tmp_path: Path) ->
         ({"modify": True}, "1 changed file"),
         ({"untracked": 2}, "2 untracked files"),
         ({"modify": True, "untracked": 1}, "1 changed file and 1 untracked file"),
-        ({"commits": 1}, "commit {0} exists only on feat/a"),
-        ({"commits": 3}, "3 commits exist only on feat/a ({0} and 2 more)"),
+        ({"commits": 1}, "not integrated: commit {0} exists only on feat/a"),
+        ({"commits": 3}, "not integrated: 3 commits exist only on feat/a ({0} and 2 more)"),
     ],
 )
 def test_checkout_holding_work_is_kept_with_the_exact_reason(git_repo: Any, tmp_path: Path, arrange: dict[str, Any], expected: str) -> None:
@@ -210,7 +210,7 @@ def test_detached_checkout_commits_are_named_as_such(git_repo: Any, tmp_path: Pa
     git_repo.git("worktree", "add", "--quiet", "--detach", str(path))
     sha = git_repo.commit("a", {"a.txt": "a\n"}, cwd=path)
 
-    assert holds_work(git_repo.path, path) == f"commit {sha[:7]} exists only on this detached checkout"
+    assert holds_work(git_repo.path, path) == f"not integrated: commit {sha[:7]} exists only on this detached checkout"
 
 
 # --- the ladder ---
@@ -247,15 +247,15 @@ def test_unmerged_worktree_is_kept_and_the_worker_retained(world: Any) -> None:
 
     assert render_retire(result) == (
         f"Retire {RUN}\n"
-        f"feature-a (feature-a): retained: worktree {path}: commit {sha} exists only on feat/feature-a\n"
+        f"feature-a (feature-a): retained: worktree {path}: not integrated: commit {sha} exists only on feat/feature-a\n"
         "  agent w1:p4: exited\n"
         "  pane w1:p4: closed\n"
-        f"  worktree {path}: kept (commit {sha} exists only on feat/feature-a)\n"
+        f"  worktree {path}: kept (not integrated: commit {sha} exists only on feat/feature-a)\n"
     )
     assert path.exists()
     assert world.engine.ledger.get_worker(RUN, "feature-a").state is S.RETAINED
     facts = [e.detail for e in world.engine.ledger.events(RUN, task_label="feature-a") if e.kind == "retained"]
-    assert facts == [{"item": str(path), "what": "worktree", "reason": f"commit {sha} exists only on feat/feature-a"}]
+    assert facts == [{"item": str(path), "what": "worktree", "reason": f"not integrated: commit {sha} exists only on feat/feature-a"}]
 
 
 def test_retained_worker_is_retired_once_its_work_is_merged(world: Any) -> None:
@@ -394,6 +394,7 @@ def test_empty_side_effect_workspace_is_closed_by_its_pane_and_a_busy_one_kept(w
         "  pane w1:p4: closed\n"
         "  workspace w5: closed\n"
         "  workspace w6: kept (not empty (2 panes))\n"
+        "  workspace w7: gone\n"
     )
     assert world.herdr.calls[-1] == ("pane-close", "w5:p1")
 
