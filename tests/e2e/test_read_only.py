@@ -1,0 +1,53 @@
+"""A read-only worker (empty claim) on the simulator: its packet forbids every change, it is dispatched and reports."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from orchestrator.dispatch import dispatch
+from registry import WorkerState
+
+PLAN = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[[workers]]
+task = "review-a"
+objective = "Review the README."
+deliverable = "A result listing what is unclear."
+branch = "docs/review-a"
+claim = []
+verify = ["true"]
+"""
+
+
+def test_read_only_worker_is_dispatched_and_reports(world: Any) -> None:
+    world.write_scenarios('[[task.review-a]]\ndo = "result"\n')
+    engine = world.engine()
+    engine.controller = "run"  # callbacks through `orch inbox add`: the controller pane is a plain shell
+    run_id = f"{world.controller_pane}-20261130T080000Z"
+    (engine.run_dir(run_id)).mkdir(parents=True)
+    (engine.run_dir(run_id) / "plan.toml").write_text(PLAN)
+    run = engine.ledger.create_run(run_id, controller_target=world.controller_pane, organization="acme", repo="widgets",
+                                   repo_path=str(world.repo.path), base_ref="main", base_sha=world.repo.head(), plan_path="plan.toml")
+    [planned] = engine.plan_for(run).workers
+    engine.ledger.add_worker(run_id, planned.task, name=planned.name, kind=planned.kind, objective=planned.worker.objective, claimed_files=())
+    created = world.herdr("worktree", "create", "--cwd", str(world.repo.path), "--branch", planned.worktree.branch,
+                          "--path", str(planned.worktree.path), "--no-focus", "--json")["result"]
+    pane = created["root_pane"]["pane_id"]
+    world.herdr("agent", "start", planned.name, "--kind", "codex", "--pane", pane)
+    engine.ledger.transition(run_id, planned.task, WorkerState.PROVISIONING, WorkerState.READY, cause={"test": "setup"},
+                             pane_id=pane, worktree_path=str(planned.worktree.path))
+
+    result = dispatch(engine, run)
+
+    assert [(w.task, w.outcome, w.state) for w in result.workers] == [("review-a", "accepted", "working")]
+    packet = (engine.run_dir(run_id) / "packets" / "review-a.md").read_text()
+    assert "## File claim\nNone: this task is read-only. Do not create, change or delete any file, and make no commits.\n\n" in packet
+    deadline = time.monotonic() + 60
+    while not (results := [m for m in engine.ledger.list_inbox(run_id) if m.kind == "result"]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [(m.task_label, str(m.verdict)) for m in results] == [("review-a", "accepted")]
+    assert world.repo.git("rev-parse", planned.worktree.branch) == world.repo.head()  # nothing committed
