@@ -189,8 +189,8 @@ def test_stalled_worker_fails_on_the_third_unchanged_check_in_while_a_printing_o
     ledger = world.engine().ledger
     stuck = [e for e in ledger.events(run_id, task_label="stuck") if e.kind in (EventKind.CHECK_IN, EventKind.TRANSITION)]
     check_ins = [e.detail["unchanged_check_ins"] for e in stuck if e.kind == EventKind.CHECK_IN]
-    # A baseline (0 until its screen settles), then 1, 2 unchanged: still working; the 3rd unchanged fails it.
-    assert check_ins[-STALL_LIMIT - 1 :] == [0, 1, 2, 3] and set(check_ins[:-STALL_LIMIT]) == {0}
+    # A baseline (0 while its screen still moves), then 1 and 2 unchanged: still working; the 3rd unchanged fails it.
+    assert check_ins[-STALL_LIMIT - 1 :] == [0, 1, 2, 3] and max(check_ins[:-1]) < STALL_LIMIT
     last_check_in = max(i for i, e in enumerate(stuck) if e.kind == EventKind.CHECK_IN)
     failed = [i for i, e in enumerate(stuck) if e.kind == EventKind.TRANSITION and e.to_state is S.FAILED]
     assert failed == [last_check_in + 1]
