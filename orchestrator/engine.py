@@ -187,7 +187,7 @@ class Engine:
             if found is None:
                 raise InFlightEffect(
                     f"{kind} for {task or run_id} was started by an earlier orch process and its outcome is unknown (effect {effect.id})",
-                    hint="inspect herdr and git, then `orch resume` settles it; orch never repeats a create or a prompt blindly",
+                    hint="inspect herdr and git, then re-run the same command (or `orch resume` for an `orch run` run) to settle it; orch never repeats a create or a prompt blindly",
                 )
             ledger.confirm(effect, found.model_dump(mode="json"))
             return found

@@ -636,6 +636,7 @@ class _Preflight:
             controller_workspace_id=self.caller.workspace_id,
             controller_tab_id=self.caller.tab_id,
             default_branch=self.repo.default_branch,
+            controller_kind="run" if self.engine.controller == "run" else "agent",
         )
         self.ok("run", f"{_count(len(self.plan.workers), 'worker')} registered in provisioning; plan snapshot {snapshot}")
 

@@ -191,6 +191,12 @@ def run_plan(
 def resume_run(engine: Engine, run_id: str | None, progress: Progress, *, keep: Sequence[str] = (), interval_s: float | None = None) -> RunOutcome:
     """`orch resume [RUN]`: continue an interrupted (or crashed) run from the ledger without repeating any effect."""
     run = engine.find_run(run_id)
+    if run.controller_kind != "run":
+        # Its workers call back with `herdr agent prompt <controller>`, which this process cannot receive.
+        raise OrchError(
+            f"run {run.run_id} is driven by an agent controller; `orch resume` continues only runs started by `orch run`",
+            hint="continue it with the granular commands (SKILL.md): orch provision, dispatch, observe --once, verify, retire, report",
+        )
     if run.status is RunStatus.INTERRUPTED:
         run = engine.ledger.set_run_status(run.run_id, RunStatus.ACTIVE, stopped_at=None)
     in_flight = engine.ledger.in_flight(run.run_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
@@ -106,6 +106,7 @@ class Run(_Record):
     controller_tab_id: str | None = None
     default_branch: str | None = None
     created_workspace_ids: tuple[str, ...] = ()
+    controller_kind: Literal["agent", "run"] = "agent"
 
 
 class Worker(_Record):

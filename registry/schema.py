@@ -121,4 +121,9 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE runs ADD COLUMN default_branch TEXT;
     ALTER TABLE runs ADD COLUMN created_workspace_ids TEXT NOT NULL DEFAULT '[]';
     """,
+    # 3: who drives the run: an agent controller (workers call back with `herdr agent prompt`) or the
+    # `orch run` process (workers call `orch inbox add`); a run is resumed only by the kind that dispatched it.
+    """
+    ALTER TABLE runs ADD COLUMN controller_kind TEXT NOT NULL DEFAULT 'agent' CHECK (controller_kind IN ('agent', 'run'));
+    """,
 )

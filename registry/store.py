@@ -57,7 +57,10 @@ WORKER_FIELDS: frozenset[str] = frozenset(
 )  # fmt: skip
 
 RUN_FIELDS: frozenset[str] = frozenset(
-    {"session", "base_sha", "workspace_id", "repo_tab_id", "controller_workspace_id", "controller_tab_id", "default_branch", "created_workspace_ids"}
+    {
+        "session", "base_sha", "workspace_id", "repo_tab_id", "controller_workspace_id", "controller_tab_id", "default_branch",
+        "created_workspace_ids", "controller_kind",
+    }
 )
 
 _JSON_COLUMNS = {

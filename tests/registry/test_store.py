@@ -84,7 +84,7 @@ def drive(ledger: Ledger, task: str, target: WorkerState) -> Worker:
 
 def test_open_creates_and_migrates_an_empty_file(ledger_path: Path, clock: Clock) -> None:
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == len(MIGRATIONS) == 2
+        assert ledger.schema_version == len(MIGRATIONS) == 3
     db = sqlite3.connect(ledger_path)
     names = db.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").fetchall()
     assert names == [
@@ -107,7 +107,7 @@ def test_reopening_keeps_data_and_does_not_migrate_again(ledger_path: Path, cloc
     with Ledger.open(ledger_path, now=clock) as ledger:
         created = ledger.create_run(RUN_ID, controller_target="w1:p1")
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == 2
+        assert ledger.schema_version == 3
         assert ledger.list_runs() == [created]
 
 
@@ -121,7 +121,7 @@ def test_a_newer_ledger_is_refused(ledger_path: Path, clock: Clock) -> None:
     sqlite3.connect(ledger_path).execute("PRAGMA user_version = 7").connection.close()
     with pytest.raises(SchemaTooNew) as raised:
         Ledger.open(ledger_path, now=clock)
-    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (2)"
+    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (3)"
 
 
 def test_a_naive_clock_is_refused(ledger_path: Path) -> None:
