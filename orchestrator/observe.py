@@ -225,11 +225,13 @@ class _Round:
             self.note(task, "blocked_ui", f"herdr shows the agent blocked without a callback: {tail}")
             self.waiting.add(task)
             return
-        asked_before = False
-        if status in ("idle", "done") and self._settled_after_dispatch(worker, info):
-            asked_before = self.missing_result(worker, status)
         output = self._read(target) if info is not None else ""
         seen = self.ledger.record_check_in(self.run.run_id, task, liveness_token(info.state_change_seq if info else None, output))
+        asked_before = False
+        # Ask only once the worker has stayed settled, unchanged, across two check-ins: a worker that just sent its
+        # result (or question) and went idle may be seen before that callback has reached the inbox.
+        if status in ("idle", "done") and self._settled_after_dispatch(worker, info) and seen.unchanged_check_ins >= 1:
+            asked_before = self.missing_result(worker, status)
         if seen.unchanged_check_ins >= STALL_LIMIT:
             reason = f"no change of state or output across {STALL_LIMIT} consecutive check-ins"
             # A settled worker that ignored the request for its result is not a stalled one: say what it failed to do.
