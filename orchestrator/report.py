@@ -432,7 +432,8 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
             asked = journal.last_change(task, "pending_question") if worker.pending_question else None
             text = worker.pending_question or _reason(into.detail if into else None) or "no decision recorded"
             out.append(Blocker(task=task, name=worker.name, kind="blocked", text=" ".join(text.split()), seqs=_seqs(into, asked)))
-        elif worker.pending_question:
+        elif worker.pending_question and worker.state is WorkerState.QUESTION:
+            # A question outlives nothing: once the worker moved on (answered, failed, retired) it no longer blocks.
             asked = journal.last_change(task, "pending_question")
             out.append(Blocker(task=task, name=worker.name, kind="question", text=" ".join(worker.pending_question.split()), seqs=_seqs(asked)))
         if WorkerState.FAILED in (worker.state, worker.final_disposition):
@@ -458,15 +459,20 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
 def _verdict(
     workers: Sequence[WorkerItem], retired: Sequence[RetiredItem], blockers: Sequence[Blocker], integration: bool
 ) -> tuple[RunVerdict, tuple[str, ...]]:
-    """FAIL: the run failed or no worker was accepted; PASS: everything accepted, retired or kept with a reason, no blockers."""
+    """FAIL: the run failed, or every worker ended and none was accepted; PASS: everything accepted, retired or kept with
+    a reason, no blockers; PARTIAL otherwise (including a run stopped while workers still wait for the person)."""
     run_failures = [b.text for b in blockers if b.kind == "run_failed"]
     if run_failures:
         return RunVerdict.FAIL, tuple(f"run failed: {text}" for text in run_failures)
     if not workers:
         return RunVerdict.FAIL, ("the run has no workers",)
-    if not any(w.disposition is WorkerState.ACCEPTED for w in workers):
-        return RunVerdict.FAIL, ("no worker was accepted",)
     reasons: list[str] = []
+    if not any(w.disposition is WorkerState.ACCEPTED for w in workers):
+        # Nothing accepted is a failure only once no worker can still succeed: one still working, or waiting
+        # for the person's answer, leaves the run unfinished (PARTIAL), not failed.
+        if all(w.disposition is not None for w in workers):
+            return RunVerdict.FAIL, ("no worker was accepted",)
+        reasons.append("no worker accepted yet")
     for w in workers:
         if w.disposition is not WorkerState.ACCEPTED:
             reasons.append(f"{w.name} is {w.state.value}" + (f"/{w.disposition.value}" if w.disposition else "") + ", not accepted")

@@ -154,6 +154,18 @@ def build_fail(ledger: Ledger) -> None:
         FAIL_RUN, "deploy", S.WORKING, S.BLOCKED, cause={"inbox_id": question},
         last_callback_id=question, pending_question="Grant the staging deploy key to widgets-deploy, or drop the deploy step?",
     )  # fmt: skip
+    ledger.transition(FAIL_RUN, "deploy", S.BLOCKED, S.FAILED, cause={"phase": "observe", "reason": "the block cannot be answered: no staging deploy key exists"})
+
+
+def test_a_run_whose_only_worker_waits_for_the_person_is_partial_not_failed(ledger: Ledger) -> None:
+    new_run(ledger, FAIL_RUN)
+    provision(ledger, FAIL_RUN, "deploy", "widgets-deploy", "pi", "w1:p3", worktree=False)
+    question = callback(ledger, FAIL_RUN, "deploy", "widgets-deploy", "question", body="Which region?", handled=False)
+    ledger.transition(FAIL_RUN, "deploy", S.WORKING, S.QUESTION, cause={"inbox_id": question}, last_callback_id=question, pending_question="Which region?")
+
+    report = build_report(ledger, FAIL_RUN)
+
+    assert (report.verdict, report.verdict_reasons[0]) == (RunVerdict.PARTIAL, "no worker accepted yet")
 
 
 @pytest.fixture
