@@ -310,7 +310,7 @@ def test_confirmation_required_stops_the_retire_ladder_without_closing_any_works
     log = herdr_log(world, tmp_path)
     world.write_scenarios(ASKS_FIRST)
     asked = run_plan(world, PLAN_HEAD + GREET)
-    assert (asked["finished"], asked["stopped_at"], asked["exit_code"]) == (False, "waiting for the person: greet", 11)
+    assert (asked["finished"], asked["stopped_at"], asked["exit_code"]) == (False, "waiting for the person: greet", 10)
     run_id = asked["run_id"]
     ledger = world.engine().ledger
     repo_ws, pane = ledger.get_run(run_id).workspace_id, ledger.get_worker(run_id, "greet").pane_id
