@@ -24,7 +24,7 @@ from orchestrator.progress import Progress, Row
 from orchestrator.provision import provision
 from orchestrator.report import VERDICT_EXIT, Report, write_report
 from orchestrator.retire import retire
-from orchestrator.verify import verify_run
+from orchestrator.verify import blocked_by_verification, stored_verification, verify_run
 from registry import Run, RunStatus, Worker, WorkerState
 
 S = WorkerState
@@ -159,6 +159,16 @@ def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequ
     ledger = engine.ledger
     for worker in waiting:
         task = worker.task_label
+        found = stored_verification(worker) if blocked_by_verification(worker) else None
+        if found is not None:
+            # The worker is done; the decision is the person's, about its evidence (an answer would reach nobody waiting).
+            why = "; ".join(found.reasons) or "no reason recorded"
+            progress.note(
+                f"{task} is blocked by verification, integration is paused: {why} -> fix its branch and `orch verify --task {task}`, "
+                f"or `orch verify --supersede {task} --reason TEXT`, then `orch resume {run.run_id}`",
+                engine.clock.now(),
+            )
+            continue
         question = worker.pending_question or "(see `orch inbox list`)"
         progress.note(f"{task} waits for you: {question} -> `orch answer {task} TEXT`, then `orch resume {run.run_id}`", engine.clock.now())
     stopped = "waiting for the person: " + ", ".join(w.task_label for w in waiting)

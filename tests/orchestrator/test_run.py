@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -11,9 +12,13 @@ from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
+from orchestrator.evidence import Verification
 from orchestrator.herdr import HerdrCli
 from orchestrator.progress import Progress
-from orchestrator.run import resume_run
+from orchestrator.run import _stop_for_person, resume_run
+from registry import WorkerState
+
+S = WorkerState
 
 RUN = "w1:p1-20261130T080000Z"
 
@@ -31,4 +36,27 @@ def test_resume_refuses_a_run_driven_by_an_agent_controller(tmp_path: Path) -> N
         "continue it with the granular commands (SKILL.md): orch provision, dispatch, observe --once, verify, retire, report",
     )
     assert engine.ledger.get_run(RUN).status == "active"
+    engine.close()
+
+
+def test_a_run_stopped_by_a_verification_block_says_what_the_person_decides(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(datetime(2026, 11, 30, 8, 0, tzinfo=UTC)), env={})
+    run = engine.ledger.create_run(RUN, controller_target="w1:p1")
+    engine.ledger.add_worker(RUN, "docs", name="docs", kind="codex", objective="Document it.", claimed_files=("docs/",), branch="docs/greet")
+    for before, after in ((S.PROVISIONING, S.READY), (S.READY, S.DISPATCHED), (S.DISPATCHED, S.RESULT), (S.RESULT, S.VERIFYING)):
+        engine.ledger.transition(RUN, "docs", before, after, cause={"test": True})
+    found = Verification(disposition="blocked", reasons=("edited outside its claim: README.md (integration paused for a decision)",),
+                         head_sha="b" * 40, commits=(), changed_files=(), outside_claim=("README.md",), checks=())  # fmt: skip
+    worker = engine.ledger.transition(RUN, "docs", S.VERIFYING, S.BLOCKED, cause={"phase": "verify"}, controller_verification=found.model_dump_json())
+    stream = io.StringIO()
+
+    outcome = _stop_for_person(engine, run, Progress(stream, live=False), [worker])
+
+    assert stream.getvalue() == (
+        "08:00:00 docs is blocked by verification, integration is paused: edited outside its claim: README.md (integration paused for a decision) "
+        "-> fix its branch and `orch verify --task docs`, or `orch verify --supersede docs --reason TEXT`, "
+        f"then `orch resume {RUN}`\n"
+    )
+    assert (outcome.finished, outcome.stopped_at) == (False, "waiting for the person: docs")
     engine.close()
