@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator import git
+from orchestrator import git, messages
 from orchestrator.agents import AGENTS
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, OrchError, one_line
@@ -37,6 +37,8 @@ ABANDON_TO_SUPERSEDED: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKI
 UNSTARTED: frozenset[WorkerState] = frozenset({S.PROVISIONING, S.READY})
 # Typing into an agent that is mid-turn or at an approval prompt could answer that prompt: only at rest.
 AT_REST = ("idle", "done")
+# Final dispositions whose still-working agent retire may interrupt with a `stop` (accepted work is at rest anyway).
+STOPPABLE = frozenset({WorkerState.FAILED, WorkerState.REJECTED, WorkerState.SUPERSEDED})
 # The last non-blank line of a shell at its prompt ends like this (bash $, root #, zsh %, fish >, starship ❯).
 SHELL_PROMPT = re.compile(r"[$#%>❯]$")
 
@@ -45,7 +47,7 @@ RETAINED_FACT = "retained"
 KEPT_ON_REQUEST = "kept on request"
 
 ItemKind = Literal["agent", "pane", "worktree", "workspace"]
-Action = Literal["exited", "closed", "removed", "kept", "untouched", "gone"]
+Action = Literal["stopped", "exited", "closed", "removed", "kept", "untouched", "gone"]
 Outcome = Literal["retired", "retained", "already_retired", "not_retired"]
 
 
@@ -245,6 +247,10 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
             ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
             ladder.holds.append(f"pane {pane}: {reason}")
             return
+        if status == "working" and worker.final_disposition in STOPPABLE:
+            # Its outcome is recorded and final, yet it is still busy (a stalled or rejected worker): the Message
+            # Contract's `stop` may interrupt a working worker; typing /exit into a busy agent would not.
+            status = _stop_working(engine, run, ladder, timeout_s)
         if status not in AT_REST:
             reason = f"agent is {status}; {command} not sent"
             ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
@@ -325,6 +331,26 @@ def _agent_in(engine: Engine, pane: str) -> tuple[str, str | None] | None:
     except HerdrNotFound:
         return None
     return agent.agent_status, agent.name
+
+
+def _stop_working(engine: Engine, run: Run, ladder: _Ladder, timeout_s: float) -> str:
+    """Send one `stop` envelope to a busy worker whose disposition is final; its agent status once it settled (or not)."""
+    worker, task = ladder.worker, ladder.task
+    disposition = worker.final_disposition.value if worker.final_disposition else "final"
+    body = f"Your task is over (disposition: {disposition}). Stop now, do not send a result, and end your turn."
+    try:
+        messages.send_message(engine, run, task, "stop", body, key=f"{task}:retire{ladder.round}:stop", agent_status="working")
+    except (OrchError, HerdrCommandError) as exc:
+        return f"working (stop not sent: {one_line(exc.message)})"
+    ladder.items.append(Item(kind="agent", id=worker.pane_id or task, action="stopped"))
+    clock = engine.clock
+    deadline = clock.monotonic() + timeout_s
+    while True:
+        found = _agent_in(engine, worker.pane_id or "")
+        status = found[0] if found else "idle"
+        if status in AT_REST or clock.monotonic() >= deadline:
+            return status if status in AT_REST else f"still {status} {timeout_s:g}s after a stop"
+        clock.sleep(POLL_S)
 
 
 def _await_shell(engine: Engine, pane: str, command: str, timeout_s: float) -> str:

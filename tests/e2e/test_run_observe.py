@@ -202,12 +202,12 @@ def test_stalled_worker_fails_on_the_third_unchanged_check_in_while_a_printing_o
     assert report(world, run_id) == (
         "Herdr: PARTIAL\n"
         "Controller: acme/w1/w1:t1/w1:p1\n"
-        "Workers: stuck=retained/failed, chatty=retained/accepted\n"
+        "Workers: stuck=retired/failed, chatty=retained/accepted\n"
         "Callbacks: run <run>; stuck 0 accepted; chatty 1 accepted (result); missing result: stuck\n"
         "Verification: stuck: not verified; chatty: `ls src/chatty/` exit 0 -> accepted\n"
-        # The stalled agent is still mid-turn: typing /exit into it could be taken as a prompt, so its pane stays.
-        "Retired: stuck pane w1:pN retained (agent is working; /exit not sent); "
-        "stuck worktree <src>/acme/widgets.worktrees/widgets-feat-stuck retained (still used by stuck (pane kept)); "
+        # The stalled agent was still mid-turn: retire sent it a `stop` envelope, then /exit once it settled. Its
+        # checkout held no work (no commit, clean), so it went too.
+        "Retired: stuck pane w1:pN closed; stuck worktree <src>/acme/widgets.worktrees/widgets-feat-stuck removed; "
         "stuck workspace wN closed; chatty pane w1:pN closed; chatty worktree <src>/acme/widgets.worktrees/widgets-feat-chatty "
         f"retained (not integrated: commit {short(world, 'feat/chatty')} exists only on feat/chatty); chatty workspace wN closed\n"
         "Blockers: stuck failed: no change of state or output across 3 consecutive check-ins\n"

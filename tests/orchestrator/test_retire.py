@@ -12,7 +12,7 @@ from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
 from orchestrator.errors import HerdrConfirmationRequired, HerdrNotFound, OrchError
-from orchestrator.herdr_models import AgentInfo, PaneInfo, WorktreeListResult
+from orchestrator.herdr_models import AgentInfo, AgentPrompted, PaneInfo, WorktreeListResult
 from orchestrator.retire import RetireResult, holds_work, render_retire, retire
 from registry import Run, WorkerState
 
@@ -28,6 +28,7 @@ class FakePane:
     agent: str | None = None
     status: str = "idle"
     exits: bool = True  # the agent leaves on /exit + Enter
+    stops: bool = True  # a `stop` envelope ends its turn (it goes idle)
     screen: list[str] = field(default_factory=lambda: ["› "])
     typed: str = ""
 
@@ -60,6 +61,13 @@ class FakeHerdr:
         if pane is None or pane.agent is None:
             raise HerdrNotFound(f"agent target {target} not found", code="agent_not_found")
         return AgentInfo.model_validate({**self._info(target), "state_change_seq": 1, "name": pane.agent})
+
+    def agent_prompt(self, target: str, text: str, **wait: Any) -> AgentPrompted:
+        self.calls.append(("agent-prompt", target, text.splitlines()[0]))
+        pane = self._pane(target)
+        if "kind=stop" in text.splitlines()[0] and pane.stops:
+            pane.status = "idle"
+        return AgentPrompted.model_validate({"type": "agent_prompted", "agent": {**self._info(target), "state_change_seq": 2, "name": pane.agent}})
 
     def pane_send_text(self, pane_id: str, text: str) -> None:
         self.calls.append(("send-text", pane_id, text))
@@ -319,6 +327,35 @@ def test_working_agent_gets_no_exit_command(world: Any) -> None:
 
     assert result.workers[0].reason == "pane w1:p4: agent is working; /exit not sent"
     assert world.herdr.calls == []
+
+
+def test_a_failed_worker_still_working_gets_one_stop_then_exits(world: Any) -> None:
+    add_worker(world, "feature-a", S.FAILED, pane="w1:p4")
+    world.herdr.panes["w1:p4"].status = "working"
+
+    result = retire(world.engine, run_of(world))
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): retired\n"
+        "  agent w1:p4: stopped\n"
+        "  agent w1:p4: exited\n"
+        "  pane w1:p4: closed\n"
+    )
+    assert world.herdr.calls[0] == (
+        "agent-prompt", "w1:p4", f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=stop reply-to=w1:p1]"
+    )
+
+
+def test_a_failed_worker_that_ignores_the_stop_is_kept(world: Any) -> None:
+    add_worker(world, "feature-a", S.FAILED, pane="w1:p4")
+    world.herdr.panes["w1:p4"].status = "working"
+    world.herdr.panes["w1:p4"].stops = False
+
+    result = retire(world.engine, run_of(world), exit_timeout_s=1)
+
+    assert result.workers[0].reason == "pane w1:p4: agent is still working 1s after a stop; /exit not sent"
+    assert [call[0] for call in world.herdr.calls] == ["agent-prompt"]
 
 
 def test_confirmation_required_stops_the_ladder(world: Any) -> None:
