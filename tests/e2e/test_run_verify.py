@@ -194,7 +194,8 @@ do = "result"
 def test_an_out_of_claim_edit_pauses_integration(world: Any) -> None:
     world.write_scenarios(HONEST_GREET + DRIVE_BY)
 
-    outcome = run_plan(world, PLAN_HEAD + INTEGRATION + GREET + DOCS)
+    done = world.orch("run", str(world.write_plan(PLAN_HEAD + INTEGRATION + GREET + DOCS)), "--interval", "0.3", "--json")
+    outcome = json.loads(done.stdout)
 
     # Nothing moves without a decision on docs: the run stops there, resumable, and merges nothing meanwhile.
     assert (outcome["finished"], outcome["stopped_at"], outcome["exit_code"]) == (False, "waiting for the person: docs", 10)
@@ -213,6 +214,10 @@ def test_an_out_of_claim_edit_pauses_integration(world: Any) -> None:
         f"Blockers: docs blocked: {pause}\n"
     )
     assert outcome["report"]["verdict_reasons"][:2] == ["greet is accepted but not integrated", "docs is blocked/blocked, not accepted"]
+    assert re.sub(r"^\d\d:\d\d:\d\d ", "", done.stderr.splitlines()[-1]) == (
+        f"docs is blocked by verification, integration is paused: {pause} -> fix its branch and `orch verify --task docs`, "
+        f"or `orch verify --supersede docs --reason TEXT`, then `orch resume {outcome['run_id']}`"
+    )
     assert world.repo.git("branch", "--list", "chore/integrate-widgets") == ""
     assert world.engine().ledger.get_worker(outcome["run_id"], "greet").integrated_sha is None
 
