@@ -7,6 +7,7 @@ through `herdr` on PATH, exactly as it talks to a real herdr.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -267,10 +268,8 @@ class Stage:
 
 
 def _kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def run_demo(

@@ -158,8 +158,10 @@ def retire(
         _stop_pane(engine, run, ladder, exit_command, exit_timeout_s)
     _remove_worktrees(engine, run, ladders, ledger.list_workers(run.run_id))
     for ladder in ladders:
-        # A kept checkout does not keep its side-effect workspace: closing a linked workspace leaves the checkout.
-        ladder.items.extend(_close_leftovers(engine, run, ladder.task, ladder.worker.created_workspace_ids))
+        # A ladder stopped at the pane (confirmation_required, an agent that would not exit) stops there; a kept
+        # checkout does not keep its side-effect workspace (closing a linked workspace leaves the checkout).
+        if ladder.pane_done:
+            ladder.items.extend(_close_leftovers(engine, run, ladder.task, ladder.worker.created_workspace_ids))
 
     results = {r.task: r for r in finished}
     for ladder in ladders:

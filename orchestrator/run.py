@@ -117,10 +117,10 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                 if ledger.list_workers(run.run_id, states=(S.RESULT, S.VERIFYING)):
                     stage = "verify"
                     verdicts = verify_run(engine, run)
-                    for verdict in verdicts.verdicts:
-                        evidence = verdict.verification
+                    for decided in verdicts.verdicts:
+                        evidence = decided.verification
                         reasons = f" ({'; '.join(evidence.reasons)})" if evidence.reasons else ""
-                        progress.note(f"{verdict.task}: {evidence.disposition}{reasons}", engine.clock.now())
+                        progress.note(f"{decided.task}: {evidence.disposition}{reasons}", engine.clock.now())
                     stage = "observe"
                 show()
                 workers = ledger.list_workers(run.run_id)

@@ -64,7 +64,8 @@ def test_full_ladder_exits_the_agent_closes_the_pane_and_removes_the_worktree(wo
             "task": "feature-a", "name": "feature-a", "before": "accepted", "state": "retired", "outcome": "retired", "reason": None,
             "items": [{"kind": "agent", "id": pane, "action": "exited", "reason": None},
                       {"kind": "pane", "id": pane, "action": "closed", "reason": None},
-                      {"kind": "worktree", "id": path, "action": "removed", "reason": None}],
+                      {"kind": "worktree", "id": path, "action": "removed", "reason": None},
+                      {"kind": "workspace", "id": linked, "action": "gone", "reason": None}],
         }],
         "workspaces": [],
     }  # fmt: skip
@@ -97,6 +98,7 @@ def test_dirty_worktree_kept_worker_and_foreign_pane(world: Any) -> None:
         f"  agent {pane_b}: exited\n"
         f"  pane {pane_b}: closed\n"
         f"  worktree {path_b}: kept (1 untracked file)\n"
+        f"  workspace {linked_b}: gone\n"
         "feature-c (feature-c): retained: kept on request\n"
         "feature-d (feature-d): retired\n"
         f"  agent {foreign}: exited\n"
