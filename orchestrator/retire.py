@@ -159,9 +159,9 @@ def retire(
     _remove_worktrees(engine, run, ladders, ledger.list_workers(run.run_id))
     for ladder in ladders:
         # A ladder stopped at the pane (confirmation_required, an agent that would not exit) stops there; a kept
-        # checkout does not keep its side-effect workspace (closing a linked workspace leaves the checkout).
-        if ladder.pane_done:
-            ladder.items.extend(_close_leftovers(engine, run, ladder.task, ladder.worker.created_workspace_ids))
+        # checkout does not keep its side-effect workspace (closing a linked workspace leaves the checkout). Either
+        # way, workspaces herdr already removed are recorded as gone.
+        ladder.items.extend(_close_leftovers(engine, run, ladder.task, ladder.worker.created_workspace_ids, close=ladder.pane_done))
 
     results = {r.task: r for r in finished}
     for ladder in ladders:
@@ -504,7 +504,7 @@ def _checkout_gone(path: str, via: Literal["herdr", "git"], workspace_id: str | 
     return None if Path(path).exists() else Removed(path=path, via=via, workspace_id=workspace_id)
 
 
-def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: Iterable[str]) -> list[Item]:
+def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: Iterable[str], *, close: bool = True) -> list[Item]:
     """Step (e): close side-effect workspaces from provisioning that hold nothing but the one shell herdr opened them with.
 
     A workspace always has a pane, so "empty" means a single plain-shell pane (no agent, nobody split it). It is
@@ -524,6 +524,9 @@ def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: 
             continue
         if len(panes) != 1 or panes[0].agent is not None:
             items.append(Item(kind="workspace", id=ws, action="kept", reason=f"not empty ({_count(len(panes), 'pane')})"))
+            continue
+        if not close:
+            items.append(Item(kind="workspace", id=ws, action="kept", reason="the ladder stopped at the worker's pane"))
             continue
         pane = panes[0].pane_id
         try:
