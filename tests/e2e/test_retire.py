@@ -132,6 +132,8 @@ def test_confirmation_required_stops_the_ladder_and_keeps_the_group(make_world: 
         f"feature-e (feature-e): retained: pane {parent_pane}: {reason}\n"
         f"  agent {parent_pane}: exited\n"
         f"  pane {parent_pane}: kept ({reason})\n"
+        f"  workspace {parent}: kept (the ladder stopped at the worker's pane)\n"
+        f"  workspace {linked}: kept (the ladder stopped at the worker's pane)\n"
     )
     assert world.herdr("workspace", "get", parent)["result"]["workspace"]["workspace_id"] == parent
     assert world.herdr("workspace", "get", linked)["result"]["workspace"]["workspace_id"] == linked
