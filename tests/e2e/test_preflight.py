@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,35 +77,14 @@ class SessionWorld:
 
 
 @pytest.fixture
-def session_world(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Iterator[Callable[..., SessionWorld]]:
-    """Build a SessionWorld; the lead's make_world has no session option yet (the default session serves no organization)."""
-    servers: list[SimServer] = []
+def session_world(make_world: Callable[..., Any]) -> Callable[..., SessionWorld]:
+    """The e2e world (tests/e2e/conftest.py) seen through this module's helpers."""
 
     def build(*, session: str | None = "acme", integrations: str | None = None, controller_in_repo: bool = True) -> SessionWorld:
-        repo = git_repo_factory(tmp_path / "src" / "acme" / "widgets")
-        overrides = {"HERDR_SIM_SETTLE_MS": "300"}
-        if integrations is not None:
-            overrides["HERDR_SIM_INTEGRATIONS"] = integrations
-        home = Path(os.environ.get("ORCH_E2E_TMP", "/tmp")) / f"orch-pf-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}"
-        sim = SimServer(home, overrides, session=session)
-        sim.__enter__()
-        servers.append(sim)
-        cwd = repo.path if controller_in_repo else tmp_path
-        pane = json.loads(sim.run(["workspace", "create", "--cwd", str(cwd), "--no-focus"]).stdout)["result"]["root_pane"]
-        env = sim.env()
-        env.update(
-            HERDR_ENV="1",
-            HERDR_PANE_ID=pane["pane_id"],
-            HERDR_TAB_ID=pane["tab_id"],
-            HERDR_WORKSPACE_ID=pane["workspace_id"],
-            ORCH_HOME=str(tmp_path / "orch-home"),
-            ORCH_SRC_ROOT=str(tmp_path / "src"),
-        )
-        return SessionWorld(sim=sim, repo=repo, root=tmp_path, env=env, controller_pane=pane["pane_id"])
+        w = make_world(session=session, integrations=integrations, controller_in_repo=controller_in_repo)
+        return SessionWorld(sim=w.sim, repo=w.repo, root=w.src_root.parent, env=w.env, controller_pane=w.controller_pane)
 
-    yield build
-    for sim in servers:
-        sim.__exit__(None, None, None)
+    return build
 
 
 def focused(world: SessionWorld) -> tuple[str, str]:
