@@ -117,6 +117,15 @@ class World:
     panes: dict[str, Pane] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     prompt_counter: int = 0
+    # Every UI-focused pane the server has had, in order (test support: "focus never left the controller").
+    focus_history: list[str] = field(default_factory=list)
+
+
+def ui_focused_pane(world: World) -> str | None:
+    """The pane a person would be typing into: the active workspace's active tab's focused pane."""
+    ws = next((w for w in world.workspaces if w.workspace_id == world.active_workspace_id), None)
+    tab = next((t for t in ws.tabs if t.tab_id == ws.active_tab_id), None) if ws else None
+    return tab.focused_pane_id if tab else None
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
@@ -218,6 +227,9 @@ class Store:
             try:
                 world = self.load()
                 yield world
+                focused = ui_focused_pane(world)
+                if focused is not None and (not world.focus_history or world.focus_history[-1] != focused):
+                    world.focus_history.append(focused)
                 self.save(world)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)

@@ -72,6 +72,10 @@ class SimServer:
             time.sleep(0.02)
         return self
 
+    def focus_history(self) -> list[str]:
+        """Every pane that has had the UI focus since the server started, in order (consecutive repeats folded)."""
+        return list(Store(self.paths).load().focus_history)
+
     def pane_pids(self) -> list[int]:
         """Shell pids of the live simulated panes and their descendants (for leak checks)."""
         pids = []

@@ -98,6 +98,7 @@ def test_three_workers_end_in_pass_with_every_created_pane_and_worktree_retired(
     )
     docs = world.repo.git("show", "docs/api-guide:docs/api.md")
     assert docs == "# API\n\nPage size: 50 by default, 200 at most."
-    # The controller kept focus, and herdr holds nothing of the run any more: one workspace, one tab, one pane.
-    assert world.herdr("pane", "get", world.controller_pane)["result"]["pane"]["focused"] is True
+    # Focus never left the controller's pane, at any moment of the run (the simulator records every focus change),
+    # and herdr holds nothing of the run any more: one workspace, one tab, one pane.
+    assert world.sim.focus_history() == [world.controller_pane]
     assert [(t["tab_id"], t["label"], t["pane_count"]) for t in world.herdr("tab", "list")["result"]["tabs"]] == [("w1:t1", "widgets", 1)]

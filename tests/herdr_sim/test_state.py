@@ -100,3 +100,18 @@ def test_a_corrupt_file_is_one_clear_error(tmp_path: Path) -> None:
 
 def test_fault_dump_leaves_out_unset_fields() -> None:
     assert Fault(command="pane move", delay_ms=50).dump() == {"command": "pane move", "drop_root_pane": False, "delay_ms": 50, "times": 1}
+
+
+def test_every_transaction_records_a_change_of_ui_focus_once(tmp_path: Path) -> None:
+    store = Store(Paths(tmp_path))
+    with store.transaction() as world:
+        world.workspaces, world.panes = sample().workspaces, sample().panes
+    with store.transaction() as world:
+        world.active_workspace_id = "w1"
+        world.workspaces[0].active_tab_id = "w1:t1"
+    with store.transaction() as world:
+        pass  # nothing moved: no new entry
+    with store.transaction() as world:
+        world.workspaces[0].tabs[0].focused_pane_id = "w1:p2"
+
+    assert store.load().focus_history == ["w1:p1", "w1:p2"]
