@@ -6,9 +6,10 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 from herdr_sim import faults, procs
 from herdr_sim.paths import Paths
@@ -125,3 +126,20 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rindex(")") + 2] != "Z"
+
+
+T = TypeVar("T")
+
+
+def eventually(probe: Callable[[], T], what: str | Callable[[], str], timeout_s: float = 60, interval_s: float = 0.2) -> T:
+    """Poll ``probe`` (real processes move on their own time) until it returns something truthy; return that.
+
+    The one polling loop of the end-to-end tests: bounded by a deadline, it fails with ``what`` (or what it returns)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = probe()
+        if found:
+            return found
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what() if callable(what) else what} within {timeout_s:g}s")
+        time.sleep(interval_s)

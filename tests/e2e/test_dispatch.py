@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from orchestrator.dispatch import dispatch, render_dispatch
 from orchestrator.engine import Engine
 from orchestrator.herdr import HerdrCli
 from registry import Run, WorkerState
+from herdr_sim.testing import eventually
 
 PLAN = """
 organization = "acme"
@@ -67,13 +67,11 @@ def prompts(engine: Engine) -> list[str]:
 
 
 def wait_for_results(engine: Engine, run: Run, count: int, timeout_s: float = 60) -> list[Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        results = [m for m in engine.ledger.list_inbox(run.run_id) if m.kind == "result"]
-        if len(results) >= count:
-            return results
-        time.sleep(0.2)
-    raise AssertionError(f"no {count} result callbacks within {timeout_s}s: {engine.ledger.list_inbox(run.run_id)}")
+    def results() -> list[Any]:
+        found = [m for m in engine.ledger.list_inbox(run.run_id) if m.kind == "result"]
+        return found if len(found) >= count else []
+
+    return eventually(results, lambda: f"no {count} result callbacks: {engine.ledger.list_inbox(run.run_id)}", timeout_s)
 
 
 def test_fleet_is_accepted_with_one_prompt_each_and_runs_its_packets(world: Any) -> None:

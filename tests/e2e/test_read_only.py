@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from orchestrator.dispatch import dispatch
 from registry import WorkerState
+from herdr_sim.testing import eventually
 
 PLAN = """
 organization = "acme"
@@ -46,8 +46,6 @@ def test_read_only_worker_is_dispatched_and_reports(world: Any) -> None:
     assert [(w.task, w.outcome, w.state) for w in result.workers] == [("review-a", "accepted", "working")]
     packet = (engine.run_dir(run_id) / "packets" / "review-a.md").read_text()
     assert "## File claim\nNone: this task is read-only. Do not create, change or delete any file, and make no commits.\n\n" in packet
-    deadline = time.monotonic() + 60
-    while not (results := [m for m in engine.ledger.list_inbox(run_id) if m.kind == "result"]) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    results = eventually(lambda: [m for m in engine.ledger.list_inbox(run_id) if m.kind == "result"], "no result callback")
     assert [(m.task_label, str(m.verdict)) for m in results] == [("review-a", "accepted")]
     assert world.repo.git("rev-parse", planned.worktree.branch) == world.repo.head()  # nothing committed

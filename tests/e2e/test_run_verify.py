@@ -7,11 +7,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from registry import EffectStatus, EventKind, RunStatus
+from herdr_sim.testing import eventually
 
 PLAN_HEAD = """
 organization = "acme"
@@ -404,15 +404,14 @@ def start_run(world: Any, plan: str, tmp_path: Path) -> subprocess.Popen[str]:
 
 def wait_for(world: Any, what: str, found: Any, timeout_s: float = 60) -> str:
     """Poll the ledger (as another process would) until ``found(ledger, run_id)`` holds for the run; its id."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if (world.orch_home / "ledger.sqlite3").exists():
-            ledger = world.engine().ledger
-            for run in ledger.list_runs():
-                if found(ledger, run.run_id):
-                    return str(run.run_id)
-        time.sleep(0.1)
-    raise AssertionError(f"no {what} within {timeout_s}s:\n{(world.src_root.parent / 'run.err').read_text()}")
+
+    def run_found() -> str | None:
+        if not (world.orch_home / "ledger.sqlite3").exists():
+            return None
+        ledger = world.engine().ledger
+        return next((str(run.run_id) for run in ledger.list_runs() if found(ledger, run.run_id)), None)
+
+    return eventually(run_found, lambda: f"no {what}:\n{(world.src_root.parent / 'run.err').read_text()}", timeout_s, 0.1)
 
 
 def both_prompts_confirmed(ledger: Any, run_id: str) -> bool:

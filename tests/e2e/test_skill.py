@@ -28,10 +28,10 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
+from herdr_sim.testing import eventually
 
 SKILL = Path(__file__).resolve().parents[2] / "SKILL.md"
 PLACEHOLDER = re.compile(r"<(plan\.toml|run-id|task|text|message)>")
@@ -302,13 +302,12 @@ class SkillAgent:
 
     def next_callbacks(self, timeout_s: float = 60) -> list[str]:
         """Wait (polling the pane, as an agent waits for its next prompt) until new callbacks arrived."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            seen = self.prompts()
-            if len(seen) > self.handed_over or time.monotonic() > deadline:
-                new, self.handed_over = seen[self.handed_over :], len(seen)
-                return new
-            time.sleep(0.3)
+        try:
+            seen = eventually(lambda: (found if len(found := self.prompts()) > self.handed_over else None), "no new callback", timeout_s, 0.3)
+        except AssertionError:
+            seen = self.prompts()  # none arrived: the caller sees an empty list and says what it expected
+        new, self.handed_over = seen[self.handed_over :], len(seen)
+        return new
 
     def settle(self, tasks: list[str]) -> None:
         """Wait, as the agent waits for its next prompt, until these workers are settled in herdr.

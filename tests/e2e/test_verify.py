@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 from orchestrator.dispatch import dispatch
 from orchestrator.engine import Engine
 from registry import Run, WorkerState
+from herdr_sim.testing import eventually
 
 PLAN = """
 organization = "acme"
@@ -79,12 +79,11 @@ def provisioned(world: Any) -> tuple[Engine, Run]:
 
 
 def wait_for_state(engine: Engine, run: Run, state: WorkerState, timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if all(w.state is state for w in engine.ledger.list_workers(run.run_id)):
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"workers not all {state} within {timeout_s}s: {[(w.task_label, w.state) for w in engine.ledger.list_workers(run.run_id)]}")
+    eventually(
+        lambda: all(w.state is state for w in engine.ledger.list_workers(run.run_id)),
+        lambda: f"workers not all {state}: {[(w.task_label, w.state) for w in engine.ledger.list_workers(run.run_id)]}",
+        timeout_s,
+    )
 
 
 def test_a_truthful_worker_is_accepted_and_a_lying_drive_by_editor_is_blocked(world: Any) -> None:
