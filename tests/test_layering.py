@@ -59,11 +59,8 @@ PROCESS_MODULES = {"subprocess", "pexpect", "asyncio.subprocess"}
 PROCESS_CALLS = {"os.system", "os.popen", "os.spawnl", "os.spawnlp", "os.spawnv", "os.spawnvp", "os.execv", "os.execvp", "os.execl", "os.execlp", "os.fork", "os.posix_spawn", "os.posix_spawnp", "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell"}  # fmt: skip
 # tests that drive real processes may poll, but only in a loop bounded by a deadline; unit tests inject a clock.
 POLLING_TEST_DIRS = ("tests/e2e/", "tests/herdr_sim/")
-# Sleeps that wait for something no command can be asked about, each with its reason.
-SLEEP_EXCEPTIONS = {
-    # bash puts `sleep 30` in the foreground a moment after echoing; asking earlier would start an agent in that pane.
-    "tests/herdr_sim/test_real_agents.py": 1,
-}
+# Sleeps that wait for something no command can be asked about, each with its reason (none left).
+SLEEP_EXCEPTIONS: dict[str, int] = {}
 
 
 @cache
