@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 from dataclasses import dataclass
@@ -499,8 +499,3 @@ def render_dispatch(result: DispatchResult) -> str:
         if w.diagnosis is not None and w.diagnosis.last_lines:
             lines += ["", f"{w.task}: last lines of its pane ({w.diagnosis.suggests}):", *(f"  | {line}" for line in w.diagnosis.last_lines)]
     return "\n".join(lines) + "\n"
-
-
-def failed_tasks(result: DispatchResult) -> Iterable[str]:
-    """Tasks that need the person: failed, stalled or unknown."""
-    return (w.task for w in result.workers if w.outcome not in ("accepted", "skipped"))

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import Engine
 from packets import Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, validate
 from packets.result import ResultReport, parse_result
-from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
+from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, WorkerState, is_legal
 
 from orchestrator.evidence import ClaimedCheck, ResultClaim
 
@@ -151,13 +151,6 @@ def result_claim(report: ResultReport) -> ResultClaim:
         reports=report.reports,
         problems=report.problems,
     )
-
-
-def latest_result(engine: Engine, run: Run, worker: Worker) -> ResultReport | None:
-    """The worker's last accepted result, parsed (None when it never sent one)."""
-    if worker.reported_checks:
-        return ResultReport.model_validate_json(worker.reported_checks)
-    return None
 
 
 def list_messages(engine: Engine, run: Run) -> InboxList:

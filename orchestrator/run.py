@@ -119,8 +119,8 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                     verdicts = verify_run(engine, run)
                     for decided in verdicts.verdicts:
                         evidence = decided.verification
-                        reasons = f" ({'; '.join(evidence.reasons)})" if evidence.reasons else ""
-                        progress.note(f"{decided.task}: {evidence.disposition}{reasons}", engine.clock.now())
+                        if evidence.reasons:  # an acceptance shows on the worker's own line; a refusal says why here
+                            progress.note(f"{decided.task}: {evidence.disposition} ({'; '.join(evidence.reasons)})", engine.clock.now())
                     stage = "observe"
                 show()
                 workers = ledger.list_workers(run.run_id)
