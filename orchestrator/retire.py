@@ -45,6 +45,7 @@ SHELL_PROMPT = re.compile(r"[$#%>❯]$")
 ABANDONED_FACT = "abandoned"
 RETAINED_FACT = "retained"
 KEPT_ON_REQUEST = "kept on request"
+NEVER_STARTED = "failed before its agent started; kept for inspection (`orch retire --abandon {task} --reason …` removes it)"
 
 ItemKind = Literal["agent", "pane", "worktree", "workspace"]
 Action = Literal["stopped", "exited", "closed", "removed", "kept", "untouched", "gone"]
@@ -213,6 +214,13 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
             state = S.SUPERSEDED
     elif state not in RETIRABLE:
         return done("not_retired", f"still {state}: record its report and disposition first, or --abandon it with a reason")
+    elif state is S.FAILED and not _ever_dispatched(engine, run, task):
+        # Provisioning failed (a setup command, a read-back gate): its checkout and tab are the evidence the
+        # person needs, and nothing in them is the worker's. Keep them until the person gives the task up.
+        reason = NEVER_STARTED.format(task=task)
+        ledger.record_fact(run.run_id, RETAINED_FACT, task_label=task, detail={"item": worker.worktree_path or worker.pane_id or task, "what": "worker", "reason": reason})
+        ledger.transition(run.run_id, task, state, S.RETAINED, cause={"phase": "retire", "reason": reason})
+        return done("retained", reason, S.RETAINED)
     if state is not S.RETIRING:
         worker = ledger.transition(run.run_id, task, state, S.RETIRING, cause={"phase": "retire"})
     else:
@@ -220,6 +228,10 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
     # Each entry into retiring is a new round: a retained worker retried later sends /exit again instead of replaying.
     rounds = sum(1 for e in ledger.events(run.run_id, task_label=task) if e.kind == EventKind.TRANSITION and e.to_state is S.RETIRING)
     return _Ladder(worker=worker, before=before, round=rounds)
+
+
+def _ever_dispatched(engine: Engine, run: Run, task: str) -> bool:
+    return any(e.kind == EventKind.TRANSITION and e.to_state is S.DISPATCHED for e in engine.ledger.events(run.run_id, task_label=task))
 
 
 def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable[[str], str | None], timeout_s: float) -> None:

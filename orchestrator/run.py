@@ -29,8 +29,9 @@ from registry import Run, RunStatus, Worker, WorkerState
 
 S = WorkerState
 
-# Workers the run still waits on by itself (the person is not needed to move them on).
-MOVING = frozenset({S.PROVISIONING, S.READY, S.DISPATCHED, S.WORKING, S.RESULT, S.VERIFYING})
+# Workers the check-in loop waits on by itself (the person is not needed to move them on). A worker still
+# provisioning or ready after dispatch has stopped there with its reason recorded: waiting would never end.
+MOVING = frozenset({S.DISPATCHED, S.WORKING, S.RESULT, S.VERIFYING})
 # Workers waiting on the person: a run that has nothing else to wait for stops and says what is needed.
 WAITING_ON_PERSON = frozenset({S.QUESTION, S.BLOCKED})
 

@@ -102,3 +102,59 @@ def test_three_workers_end_in_pass_with_every_created_pane_and_worktree_retired(
     # and herdr holds nothing of the run any more: one workspace, one tab, one pane.
     assert world.sim.focus_history() == [world.controller_pane]
     assert [(t["tab_id"], t["label"], t["pane_count"]) for t in world.herdr("tab", "list")["result"]["tabs"]] == [("w1:t1", "widgets", 1)]
+
+
+def test_a_worker_whose_setup_fails_is_not_started_and_the_run_still_finishes(world: Any) -> None:
+    plan = world.write_plan(
+        """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+checkin_interval_s = 1
+
+[[workers]]
+task = "cli-help"
+objective = "Improve the CLI help text."
+deliverable = "src/cli/ changes committed on feat/cli-help."
+branch = "feat/cli-help"
+claim = ["src/cli/"]
+verify = ["ls src/cli"]
+
+[[workers]]
+task = "broken-setup"
+objective = "Anything."
+deliverable = "Anything."
+branch = "feat/broken-setup"
+claim = ["src/broken/"]
+setup = ["echo installing; exit 3"]
+"""
+    )
+
+    done = world.orch("run", str(plan))
+
+    assert done.returncode == 10, done.stderr
+    run_id = json.loads(world.orch("status", "--all", "--json").stdout)["runs"][-1]["run_id"]
+    shown = world.orch("report", "--run", run_id).stdout.replace(str(world.src_root), "<src>").replace(run_id, "<run>")
+    shown = re.sub(r"pane w1:p[2-9]", "pane w1:pN", re.sub(r"workspace w[2-9]", "workspace wN", shown))
+    kept = "failed before its agent started; kept for inspection (`orch retire --abandon broken-setup --reason …` removes it)"
+    checkout = "<src>/acme/widgets.worktrees/widgets-feat-broken-setup"
+    assert shown == (
+        "Herdr: PARTIAL\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: cli-help=retained/accepted, broken-setup=retained/failed\n"
+        "Callbacks: run <run>; cli-help 2 accepted (update, result); broken-setup 0 accepted; missing result: broken-setup\n"
+        "Verification: cli-help: `ls src/cli` exit 0 -> accepted; broken-setup: not verified\n"
+        "Retired: cli-help pane w1:pN closed; cli-help worktree <src>/acme/widgets.worktrees/widgets-feat-cli-help retained "
+        f"(not integrated: commit {world.repo.git('rev-parse', '--short=7', 'feat/cli-help')} exists only on feat/cli-help); "
+        f"cli-help workspace wN closed; broken-setup pane w1:pN retained ({kept}); broken-setup worktree {checkout} retained ({kept}); "
+        f"broken-setup workspace wN retained ({kept})\n"
+        f"Blockers: broken-setup failed: setup command `echo installing; exit 3` failed (exit 3) in {checkout}; "
+        "the checkout and tab are kept: installing\n"
+    )
+    # No agent ever started there; the checkout waits for the person, who gives the task up explicitly.
+    assert (world.src_root / "acme" / "widgets.worktrees" / "widgets-feat-broken-setup").is_dir()
+    gone = world.orch("retire", "--run", run_id, "--abandon", "broken-setup", "--reason", "setup needs a private index")
+    assert gone.returncode == 0, gone.stderr
+    assert not (world.src_root / "acme" / "widgets.worktrees" / "widgets-feat-broken-setup").exists()
