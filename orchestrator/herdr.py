@@ -6,6 +6,7 @@ Everything else in orch talks to herdr through the ``Herdr`` Protocol; nothing e
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -304,7 +305,7 @@ class HerdrCli:
 
     def pane_split(self, pane_id: str, *, direction: SplitDirection, ratio: float | None = None, cwd: PathArg | None = None, env: Env | None = None) -> PaneInfo:
         """``herdr pane split --pane ID --direction D … --no-focus``; returns the NEW pane."""
-        argv = ["pane", "split", "--pane", pane_id, "--direction", direction, *_opt("--ratio", ratio), *_opt("--cwd", cwd), *_env_flags(env), "--no-focus"]
+        argv = ["pane", "split", "--pane", pane_id, "--direction", direction, *_opt("--ratio", _ratio(ratio)), *_opt("--cwd", cwd), *_env_flags(env), "--no-focus"]
         return self._result(argv, PaneInfoResult).pane
 
     def pane_move_new_tab(self, pane_id: str, *, workspace: str | None = None, label: str | None = None) -> PaneMoveResult:
@@ -314,7 +315,7 @@ class HerdrCli:
 
     def pane_read(self, pane_id: str, *, source: ReadSource = "recent", lines: int | None = None) -> str:
         """``herdr pane read <pane> --source S [--lines N]``: the raw text, ANSI stripped, exactly as printed."""
-        return self._run(["pane", "read", pane_id, "--source", source, *_opt("--lines", lines)], retry_reads=True).stdout
+        return self._run(["pane", "read", pane_id, "--source", source, *_opt("--lines", _uint("--lines", lines, _U32_MAX))], retry_reads=True).stdout
 
     def pane_send_text(self, pane_id: str, text: str) -> None:
         """``herdr pane send-text <pane> <text>``: bytes unchanged, no Enter."""
@@ -395,7 +396,7 @@ class HerdrCli:
 
     def agent_start(self, name: str, *, kind: str, pane: str, timeout_ms: int | None = None, args: Sequence[str] = ()) -> AgentStarted:
         """``herdr agent start NAME --kind K --pane P [--timeout MS] [-- args…]``; returns once interactive-ready."""
-        argv = ["agent", "start", name, "--kind", kind, "--pane", pane, *_opt("--timeout", timeout_ms)]
+        argv = ["agent", "start", name, "--kind", kind, "--pane", pane, *_opt("--timeout", _uint("--timeout", timeout_ms, _U64_MAX))]
         if args:
             argv += ["--", *args]
         limit = (timeout_ms or AGENT_START_DEFAULT_MS) / 1000 + self.wait_margin_s
@@ -410,18 +411,18 @@ class HerdrCli:
         argv = ["agent", "prompt", target, _text_word(text, "prompt text")]
         limit = None
         if wait:
-            argv += ["--wait", *_until_flags(until), "--timeout", str(timeout_ms)]
+            argv += ["--wait", *_until_flags(until), "--timeout", str(_uint("--timeout", timeout_ms, _U64_MAX))]
             limit = (timeout_ms or 0) / 1000 + self.wait_margin_s
         return self._result(argv, AgentPrompted, timeout=limit)
 
     def agent_wait(self, target: str, *, until: Sequence[AgentStatus] = (), timeout_ms: int) -> AgentInfo:
         """``herdr agent wait <target> [--until S]… --timeout MS``; HerdrWaitExpired is a check-in, not a verdict."""
-        argv = ["agent", "wait", target, *_until_flags(until), "--timeout", str(timeout_ms)]
+        argv = ["agent", "wait", target, *_until_flags(until), "--timeout", str(_uint("--timeout", timeout_ms, _U64_MAX))]
         return self._result(argv, AgentInfoResult, timeout=timeout_ms / 1000 + self.wait_margin_s).agent
 
     def agent_read(self, target: str, *, source: ReadSource = "recent", lines: int | None = None) -> str:
         """``herdr agent read <target> --source S [--lines N]``: the raw text exactly as printed."""
-        return self._run(["agent", "read", target, "--source", source, *_opt("--lines", lines)], retry_reads=True).stdout
+        return self._run(["agent", "read", target, "--source", source, *_opt("--lines", _uint("--lines", lines, _U32_MAX))], retry_reads=True).stdout
 
     def agent_send_keys(self, target: str, *keys: str) -> None:
         """``herdr agent send-keys <target> <key>…`` (prints ``{"type":"ok"}``, unlike pane send-keys)."""
@@ -493,12 +494,21 @@ class HerdrCli:
         )
 
     def _argv(self, args: list[str]) -> list[str]:
-        # herdr strips `--session X` / `--session=X` from anywhere before `--` (src/session.rs:29-92), so a
-        # free-text word shaped like that would silently change the session; refuse it instead.
+        # Before any subcommand parser runs, herdr strips `--session X` / `--session=X` (src/session.rs:54-78) and
+        # `--remote X`, `--remote=X`, `--remote-keybindings X`, `--handoff` (src/remote.rs:39-119) from anywhere
+        # before `--`. A free-text word shaped like one would silently change the session, move to the end of the
+        # argv or turn the call into a remote launch; refuse it instead.
         head = args[: args.index("--")] if "--" in args else args
         for word in head:
             if word == "--session" or word.startswith("--session="):
                 raise ValueError(f"herdr would take the argv word {word!r} as a session flag")
+            if word in _REMOTE_FLAGS or word.startswith(_REMOTE_FLAG_PREFIXES):
+                raise ValueError(f"herdr would take the argv word {word!r} as a remote-launch flag")
+        # src/cli/spec.rs:64-99: `--help`/`-h` right after the subcommand path prints clap's help and exits 0,
+        # whatever the command; only orch's own `herdr --help` (index 0) wants that.
+        first_help = next((i for i, word in enumerate(args) if word in ("--help", "-h")), None)
+        if first_help in (1, 2) and "--" not in args[:first_help]:
+            raise ValueError(f"herdr would print help instead of running: {args[first_help]!r} follows {' '.join(args[:first_help])!r}")
         session = ["--session", self.session] if self.session else []
         return [self.binary, *session, *args]
 
@@ -569,6 +579,10 @@ def error_for(call: HerdrCall) -> HerdrError:
 
 
 _BUG_HINT = "this is a bug in orch or an incompatible herdr; the full herdr call is in the log"
+_REMOTE_FLAGS = ("--remote", "--remote-keybindings", "--handoff")
+_REMOTE_FLAG_PREFIXES = ("--remote=", "--remote-keybindings=")
+_U32_MAX = 2**32 - 1
+_U64_MAX = 2**64 - 1
 
 
 def _error_body(line: str) -> ErrorBody | None:
@@ -623,6 +637,22 @@ def _opt(flag: str, value: str | int | float | PathArg | None) -> list[str]:
     if value is None:
         return []
     return [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+
+
+def _uint(flag: str, value: int | None, maximum: int) -> int | None:
+    """A count herdr parses as an unsigned integer (src/cli.rs:857-867: u32 for --lines, u64 for --timeout)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= maximum:
+        raise ValueError(f"{flag} must be an integer from 0 to {maximum}, not {value!r} (herdr rejects it)")
+    return value
+
+
+def _ratio(value: float | None) -> float | None:
+    """herdr parses --ratio as a finite f32 (src/cli/pane.rs:567-579) and exits 2 otherwise."""
+    if value is not None and not math.isfinite(value):
+        raise ValueError(f"--ratio must be a finite number, not {value!r} (herdr rejects it)")
+    return value
 
 
 def _env_flags(env: Env | None) -> list[str]:
