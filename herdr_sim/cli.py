@@ -115,10 +115,116 @@ def parse_env(items: list[str]) -> dict[str, str]:
     return env
 
 
+# Rust's str::parse for unsigned integers: ASCII digits with an optional leading '+', nothing else (no spaces,
+# no '_', no other Unicode digits, which Python's isdigit/int would take).
+_RUST_UINT = re.compile(r"\+?[0-9]+")
+# Rust's str::parse::<f32> for finite values: ASCII decimal with optional sign, fraction and exponent.
+_RUST_FLOAT = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+_F32_MAX = 3.4028234663852886e38
+
+
+def rust_uint(value: str, bits: int) -> int | None:
+    """herdr's `value.parse::<u32|u64>()` (src/cli.rs:857-867); None where Rust would fail."""
+    if not _RUST_UINT.fullmatch(value):
+        return None
+    number = int(value)
+    return number if number < 2**bits else None
+
+
 def parse_u64(flag: str, value: str) -> int:
-    if not value.isdigit():
+    """src/cli.rs:863-867: a parse failure is an io::Error, i.e. `Error: Custom {…}` and exit 1."""
+    number = rust_uint(value, 64)
+    if number is None:
         raise Custom(f"invalid value for {flag}: {value}")
-    return int(value)
+    return number
+
+
+def parse_u32(flag: str, value: str) -> int:
+    """src/cli.rs:857-861 (`--lines`): like parse_u64, with u32's range."""
+    number = rust_uint(value, 32)
+    if number is None:
+        raise Custom(f"invalid value for {flag}: {value}")
+    return number
+
+
+def parse_timeout(value: str) -> int:
+    """src/cli/agent.rs:811-816: agent start/wait/prompt print the parse error and exit 2 (not Custom/1)."""
+    number = rust_uint(value, 64)
+    if number is None:
+        raise Usage(f"invalid value for --timeout: {value}")
+    return number
+
+
+def parse_ratio(value: str) -> float:
+    """src/cli/pane.rs:567-579 and :708-720: `parse::<f32>()` and `is_finite()`, else exit 2."""
+    number = float(value) if _RUST_FLOAT.fullmatch(value) else math.nan
+    if not math.isfinite(number) or abs(number) > _F32_MAX:
+        raise Usage(f"invalid ratio: {value}")
+    return number
+
+
+def split_global_flags(args: list[str]) -> tuple[list[str], str | None, str | None]:
+    """herdr's argv cleaning before any subcommand parser (src/session.rs:54-78, src/remote.rs:39-119).
+
+    Returns (cleaned args, the last --session value or None, an exit-2 error line or None). Both scans stop at
+    `--`; `--handoff` without `--remote` moves to the end; `--remote` with a subcommand is refused by main.rs:472-485.
+    """
+    cleaned: list[str] = []
+    session: str | None = None
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            cleaned += args[i:]
+            break
+        if arg == "--session":
+            if i + 1 >= len(args):
+                return cleaned, session, "missing value for --session"
+            session, i = args[i + 1], i + 2
+            continue
+        if arg.startswith("--session="):
+            session, i = arg.split("=", 1)[1], i + 1
+            continue
+        cleaned.append(arg)
+        i += 1
+    out: list[str] = []
+    remote: str | None = None
+    keybindings = handoff = False
+    i = 0
+    while i < len(cleaned):
+        arg = cleaned[i]
+        if arg == "--":
+            out += cleaned[i:]
+            break
+        if arg == "--handoff":
+            handoff, i = True, i + 1
+            continue
+        name, eq, inline = arg.partition("=")
+        if name in ("--remote", "--remote-keybindings"):
+            if name == "--remote" and remote is not None or name == "--remote-keybindings" and keybindings:
+                return out, session, f"{name} can only be specified once"
+            if not eq:
+                if i + 1 >= len(cleaned):
+                    return out, session, f"missing value for {name}"
+                inline, i = cleaned[i + 1], i + 2
+            else:
+                i += 1
+            if name == "--remote":
+                if not inline or inline.startswith("-"):
+                    return out, session, "missing value for --remote" if not inline else "--remote target must not start with '-'"
+                remote = inline
+            else:
+                keybindings = True
+            continue
+        out.append(arg)
+        i += 1
+    if remote is None and keybindings:
+        return out, session, "--remote-keybindings requires --remote"
+    if remote is None and handoff:
+        out.append("--handoff")
+    if remote is not None and out and not any(a in ("--help", "-h", "--version", "-V", "--default-config") for a in out):
+        return out, session, "--remote can only be used with the default launch command"
+    return out, session, None
 
 
 def abspath(value: str) -> str:
@@ -336,14 +442,22 @@ class Cli:
         return "\n".join(rows) + ("\n" if rows else "")
 
     def parse_read(self, args: list[str], agent: bool) -> tuple[str, str, int | None, bool]:
-        f = Flags(args, values=("--source", "--lines", "--format"), bools=("--ansi", "--raw"))
-        if len(f.positional) != 1:
+        # src/cli/pane.rs:443-496, src/cli/agent.rs:725-774: the first word is the target whatever it looks like;
+        # every later word must be an option (`pane read --source recent P` reads pane "--source" and fails).
+        if not args:
             raise Usage(f"usage: herdr {'agent' if agent else 'pane'} read <{'target' if agent else 'pane_id'}>"
                         " [--source visible|recent|recent-unwrapped] [--lines N] [--format text|ansi] [--ansi]")
-        source = f.values.get("--source", "recent")
+        f = Flags(args[1:], values=("--source", "--lines", "--format"), bools=("--ansi", "--raw") if not agent
+                  else ("--ansi",))
+        if f.positional:
+            raise Usage(f"unknown option: {f.positional[0]}")
+        f.positional = [args[0]]
+        # src/cli.rs:810-820: `recent_unwrapped` is accepted as an alias.
+        source = {"recent_unwrapped": "recent-unwrapped"}.get(f.values.get("--source", "recent"),
+                                                              f.values.get("--source", "recent"))
         if source not in ("visible", "recent", "recent-unwrapped", "detection"):
             raise Custom(f"invalid read source: {source}")
-        lines = parse_u64("--lines", f.values["--lines"]) if "--lines" in f.values else None
+        lines = parse_u32("--lines", f.values["--lines"]) if "--lines" in f.values else None
         fmt = f.values.get("--format", "text")
         if fmt not in ("text", "ansi"):
             raise Custom(f"invalid read format: {fmt}")
@@ -404,10 +518,7 @@ class Cli:
                 raise Usage("missing required --direction")
             if direction not in ("right", "down"):
                 raise Usage(f"invalid split direction: {direction}")
-            try:
-                ratio = float(f.values.get("--ratio", "0.5"))
-            except ValueError:
-                raise Usage(f"invalid value for --ratio: {f.values['--ratio']}") from None
+            ratio = parse_ratio(f.values["--ratio"]) if "--ratio" in f.values else 0.5
             env = parse_env(f.multi["--env"])
             cwd = abspath(f.values["--cwd"]) if "--cwd" in f.values else None
             raw = positional or f.values.get("--pane") or os.environ.get("HERDR_PANE_ID", "").strip()
@@ -537,11 +648,7 @@ class Cli:
                 if arg == "--split" and value not in ("right", "down"):
                     raise Usage(f"invalid split direction: {value}")
                 if arg == "--ratio":
-                    try:
-                        if not math.isfinite(float(value)):
-                            raise ValueError(value)
-                    except ValueError:
-                        raise Usage(f"invalid ratio: {value}") from None
+                    parse_ratio(value)
                 values[arg] = value
                 i += 2
             elif arg in ("--new-tab", "--new-workspace"):
@@ -582,7 +689,7 @@ class Cli:
         source = f.values.get("--source", "recent")
         if source not in ("visible", "recent", "recent-unwrapped"):
             raise Custom(f"invalid read source: {source}")
-        lines = parse_u64("--lines", f.values["--lines"]) if "--lines" in f.values else None
+        lines = parse_u32("--lines", f.values["--lines"]) if "--lines" in f.values else None
         timeout = parse_u64("--timeout", f.values["--timeout"]) if "--timeout" in f.values else None
         rid = "cli:pane:wait-output"
         pattern = None
@@ -681,6 +788,9 @@ class Cli:
             f = Flags(args, values=("--format",), bools=("--json", "--verbose", "-v"))
             if len(f.positional) != 1:
                 raise Usage("usage: herdr agent explain <target> [--json]")
+            if f.values.get("--format", "text") not in ("text", "json"):
+                # src/cli/agent.rs:68-82
+                raise Usage(f"invalid --format: {f.values['--format']} (expected text or json)")
             as_json = "--json" in f.bools or f.values.get("--format") == "json"
             self.require_server()
             if (failed := self.fire_fault(rid, "agent explain")) is not None:
@@ -726,11 +836,7 @@ class Cli:
         f = Flags(args[1:sep], values=("--kind", "--pane", "--timeout"))
         if f.positional:
             raise Usage(f"unknown option: {f.positional[0]}")
-        timeout = None
-        if "--timeout" in f.values:
-            if not f.values["--timeout"].isdigit():
-                raise Usage(f"invalid value for --timeout: {f.values['--timeout']}")
-            timeout = int(f.values["--timeout"])
+        timeout = parse_timeout(f.values["--timeout"]) if "--timeout" in f.values else None
         if "--kind" not in f.values:
             raise Usage("missing required --kind")
         if "--pane" not in f.values:
@@ -815,9 +921,7 @@ class Cli:
         if f.positional:
             raise Usage(f"unknown option: {f.positional[0]}")
         until = self.parse_until(f.multi["--until"])
-        if "--timeout" in f.values and not f.values["--timeout"].isdigit():
-            raise Usage(f"invalid value for --timeout: {f.values['--timeout']}")
-        timeout = int(f.values["--timeout"]) if "--timeout" in f.values else None
+        timeout = parse_timeout(f.values["--timeout"]) if "--timeout" in f.values else None
         rid = "cli:agent:wait"
         self.require_server()
         if (failed := self.fire_fault(rid, "agent wait")) is not None:
@@ -871,9 +975,7 @@ class Cli:
         if not wait and (f.multi["--until"] or "--timeout" in f.values):
             raise Usage("--until and --timeout require --wait")
         until = self.parse_until(f.multi["--until"])
-        if "--timeout" in f.values and not f.values["--timeout"].isdigit():
-            raise Usage(f"invalid value for --timeout: {f.values['--timeout']}")
-        timeout = int(f.values["--timeout"]) if "--timeout" in f.values else None
+        timeout = parse_timeout(f.values["--timeout"]) if "--timeout" in f.values else None
         rid = "cli:agent:prompt"
 
         def prompt(e: Engine) -> dict[str, Any]:
@@ -929,8 +1031,15 @@ class Cli:
         if sub not in ("list", "create", "open", "remove"):
             return self.group_help("worktree", sub)
         from herdr_sim import worktrees
-        f = Flags(args, values=("--workspace", "--cwd", "--branch", "--base", "--path", "--label"),
-                  bools=("--focus", "--no-focus", "--json", "--force"))
+        # Each subcommand has its own flag set (src/cli/worktree.rs:27-283); any other flag is an unknown option.
+        values, bools = {
+            "list": (("--workspace", "--cwd"), ("--json",)),
+            "create": (("--workspace", "--cwd", "--branch", "--base", "--path", "--label"),
+                       ("--focus", "--no-focus", "--json")),
+            "open": (("--workspace", "--cwd", "--path", "--branch", "--label"), ("--focus", "--no-focus", "--json")),
+            "remove": (("--workspace",), ("--force", "--json")),
+        }[sub]
+        f = Flags(args, values=values, bools=bools)
         if f.positional:
             raise Usage(f"unknown option: {f.positional[0]}")
         if "--workspace" in f.values and "--cwd" in f.values:
@@ -1085,13 +1194,10 @@ GROUPS = ("workspace", "tab", "pane", "agent", "worktree")
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `herdr-sim` (and of `<home>/bin/herdr`)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    requested: str | None = None
-    for i, arg in enumerate(args):
-        if arg == "--session" or arg.startswith("--session="):
-            requested = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
-            del args[i:i + (1 if "=" in arg else 2)]
-            break
+    args, requested, refused = split_global_flags(list(sys.argv[1:] if argv is None else argv))
+    if refused is not None:
+        print(f"error: {refused}\nrun 'herdr --help' for usage", file=sys.stderr)
+        return 2
     # src/session.rs:80-92: --session is validated; HERDR_SESSION only when HERDR_SOCKET_PATH does not override it.
     check = requested if requested is not None else (
         None if os.environ.get("HERDR_SOCKET_PATH") else os.environ.get("HERDR_SESSION"))
