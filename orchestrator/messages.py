@@ -45,6 +45,26 @@ class SentMessage(BaseModel):
     state: WorkerState
 
 
+# A finished worker has nothing left to do in this run: a follow-up would start untracked work, a stop is moot.
+# (retire's own stop goes to a worker in `retiring` whose agent is still busy, so that state stays open.)
+_FINISHED: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.RETAINED, S.RETIRED})
+
+
+def _refuse(worker: Worker, kind: Kind) -> None:
+    """Refuse, before any herdr call, a message the worker's state makes meaningless."""
+    task, state = worker.task_label, worker.state
+    if kind == "answer" and state not in (S.QUESTION, S.BLOCKED):
+        raise OrchError(
+            f"worker {task} asked nothing to answer (state {state})",
+            hint=f"`orch answer` replies to a pending question or block; `orch send {task} --kind follow-up TEXT` sends new instructions",
+        )
+    if kind != "answer" and state in _FINISHED:
+        raise OrchError(
+            f"worker {task} is finished (state {state}); a {kind} would reach no task of this run",
+            hint="`orch status` shows its disposition; give new work to a new run",
+        )
+
+
 def _target(worker: Worker) -> str:
     target = worker.reply_target or worker.pane_id
     if not target:
@@ -69,8 +89,13 @@ def send_message(
     which may interrupt a working one. ``agent_status`` is a state the caller has just read (saves an `agent get`).
     """
     worker = engine.ledger.get_worker(run.run_id, task)
-    target = _target(worker)
     text = build_controller_message(run_id=run.run_id, task_label=task, controller_target=run.controller_target, kind=kind, body=body)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    key = key or f"{task}:{kind}:{digest}"
+    if engine.ledger.find_effect(run.run_id, key) is None:
+        # The same message again (a re-run after success) replays its effect below; only a new one is judged by state.
+        _refuse(worker, kind)
+    target = _target(worker)
     status = agent_status or engine.herdr.agent_get(target).agent_status
     may_interrupt = kind == "stop" or (kind == "follow-up" and urgent)
     if status not in ("idle", "done") and not (may_interrupt and status == "working"):
@@ -79,12 +104,11 @@ def send_message(
             f"worker {task} is {status} in herdr; a {kind} goes only to a worker that is {allowed}",
             hint="`orch observe --once` shows what it is doing; a stop or `--urgent` follow-up may interrupt a working worker",
         )
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     prompted = engine.once(
         run.run_id,
         task,
         "agent_prompt",
-        key or f"{task}:{kind}:{digest}",
+        key,
         {"target": target, "kind": kind, "text": text},
         lambda: engine.herdr.agent_prompt(target, text),
         model=AgentPrompted,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator import messages
 from orchestrator.engine import Engine
-from orchestrator.errors import HerdrError, OrchError
+from orchestrator.errors import HerdrError, HerdrMissing, OrchError
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
 from packets import EnvelopeError, parse_message
@@ -123,6 +123,9 @@ class _Round:
                 self.agents[info.pane_id] = info
                 if info.name:
                     self.agents[info.name] = info
+        except HerdrMissing:
+            # No herdr binary at all is no passing outage: checking in again cannot help, so say so (exit 3).
+            raise
         except HerdrError as exc:
             # A timeout or an unreachable server is a check-in without news, never a verdict on any worker.
             self.note(None, "herdr_unavailable", exc.message)

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
-from orchestrator.errors import ConfigError, HerdrError, HerdrNotFound, OrchError
+from orchestrator.errors import ConfigError, ExitCode, HerdrError, HerdrNotFound, OrchError
 from orchestrator.git import rev_parse, run_git
 from orchestrator.herdr_models import (
     AgentInfo,
@@ -91,6 +91,14 @@ class Failure(_Model):
     check: str
     reason: str
     hint: str | None = None
+    # 3 (HERDR_UNAVAILABLE) when herdr cannot be run or its server is down, as for every other command; else 1.
+    exit_code: int = int(ExitCode.FAILURE)
+
+    def error(self) -> OrchError:
+        """The failure as the error the CLI prints (its reason, hint and exit code)."""
+        error = OrchError(self.reason, hint=self.hint)
+        error.exit_code = ExitCode(self.exit_code)
+        return error
 
 
 class Controller(_Model):
@@ -133,11 +141,12 @@ class PreflightResult(_Model):
 class _Stop(Exception):
     """A gate failed: the check's evidence, the one-line reason, and the hint."""
 
-    def __init__(self, evidence: str, reason: str, hint: str | None = None) -> None:
+    def __init__(self, evidence: str, reason: str, hint: str | None = None, exit_code: ExitCode = ExitCode.FAILURE) -> None:
         super().__init__(reason)
         self.evidence = evidence
         self.reason = reason
         self.hint = hint
+        self.exit_code = exit_code
 
 
 # --- pure decisions (unit-tested on small models) --------------------------------------------------------------------
@@ -277,15 +286,15 @@ class _Preflight:
             try:
                 step()
             except _Stop as stop:
-                return self.stopped(name, stop.evidence, stop.reason, stop.hint)
+                return self.stopped(name, stop.evidence, stop.reason, stop.hint, stop.exit_code)
             except OrchError as exc:
                 # An unexpected herdr or git failure inside a step: the step failed with herdr's own words.
                 reason = exc.message.splitlines()[0] if exc.message else type(exc).__name__
-                return self.stopped(name, reason, exc.message, exc.hint)
+                return self.stopped(name, reason, exc.message, exc.hint, exc.exit_code)
         assert self.caller is not None
         return PreflightResult(ok=True, checks=tuple(self.checks), run_id=self.run_id, controller=self.controller(), repo=self.repo)
 
-    def stopped(self, name: str, evidence: str, reason: str, hint: str | None) -> PreflightResult:
+    def stopped(self, name: str, evidence: str, reason: str, hint: str | None, exit_code: ExitCode = ExitCode.FAILURE) -> PreflightResult:
         self.checks.append(Check(name=name, ok=False, evidence=evidence))
         if self.run_id is not None:
             # The run holds what preflight already created (e.g. a workspace); keep it, resumable, never delete it.
@@ -297,7 +306,7 @@ class _Preflight:
             run_id=self.run_id,
             controller=self.controller(),
             repo=self.repo,
-            failure=Failure(check=name, reason=reason, hint=hint),
+            failure=Failure(check=name, reason=reason, hint=hint, exit_code=int(exit_code)),
         )
 
     def controller(self) -> Controller | None:
@@ -338,6 +347,7 @@ class _Preflight:
                 f"cannot run {binary}",
                 f"herdr is not available: {exc.message}",
                 "install herdr, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+                exc.exit_code,
             ) from None
         self.ok("herdr", version.text)
 
@@ -373,6 +383,7 @@ class _Preflight:
                 "not running",
                 f"the herdr server is not running (socket {server.socket})",
                 "start herdr from a shell outside herdr, then run orch from one of its panes",
+                ExitCode.HERDR_UNAVAILABLE,
             )
         if server.compatible is not True or server.protocol != status.client.protocol:
             raise _Stop(

@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from orchestrator.commands.base import emit, engine_from, json_option
-from orchestrator.errors import OrchError
 from orchestrator.preflight import preflight as run_preflight
 from orchestrator.preflight import render_preflight
 
@@ -24,7 +23,8 @@ def preflight(ctx: click.Context, plan_file: Path, as_json: bool) -> None:
     session (must be the plan's organization), integrations for every worker kind, the caller pane, running
     agents, the repo checkout and default branch, the base ref. Then it finds (or creates, without focus) the
     repo workspace, labels its first tab <repo>, and records the run and its workers (state provisioning).
-    Nothing is created when a gate before the workspace fails. Exit 1 on failure.
+    Nothing is created when a gate before the workspace fails. Exit 1 on failure; 3 when herdr cannot be run
+    or its server is not running.
 
     Every preflight creates a NEW run (a run is one orchestration). To continue an existing run, do not
     preflight again: pass its id on, e.g. `orch provision --run RUN_ID`.
@@ -40,4 +40,4 @@ def preflight(ctx: click.Context, plan_file: Path, as_json: bool) -> None:
     symbols = stdout.isatty() and not os.environ.get("NO_COLOR")
     emit(result, as_json, lambda r: render_preflight(r, symbols=symbols))
     if result.failure is not None:
-        raise OrchError(result.failure.reason, hint=result.failure.hint)
+        raise result.failure.error()

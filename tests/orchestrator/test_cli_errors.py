@@ -1,0 +1,161 @@
+"""Bad input through the real CLI: one `orch:` line (+ hint), the documented exit code, the ledger unchanged."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import cli
+from registry import Ledger, WorkerState
+
+S = WorkerState
+RUN = "w1:p1-20260101T000000Z"
+PLAN = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[[workers]]
+task = "{task}"
+objective = "Do {task}."
+deliverable = "{task} committed."
+branch = "feat/{task}"
+claim = ["{task}/"]
+verify = ["true"]
+"""
+# How each worker of the run got where it stands: its transitions from provisioning (ready records its pane).
+WORKERS = {
+    "busy": [S.READY, S.DISPATCHED, S.WORKING],
+    "done": [S.READY, S.DISPATCHED, S.WORKING, S.RESULT, S.VERIFYING, S.ACCEPTED],
+    "fresh": [],
+}
+
+
+def _ledger_dump(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as db:
+        return list(db.iterdump())
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """ORCH_HOME with one active run (workers busy, done, fresh) and its plan snapshot; inside a herdr pane."""
+    orch_home = tmp_path / "orch-home"
+    for key, value in {"ORCH_HOME": str(orch_home), "ORCH_SRC_ROOT": str(tmp_path / "src"), "HERDR_ENV": "1",
+                       "HERDR_PANE_ID": "w1:p1", "ORCH_HERDR": "/nonexistent/herdr"}.items():  # fmt: skip
+        monkeypatch.setenv(key, value)
+    snapshot = orch_home / "runs" / RUN.replace(":", "_") / "plan.toml"
+    snapshot.parent.mkdir(parents=True)
+    text = PLAN.format(task="busy")
+    for task in ("done", "fresh"):
+        text += "\n[[workers]]" + PLAN.format(task=task).split("[[workers]]")[1]
+    snapshot.write_text(text)
+    (tmp_path / "typo.toml").write_text(PLAN.format(task="busy").replace("objective", "objectve"))
+    ledger = Ledger.open(orch_home / "ledger.sqlite3")
+    ledger.create_run(RUN, controller_target="w1:p1", session="acme", organization="acme", repo="widgets", plan_path=snapshot)
+    for task, path in WORKERS.items():
+        ledger.add_worker(RUN, task, name=task, kind="codex", objective=f"Do {task}.")
+        state = S.PROVISIONING
+        for new in path:
+            changes = {"pane_id": f"w1:p-{task}"} if new is S.READY else {}
+            ledger.transition(RUN, task, state, new, cause={"test": "setup"}, **changes)
+            state = new
+    ledger.close()
+    return tmp_path
+
+
+CASES = {
+    "plan file missing": (
+        ["preflight", "{tmp}/nope.toml"], 1,
+        "orch: {tmp}/nope.toml: no such file\nhint: `orch plan check PLAN` shows every problem\n",
+    ),
+    "plan with a typo": (
+        ["plan", "check", "{tmp}/typo.toml", "--json"], 1,
+        "orch: {tmp}/typo.toml: workers[0] (busy).objective: is required\n"
+        "orch: {tmp}/typo.toml: workers[0] (busy).objectve: is not a known field\n",
+    ),
+    "unknown run": (
+        ["status", "--run", "nope", "--json"], 1,
+        "orch: no run nope in {tmp}/orch-home/ledger.sqlite3\nhint: `orch status --all` lists the runs\n",
+    ),
+    "unknown run, report": (
+        ["report", "--run", "nope"], 1,
+        "orch: no run nope in {tmp}/orch-home/ledger.sqlite3\nhint: `orch status --all` lists the runs\n",
+    ),
+    "unknown task, answer": (["answer", "--run", RUN, "nope", "yes"], 1, f"orch: no worker nope in run {RUN}\n"),
+    "answer to a worker that asked nothing": (
+        ["answer", "--run", RUN, "busy", "yes"], 1,
+        "orch: worker busy asked nothing to answer (state working)\n"
+        "hint: `orch answer` replies to a pending question or block; `orch send busy --kind follow-up TEXT` sends new instructions\n",
+    ),
+    "stop to a finished worker": (
+        ["send", "--run", RUN, "done", "--kind", "stop", "Stop."], 1,
+        "orch: worker done is finished (state accepted); a stop would reach no task of this run\n"
+        "hint: `orch status` shows its disposition; give new work to a new run\n",
+    ),
+    "follow-up to an unprovisioned worker": (
+        ["send", "--run", RUN, "fresh", "--kind", "follow-up", "More."], 1,
+        "orch: worker fresh has no reply target yet (state provisioning)\n",
+    ),
+    "inbox add with empty stdin": (
+        ["inbox", "add", "--run", RUN, "-"], 1,
+        "orch: the message is empty\nhint: pass the envelope as TEXT, or pipe it in: `orch inbox add - < callback.txt`\n",
+    ),
+    "verify an unknown task": (["verify", "--run", RUN, "--task", "nope"], 1, f"orch: run {RUN} has no task nope\n"),
+    "retire keeping an unknown task": (
+        ["retire", "--run", RUN, "--keep", "nope"], 1,
+        f"orch: run {RUN} has no task nope\nhint: `orch status` lists the run's tasks\n",
+    ),
+    "outside herdr": (
+        ["preflight", "{tmp}/typo.toml"], 1,
+        "orch: this agent is outside herdr (HERDR_ENV is not 1); stop: orch orchestrates only from a herdr pane\n"
+        "hint: run orch from a shell or agent inside a herdr pane\n",
+    ),
+    "herdr missing, observe": (
+        ["observe", "--run", RUN, "--once"], 3,
+        "orch: herdr agent list: cannot execute '/nonexistent/herdr' (No such file or directory)\n"
+        "hint: install herdr, or point orch at it with --herdr PATH or ORCH_HERDR\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_bad_input_is_one_clear_line_its_exit_code_and_no_change(home: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    argv, code, stderr = CASES[name]
+    if name == "outside herdr":
+        monkeypatch.delenv("HERDR_ENV")
+    ledger = home / "orch-home" / "ledger.sqlite3"
+    before = _ledger_dump(ledger)
+    done = CliRunner().invoke(cli, [arg.format(tmp=home) for arg in argv], input="", prog_name="orch")
+    assert (done.exit_code, done.stderr) == (code, stderr.format(tmp=home)), (done.stdout, done.exception)
+    assert "Traceback" not in done.output and "validation error" not in done.output
+    assert _ledger_dump(ledger) == before
+
+
+def test_preflight_with_herdr_missing_exits_3_like_every_command(home: Path) -> None:
+    plan = home / "plan.toml"
+    plan.write_text(PLAN.format(task="busy"))
+    before = _ledger_dump(home / "orch-home" / "ledger.sqlite3")
+    done = CliRunner().invoke(cli, ["preflight", str(plan)], prog_name="orch")
+    assert (done.exit_code, done.stderr) == (
+        3,
+        "orch: herdr is not available: herdr --version: cannot execute '/nonexistent/herdr' (No such file or directory)\n"
+        "hint: install herdr, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
+    )
+    assert _ledger_dump(home / "orch-home" / "ledger.sqlite3") == before
+
+
+def test_status_and_report_on_an_empty_ledger_say_how_to_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCH_HOME", str(tmp_path / "orch-home"))
+    ledger = tmp_path / "orch-home" / "ledger.sqlite3"
+    for command in (["status"], ["status", "--json"], ["report"]):
+        done = CliRunner().invoke(cli, command, prog_name="orch")
+        assert (done.exit_code, done.stdout, done.stderr) == (
+            1, "", f"orch: no run in {ledger}\nhint: start one with `orch preflight PLAN`\n",
+        ), command  # fmt: skip
+    listed = CliRunner().invoke(cli, ["status", "--all"], prog_name="orch")
+    assert (listed.exit_code, listed.stdout) == (0, "no runs\n")
