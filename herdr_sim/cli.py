@@ -853,9 +853,10 @@ class Cli:
                 raise ApiError("invalid_agent_name", f"invalid agent name {name}: expected [a-z][a-z0-9_-]{{0,31}}")
             self.check_name(e, name, None)
             if any(ord(c) < 32 or ord(c) == 127 for a in extra for c in a):
-                raise ApiError("invalid_agent_argument", "agent arguments must not contain control characters")
+                raise ApiError("invalid_agent_argument", "agent arguments cannot be encoded safely for the target shell")
             if timeout is not None and not 3000 < timeout <= 300000:
-                raise ApiError("invalid_agent_timeout", "timeout_ms must be greater than 3000 and at most 300000")
+                raise ApiError("invalid_agent_timeout",  # src/app/agents.rs:244-248
+                               "agent start timeout must be greater than 3000ms and at most 300000ms")
             pane = e.world.panes.get(pane_raw)
             if pane is None:
                 raise ApiError("agent_pane_not_found", f"pane {pane_raw} not found")

@@ -1,0 +1,229 @@
+"""Every argv form orch sends to herdr, checked against herdr 0.7.5's own parser (source lines cited) and the simulator.
+
+The table lists each form the engine actually uses (grep `herdr.<method>(` in orchestrator/). Each row names the
+herdr source that accepts it, at tag v0.7.5 (`git -C /work/.mirror/ogulcancelik+herdr/repo show v0.7.5:<file>`).
+Three checks per row: HerdrCli builds exactly that argv (runner seam); the simulator's parser accepts it (it reaches
+the server connection, i.e. no usage error); and, for the forms herdr rejects, both orch and the simulator refuse.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from herdr_sim import cli as sim
+from orchestrator.herdr import HerdrCli
+
+DATA = Path(__file__).parent / "data" / "herdr"
+ENVELOPE = "[herdr-orchestration run=r1 task=fix from=controller kind=answer reply-to=w1:p1]\nUse --help; it's \"fine\"."
+
+
+class Seam:
+    """The runner seam: records the argv and answers with one canned stdout."""
+
+    def __init__(self, stdout: str) -> None:
+        self.stdout = stdout
+        self.argvs: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        self.argvs.append(list(argv))
+        return subprocess.CompletedProcess(list(argv), 0, self.stdout, "")
+
+
+def out(name: str) -> str:
+    return (DATA / name).read_text()
+
+
+# (form, call as the engine makes it, argv after `herdr`, herdr v0.7.5 source that accepts it, canned stdout)
+FORMS: list[tuple[str, Callable[[HerdrCli], Any], list[str], str, str]] = [
+    ("--version", lambda h: h.version(), ["--version"], "src/main.rs:647-650", "herdr 0.7.5\n"),
+    ("--help", lambda h: h.help_text(), ["--help"], "src/main.rs:535-645 (src/cli/spec.rs:71-73 leaves index 1 alone)", "herdr\n"),
+    ("status --json", lambda h: h.status(), ["status", "--json"], "src/cli/status.rs:33-36", out("status.json")),
+    ("session list --json", lambda h: h.session_list(), ["session", "list", "--json"], "src/cli.rs:433-449, 869-878", out("session_list.json")),
+    ("integration status", lambda h: h.integration_status(), ["integration", "status"], "src/cli/integration.rs:24-32", out("integration_status.txt")),
+    ("api schema --json", lambda h: h.api_schema_methods(), ["api", "schema", "--json"], "src/cli/api.rs:25-32",
+     '{"schemas":{"request":{"oneOf":[{"properties":{"method":{"const":"ping"}}}]}}}'),
+    ("workspace list", lambda h: h.workspace_list(), ["workspace", "list"], "src/cli/workspace.rs:32-39", out("workspace_list.json")),
+    ("workspace create --cwd --label --no-focus", lambda h: h.workspace_create(cwd="/src/acme/widgets", label="widgets"),
+     ["workspace", "create", "--cwd", "/src/acme/widgets", "--label", "widgets", "--no-focus"], "src/cli/workspace.rs:41-102", out("workspace_create.json")),
+    ("workspace create --cwd --no-focus", lambda h: h.workspace_create(cwd="/src/acme/widgets"),
+     ["workspace", "create", "--cwd", "/src/acme/widgets", "--no-focus"], "src/cli/workspace.rs:41-102", out("workspace_create.json")),
+    ("workspace close", lambda h: h.workspace_close("w3"), ["workspace", "close", "w3"], "src/cli/workspace.rs:227-238", out("workspace_close.json")),
+    ("tab list --workspace", lambda h: h.tab_list(workspace="w1"), ["tab", "list", "--workspace", "w1"], "src/cli/tab.rs:29-51", out("tab_list.json")),
+    ("tab rename", lambda h: h.tab_rename("w1:t1", "project feat x"), ["tab", "rename", "w1:t1", "project feat x"], "src/cli/tab.rs:152-162", out("tab_rename.json")),
+    ("pane current --current", lambda h: h.pane_current(), ["pane", "current", "--current"], "src/cli/pane.rs:98-139", out("pane_current.json")),
+    ("pane list", lambda h: h.pane_list(), ["pane", "list"], "src/cli/pane.rs:53-78", out("pane_list.json")),
+    ("pane list --workspace", lambda h: h.pane_list(workspace="w3"), ["pane", "list", "--workspace", "w3"], "src/cli/pane.rs:53-78", out("pane_list.json")),
+    ("pane get", lambda h: h.pane_get("w1:p2"), ["pane", "get", "w1:p2"], "src/cli/pane.rs:80-96", out("pane_get.json")),
+    ("pane layout --pane", lambda h: h.pane_layout("w1:p1"), ["pane", "layout", "--pane", "w1:p1"], "src/cli/pane.rs:141-154, 225-245", out("pane_layout.json")),
+    ("pane split --pane --direction --cwd --no-focus", lambda h: h.pane_split("w1:p1", direction="down", cwd="/wt/a"),
+     ["pane", "split", "--pane", "w1:p1", "--direction", "down", "--cwd", "/wt/a", "--no-focus"], "src/cli/pane.rs:512-623, src/cli.rs:800-808", out("pane_split.json")),
+    ("pane move --new-tab --workspace --label --no-focus", lambda h: h.pane_move_new_tab("w3:p1", workspace="w1", label="widgets feat-a"),
+     ["pane", "move", "w3:p1", "--new-tab", "--workspace", "w1", "--label", "widgets feat-a", "--no-focus"], "src/cli/pane.rs:649-791", out("pane_move_new_tab.json")),
+    ("pane read --source recent --lines", lambda h: h.pane_read("w1:p2", source="recent", lines=40),
+     ["pane", "read", "w1:p2", "--source", "recent", "--lines", "40"], "src/cli/pane.rs:443-510, src/cli.rs:810-820, 857-861", out("pane_read.txt")),
+    ("pane send-text", lambda h: h.pane_send_text("w1:p2", "/exit"), ["pane", "send-text", "w1:p2", "/exit"], "src/cli/pane.rs:900-909, src/cli.rs:729-741 (prints nothing)", ""),
+    ("pane send-keys Enter", lambda h: h.pane_send_keys("w1:p2", "Enter"), ["pane", "send-keys", "w1:p2", "Enter"],
+     "src/cli/pane.rs:911-920, src/config/keybinds.rs:1206-1262 (enter)", ""),
+    ("pane close", lambda h: h.pane_close("w1:p2"), ["pane", "close", "w1:p2"], "src/cli/pane.rs:887-898", out("pane_close.json")),
+    ("worktree list --workspace --json", lambda h: h.worktree_list(workspace="w1"), ["worktree", "list", "--workspace", "w1", "--json"],
+     "src/cli/worktree.rs:27-63", out("worktree_list.json")),
+    ("worktree list --cwd --json", lambda h: h.worktree_list(cwd="/src/acme/widgets"), ["worktree", "list", "--cwd", "/src/acme/widgets", "--json"],
+     "src/cli/worktree.rs:27-63", out("worktree_list.json")),
+    ("worktree create --workspace --branch --base --path --label --no-focus --json",
+     lambda h: h.worktree_create(workspace="w1", branch="feat-a", base="0123abc", path="/wt/feat-a", label="widgets feat-a"),
+     ["worktree", "create", "--workspace", "w1", "--branch", "feat-a", "--base", "0123abc", "--path", "/wt/feat-a", "--label", "widgets feat-a", "--no-focus", "--json"],
+     "src/cli/worktree.rs:65-156", out("worktree_create.json")),
+    ("worktree open --workspace --path --label --no-focus --json", lambda h: h.worktree_open(workspace="w1", path="/wt/feat-a", label="widgets feat-a"),
+     ["worktree", "open", "--workspace", "w1", "--path", "/wt/feat-a", "--label", "widgets feat-a", "--no-focus", "--json"], "src/cli/worktree.rs:158-245", out("worktree_open.json")),
+    ("worktree remove --workspace --json", lambda h: h.worktree_remove("w3"), ["worktree", "remove", "--workspace", "w3", "--json"], "src/cli/worktree.rs:247-283", out("worktree_remove.json")),
+    ("agent list", lambda h: h.agent_list(), ["agent", "list"], "src/cli/agent.rs:377-387", out("agent_list.json")),
+    ("agent get", lambda h: h.agent_get("feat-a"), ["agent", "get", "feat-a"], "src/cli/agent.rs:389-405", out("agent_get.json")),
+    ("agent start --kind --pane --timeout", lambda h: h.agent_start("feat-a", kind="codex", pane="w1:p2", timeout_ms=30000),
+     ["agent", "start", "feat-a", "--kind", "codex", "--pane", "w1:p2", "--timeout", "30000"], "src/cli/agent.rs:272-375, src/detect/mod.rs:167-200 (kinds)", out("agent_start.json")),
+    ("agent start … -- args", lambda h: h.agent_start("feat-a", kind="claude", pane="w1:p2", timeout_ms=30000, args=("--model", "x", "--session", "s")),
+     ["agent", "start", "feat-a", "--kind", "claude", "--pane", "w1:p2", "--timeout", "30000", "--", "--model", "x", "--session", "s"],
+     "src/cli/agent.rs:277-345; src/session.rs:58-61 stops at --", out("agent_start.json")),
+    ("agent prompt", lambda h: h.agent_prompt("feat-a", ENVELOPE), ["agent", "prompt", "feat-a", ENVELOPE], "src/cli/agent.rs:638-708 (text is args[1], any shape)", out("agent_prompt.json")),
+    ("agent prompt --wait --until… --timeout", lambda h: h.agent_prompt("feat-a", ENVELOPE, wait=True, until=("working", "idle", "done", "blocked"), timeout_ms=120000),
+     ["agent", "prompt", "feat-a", ENVELOPE, "--wait", "--until", "working", "--until", "idle", "--until", "done", "--until", "blocked", "--timeout", "120000"],
+     "src/cli/agent.rs:649-698, src/cli.rs:832-843", out("agent_prompt.json")),
+    ("agent wait --until --timeout", lambda h: h.agent_wait("feat-a", until=("working",), timeout_ms=5000),
+     ["agent", "wait", "feat-a", "--until", "working", "--timeout", "5000"], "src/cli/agent.rs:445-499", out("agent_wait.json")),
+    ("agent read --source recent-unwrapped --lines", lambda h: h.agent_read("feat-a", source="recent-unwrapped", lines=60),
+     ["agent", "read", "feat-a", "--source", "recent-unwrapped", "--lines", "60"], "src/cli/agent.rs:725-787, src/cli.rs:810-820", out("pane_read.txt")),
+    ("agent read --source visible", lambda h: h.agent_read("feat-a", source="visible"), ["agent", "read", "feat-a", "--source", "visible"],
+     "src/cli/agent.rs:725-787", out("pane_read.txt")),
+    ("agent send-keys shift+tab", lambda h: h.agent_send_keys("feat-a", "shift+tab"), ["agent", "send-keys", "feat-a", "shift+tab"],
+     "src/cli/agent.rs:710-723, src/config/keybinds.rs:1206-1262 (shift+tab = BackTab)", out("agent_send_keys.json")),
+    ("agent explain --json", lambda h: h.agent_explain("feat-a"), ["agent", "explain", "feat-a", "--json"], "src/cli/agent.rs:38-153", out("agent_explain.json")),
+]
+
+# herdr answers these without a server (main.rs / local CLI commands); every other form needs the socket.
+LOCAL = {"--version", "--help", "status --json", "session list --json", "integration status", "api schema --json"}
+NO_SERVER = 'Error: Os { code: 2, kind: NotFound, message: "No such file or directory" }\n'
+
+
+@pytest.mark.parametrize(("form", "call", "argv", "source", "stdout"), FORMS, ids=[f[0] for f in FORMS])
+def test_orch_builds_exactly_the_form_herdr_accepts(form: str, call: Callable[[HerdrCli], Any], argv: list[str], source: str, stdout: str) -> None:
+    seam = Seam(stdout)
+    call(HerdrCli("herdr", runner=seam, sleep=lambda _s: None))
+    assert seam.argvs == [["herdr", *argv]], f"{form}: herdr accepts {argv} ({source})"
+
+
+@pytest.fixture
+def no_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A simulator home with no server running, so a parsed request stops at the socket."""
+    for name in ("HERDR_SOCKET_PATH", "HERDR_SESSION", "HERDR_PANE_ID", "HERDR_SIM_INTEGRATIONS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HERDR_SIM_HOME", str(tmp_path / "sim"))
+    return tmp_path
+
+
+@pytest.mark.parametrize(("form", "argv"), [(f[0], f[2]) for f in FORMS if f[0] not in LOCAL], ids=[f[0] for f in FORMS if f[0] not in LOCAL])
+def test_simulator_parses_every_form_and_stops_only_at_the_missing_server(
+    form: str, argv: list[str], no_server: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = sim.main(argv)
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == (1, "", NO_SERVER), form
+
+
+@pytest.mark.parametrize("form", sorted(LOCAL - {"--help"}))
+def test_simulator_answers_the_local_forms_without_a_server(form: str, no_server: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = next(f[2] for f in FORMS if f[0] == form)
+    code = sim.main(argv)
+    captured = capsys.readouterr()
+    assert (code, captured.err) == (0, ""), form
+    assert captured.out
+
+
+# Forms herdr rejects (or misreads) and the exit code and stderr it gives; the simulator must agree.
+REJECTED: list[tuple[list[str], int, str, str]] = [
+    (["agent", "prompt", "a", "x", "--wait", "--timeout", "-1"], 2, "invalid value for --timeout: -1\n", "src/cli/agent.rs:674-683, 811-816"),
+    (["agent", "wait", "a", "--timeout", "５０００"], 2, "invalid value for --timeout: ５０００\n", "src/cli.rs:863-867 (Rust u64 grammar is ASCII)"),
+    (["agent", "start", "n", "--kind", "codex", "--pane", "w1:p1", "--timeout", "1_000"], 2, "invalid value for --timeout: 1_000\n", "src/cli/agent.rs:303-312"),
+    (["pane", "read", "w1:p1", "--lines", "4294967296"], 1, 'Error: Custom { kind: Other, error: "invalid value for --lines: 4294967296" }\n',
+     "src/cli.rs:857-861 (u32), io::Error escapes main"),
+    (["pane", "read", "--source", "recent", "w1:p1"], 2, "unknown option: recent\n", "src/cli/pane.rs:443-496 (target is the first word)"),
+    (["agent", "read", "a", "--raw"], 2, "unknown option: --raw\n", "src/cli/agent.rs:737-773 (agent read has no --raw)"),
+    (["pane", "split", "--pane", "w1:p1", "--direction", "down", "--ratio", "nan"], 2, "invalid ratio: nan\n", "src/cli/pane.rs:567-579"),
+    (["pane", "split", "--pane", "w1:p1", "--direction", "down", "--ratio", "1_0"], 2, "invalid ratio: 1_0\n", "src/cli/pane.rs:567-579 (Rust f32 grammar)"),
+    (["worktree", "remove", "--workspace", "w3", "--label", "x"], 2, "unknown option: --label\n", "src/cli/worktree.rs:247-272"),
+    (["worktree", "list", "--branch", "b", "--json"], 2, "unknown option: --branch\n", "src/cli/worktree.rs:27-56"),
+    (["worktree", "create", "--workspace", "w1", "--force"], 2, "unknown option: --force\n", "src/cli/worktree.rs:65-138"),
+    (["agent", "explain", "a", "--format", "yaml"], 2, "invalid --format: yaml (expected text or json)\n", "src/cli/agent.rs:68-82"),
+    (["agent", "prompt", "a", "--remote=host"], 2, "error: --remote can only be used with the default launch command\nrun 'herdr --help' for usage\n",
+     "src/remote.rs:74-81, src/main.rs:472-485"),
+    (["agent", "prompt", "a", "--handoff", "--wait", "--timeout", "5"], 2, "unknown option: --handoff\n",
+     "src/remote.rs:58-62, 116-118 (--handoff moves to the end: the text becomes --wait)"),
+    (["tab", "rename", "w1:t1", "--remote-keybindings", "x"], 2, "error: --remote-keybindings requires --remote\nrun 'herdr --help' for usage\n",
+     "src/remote.rs:82-92, 113-115"),
+    (["pane", "list", "--session"], 2, "error: missing value for --session\nrun 'herdr --help' for usage\n", "src/session.rs:62-65, src/main.rs:455-461"),
+]
+
+
+@pytest.mark.parametrize(("argv", "code", "stderr", "source"), REJECTED, ids=[" ".join(r[0]) for r in REJECTED])
+def test_simulator_rejects_what_herdr_rejects(argv: list[str], code: int, stderr: str, source: str, no_server: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    result = sim.main(argv)
+    captured = capsys.readouterr()
+    assert (result, captured.out, captured.err) == (code, "", stderr), source
+
+
+@pytest.mark.parametrize("flag", [["--timeout", "10"], ["--until", "idle"]], ids=["--timeout", "--until"])
+def test_simulator_rejects_wait_options_without_wait(flag: list[str], no_server: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """src/cli/agent.rs:691-698: exit 2, text on stderr. herdr's text is `--until requires --wait` / `--timeout requires
+    --wait`; the simulator's combined line is pinned by tests/herdr_sim/test_cli.py (a text-only gap, reported)."""
+    result = sim.main(["agent", "prompt", "a", "x", *flag])
+    captured = capsys.readouterr()
+    assert (result, captured.out, captured.err) == (2, "", "--until and --timeout require --wait\n")
+
+
+def test_simulator_keeps_session_words_after_the_separator(no_server: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """src/session.rs:58-61: `--session` after `--` belongs to the agent, so `agent start` still parses and needs the server."""
+    code = sim.main(["agent", "start", "n", "--kind", "codex", "--pane", "w1:p1", "--", "--session", "s"])
+    assert (code, capsys.readouterr().err) == (1, NO_SERVER)
+
+
+def test_simulator_takes_the_last_session_flag(no_server: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """src/session.rs:54-81: every `--session` is stripped and the last one wins; an invalid last name is refused."""
+    code = sim.main(["--session", "good", "pane", "list", "--session=bad/name"])
+    assert (code, capsys.readouterr().err) == (2, "error: invalid session name: bad/name\nrun 'herdr --help' for usage\n")
+
+
+def ok_cli() -> HerdrCli:
+    return HerdrCli("herdr", runner=Seam(""), sleep=lambda _s: None)
+
+
+# Words orch must never send: herdr would strip, move or reinterpret them before the subcommand parser runs.
+REFUSED: list[tuple[Callable[[HerdrCli], Any], str]] = [
+    (lambda h: h.agent_prompt("a", "--remote=host"), "herdr would take the argv word '--remote=host' as a remote-launch flag"),
+    (lambda h: h.agent_prompt("a", "--handoff"), "herdr would take the argv word '--handoff' as a remote-launch flag"),
+    (lambda h: h.tab_rename("w1:t1", "--remote-keybindings"), "herdr would take the argv word '--remote-keybindings' as a remote-launch flag"),
+    (lambda h: h.pane_send_text("w1:p1", "--remote"), "herdr would take the argv word '--remote' as a remote-launch flag"),
+    (lambda h: h.agent_get("-h"), "herdr would print help instead of running: '-h' follows 'agent get'"),
+    (lambda h: h.pane_read("--help"), "herdr would print help instead of running: '--help' follows 'pane read'"),
+    (lambda h: h.agent_wait("a", timeout_ms=-1), "--timeout must be an integer from 0 to 18446744073709551615, not -1 (herdr rejects it)"),
+    (lambda h: h.agent_read("a", lines=2**32), "--lines must be an integer from 0 to 4294967295, not 4294967296 (herdr rejects it)"),
+    (lambda h: h.pane_split("w1:p1", direction="down", ratio=float("nan")), "--ratio must be a finite number, not nan (herdr rejects it)"),
+]
+
+
+@pytest.mark.parametrize(("call", "message"), REFUSED, ids=[r[1] for r in REFUSED])
+def test_orch_refuses_words_herdr_would_misread(call: Callable[[HerdrCli], Any], message: str) -> None:
+    cli = ok_cli()
+    with pytest.raises(ValueError) as raised:
+        call(cli)
+    assert str(raised.value) == message
+    assert cli.calls == []
+
+
+def test_help_words_later_in_the_argv_are_plain_text() -> None:
+    """src/cli/spec.rs:91-93: help only when it directly follows the command path, so a prompt may say --help."""
+    seam = Seam(out("agent_prompt.json"))
+    HerdrCli("herdr", runner=seam).agent_prompt("feat-a", "--help")
+    assert seam.argvs == [["herdr", "agent", "prompt", "feat-a", "--help"]]
