@@ -98,17 +98,16 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
     assert text == (
         "Herdr: PASS\n"
         "Controller: acme/w1/w1:t1/w1:p1\n"
-        "Workers: greeting=retained/accepted, area-tests=retained/accepted, usage-docs=retained/accepted\n"
+        "Workers: greeting=retired/accepted+integrated, area-tests=retired/accepted+integrated, "
+        "usage-docs=retired/accepted+integrated\n"
         "Callbacks: run <run>; greeting 2 accepted (update, result); area-tests 1 accepted (result); "
         "usage-docs 2 accepted (question, result); missing result: none\n"
         "Verification: greeting: `python3 -m unittest discover -s tests -q` exit 0 -> accepted; "
         "area-tests: `python3 -m unittest discover -s tests -q -p 'test_area*.py'` exit 0 -> accepted; "
         "usage-docs: `grep -q 'Python 3.11' docs/usage.md` exit 0 -> accepted\n"
         "Retired: greeting pane w1:pN closed; greeting worktree <stage>/src/acme/widgets.worktrees/widgets-feat-greeting "
-        "retained (not integrated: 2 commits exist only on feat/greeting (<sha> and 1 more)); greeting workspace wN closed; "
-        "area-tests pane w1:pN closed; usage-docs pane w1:pN closed; usage-docs worktree "
-        "<stage>/src/acme/widgets.worktrees/widgets-docs-usage retained (not integrated: commit <sha> exists only on "
-        "docs/usage); usage-docs workspace wN closed\n"
+        "removed; greeting workspace wN closed; area-tests pane w1:pN closed; usage-docs pane w1:pN closed; "
+        "usage-docs worktree <stage>/src/acme/widgets.worktrees/widgets-docs-usage removed; usage-docs workspace wN closed\n"
         "Blockers: none\n"
     )
 
