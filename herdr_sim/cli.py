@@ -515,7 +515,8 @@ class Cli:
                 raise Usage(f"unknown option: {f.positional[0]}")
             direction = f.values.get("--direction")
             if direction is None:
-                raise Usage("missing required --direction")
+                raise Usage("usage: herdr pane split [<pane_id>|--pane ID|--current] --direction right|down [--ratio FLOAT] "
+                            "[--cwd PATH] [--env KEY=VALUE] [--focus] [--no-focus]")  # src/cli/pane.rs:607-611
             if direction not in ("right", "down"):
                 raise Usage(f"invalid split direction: {direction}")
             ratio = parse_ratio(f.values["--ratio"]) if "--ratio" in f.values else 0.5
@@ -973,8 +974,11 @@ class Cli:
         if f.positional:
             raise Usage(f"unknown option: {f.positional[0]}")
         wait = "--wait" in f.bools
-        if not wait and (f.multi["--until"] or "--timeout" in f.values):
-            raise Usage("--until and --timeout require --wait")
+        # herdr checks --until first, then --timeout (src/cli/agent.rs:691-698).
+        if not wait and f.multi["--until"]:
+            raise Usage("--until requires --wait")
+        if not wait and "--timeout" in f.values:
+            raise Usage("--timeout requires --wait")
         until = self.parse_until(f.multi["--until"])
         timeout = parse_timeout(f.values["--timeout"]) if "--timeout" in f.values else None
         rid = "cli:agent:prompt"
@@ -1057,7 +1061,8 @@ class Cli:
                 f.values.get("--label"), f.focus(False)))
         if sub == "open":
             if ("--path" in f.values) == ("--branch" in f.values):
-                raise Usage("worktree open requires exactly one of --path or --branch")
+                raise Usage("usage: herdr worktree open [--workspace ID | --cwd PATH] (--path PATH | --branch NAME) [--label TEXT] "
+                            "[--focus] [--no-focus] [--json]")  # src/cli/worktree.rs:230-235
             return self.request(rid, cmd, lambda e: worktrees.open_(
                 e, worktrees.resolve_source(e, ws, cwd), path, f.values.get("--branch"), f.values.get("--label"),
                 f.focus(False)))

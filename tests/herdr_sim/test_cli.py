@@ -24,13 +24,15 @@ USAGE = [
     (["agent", "list", "--json"], "usage: herdr agent list\n"),
     (["pane", "list", "--json"], "unknown option: --json\n"),
     (["tab", "list", "--json"], "unknown option: --json\n"),
-    (["agent", "prompt", "w1:p1", "hi", "--timeout", "10"], "--until and --timeout require --wait\n"),  # §8
-    (["agent", "prompt", "w1:p1", "hi", "--until", "idle"], "--until and --timeout require --wait\n"),
+    (["agent", "prompt", "w1:p1", "hi", "--timeout", "10"], "--timeout requires --wait\n"),  # §8, agent.rs:691-698
+    (["agent", "prompt", "w1:p1", "hi", "--until", "idle"], "--until requires --wait\n"),
     (["agent", "prompt", "w1:p1", "two", "words"], "unknown option: words\n"),  # §8: exactly one word
     (["agent", "start", "x", "--kind", "vim", "--pane", "w1:p1"], "unsupported interactive agent kind: vim\n"),
     (["agent", "start", "x", "--pane", "w1:p1"], "missing required --kind\n"),
-    (["pane", "split", "w1:p1"], "missing required --direction\n"),  # §7
-    (["worktree", "open", "--cwd", "/tmp"], "worktree open requires exactly one of --path or --branch\n"),
+    (["pane", "split", "w1:p1"], "usage: herdr pane split [<pane_id>|--pane ID|--current] --direction right|down [--ratio FLOAT] "
+     "[--cwd PATH] [--env KEY=VALUE] [--focus] [--no-focus]\n"),  # §7, pane.rs:607-611
+    (["worktree", "open", "--cwd", "/tmp"], "usage: herdr worktree open [--workspace ID | --cwd PATH] (--path PATH | --branch NAME) "
+     "[--label TEXT] [--focus] [--no-focus] [--json]\n"),  # worktree.rs:230-235
     (["wait"], "unknown command: wait\nrun 'herdr --help' for usage\n"),  # §0
 ]
 

@@ -174,13 +174,16 @@ def test_simulator_rejects_what_herdr_rejects(argv: list[str], code: int, stderr
     assert (result, captured.out, captured.err) == (code, "", stderr), source
 
 
-@pytest.mark.parametrize("flag", [["--timeout", "10"], ["--until", "idle"]], ids=["--timeout", "--until"])
-def test_simulator_rejects_wait_options_without_wait(flag: list[str], no_server: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """src/cli/agent.rs:691-698: exit 2, text on stderr. herdr's text is `--until requires --wait` / `--timeout requires
-    --wait`; the simulator's combined line is pinned by tests/herdr_sim/test_cli.py (a text-only gap, reported)."""
+@pytest.mark.parametrize(
+    ("flag", "stderr"),
+    [(["--timeout", "10"], "--timeout requires --wait\n"), (["--until", "idle"], "--until requires --wait\n")],
+    ids=["--timeout", "--until"],
+)
+def test_simulator_rejects_wait_options_without_wait(flag: list[str], stderr: str, no_server: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """src/cli/agent.rs:691-698: exit 2 with herdr's own text on stderr."""
     result = sim.main(["agent", "prompt", "a", "x", *flag])
     captured = capsys.readouterr()
-    assert (result, captured.out, captured.err) == (2, "", "--until and --timeout require --wait\n")
+    assert (result, captured.out, captured.err) == (2, "", stderr)
 
 
 def test_simulator_keeps_session_words_after_the_separator(no_server: Path, capsys: pytest.CaptureFixture[str]) -> None:
