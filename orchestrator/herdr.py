@@ -523,7 +523,7 @@ class HerdrCli:
             raise HerdrMissing(
                 f"{call.command}: cannot execute {self.binary!r} ({exc.strerror or exc})",
                 call=call,
-                hint="install herdr, or point orch at it with --herdr PATH or ORCH_HERDR",
+                hint="install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
             ) from None
         except subprocess.TimeoutExpired as exc:
             call = self._record(argv, None, _text(exc.stdout), _text(exc.stderr), started)

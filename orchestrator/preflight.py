@@ -346,7 +346,7 @@ class _Preflight:
             raise _Stop(
                 f"cannot run {binary}",
                 f"herdr is not available: {exc.message}",
-                "install herdr, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+                "install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
                 exc.exit_code,
             ) from None
         self.ok("herdr", version.text)

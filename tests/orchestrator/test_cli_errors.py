@@ -118,7 +118,7 @@ CASES = {
     "herdr missing, observe": (
         ["observe", "--run", RUN, "--once"], 3,
         "orch: herdr agent list: cannot execute '/nonexistent/herdr' (No such file or directory)\n"
-        "hint: install herdr, or point orch at it with --herdr PATH or ORCH_HERDR\n",
+        "hint: install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
     ),
 }
 
@@ -144,7 +144,7 @@ def test_preflight_with_herdr_missing_exits_3_like_every_command(home: Path) -> 
     assert (done.exit_code, done.stderr) == (
         3,
         "orch: herdr is not available: herdr --version: cannot execute '/nonexistent/herdr' (No such file or directory)\n"
-        "hint: install herdr, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
+        "hint: install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
     )
     assert _ledger_dump(home / "orch-home" / "ledger.sqlite3") == before
 

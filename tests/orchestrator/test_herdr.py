@@ -358,7 +358,7 @@ def test_missing_binary_becomes_herdr_missing() -> None:
     assert (str(info.value), info.value.exit_code, info.value.hint) == (
         "herdr --version: cannot execute 'herdr' (No such file or directory)",
         ExitCode.HERDR_UNAVAILABLE,
-        "install herdr, or point orch at it with --herdr PATH or ORCH_HERDR",
+        "install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
     )
 
 

@@ -265,7 +265,7 @@ def test_missing_herdr_names_the_binary_and_the_option(tmp_path: Path) -> None:
     assert (result.checks[-1].evidence, result.failure.reason, result.failure.hint) == (
         "cannot run herdr",
         "herdr is not available: herdr --version: cannot execute 'herdr' (No such file or directory)",
-        "install herdr, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+        "install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
     )
     assert engine.ledger.list_runs() == []
 
