@@ -212,5 +212,7 @@ class Engine:
         into the controller's terminal.
         """
         if self.controller == "agent":
-            return ("herdr", "agent", "prompt", run.controller_target)
+            # The spec's literal `herdr`, unless orch was pointed at another binary (`--herdr`): workers must
+            # reach the same herdr the controller uses.
+            return (self.herdr.binary, "agent", "prompt", run.controller_target)
         return ("env", f"ORCH_HOME={self.settings.orch_home}", orch_executable(), "inbox", "add", "--run", run.run_id)

@@ -133,6 +133,7 @@ class RetryPolicy:
 class Herdr(Protocol):
     """What the engine may ask of herdr; ``HerdrCli`` is the real implementation."""
 
+    binary: str
     calls: list[HerdrCall]
 
     def version(self) -> HerdrVersion: ...

@@ -22,7 +22,9 @@ RUN_ID = "w1:p1-20261130T080000Z"
 
 
 class NoHerdr:
-    """Briefing never talks to herdr; any call is a bug."""
+    """Briefing never talks to herdr (it only names the binary in the callback command); any call is a bug."""
+
+    binary = "herdr"
 
     def __getattr__(self, name: str) -> object:
         raise AssertionError(f"briefing called herdr.{name}")

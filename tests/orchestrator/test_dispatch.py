@@ -40,6 +40,8 @@ class FakeAgent:
 class FakeHerdr:
     """The agent commands dispatch uses, over in-memory agents; unknown names raise herdr's agent_not_found."""
 
+    binary = "herdr"
+
     def __init__(self, agents: list[FakeAgent]) -> None:
         self.agents = {a.name: a for a in agents}
         self.calls: list[tuple[str, ...]] = []

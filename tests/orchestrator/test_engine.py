@@ -11,6 +11,7 @@ from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.errors import HerdrError, HerdrTimeout
+from orchestrator.herdr import HerdrCli
 from registry import EffectStatus
 
 RUN_ID = "w1:p1-20261130T080000Z"
@@ -105,3 +106,19 @@ def test_an_error_not_listed_as_unknown_still_fails_the_effect(engine: Engine) -
     with pytest.raises(HerdrError):
         once(engine, acts, unknown_on=(HerdrTimeout,))
     assert statuses(engine) == [("split", "failed")]
+
+
+@pytest.mark.parametrize(
+    ("binary", "controller", "expected"),
+    [
+        ("herdr", "agent", ("herdr", "agent", "prompt", "w1:p1")),  # the spec's literal pattern
+        ("/opt/herdr/bin/herdr", "agent", ("/opt/herdr/bin/herdr", "agent", "prompt", "w1:p1")),  # orch --herdr PATH
+    ],
+)
+def test_an_agent_controllers_workers_call_back_through_the_same_herdr(tmp_path: Path, binary: str, controller: str, expected: tuple[str, ...]) -> None:
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "p", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=HerdrCli(binary), clock=FakeClock(), env={}, controller=controller)
+    run = engine.ledger.create_run(RUN_ID, controller_target="w1:p1")
+
+    assert engine.callback_prefix(run) == expected
+    engine.close()
