@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
@@ -38,7 +39,7 @@ def demo(ctx: click.Context, keep_going: bool, as_json: bool) -> None:
     def say(line: str) -> None:
         click.echo(line, err=as_json)
 
-    outcome = run_demo(out=say, progress_stream=click.get_text_stream("stderr"), keep_going=keep_going)
+    outcome = run_demo(out=say, progress_stream=sys.stderr, keep_going=keep_going)
     if as_json:
         click.echo(json.dumps(outcome.model_dump(mode="json"), indent=2))
         for line in closing_lines(outcome):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import click
@@ -36,7 +37,7 @@ def preflight(ctx: click.Context, plan_file: Path, as_json: bool) -> None:
     """
     engine = engine_from(ctx)
     result = run_preflight(engine, plan_file)
-    stdout = click.get_text_stream("stdout")
+    stdout = sys.stdout
     symbols = stdout.isatty() and not os.environ.get("NO_COLOR")
     emit(result, as_json, lambda r: render_preflight(r, symbols=symbols))
     if result.failure is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -48,7 +49,7 @@ def run(ctx: click.Context, plan_file: Path, keep: tuple[str, ...], interval_s: 
     """
     engine = engine_from(ctx)
     engine.controller = "run"
-    progress = Progress(click.get_text_stream("stderr"))
+    progress = Progress(sys.stderr)
     _finish(ctx, run_plan(engine, plan_file, progress, keep=keep, interval_s=interval_s), as_json)
 
 
@@ -71,5 +72,5 @@ def resume(ctx: click.Context, run_id: str | None, keep: tuple[str, ...], interv
     """
     engine = engine_from(ctx)
     engine.controller = "run"
-    progress = Progress(click.get_text_stream("stderr"))
+    progress = Progress(sys.stderr)
     _finish(ctx, resume_run(engine, run_id, progress, keep=keep, interval_s=interval_s), as_json)
