@@ -350,22 +350,7 @@ class Cli:
                         "root_pane": e.pane_info(pane)}
             return self.request(rid, cmd, create)
         if sub in ("get", "close", "focus", "rename"):
-            if not args or (sub != "rename" and len(args) != 1) or (sub == "rename" and len(args) < 2):
-                raise Usage(f"usage: herdr workspace {sub} <workspace_id>" + (" <label>" if sub == "rename" else ""))
-
-            def act(e: Engine) -> dict[str, Any]:
-                ws = e.resolve_ws(args[0])
-                if ws is None:
-                    raise ApiError("workspace_not_found", f"workspace {args[0]} not found")
-                if sub == "close":
-                    e.close_workspace(ws)
-                    return {"type": "ok"}
-                if sub == "focus":
-                    e.focus_workspace(ws)
-                if sub == "rename":
-                    ws.custom_label = " ".join(args[1:])
-                return {"type": "workspace_info", "workspace": e.workspace_info(ws)}
-            return self.request(rid, cmd, act)
+            return self.by_id("workspace", sub, args, lambda e: (e.resolve_ws, e.close_workspace, e.focus_workspace, e.workspace_info))
         return self.group_help("workspace", sub)
 
     def tab(self, sub: str, args: list[str]) -> int:
@@ -406,23 +391,28 @@ class Cli:
                 return {"type": "tab_created", "tab": e.tab_info(tab), "root_pane": e.pane_info(pane)}
             return self.request(rid, cmd, create)
         if sub in ("get", "close", "focus", "rename"):
-            if not args or (sub != "rename" and len(args) != 1) or (sub == "rename" and len(args) < 2):
-                raise Usage(f"usage: herdr tab {sub} <tab_id>" + (" <label>" if sub == "rename" else ""))
-
-            def act(e: Engine) -> dict[str, Any]:
-                tab = e.resolve_tab(args[0])
-                if tab is None:
-                    raise ApiError("tab_not_found", f"tab {args[0]} not found")
-                if sub == "close":
-                    e.close_tab(tab)
-                    return {"type": "ok"}
-                if sub == "focus":
-                    e.focus_tab(tab)
-                if sub == "rename":
-                    tab.custom_label = " ".join(args[1:])
-                return {"type": "tab_info", "tab": e.tab_info(tab)}
-            return self.request(rid, cmd, act)
+            return self.by_id("tab", sub, args, lambda e: (e.resolve_tab, e.close_tab, e.focus_tab, e.tab_info))
         return self.group_help("tab", sub)
+
+    def by_id(self, noun: str, sub: str, args: list[str], ops: Callable[[Engine], tuple[Any, Any, Any, Any]]) -> int:
+        """`<noun> get|close|focus|rename <id> [label…]`: the same grammar and answers for workspaces and tabs."""
+        if not args or (sub != "rename" and len(args) != 1) or (sub == "rename" and len(args) < 2):
+            raise Usage(f"usage: herdr {noun} {sub} <{noun}_id>" + (" <label>" if sub == "rename" else ""))
+
+        def act(e: Engine) -> dict[str, Any]:
+            resolve, close, focus, info = ops(e)
+            found = resolve(args[0])
+            if found is None:
+                raise ApiError(f"{noun}_not_found", f"{noun} {args[0]} not found")
+            if sub == "close":
+                close(found)
+                return {"type": "ok"}
+            if sub == "focus":
+                focus(found)
+            if sub == "rename":
+                found.custom_label = " ".join(args[1:])
+            return {"type": f"{noun}_info", noun: info(found)}
+        return self.request(f"cli:{noun}:{sub}", f"{noun} {sub}", act)
 
     def pane_or_error(self, e: Engine, raw: str, message: str | None = None) -> Pane:
         pane = e.resolve_pane(raw)
