@@ -17,6 +17,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
+from orchestrator.agents import enter_plan_mode
 from orchestrator.briefing import Briefing, brief
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.errors import (
@@ -269,10 +270,6 @@ def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> boo
 
 def _enter_plan_mode(engine: Engine, worker: Worker) -> str | None:
     """Switch the agent to plan mode and confirm it on screen (orchestrator.agents); the reason when that cannot be done."""
-    try:
-        from orchestrator.agents import enter_plan_mode
-    except ImportError:
-        return "plan-first needs orchestrator.agents.enter_plan_mode, which is not installed; not sent"
     try:
         enter_plan_mode(engine, worker)
     except OrchError as exc:
