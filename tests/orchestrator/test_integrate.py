@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -12,13 +11,8 @@ from orchestrator.errors import OrchError
 from orchestrator.integrate import integrate_run, integration_worktree, render_integrate
 from orchestrator.verify import verify_run
 from registry import EffectStatus
+from verify_fleet import RUN_ID, Fleet, body
 
-# The run builder lives in test_verify.py; tests are not a package (importlib import mode), so load it by path.
-_spec = importlib.util.spec_from_file_location("orch_tests_verify_fleet", Path(__file__).with_name("test_verify.py"))
-assert _spec is not None and _spec.loader is not None
-_fleet_module = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_fleet_module)
-Fleet, body, RUN_ID = _fleet_module.Fleet, _fleet_module.body, _fleet_module.RUN_ID
 
 OPT_IN = '[integration]\nenabled = true\nbranch = "chore/integrate-widgets"\n'
 INTO = "chore/integrate-widgets"
