@@ -19,6 +19,7 @@ from orchestrator import git, messages
 from orchestrator.agents import AGENTS
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, OrchError, one_line
+from orchestrator.report import Wait, open_wait
 from registry import Run, Worker
 from registry.machine import WorkerState
 from registry.records import EventKind
@@ -45,11 +46,13 @@ SHELL_PROMPT = re.compile(r"[$#%>❯]$")
 ABANDONED_FACT = "abandoned"
 RETAINED_FACT = "retained"
 KEPT_ON_REQUEST = "kept on request"
+# A worker waiting on the person keeps its agent, pane and worktree: the person's answer must reach somebody.
+WAIT_WORDS = {"question": "a question", "blocked": "a block", "verification_blocked": "a verification block"}
 NEVER_STARTED = "failed before its agent started; kept for inspection (`orch retire --abandon {task} --reason …` removes it)"
 
 ItemKind = Literal["agent", "pane", "worktree", "workspace"]
 Action = Literal["stopped", "exited", "closed", "removed", "kept", "untouched", "gone"]
-Outcome = Literal["retired", "retained", "already_retired", "not_retired"]
+Outcome = Literal["retired", "retained", "waiting", "already_retired", "not_retired"]
 
 
 class _Model(BaseModel):
@@ -198,6 +201,14 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
 
     if before is S.RETIRED:
         return done("already_retired", None)
+    wait = open_wait(ledger.events(run.run_id, task_label=task), worker) if before in (S.QUESTION, S.BLOCKED) else None
+    if wait is not None and task not in abandon:
+        # Never exit a worker whose question or block is still open: the decision would reach nobody.
+        reason = waiting_reason(run, task, wait) + ("; kept on request" if task in keep else "")
+        for item in (worker.pane_id, worker.worktree_path):
+            if item is not None:
+                ledger.record_fact(run.run_id, RETAINED_FACT, task_label=task, detail={"item": item, "what": "worker", "reason": f"waits on the person ({WAIT_WORDS[wait.kind]})"})
+        return done("waiting", reason)
     if task in keep:
         if before is S.RETAINED:
             return done("retained", KEPT_ON_REQUEST)
@@ -228,6 +239,16 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
     # Each entry into retiring is a new round: a retained worker retried later sends /exit again instead of replaying.
     rounds = sum(1 for e in ledger.events(run.run_id, task_label=task) if e.kind == EventKind.TRANSITION and e.to_state is S.RETIRING)
     return _Ladder(worker=worker, before=before, round=rounds)
+
+
+def waiting_reason(run: Run, task: str, wait: Wait) -> str:
+    """Why retire kept a waiting worker, and the exact commands that end the wait."""
+    abandon = f"orch retire --run {run.run_id} --abandon {task} --reason TEXT"
+    if wait.kind == "verification_blocked":
+        decide = f"`orch send --run {run.run_id} {task} --kind follow-up TEXT` or `orch verify --run {run.run_id} --supersede {task} --reason TEXT`"
+    else:
+        decide = f"`orch answer --run {run.run_id} {task} TEXT`"
+    return f"waits on the person ({WAIT_WORDS[wait.kind]}: {wait.text}); decide with {decide}, or give it up with `{abandon}`"
 
 
 def _ever_dispatched(engine: Engine, run: Run, task: str) -> bool:
@@ -581,7 +602,7 @@ def _settle(engine: Engine, run: Run, ladder: _Ladder) -> WorkerRetirement:
 
 def render_retire(result: RetireResult) -> str:
     """The human rendering: one line per worker, then what was done or kept, with reasons."""
-    labels = {"retired": "retired", "retained": "retained", "already_retired": "already retired", "not_retired": "not retired"}
+    labels = {"retired": "retired", "retained": "retained", "waiting": "kept", "already_retired": "already retired", "not_retired": "not retired"}
     lines = [f"Retire {result.run_id}"]
     for worker in result.workers:
         head = f"{worker.task} ({worker.name}): {labels[worker.outcome]}"
