@@ -211,7 +211,7 @@ def test_an_out_of_claim_edit_pauses_integration(world: Any) -> None:
         "greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet open (worker is accepted); greet workspace <ws:greet> open (worker is accepted); "
         "docs pane <pane:docs> open (worker is blocked); "
         "docs worktree <src>/acme/widgets.worktrees/widgets-docs-greet open (worker is blocked); docs workspace <ws:docs> open (worker is blocked)\n"
-        f"Blockers: docs blocked: {pause}\n"
+        f"Blockers: docs blocked by verification: {pause}\n"
     )
     assert outcome["report"]["verdict_reasons"][:2] == ["greet is accepted but not integrated", "docs is blocked/blocked, not accepted"]
     assert re.sub(r"^\d\d:\d\d:\d\d ", "", done.stderr.splitlines()[-1]) == (
