@@ -238,7 +238,7 @@ def _started(effect: Effect | None) -> bool:
 
 def _not_sendable(worker: Worker) -> str:
     if worker.state is WorkerState.PROVISIONING:
-        return "still provisioning: run `orch provision` first"
+        return f"still provisioning: run `orch provision --run {worker.run_id}` first"
     if worker.state is WorkerState.DISPATCHED:
         return "dispatched by another door without a recorded packet effect; inspect it"
     return f"already {worker.state}: its packet was sent before"

@@ -726,13 +726,13 @@ def _failure_reason(engine: Engine, worker: Worker) -> str | None:
 def provision(engine: Engine, run: Run) -> ProvisionResult:
     """Provision every worker of the run still in ``provisioning``; re-running creates nothing new."""
     if not run.workspace_id:
-        raise OrchError(f"run {run.run_id} has no repo workspace recorded", hint="run `orch preflight` first")
+        raise OrchError(f"run {run.run_id} has no repo workspace recorded", hint="run `orch preflight PLAN` first")
     plan = engine.plan_for(run)
     ledger = engine.ledger
     rows = {w.task_label: w for w in ledger.list_workers(run.run_id)}
     missing = [p.task for p in plan.workers if p.task not in rows]
     if missing:
-        raise OrchError(f"run {run.run_id} has no ledger entry for {', '.join(missing)}", hint="`orch preflight` registers every plan worker")
+        raise OrchError(f"run {run.run_id} has no ledger entry for {', '.join(missing)}", hint="`orch preflight PLAN` registers every plan worker")
 
     # plan-first needs a plan mode orch can confirm; refuse those workers before anything starts.
     refused: dict[str, str] = {}

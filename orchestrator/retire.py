@@ -48,7 +48,7 @@ RETAINED_FACT = "retained"
 KEPT_ON_REQUEST = "kept on request"
 # A worker waiting on the person keeps its agent, pane and worktree: the person's answer must reach somebody.
 WAIT_WORDS = {"question": "a question", "blocked": "a block", "verification_blocked": "a verification block"}
-NEVER_STARTED = "failed before its agent started; kept for inspection (`orch retire --abandon {task} --reason …` removes it)"
+NEVER_STARTED = "failed before its agent started; kept for inspection (`orch retire --run {run} --abandon {task} --reason TEXT` removes it)"
 
 ItemKind = Literal["agent", "pane", "worktree", "workspace"]
 Action = Literal["stopped", "exited", "closed", "removed", "kept", "untouched", "gone"]
@@ -183,7 +183,7 @@ def _check_input(run: Run, by_task: Mapping[str, Worker], tasks: Sequence[str] |
     """Bad input is one line and changes nothing."""
     for task in [*(tasks or ()), *sorted(keep), *abandon]:
         if task not in by_task:
-            raise OrchError(f"run {run.run_id} has no task {task}", hint="`orch status` lists the run's tasks")
+            raise OrchError(f"run {run.run_id} has no task {task}", hint=f"`orch status --run {run.run_id}` lists the run's tasks")
     both = sorted(keep & set(abandon))
     if both:
         raise OrchError(f"task {both[0]} is both kept and abandoned; choose one")
@@ -228,7 +228,7 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
     elif state is S.FAILED and not _ever_dispatched(engine, run, task):
         # Provisioning failed (a setup command, a read-back gate): its checkout and tab are the evidence the
         # person needs, and nothing in them is the worker's. Keep them until the person gives the task up.
-        reason = NEVER_STARTED.format(task=task)
+        reason = NEVER_STARTED.format(run=run.run_id, task=task)
         ledger.record_fact(run.run_id, RETAINED_FACT, task_label=task, detail={"item": worker.worktree_path or worker.pane_id or task, "what": "worker", "reason": reason})
         ledger.transition(run.run_id, task, state, S.RETAINED, cause={"phase": "retire", "reason": reason})
         return done("retained", reason, S.RETAINED)

@@ -45,7 +45,7 @@ def inbox_add(ctx: click.Context, run_id: str | None, source: str, as_json: bool
     raw = sys.stdin.read() if text == "-" else text
     if not raw.strip():
         # Nothing to judge: recording it would only add an empty kept-aside message to the inbox.
-        raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add - < callback.txt`")
+        raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add --run RUN_ID - < callback.txt`")
     engine = engine_from(ctx)
     added = add_message(engine, engine.find_run(run_id), raw, source=source)
     emit(added, as_json, render_added)
