@@ -13,6 +13,7 @@ from orchestrator import __version__
 from orchestrator.commands import completion as completion_commands
 from orchestrator.commands import demo as demo_commands
 from orchestrator.commands import dispatch as dispatch_commands
+from orchestrator.commands import finish as finish_commands
 from orchestrator.commands import inbox as inbox_commands
 from orchestrator.commands import observe as observe_commands
 from orchestrator.commands import plan
@@ -88,6 +89,7 @@ cli.add_command(run_commands.run)
 cli.add_command(run_commands.resume)
 cli.add_command(verify_commands.verify)
 cli.add_command(verify_commands.integrate)
+cli.add_command(finish_commands.finish)
 cli.add_command(completion_commands.completion)
 
 

@@ -1,7 +1,7 @@
 """Every `orch …` command orch can print (hints, notes, reasons) is an exact command its own CLI parser accepts.
 
 The templates are read from the source: every backticked `orch …` span in a string literal or f-string of the
-`orchestrator` package (docstrings and comments are prose, not output). Each interpolation is filled with a plain
+`orchestrator` package, and every literal that is itself a command (`orch …`, printed as data in `next` steps) (docstrings and comments are prose, not output). Each interpolation is filled with a plain
 word, the documented placeholders (TEXT, PLAN, …) with sample values, and the command is parsed by click down to
 its subcommand, required arguments included. A subcommand that works on a run names it (`--run`, or `orch resume
 RUN_ID`): a hint is copied into a new shell, where "the newest run of this pane" may be another run.
@@ -61,7 +61,10 @@ def templates() -> list[tuple[str, str]]:
             text = _text(node)
             if text is None:
                 continue
-            for span in SPAN.findall(text):
+            # A command held as data (a `next` step, a decision's commands) is printed as it stands.
+            words = text.split()
+            spans = [text] if len(words) > 1 and words[0] == "orch" and words[1] in cli.commands and "`" not in text else SPAN.findall(text)
+            for span in spans:
                 found.append((f"{path.relative_to(PACKAGE.parent)}:{node.lineno}", span))  # type: ignore[attr-defined]
     return found
 
