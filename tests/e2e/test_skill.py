@@ -343,6 +343,8 @@ class SkillAgent:
         found: list[str] = []
         current: list[str] | None = None
         for line in screen.splitlines():
+            # A prompt that arrived while the agent was busy is printed right after its next `› ` input marker.
+            line = line.removeprefix("› ")
             if line == "• Prompt received:":
                 current = []
             elif line == "• End of prompt." and current is not None:
