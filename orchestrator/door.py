@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
@@ -10,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from orchestrator.inbox import InboxAdded, add_message, render_added
+from orchestrator.handover import Handed, hand_over as record_all, render_handed
 from orchestrator.integrate import IntegrateResult, integrate_run, render_integrate
 from orchestrator.observe import ObserveResult, Observation, check_in, render_observe, WorkerStatus
 from orchestrator.report import Blocker, Report, render_report, write_report
@@ -19,8 +18,6 @@ from registry import Run, RunStatus, WorkerState
 
 S = WorkerState
 
-# A header line starts a new envelope: the Message Contract's first line (packets.envelope).
-HEADER = re.compile(r"^[ \t]*\[herdr-orchestration[ \t]")
 # A question the plan answers is answered only once its worker has settled (it asks, then ends its turn): the check-in
 # of a handover waits this long for that, so the controller need not call again just to deliver a planned answer.
 SETTLE_S = 15.0
@@ -46,14 +43,10 @@ class NextStep(BaseModel):
     why: str
 
 
-class Handover(BaseModel):
-    """`orch inbox add`: the verdict on every envelope handed over, the check-in that followed (if asked), and what next."""
+class Handover(Handed):
+    """`orch inbox add --check-in`: the verdict on every envelope handed over, the check-in that followed, and what next."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    run_id: str
-    messages: tuple[InboxAdded, ...]
-    check_in: ObserveResult | None
+    check_in: ObserveResult
     next: tuple[NextStep, ...]
 
 
@@ -86,25 +79,11 @@ class Finished(BaseModel):
 # --- handing callbacks over ----------------------------------------------------------------------------------------
 
 
-def split_envelopes(raw: str) -> list[str]:
-    """One stdin holding any number of envelopes, split at each header line (text before the first is its own message)."""
-    lines = raw.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if HEADER.match(line)]
-    if len(starts) <= 1:
-        return [raw]
-    cuts = ([0] if "".join(lines[: starts[0]]).strip() else []) + starts
-    pieces = ["".join(lines[a:b]) for a, b in zip(cuts, [*cuts[1:], len(lines)], strict=True)]
-    # The blank lines that separated two envelopes belong to neither.
-    return [piece.rstrip("\r\n") + "\n" for piece in pieces]
-
-
-def hand_over(engine: Engine, run: Run, raw: str, *, source: str = "cli", check: bool = False) -> Handover:
-    """Validate and record each envelope on its own, then (``check``) run one check-in and say what to do next."""
-    added = tuple(add_message(engine, run, piece, source=source) for piece in split_envelopes(raw))
-    if not check:
-        return Handover(run_id=run.run_id, messages=added, check_in=None, next=())
+def hand_over(engine: Engine, run: Run, raw: str, *, source: str = "cli") -> Handover:
+    """Validate and record each envelope on its own, then run one check-in and say what to do next."""
+    handed = record_all(engine, run, raw, source=source)
     observed = settled_check_in(engine, run)
-    return Handover(run_id=run.run_id, messages=added, check_in=observed, next=next_steps(engine, run, observed.observations))
+    return Handover(**dict(handed), check_in=observed, next=next_steps(engine, run, observed.observations))
 
 
 def settled_check_in(engine: Engine, run: Run) -> ObserveResult:
@@ -224,11 +203,8 @@ def render_next(steps: Sequence[NextStep]) -> list[str]:
 
 
 def render_handover(result: Handover) -> str:
-    """One verdict line per envelope; then the check-in and what to do next, when there was one."""
-    text = "".join(render_added(m) for m in result.messages)
-    if result.check_in is not None:
-        text += render_observe(result.check_in)
-    return text + "".join(line + "\n" for line in render_next(result.next))
+    """One verdict line per envelope, the check-in, then what to do next."""
+    return render_handed(result) + render_observe(result.check_in) + "".join(line + "\n" for line in render_next(result.next))
 
 
 def render_finished(result: Finished) -> str:

@@ -8,7 +8,6 @@ import click
 
 from orchestrator.commands.base import emit, engine_from, json_option, run_option
 from orchestrator.errors import OrchError
-from orchestrator.door import hand_over, render_handover
 from orchestrator.inbox import list_messages, render_list
 
 
@@ -53,7 +52,15 @@ def inbox_add(ctx: click.Context, run_id: str | None, source: str, check: bool, 
         # Nothing to judge: recording it would only add an empty kept-aside message to the inbox.
         raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add --run RUN_ID - < callback.txt`")
     engine = engine_from(ctx)
-    emit(hand_over(engine, engine.find_run(run_id), raw, source=source, check=check), as_json, render_handover)
+    run = engine.find_run(run_id)
+    if check:
+        from orchestrator.door import hand_over, render_handover  # the check-in reads herdr and plans: only when asked
+
+        emit(hand_over(engine, run, raw, source=source), as_json, render_handover)
+    else:
+        from orchestrator.handover import hand_over as record_all, render_handed
+
+        emit(record_all(engine, run, raw, source=source), as_json, render_handed)
 
 
 @inbox.command("list")

@@ -28,6 +28,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
+import click
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
@@ -295,8 +296,9 @@ def test_skill_md_conventions_match_the_code() -> None:
 
 def _command(name: str) -> Any:
     command: Any = cli
+    ctx = click.Context(cli)
     for word in name.split():
-        command = command.commands[word]
+        command = command.get_command(ctx, word)
     return command
 
 

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
-from orchestrator.door import finish_run, next_steps, render_finished, split_envelopes
+from orchestrator.door import finish_run, next_steps, render_finished
+from orchestrator.handover import split_envelopes
 from orchestrator.errors import OrchError
 from orchestrator.verify import verify_run
 from registry import RunStatus, WorkerState
