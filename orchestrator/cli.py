@@ -23,7 +23,7 @@ from orchestrator.commands import retire as retire_commands
 from orchestrator.commands import run as run_commands
 from orchestrator.commands import verify as verify_commands
 from orchestrator.errors import ExitCode, OrchError
-from packets import PacketError
+from packets import PacketError, inert_line
 from registry import RegistryError
 
 
@@ -35,12 +35,12 @@ def error_handler() -> Iterator[None]:
     except OrchError as exc:
         # A multi-problem error (e.g. a plan with three mistakes) prints one `orch:` line per problem.
         for line in exc.message.splitlines() or [type(exc).__name__]:
-            click.echo(f"orch: {line}", err=True)
+            click.echo(f"orch: {inert_line(line)}", err=True)
         if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
+            click.echo(f"hint: {inert_line(exc.hint)}", err=True)
         sys.exit(int(exc.exit_code))
     except (RegistryError, PacketError) as exc:
-        click.echo(f"orch: {exc}", err=True)
+        click.echo(f"orch: {inert_line(str(exc))}", err=True)
         sys.exit(int(ExitCode.FAILURE))
     except KeyboardInterrupt:
         click.echo("orch: interrupted", err=True)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import os
+from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
-from packets import Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, validate
+from orchestrator.errors import OrchError
+from orchestrator.evidence import ClaimedCheck, ResultClaim
+from orchestrator.messages import report_roots
+from packets import DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, validate
 from packets.result import ResultReport, parse_result
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, WorkerState, is_legal
-
-from orchestrator.evidence import ClaimedCheck, ResultClaim
 
 S = WorkerState
 # Worker states a callback may move on from (the worker is doing, or waiting on, the delegated work).
@@ -62,11 +65,66 @@ class InboxList(BaseModel):
     messages: tuple[InboxEntry, ...]
 
 
-def ledger_view(engine: Engine, run: Run) -> LedgerView:
+# What the ledger keeps of a message over the limit, besides its size and hash: enough to see what it was.
+KEPT_PREFIX_BYTES = 2048
+_CHUNK = 64 * 1024
+
+
+class Inbound(BaseModel):
+    """A message as it came through a door: its text (only a prefix when it is over the limit), size and hash."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    size: int
+    sha256: str
+    complete: bool
+
+
+def _decode(data: bytes) -> str:
+    # Undecodable bytes become U+FFFD: printable, storable, and never a control character.
+    return data.decode("utf-8", errors="replace")
+
+
+def read_inbound(stream: BinaryIO, limit: int) -> Inbound:
+    """Read one message from a byte stream (the stdin door) holding at most ``limit + 1`` bytes, hashing all of it."""
+    digest, kept, size = hashlib.sha256(), bytearray(), 0
+    while chunk := stream.read(_CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+        if len(kept) <= limit:
+            kept += chunk[: limit + 1 - len(kept)]
+    if size > limit:
+        return Inbound(text=_decode(bytes(kept[:KEPT_PREFIX_BYTES])), size=size, sha256=digest.hexdigest(), complete=False)
+    return Inbound(text=_decode(bytes(kept)), size=size, sha256=digest.hexdigest(), complete=True)
+
+
+def inbound_text(text: str, limit: int) -> Inbound:
+    """The same for the argument door: argv arrives decoded with surrogateescape, so undo that to count real bytes."""
+    data = text.encode("utf-8", errors="surrogateescape")
+    if len(data) > limit:
+        return Inbound(text=_decode(data[:KEPT_PREFIX_BYTES]), size=len(data), sha256=hashlib.sha256(data).hexdigest(), complete=False)
+    return Inbound(text=_decode(data), size=len(data), sha256=hashlib.sha256(data).hexdigest(), complete=True)
+
+
+def message_limit(engine: Engine, run: Run) -> int:
+    """The run's inbound size limit: the plan's `defaults.message_limit_bytes`, else the policy's, else 64 KiB."""
+    try:
+        plan = engine.plan_for(run)
+    except OrchError:
+        # No readable snapshot (a run created by hand, or one whose plan no longer resolves): the default still protects.
+        return DEFAULT_MESSAGE_LIMIT
+    return plan.message_limit
+
+
+def ledger_view(engine: Engine, run: Run, *, limit: int | None = None) -> LedgerView:
     """What validation needs from the ledger: this run, the other runs, registered workers, accepted fingerprints."""
     ledger = engine.ledger
     workers = [
-        {"task_label": w.task_label, "worker_name": w.name, "reply_target": w.reply_target or w.pane_id}
+        {
+            "task_label": w.task_label, "worker_name": w.name, "reply_target": w.reply_target or w.pane_id,
+            "report_roots": tuple(str(root) for root in report_roots(engine, run, w)),
+        }  # fmt: skip
         for w in ledger.list_workers(run.run_id)
         if w.reply_target or w.pane_id
     ]
@@ -77,18 +135,24 @@ def ledger_view(engine: Engine, run: Run) -> LedgerView:
             "other_run_ids": frozenset(r.run_id for r in ledger.list_runs() if r.run_id != run.run_id),
             "workers": tuple(workers),
             "accepted_fingerprints": frozenset(m.fingerprint for m in ledger.list_inbox(run.run_id, verdict=InboxVerdict.ACCEPTED)),
+            "message_limit": message_limit(engine, run) if limit is None else limit,
         }
     )
 
 
-def _raw_fingerprint(raw: str) -> str:
-    # A malformed message has no parsed fields to fingerprint; the ledger still needs a key for it.
-    return hashlib.sha256(raw.encode("utf-8", errors="replace")).hexdigest()
+def add_message(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli") -> InboxAdded:
+    """Validate and record one inbound message; an accepted one updates its worker (callback id, question, state).
 
-
-def add_message(engine: Engine, run: Run, raw: str, *, source: str = "cli") -> InboxAdded:
-    """Validate and record one inbound message; an accepted one updates its worker (callback id, question, state)."""
-    verdict: Accepted | KeptAside = validate(raw, ledger_view(engine, run))
+    One message per call, whichever door it came through (argument, stdin, or one envelope of a batch).
+    """
+    view = ledger_view(engine, run)
+    inbound = inbound_text(raw, view.message_limit) if isinstance(raw, str) else raw
+    verdict: Accepted | KeptAside
+    if not inbound.complete or inbound.size > view.message_limit:
+        verdict = oversize(inbound.size, inbound.sha256, view.message_limit)
+    else:
+        verdict = validate(inbound.text, view, resolve=os.path.realpath)
+    raw = inbound.text
     if isinstance(verdict, Accepted) and run.status is RunStatus.FINISHED:
         verdict = KeptAside(reason=Reason.STALE_RUN, explanation=f'run "{run.run_id}" is finished', message=verdict.message)
     message = verdict.message
@@ -100,7 +164,8 @@ def add_message(engine: Engine, run: Run, raw: str, *, source: str = "cli") -> I
     else:
         recorded = engine.ledger.record_inbound(
             run.run_id, raw, source=source, verdict=InboxVerdict.KEPT_ASIDE,
-            fingerprint=fingerprint(message) if message else _raw_fingerprint(raw),
+            # A message without parsed fields (malformed, oversize) is keyed by the hash of all its bytes.
+            fingerprint=fingerprint(message) if message else inbound.sha256,
             reason_code=str(verdict.reason), reason=verdict.explanation,
             task_label=message.task if message else None, kind=message.kind if message else None,
             sender=message.sender if message else None,
@@ -176,8 +241,8 @@ def render_added(added: InboxAdded) -> str:
         moved = f"{added.state_before} -> {added.state_after}" if added.state_before != added.state_after else f"stays {added.state_after}"
         return f"accepted #{added.inbox_id}: {who} (worker {moved})\n"
     if added.reason_code == Reason.MALFORMED_HEADER:
-        return f"kept aside #{added.inbox_id} ({added.reason_code}): {added.reason}\n"
-    return f"kept aside #{added.inbox_id} ({added.reason_code}): {who}: {added.reason}\n"
+        return f"kept aside #{added.inbox_id} ({added.reason_code}): {inert_line(added.reason or '')}\n"
+    return f"kept aside #{added.inbox_id} ({added.reason_code}): {who}: {inert_line(added.reason or '')}\n"
 
 
 def render_list(listing: InboxList) -> str:
@@ -189,5 +254,5 @@ def render_list(listing: InboxList) -> str:
         verdict = "accepted" if m.verdict is InboxVerdict.ACCEPTED else f"kept aside ({m.reason_code})"
         handled = "handled" if m.handled else "new"
         lines.append(f"#{m.id} {m.received_at} {verdict} {m.kind or '-'} task={m.task or '-'} from={m.sender or '-'} [{handled}]")
-        lines.append(f"    {m.reason if m.verdict is InboxVerdict.KEPT_ASIDE else m.first_line}")
+        lines.append(f"    {inert_line((m.reason or '') if m.verdict is InboxVerdict.KEPT_ASIDE else m.first_line)}")
     return "\n".join(lines) + "\n"

@@ -137,9 +137,14 @@ class ReportRead(BaseModel):
     reason: str | None = None
 
 
+def report_dir(engine: Engine, run: Run, task: str) -> Path:
+    """The run's report directory for one worker, named in its packet: the one place outside its worktree it may write."""
+    return engine.run_dir(run.run_id) / "reports" / task
+
+
 def report_roots(engine: Engine, run: Run, worker: Worker) -> tuple[Path, ...]:
-    """Where a worker's reports may be read from: its checkout, the run's directory, the scripted agents' temp folder."""
-    roots = [engine.run_dir(run.run_id), Path(tempfile.gettempdir()) / SIM_REPORTS / run.run_id]
+    """Where a worker may write reports: its checkout, its report directory, the scripted agents' temp folder."""
+    roots = [report_dir(engine, run, worker.task_label), Path(tempfile.gettempdir()) / SIM_REPORTS / run.run_id]
     if worker.worktree_path:
         roots.insert(0, Path(worker.worktree_path))
     return tuple(Path(os.path.realpath(root)) for root in roots)
@@ -151,7 +156,7 @@ def read_report(engine: Engine, run: Run, worker: Worker, path: str, *, limit: i
         return ReportRead(path=path, reason="not an absolute path")
     real = Path(os.path.realpath(path))
     if not any(real.is_relative_to(root) for root in report_roots(engine, run, worker)):
-        return ReportRead(path=path, reason=f"outside the worker's checkout, the run directory and {Path(tempfile.gettempdir()) / SIM_REPORTS}")
+        return ReportRead(path=path, reason=f"outside the worker's checkout, its report directory and {Path(tempfile.gettempdir()) / SIM_REPORTS}")
     try:
         size = real.stat().st_size
         if not real.is_file():

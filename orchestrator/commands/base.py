@@ -11,6 +11,7 @@ import click
 from pydantic import BaseModel
 
 from orchestrator.engine import Engine
+from packets import inert
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -36,7 +37,7 @@ def engine_from(ctx: click.Context) -> Engine:
 
 def progress_echo(line: str) -> None:
     """Progress lines go to stderr so stdout stays the command's result (and `--json` stays parseable)."""
-    click.echo(line, err=True)
+    click.echo(inert(line), err=True)
 
 
 def json_option(func: F) -> F:
@@ -50,8 +51,9 @@ def run_option(func: F) -> F:
 
 
 def emit(result: BaseModel, as_json: bool, render: Callable[[Any], str]) -> None:
-    """Print a result: its JSON (stable, for agents) or its human rendering."""
+    """Print a result: its JSON (stable, for agents) or its human rendering, with any worker text made inert."""
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
     else:
-        click.echo(render(result), nl=False)
+        # The last line of defence: renderers make worker text one line where it must be, this escapes what is left.
+        click.echo(inert(render(result)), nl=False)

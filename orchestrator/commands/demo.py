@@ -9,6 +9,7 @@ import click
 
 from orchestrator.demo import closing_lines, run_demo
 from orchestrator.report import render_report
+from packets import inert
 
 
 @click.command("demo")
@@ -37,15 +38,15 @@ def demo(ctx: click.Context, keep_going: bool, as_json: bool) -> None:
     """
 
     def say(line: str) -> None:
-        click.echo(line, err=as_json)
+        click.echo(inert(line), err=as_json)
 
     outcome = run_demo(out=say, progress_stream=sys.stderr, keep_going=keep_going)
     if as_json:
         click.echo(json.dumps(outcome.model_dump(mode="json"), indent=2))
         for line in closing_lines(outcome):
-            click.echo(line, err=True)
+            click.echo(inert(line), err=True)
     else:
-        click.echo(render_report(outcome.report), nl=False)
+        click.echo(inert(render_report(outcome.report)), nl=False)
         for line in closing_lines(outcome):
-            click.echo(line)
+            click.echo(inert(line))
     ctx.exit(outcome.exit_code)

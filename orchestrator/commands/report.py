@@ -9,6 +9,7 @@ from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.report import render_report, write_report
 from orchestrator.status import build_run_list, build_status, render_run_list, render_status
+from packets import inert
 from registry import Run
 
 
@@ -47,7 +48,7 @@ def report(ctx: click.Context, run_id: str | None, as_json: bool, as_markdown: b
     run = pick_run(engine, run_id)
     result, markdown = write_report(engine, run)
     if as_markdown:
-        click.echo(markdown, nl=False)
+        click.echo(inert(markdown), nl=False)
     else:
         emit(result, as_json, render_report)
     ctx.exit(result.exit_code)
