@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from orchestrator.messages import report_dir
+from orchestrator.inbox import report_dir
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from packets import Packet, build_packet, render_packet
 from registry import Run, Worker

@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import os
-from typing import BinaryIO
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from orchestrator.evidence import ClaimedCheck, ResultClaim
-from orchestrator.messages import report_roots
 from packets import DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, validate
 from packets.result import ResultReport, parse_result
-from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, WorkerState, is_legal
+from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
+
+if TYPE_CHECKING:
+    from orchestrator.evidence import ResultClaim
 
 S = WorkerState
 # Worker states a callback may move on from (the worker is doing, or waiting on, the delegated work).
@@ -63,6 +66,23 @@ class InboxList(BaseModel):
 
     run_id: str
     messages: tuple[InboxEntry, ...]
+
+
+# The scripted agents write check reports under <tmp>/herdr-sim-reports/<run id>/ (docs/scenarios.md).
+SIM_REPORTS = "herdr-sim-reports"
+
+
+def report_dir(engine: Engine, run: Run, task: str) -> Path:
+    """The run's report directory for one worker, named in its packet: the one place outside its worktree it may write."""
+    return engine.run_dir(run.run_id) / "reports" / task
+
+
+def report_roots(engine: Engine, run: Run, worker: Worker) -> tuple[Path, ...]:
+    """Where a worker may write reports: its checkout, its report directory, the scripted agents' temp folder."""
+    roots = [report_dir(engine, run, worker.task_label), Path(tempfile.gettempdir()) / SIM_REPORTS / run.run_id]
+    if worker.worktree_path:
+        roots.insert(0, Path(worker.worktree_path))
+    return tuple(Path(os.path.realpath(root)) for root in roots)
 
 
 # What the ledger keeps of a message over the limit, besides its size and hash: enough to see what it was.
@@ -140,12 +160,13 @@ def ledger_view(engine: Engine, run: Run, *, limit: int | None = None) -> Ledger
     )
 
 
-def add_message(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli") -> InboxAdded:
+def add_message(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None) -> InboxAdded:
     """Validate and record one inbound message; an accepted one updates its worker (callback id, question, state).
 
-    One message per call, whichever door it came through (argument, stdin, or one envelope of a batch).
+    One message per call, whichever door it came through (argument, stdin, or one envelope of a batch);
+    ``limit`` is the run's `message_limit` when the caller already has it.
     """
-    view = ledger_view(engine, run)
+    view = ledger_view(engine, run, limit=limit)
     inbound = inbound_text(raw, view.message_limit) if isinstance(raw, str) else raw
     verdict: Accepted | KeptAside
     if not inbound.complete or inbound.size > view.message_limit:
@@ -208,6 +229,8 @@ def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple
 
 def result_claim(report: ResultReport) -> ResultClaim:
     """The verifiable part of a result (commits, changed files, checks) for `orchestrator.evidence.verify`."""
+    from orchestrator.evidence import ClaimedCheck, ResultClaim  # verification's, not intake's: callbacks skip it
+
     return ResultClaim(
         status=report.status,
         commits=report.commits,

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.herdr_models import AgentPrompted
+from orchestrator.inbox import SIM_REPORTS, report_roots
 from packets import build_controller_message
 from registry import Run, Worker, WorkerState
 
@@ -20,8 +21,6 @@ Kind = Literal["answer", "follow-up", "stop"]
 S = WorkerState
 
 REPORT_LIMIT_BYTES = 256 * 1024
-# The scripted agents write check reports under <tmp>/herdr-sim-reports/<run id>/ (docs/scenarios.md).
-SIM_REPORTS = "herdr-sim-reports"
 
 # After a message is submitted, where the worker stands in the ledger (an answer resumes work; a follow-up is a new dispatch).
 _AFTER: dict[str, dict[WorkerState, WorkerState]] = {
@@ -135,19 +134,6 @@ class ReportRead(BaseModel):
     path: str
     text: str | None = None
     reason: str | None = None
-
-
-def report_dir(engine: Engine, run: Run, task: str) -> Path:
-    """The run's report directory for one worker, named in its packet: the one place outside its worktree it may write."""
-    return engine.run_dir(run.run_id) / "reports" / task
-
-
-def report_roots(engine: Engine, run: Run, worker: Worker) -> tuple[Path, ...]:
-    """Where a worker may write reports: its checkout, its report directory, the scripted agents' temp folder."""
-    roots = [report_dir(engine, run, worker.task_label), Path(tempfile.gettempdir()) / SIM_REPORTS / run.run_id]
-    if worker.worktree_path:
-        roots.insert(0, Path(worker.worktree_path))
-    return tuple(Path(os.path.realpath(root)) for root in roots)
 
 
 def read_report(engine: Engine, run: Run, worker: Worker, path: str, *, limit: int = REPORT_LIMIT_BYTES) -> ReportRead:

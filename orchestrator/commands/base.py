@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import BaseModel
 
-from orchestrator.engine import Engine
-from packets import inert
+if TYPE_CHECKING:  # imported when a command first needs an engine: `orch --version` stays cheap
+    from pydantic import BaseModel
+
+    from orchestrator.engine import Engine
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,13 +23,15 @@ def engine_from(ctx: click.Context) -> Engine:
     root.ensure_object(dict)
     obj: dict[str, Any] = root.obj
     if "engine" not in obj:
+        from orchestrator.engine import Engine
+
         verbose = obj.get("verbose", False)
 
         def echo_call(call: Any) -> None:
             if verbose:
                 click.echo(f"herdr: {' '.join(call.argv)} -> {call.returncode}", err=True)
 
-        engine = Engine.from_env(dict(os.environ), herdr_binary=obj.get("herdr"), echo=progress_echo, on_call=echo_call)
+        engine = Engine.from_env(dict(os.environ), herdr_binary=obj.get("herdr"), echo=progress_echo, on_call=echo_call, defer_herdr=True)
         obj["engine"] = engine
         root.call_on_close(engine.close)
     engine_: Engine = obj["engine"]
@@ -37,6 +40,8 @@ def engine_from(ctx: click.Context) -> Engine:
 
 def progress_echo(line: str) -> None:
     """Progress lines go to stderr so stdout stays the command's result (and `--json` stays parseable)."""
+    from packets.inert import inert
+
     click.echo(inert(line), err=True)
 
 
@@ -50,10 +55,22 @@ def run_option(func: F) -> F:
     return click.option("--run", "run_id", metavar="RUN_ID", help="Run id (default: the newest unfinished run of this pane).")(func)
 
 
+def echo_json(doc: Any) -> None:
+    """Print one JSON document on stdout, and note it: a failure raised afterwards must not print a second one."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        root = ctx.find_root()
+        root.ensure_object(dict)
+        root.obj["emitted"] = True
+    click.echo(json.dumps(doc, indent=2))
+
+
 def emit(result: BaseModel, as_json: bool, render: Callable[[Any], str]) -> None:
     """Print a result: its JSON (stable, for agents) or its human rendering, with any worker text made inert."""
     if as_json:
-        click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+        echo_json(result.model_dump(mode="json"))
     else:
-        # The last line of defence: renderers make worker text one line where it must be, this escapes what is left.
+        from packets.inert import inert
+
+        # The last line of defence: renderers keep worker text on its line, this escapes whatever is left.
         click.echo(inert(render(result)), nl=False)

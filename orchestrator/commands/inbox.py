@@ -50,7 +50,7 @@ def inbox_add(ctx: click.Context, run_id: str | None, source: str, as_json: bool
     if inbound.complete and not inbound.text.strip():
         # Nothing to judge: recording it would only add an empty kept-aside message to the inbox.
         raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add - < callback.txt`")
-    added = add_message(engine, run, inbound, source=source)
+    added = add_message(engine, run, inbound, source=source, limit=limit)
     emit(added, as_json, render_added)
 
 
