@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from orchestrator.inbox import report_dir
+from orchestrator.inbox import message_limit, report_dir
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from packets import Packet, build_packet, render_packet
 from registry import Run, Worker
@@ -128,7 +128,7 @@ def packet_fields(engine: Engine, run: Run, plan: ResolvedPlan, planned: Resolve
         "context_files": (),
         "callback_prefix": engine.callback_prefix(run),
         "report_dir": str(report_dir(engine, run, planned.task)),
-        "message_limit": plan.message_limit,
+        "message_limit": message_limit(engine, run),
     }
 
 

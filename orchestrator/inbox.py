@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -12,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from packets import DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, validate
+from packets import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, validate
 from packets.result import ResultReport, parse_result
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
 
@@ -127,14 +128,34 @@ def inbound_text(text: str, limit: int) -> Inbound:
     return Inbound(text=_decode(data), size=len(data), sha256=hashlib.sha256(data).hexdigest(), complete=True)
 
 
+# Beside the plan snapshot: the run's effective message limit, fixed at preflight like the plan itself, so a callback
+# (one `orch inbox add` process each) reads one small file instead of resolving the plan and its policy overlays.
+LIMITS_FILE = "limits.json"
+
+
+def save_message_limit(engine: Engine, run_id: str, limit: int) -> None:
+    """Record the run's effective message limit in its folder (preflight, when it snapshots the plan)."""
+    path = engine.run_dir(run_id) / LIMITS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"message_limit_bytes": limit}) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def message_limit(engine: Engine, run: Run) -> int:
     """The run's inbound size limit: the plan's `defaults.message_limit_bytes`, else the policy's, else 64 KiB."""
     try:
-        plan = engine.plan_for(run)
+        saved = json.loads((engine.run_dir(run.run_id) / LIMITS_FILE).read_text(encoding="utf-8"))["message_limit_bytes"]
+        if isinstance(saved, int) and MESSAGE_LIMIT_RANGE[0] <= saved <= MESSAGE_LIMIT_RANGE[1]:
+            return saved
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        # A run preflighted before the limit was saved: its plan snapshot says.
+        return engine.plan_for(run).message_limit
     except OrchError:
         # No readable snapshot (a run created by hand, or one whose plan no longer resolves): the default still protects.
         return DEFAULT_MESSAGE_LIMIT
-    return plan.message_limit
 
 
 def ledger_view(engine: Engine, run: Run, *, limit: int | None = None) -> LedgerView:

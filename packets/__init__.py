@@ -12,11 +12,9 @@ from packets.envelope import (
 )
 from packets.errors import EnvelopeError, PacketError, PacketSyntaxError
 from packets.inert import inert, inert_line
-from packets.model import AGENT_KINDS, Packet, build_packet
+from packets.model import AGENT_KINDS, DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, Packet, build_packet
 from packets.render import parse_packet, render_packet
 from packets.validate import (
-    DEFAULT_MESSAGE_LIMIT,
-    MESSAGE_LIMIT_RANGE,
     REASON_SUMMARIES,
     Accepted,
     KeptAside,
