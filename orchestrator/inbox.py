@@ -175,7 +175,7 @@ def ledger_view(engine: Engine, run: Run, *, limit: int | None = None) -> Ledger
             "controller_target": run.controller_target,
             "other_run_ids": frozenset(r.run_id for r in ledger.list_runs() if r.run_id != run.run_id),
             "workers": tuple(workers),
-            "accepted_fingerprints": frozenset(m.fingerprint for m in ledger.list_inbox(run.run_id, verdict=InboxVerdict.ACCEPTED)),
+            "accepted_fingerprints": ledger.accepted_fingerprints(run.run_id),
             "message_limit": message_limit(engine, run) if limit is None else limit,
         }
     )
@@ -284,7 +284,7 @@ def render_added(added: InboxAdded) -> str:
     if added.verdict is InboxVerdict.ACCEPTED:
         moved = f"{added.state_before} -> {added.state_after}" if added.state_before != added.state_after else f"stays {added.state_after}"
         return f"accepted #{added.inbox_id}: {who} (worker {moved})\n"
-    if added.reason_code == Reason.MALFORMED_HEADER:
+    if added.reason_code in (Reason.MALFORMED_HEADER, Reason.OVERSIZE):  # nothing was read of who sent it
         return f"kept aside #{added.inbox_id} ({added.reason_code}): {inert_line(added.reason or '')}\n"
     return f"kept aside #{added.inbox_id} ({added.reason_code}): {who}: {inert_line(added.reason or '')}\n"
 

@@ -634,6 +634,11 @@ class Ledger:
             )
         return self.get_inbound(inbox_id)
 
+    def accepted_fingerprints(self, run_id: str) -> frozenset[str]:
+        """The fingerprints of the run's accepted messages (what a duplicate check needs, without reading the rows)."""
+        rows = self._db.execute("SELECT fingerprint FROM inbox WHERE run_id = ? AND verdict = 'accepted'", (run_id,))
+        return frozenset(str(row[0]) for row in rows)
+
     def list_inbox(
         self,
         run_id: str,
