@@ -43,10 +43,9 @@ COMMANDS: dict[str, str] = {
 
 
 def failure_document(kind: str, message: str, hint: str | None, exit_code: int) -> dict[str, Any]:
-    """The JSON a failed command prints on stdout under `--json`: what went wrong, what to do, the exit code."""
+    """The JSON a failed command prints on stdout under `--json`: the first problem, all of them, what to do, the exit code."""
     lines = message.splitlines() or [kind]
-    return {"ok": False, "error": kind, "reason": lines[0] if len(lines) == 1 else f"{len(lines)} problems",
-            "problems": lines, "hint": hint, "exit_code": exit_code}  # fmt: skip
+    return {"ok": False, "error": kind, "reason": lines[0], "problems": lines, "hint": hint, "exit_code": exit_code}
 
 
 def _known_error(exc: BaseException) -> tuple[str, str, str | None, int] | None:
