@@ -10,8 +10,12 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.handover import Handed, hand_over as record_all, render_handed
+from orchestrator.inbox import Inbound
 from orchestrator.integrate import IntegrateResult, integrate_run, render_integrate
-from orchestrator.observe import ObserveResult, Observation, check_in, render_observe, WorkerStatus
+from orchestrator.fleet import advance
+from orchestrator.observe import _STEP_WHAT as STEP_WHAT
+from orchestrator.observe import ObserveResult, Observation, WorkerStatus, check_in, render_observe
+from packets import inert_line
 from orchestrator.report import Blocker, Report, render_report, write_report
 from orchestrator.retire import RetireResult, render_retire, retire
 from registry import Run, RunStatus, WorkerState
@@ -79,9 +83,9 @@ class Finished(BaseModel):
 # --- handing callbacks over ----------------------------------------------------------------------------------------
 
 
-def hand_over(engine: Engine, run: Run, raw: str, *, source: str = "cli") -> Handover:
+def hand_over(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None) -> Handover:
     """Validate and record each envelope on its own, then run one check-in and say what to do next."""
-    handed = record_all(engine, run, raw, source=source)
+    handed = record_all(engine, run, raw, source=source, limit=limit)
     observed = settled_check_in(engine, run)
     return Handover(**dict(handed), check_in=observed, next=next_steps(engine, run, observed.observations))
 
@@ -97,6 +101,10 @@ def settled_check_in(engine: Engine, run: Run) -> ObserveResult:
         rounds += 1
         found, _waiting, seen = check_in(engine, run, rounds)
         notes += found
+        if ledger.list_workers(run.run_id, states=(S.QUEUED,)):
+            # As `orch observe` does: the agent controller's check-in is where queued workers start as slots free.
+            for step in advance(engine, run):
+                notes.append(Observation(round=rounds, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
         states.update(seen)
         # Only a deferred planned answer leaves an accepted message unhandled after a round.
         if not ledger.list_inbox(run.run_id, unhandled=True) or clock.monotonic() >= deadline:
@@ -215,7 +223,7 @@ def render_finished(result: Finished) -> str:
     else:
         lines = [f"Run {result.run_id} waits for the person:"]
         for w in result.waiting:
-            lines.append(f"  {w.task} ({w.kind.replace('_', ' ')}): {w.text}")
+            lines.append(f"  {w.task} ({w.kind.replace('_', ' ')}): {inert_line(w.text)}")
             lines += [f"    `{c}`" for c in w.commands]
         parts.append("\n".join(lines) + "\n")
     return "".join(parts)

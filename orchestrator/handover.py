@@ -10,11 +10,13 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
-from orchestrator.inbox import InboxAdded, add_message, render_added
+from orchestrator.inbox import KEPT_PREFIX_BYTES, Inbound, InboxAdded, add_message, render_added
 from registry import Run
 
 # A header line starts a new envelope: the Message Contract's first line (packets.envelope).
 HEADER = re.compile(r"^[ \t]*\[herdr-orchestration[ \t]")
+# How many messages of the run's size limit one call may carry: the input is read up to this many limits.
+BATCH_MAX = 64
 
 
 class Handed(BaseModel):
@@ -38,9 +40,22 @@ def split_envelopes(raw: str) -> list[str]:
     return [piece.rstrip("\r\n") + "\n" for piece in pieces]
 
 
-def hand_over(engine: Engine, run: Run, raw: str, *, source: str = "cli") -> Handed:
-    """Validate and record each envelope of ``raw`` on its own (`orchestrator.inbox.add_message`), in order."""
-    return Handed(run_id=run.run_id, messages=tuple(add_message(engine, run, piece, source=source) for piece in split_envelopes(raw)))
+def hand_over(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None) -> Handed:
+    """Validate and record each envelope of ``raw`` on its own (`orchestrator.inbox.add_message`), in order.
+
+    An input cut off at the batch limit is one oversize message: where its envelopes end cannot be known.
+    """
+    if isinstance(raw, Inbound) and not raw.complete:
+        return Handed(run_id=run.run_id, messages=(add_message(engine, run, raw, source=source, limit=limit),))
+    text = raw.text if isinstance(raw, Inbound) else raw
+    pieces = split_envelopes(text)
+    if len(pieces) == 1 and isinstance(raw, Inbound):
+        if limit is not None and raw.size > limit:
+            # Read up to the batch limit, yet one message over its own limit: keep only the prefix, as the stdin door does.
+            kept = raw.text.encode("utf-8", errors="replace")[:KEPT_PREFIX_BYTES].decode("utf-8", errors="replace")
+            raw = raw.model_copy(update={"text": kept, "complete": False})
+        return Handed(run_id=run.run_id, messages=(add_message(engine, run, raw, source=source, limit=limit),))
+    return Handed(run_id=run.run_id, messages=tuple(add_message(engine, run, piece, source=source, limit=limit) for piece in pieces))
 
 
 def render_handed(result: Handed) -> str:

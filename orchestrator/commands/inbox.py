@@ -8,7 +8,7 @@ import click
 
 from orchestrator.commands.base import emit, engine_from, json_option, run_option
 from orchestrator.errors import OrchError
-from orchestrator.inbox import list_messages, render_list
+from orchestrator.inbox import inbound_text, list_messages, message_limit, read_inbound, render_list
 
 
 @click.group()
@@ -47,20 +47,26 @@ def inbox_add(ctx: click.Context, run_id: str | None, source: str, check: bool, 
     """
     if text is None:
         raise OrchError("no message given", hint="pass the envelope as TEXT, or `-` to read it from stdin")
-    raw = sys.stdin.read() if text == "-" else text
-    if not raw.strip():
-        # Nothing to judge: recording it would only add an empty kept-aside message to the inbox.
-        raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add --run RUN_ID - < callback.txt`")
+    from orchestrator.handover import BATCH_MAX
+
     engine = engine_from(ctx)
     run = engine.find_run(run_id)
+    limit = message_limit(engine, run)
+    # Both doors measure the same bytes; a batch may hold BATCH_MAX messages, each measured against the limit on its
+    # own (orchestrator.handover), so the input is never held beyond BATCH_MAX times the limit.
+    batch = limit * BATCH_MAX
+    inbound = read_inbound(sys.stdin.buffer, batch) if text == "-" else inbound_text(text, batch)
+    if inbound.complete and not inbound.text.strip():
+        # Nothing to judge: recording it would only add an empty kept-aside message to the inbox.
+        raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add --run RUN_ID - < callback.txt`")
     if check:
         from orchestrator.door import hand_over, render_handover  # the check-in reads herdr and plans: only when asked
 
-        emit(hand_over(engine, run, raw, source=source), as_json, render_handover)
+        emit(hand_over(engine, run, inbound, source=source, limit=limit), as_json, render_handover)
     else:
         from orchestrator.handover import hand_over as record_all, render_handed
 
-        emit(record_all(engine, run, raw, source=source), as_json, render_handed)
+        emit(record_all(engine, run, inbound, source=source, limit=limit), as_json, render_handed)
 
 
 @inbox.command("list")
