@@ -495,6 +495,9 @@ organization = "acme"
 repo = "widgets"
 base = "main"
 
+[defaults]
+concurrency = 5
+
 [integration]
 enabled = true
 branch = "chore/integrate-widgets"
