@@ -26,9 +26,10 @@ from orchestrator.herdr_models import (
     WorkspaceCreated,
     WorkspaceInfo,
 )
+from orchestrator.inbox import save_message_limit
 from orchestrator.layout import quote
 from orchestrator.plan import ResolvedPlan, load_plan
-from registry import Effect, EffectStatus, Run, RunStatus, make_run_id
+from registry import Effect, EffectStatus, Run, RunStatus, WorkerState, make_run_id
 
 DEFAULT_SESSION = "default"
 CAUSE = {"phase": "preflight"}
@@ -551,11 +552,12 @@ class _Preflight:
         snapshot = self.engine.run_dir(run_id) / "plan.toml"
         snapshot.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.plan_path, snapshot)
+        save_message_limit(self.engine, run_id, self.plan.message_limit)
         workers = [
             {
                 "task_label": w.task, "name": w.name, "kind": w.kind, "objective": w.worker.objective, "cause": CAUSE,
                 "claimed_files": w.worker.claim, "branch": w.worktree.branch, "worktree_path": str(w.worktree.path),
-                "tab_label": w.worktree.label,
+                "tab_label": w.worktree.label, "initial": WorkerState.QUEUED,
             }
             for w in self.plan.workers
         ]  # fmt: skip
@@ -648,7 +650,7 @@ class _Preflight:
         run_id, ledger = self.run_id, self.engine.ledger
         snapshot = self.engine.run_dir(run_id) / "plan.toml"
         ledger.update_run(run_id, cause=CAUSE, workspace_id=self.repo.workspace_id, repo_tab_id=self.repo.tab_id)
-        self.ok("run", f"{_count(len(self.plan.workers), 'worker')} registered in provisioning; plan snapshot {snapshot}")
+        self.ok("run", f"{_count(len(self.plan.workers), 'worker')} registered as queued (concurrency {self.plan.plan.defaults.concurrency}); plan snapshot {snapshot}")
 
 
 def settle_workspace_create(engine: Engine, run: Run, effect: Effect) -> Settlement[WorkspaceCreated]:

@@ -368,12 +368,13 @@ class Ledger:
         kind: str,
         objective: str,
         cause: Mapping[str, Any] | None = None,
+        initial: WorkerState = WorkerState.PROVISIONING,
         **fields: Any,
     ) -> Worker:
-        """Register a worker in state provisioning, before any of its side effects."""
+        """Register a worker (in ``provisioning``, or ``queued`` for the scheduler to admit), before any of its side effects."""
         with self._write() as db:
             self.get_run(run_id)
-            return self._insert_worker(db, run_id, task_label, name=name, kind=kind, objective=objective, cause=cause, at=self._stamp(), **fields)
+            return self._insert_worker(db, run_id, task_label, name=name, kind=kind, objective=objective, cause=cause, initial=initial, at=self._stamp(), **fields)
 
     def _insert_worker(
         self,
@@ -386,8 +387,11 @@ class Ledger:
         objective: str,
         at: str,
         cause: Mapping[str, Any] | None = None,
+        initial: WorkerState = WorkerState.PROVISIONING,
         **fields: Any,
     ) -> Worker:
+        if initial not in (WorkerState.PROVISIONING, WorkerState.QUEUED):
+            raise RegistryError(f"a worker is registered provisioning or queued, not {initial}")
         self._check_fields(fields)
         empty: dict[str, Any] = {field: None for field in Worker.model_fields}
         empty.update(claimed_files=(), created_workspace_ids=(), created_pane_ids=(), created_worktree_paths=())
@@ -395,7 +399,7 @@ class Ledger:
             Worker,
             {
                 **empty, **fields, "run_id": run_id, "task_label": task_label, "name": name, "kind": kind,
-                "objective": objective, "state": WorkerState.PROVISIONING, "unchanged_check_ins": 0,
+                "objective": objective, "state": initial, "unchanged_check_ins": 0,
                 "created_at": at, "updated_at": at,
             },
         )  # fmt: skip
@@ -412,7 +416,7 @@ class Ledger:
             run_id,
             EventKind.WORKER_ADDED,
             task_label=task_label,
-            to_state=WorkerState.PROVISIONING,
+            to_state=initial,
             detail={"cause": dict(cause or {}), "changes": {"name": name, "kind": kind, **self._plain(worker, fields)}},
             at=at,
         )
@@ -611,8 +615,9 @@ class Ledger:
             )
             inbox_id = cursor.lastrowid
             assert inbox_id is not None
-            # The journal row names the task only when it is a registered worker: kept-aside mail may name anything.
-            known = task_label is not None and db.execute(
+            # The journal row is the worker's only when the message was accepted for a registered worker: kept-aside
+            # mail may name anything, and must add nothing to a worker's history.
+            known = verdict is InboxVerdict.ACCEPTED and task_label is not None and db.execute(
                 "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)
             ).fetchone() is not None
             self._journal(
@@ -642,7 +647,7 @@ class Ledger:
                 return message
             at = self._stamp()
             db.execute("UPDATE inbox SET handled_at = ? WHERE id = ?", (at, inbox_id))
-            known = message.task_label is not None and db.execute(
+            known = message.verdict is InboxVerdict.ACCEPTED and message.task_label is not None and db.execute(
                 "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (message.run_id, message.task_label)
             ).fetchone() is not None
             self._journal(
@@ -653,6 +658,11 @@ class Ledger:
                 at=at,
             )
         return self.get_inbound(inbox_id)
+
+    def accepted_fingerprints(self, run_id: str) -> frozenset[str]:
+        """The fingerprints of the run's accepted messages (what a duplicate check needs, without reading the rows)."""
+        rows = self._db.execute("SELECT fingerprint FROM inbox WHERE run_id = ? AND verdict = 'accepted'", (run_id,))
+        return frozenset(str(row[0]) for row in rows)
 
     def list_inbox(
         self,
