@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from registry import WorkerState
+
 SIX = """
 organization = "acme"
 repo = "widgets"
@@ -212,4 +214,52 @@ def test_a_rejected_predecessor_skips_its_whole_chain_and_the_report_says_why(wo
     effects = {e.task_label for e in engine.ledger.list_effects(run_id)}
     assert effects & {"b", "c"} == set()
     assert world.repo.git("branch", "--list", "feat/chain-b", "feat/chain-c") == ""
+    engine.close()
+
+
+TWO = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+concurrency = 1
+
+[[workers]]
+task = "first"
+objective = "Write the first part."
+deliverable = "src/first/ committed on feat/first."
+branch = "feat/first"
+claim = ["src/first/"]
+
+[[workers]]
+task = "second"
+objective = "Write the second part."
+deliverable = "src/second/ committed on feat/second."
+branch = "feat/second"
+claim = ["src/second/"]
+"""
+
+
+def test_the_agent_controllers_check_in_frees_the_slot_of_a_finished_worker_and_starts_the_queued_one(world: Any) -> None:
+    plan = world.write_plan(TWO)
+    run_id = world.orch("preflight", str(plan)).stdout.strip().splitlines()[-1]
+    provisioned = world.orch("provision", "--run", run_id, "--json")
+    assert [(w["task"], w["state"]) for w in json.loads(provisioned.stdout)["workers"]] == [("first", "ready"), ("second", "queued")]
+    # The controller's own steps (dispatch, the result, verify) are not what is tested here: record first as accepted.
+    engine = world.engine()
+    for old, new in (("ready", "dispatched"), ("dispatched", "working"), ("working", "result"), ("result", "verifying"), ("verifying", "accepted")):
+        engine.ledger.transition(run_id, "first", WorkerState(old), WorkerState(new), cause={"test": "accepted by hand"})
+
+    seen = world.orch("observe", "--run", run_id, "--once")
+
+    assert seen.returncode == 0, seen.stderr
+    lines = [line.strip() for line in seen.stdout.splitlines() if line.startswith("  [")]
+    assert lines == [
+        "[1] first slot freed: accepted: agent exited to free its slot (pane and checkout kept until retirement)",
+        "[1] second started: admitted to slot 1 of 1",
+    ]
+    agents = {a["name"] for a in world.herdr("agent", "list")["result"]["agents"]}
+    assert agents == {"second"}
+    assert engine.ledger.get_worker(run_id, "second").state in (WorkerState.DISPATCHED, WorkerState.WORKING)  # its packet was taken
     engine.close()
