@@ -32,6 +32,7 @@ from orchestrator.layout import (
     worktree_layout,
 )
 from orchestrator.policy import EffectivePolicy, PolicyLayer, PolicyOverlay, merge_policy, overlay_layers
+from packets import MESSAGE_LIMIT_RANGE
 
 Mode = Literal["direct", "plan-first"]
 Placement = Literal["worktree", "sibling"]
@@ -106,6 +107,8 @@ class Defaults(_Model):
     """`--timeout` of each blocking herdr wait (`agent wait`, `agent prompt --wait`), in seconds; an expiry is a check-in, not a failure."""
     mode: Mode = "direct"
     """Execution mode: `direct`, or `plan-first` (only when the person asked for it)."""
+    message_limit_bytes: StrictInt | None = Field(default=None, ge=MESSAGE_LIMIT_RANGE[0], le=MESSAGE_LIMIT_RANGE[1])
+    """Largest inbound message, in bytes (1024 to 1048576); larger ones are kept aside as `oversize`; unset means the policy's (64 KiB unless a policy says otherwise)."""
 
     @field_validator("kind")
     @classmethod
@@ -259,6 +262,11 @@ class ResolvedPlan(BaseModel):
     workers: tuple[ResolvedWorker, ...]
     # Valid but probably not meant (a worker without verification, more concurrency than workers), one line each.
     warnings: tuple[str, ...] = ()
+
+    @property
+    def message_limit(self) -> int:
+        """The inbound message size limit: `defaults.message_limit_bytes`, else the policy's."""
+        return self.plan.defaults.message_limit_bytes or self.policy.policy.message_limit_bytes
 
 
 def _herdr_kind(value: str | None) -> str | None:

@@ -26,6 +26,7 @@ from orchestrator.herdr_models import (
     WorkspaceCreated,
     WorkspaceInfo,
 )
+from orchestrator.inbox import save_message_limit
 from orchestrator.layout import quote
 from orchestrator.plan import ResolvedPlan, load_plan
 from registry import RunStatus, make_run_id
@@ -633,6 +634,7 @@ class _Preflight:
         snapshot = self.engine.run_dir(run_id) / "plan.toml"
         snapshot.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.plan_path, snapshot)
+        save_message_limit(self.engine, run_id, self.plan.message_limit)
         for w in self.plan.workers:
             ledger.add_worker(
                 run_id,
