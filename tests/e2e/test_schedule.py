@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from registry import WorkerState
+
 SIX = """
 organization = "acme"
 repo = "widgets"
@@ -93,3 +95,171 @@ def test_orch_provision_starts_only_as_many_as_the_cap_and_status_shows_the_rest
     ]
     rows = [line.split()[:4] for line in status.splitlines() if line.startswith("part-")]
     assert rows == [*([f"part-{n}", f"part-{n}", "codex", "ready"] for n in (1, 2)), *([f"part-{n}", f"part-{n}", "codex", "queued"] for n in range(3, 7))]
+
+
+CHAIN = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+checkin_interval_s = 1
+
+[integration]
+enabled = true
+branch = "chore/integrate-chain"
+
+[[workers]]
+task = "a"
+objective = "Write part a."
+deliverable = "src/a/ committed on feat/chain-a."
+branch = "feat/chain-a"
+claim = ["src/a/"]
+verify = ["{verify_a}"]
+
+[[workers]]
+task = "b"
+objective = "Build on part a."
+deliverable = "src/b/ committed on feat/chain-b."
+branch = "feat/chain-b"
+claim = ["src/b/"]
+after = ["a"]
+verify = ["test -f src/b/seen-a.txt"]
+
+[[workers]]
+task = "c"
+objective = "Build on part b."
+deliverable = "src/c/ committed on feat/chain-c."
+branch = "feat/chain-c"
+claim = ["src/c/"]
+after = ["b"]
+verify = ["test -f src/c/seen-b.txt"]
+"""
+
+# b and c copy what their predecessor left in the checkout they start from: the file is there only if the worktree
+# started from the integration branch after the predecessor was merged.
+CHAIN_SCENARIOS = """
+[[task.a]]
+do = "write"
+path = "src/a/a.txt"
+content = "from a\\n"
+
+[[task.a]]
+do = "commit"
+
+[[task.a]]
+do = "verify"
+
+[[task.a]]
+do = "result"
+""" + "".join(
+    f"""
+[[task.{me}]]
+do = "run"
+command = "mkdir -p src/{me} && cp src/{pred}/{pred_file} src/{me}/seen-{pred}.txt"
+
+[[task.{me}]]
+do = "commit"
+
+[[task.{me}]]
+do = "verify"
+
+[[task.{me}]]
+do = "result"
+"""
+    for me, pred, pred_file in (("b", "a", "a.txt"), ("c", "b", "seen-a.txt"))
+)
+
+
+def test_a_chain_starts_each_worker_from_the_integration_branch_holding_its_predecessor(world: Any) -> None:
+    world.write_scenarios(CHAIN_SCENARIOS)
+    plan = world.write_plan(CHAIN.replace("{verify_a}", "test -f src/a/a.txt"))
+
+    done = world.orch("run", str(plan), "--json", timeout=600)
+
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout)
+    assert (outcome["finished"], outcome["report"]["verdict"]) == (True, "PASS"), outcome["report"]["verdict_reasons"]
+    # b's checkout held a's change when b started (it copied it), and c's held b's (which carried a's text on).
+    assert world.repo.git("show", "feat/chain-b:src/b/seen-a.txt") == "from a"
+    assert world.repo.git("show", "feat/chain-c:src/c/seen-b.txt") == "from a"
+    engine = world.engine()
+    workers = {w.task_label: w for w in engine.ledger.list_workers(outcome["run_id"])}
+    # Each dependant's base is the integration branch commit that merged its predecessor.
+    assert workers["b"].base_sha == workers["a"].integrated_sha
+    assert workers["c"].base_sha == workers["b"].integrated_sha
+    order = [line.split(" ", 1)[1] for line in done.stderr.splitlines() if ": started: " in line or ": integrated: " in line]
+    assert [line.split(":")[0] + ":" + line.split(":")[1] for line in order] == ["a: started", "a: integrated", "b: started", "b: integrated", "c: started"]
+    engine.close()
+
+
+def test_a_rejected_predecessor_skips_its_whole_chain_and_the_report_says_why(world: Any) -> None:
+    world.write_scenarios(CHAIN_SCENARIOS)
+    plan = world.write_plan(CHAIN.replace("{verify_a}", "test -f src/a/missing.txt"))
+
+    done = world.orch("run", str(plan), "--json", timeout=600)
+
+    outcome = json.loads(done.stdout)
+    assert (done.returncode, outcome["finished"], outcome["report"]["verdict"]) == (11, True, "FAIL"), done.stderr
+    run_id = outcome["run_id"]
+    shown = world.orch("report", "--run", run_id).stdout
+    workers_line, blockers_line = (line for line in shown.splitlines() if line.startswith(("Workers:", "Blockers:")))
+    assert workers_line == "Workers: a=retained/rejected, b=retired/skipped, c=retired/skipped"
+    assert blockers_line == (
+        "Blockers: b skipped: after a, which was rejected; "
+        "c skipped: after b, which was skipped (the chain a -> b -> c began when a was rejected)"
+    )
+    # Neither dependant was ever started: no agent, pane or worktree was made for them.
+    engine = world.engine()
+    effects = {e.task_label for e in engine.ledger.list_effects(run_id)}
+    assert effects & {"b", "c"} == set()
+    assert world.repo.git("branch", "--list", "feat/chain-b", "feat/chain-c") == ""
+    engine.close()
+
+
+TWO = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+concurrency = 1
+
+[[workers]]
+task = "first"
+objective = "Write the first part."
+deliverable = "src/first/ committed on feat/first."
+branch = "feat/first"
+claim = ["src/first/"]
+
+[[workers]]
+task = "second"
+objective = "Write the second part."
+deliverable = "src/second/ committed on feat/second."
+branch = "feat/second"
+claim = ["src/second/"]
+"""
+
+
+def test_the_agent_controllers_check_in_frees_the_slot_of_a_finished_worker_and_starts_the_queued_one(world: Any) -> None:
+    plan = world.write_plan(TWO)
+    run_id = world.orch("preflight", str(plan)).stdout.strip().splitlines()[-1]
+    provisioned = world.orch("provision", "--run", run_id, "--json")
+    assert [(w["task"], w["state"]) for w in json.loads(provisioned.stdout)["workers"]] == [("first", "ready"), ("second", "queued")]
+    # The controller's own steps (dispatch, the result, verify) are not what is tested here: record first as accepted.
+    engine = world.engine()
+    for old, new in (("ready", "dispatched"), ("dispatched", "working"), ("working", "result"), ("result", "verifying"), ("verifying", "accepted")):
+        engine.ledger.transition(run_id, "first", WorkerState(old), WorkerState(new), cause={"test": "accepted by hand"})
+
+    seen = world.orch("observe", "--run", run_id, "--once")
+
+    assert seen.returncode == 0, seen.stderr
+    lines = [line.strip() for line in seen.stdout.splitlines() if line.startswith("  [")]
+    assert lines == [
+        "[1] first slot freed: accepted: agent exited to free its slot (pane and checkout kept until retirement)",
+        "[1] second started: admitted to slot 1 of 1",
+    ]
+    agents = {a["name"] for a in world.herdr("agent", "list")["result"]["agents"]}
+    assert agents == {"second"}
+    assert engine.ledger.get_worker(run_id, "second").state in (WorkerState.DISPATCHED, WorkerState.WORKING)  # its packet was taken
+    engine.close()

@@ -240,6 +240,8 @@ def test_preflight_with_an_existing_labelled_tab_makes_no_side_effect(tmp_path: 
     assert (run.default_branch, run.workspace_id, run.repo_tab_id, run.created_workspace_ids) == ("trunk", "w1", "w1:t1", ())
     assert [(w.task_label, w.state) for w in engine.ledger.list_workers(run.run_id)] == [("api-pagination", WorkerState.QUEUED)]
     assert engine.ledger.list_effects(run.run_id) == []
+    # The run's message limit is fixed with its plan snapshot, for every callback to read cheaply.
+    assert (engine.run_dir(run.run_id) / "limits.json").read_text() == '{"message_limit_bytes": 65536}\n'
 
 
 def test_outside_herdr_runs_no_herdr_command(tmp_path: Path) -> None:
