@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from orchestrator.commands.base import echo_json
 from orchestrator.config import Settings
 from orchestrator.plan import Plan, check_report, load_plan, render_check
 
@@ -34,7 +35,7 @@ def plan_check(plan_file: Path, as_json: bool) -> None:
     """
     resolved = load_plan(plan_file, Settings.from_env())
     if as_json:
-        click.echo(json.dumps(check_report(resolved), indent=2))
+        echo_json(check_report(resolved))
     else:
         click.echo(render_check(resolved), nl=False)
 
