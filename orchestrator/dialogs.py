@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.errors import HerdrError, OrchError
 from orchestrator.quirks import Screen, excerpt, quirks
+from registry import EventKind, Ledger, Run, StaleState, WorkerState
 
 if TYPE_CHECKING:
     from orchestrator.engine import Engine
@@ -40,7 +41,8 @@ class DialogStop(OrchError):
 def flat(text: str) -> str:
     """Screen text as one inert line: control characters dropped, lines joined with ` / ` (it is the agent's text)."""
     lines = [" ".join(_CONTROL.sub(" ", line).split()) for line in text.splitlines()]
-    return " / ".join(line for line in lines if line)
+    # Box-drawing rules carry no words; they only widen the line.
+    return " / ".join(line for line in lines if line and line.strip("─━═-"))
 
 
 def send_keys(engine: Engine, worker: Worker, pane_id: str, screen: Screen, keys: tuple[str, ...], key: str) -> DialogKeys:
@@ -113,3 +115,53 @@ def answer_approval(engine: Engine, worker: Worker, decision: Decision, number: 
     keys = form.accept_keys if decision == "approve" else form.decline_keys
     sent = send_keys(engine, worker, worker.pane_id, form, keys, f"{worker.task_label}:approval:{number}")
     return form, sent
+
+
+class Approved(BaseModel):
+    """What `orch approve` did: the form, the decision, the keys sent, the worker's state after."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    task: str
+    form: str
+    decision: Decision
+    keys: tuple[str, ...]
+    state: WorkerState
+
+
+def pending_approval(ledger: Ledger, worker: Worker) -> tuple[int, dict[str, object]] | None:
+    """(journal seq, cause) of the approval form a blocked worker waits at, or None when it waits for something else."""
+    if worker.state is not WorkerState.BLOCKED:
+        return None
+    for event in reversed(ledger.events(worker.run_id, task_label=worker.task_label)):
+        if event.kind == EventKind.TRANSITION and event.to_state is WorkerState.BLOCKED:
+            cause = (event.detail or {}).get("cause") or {}
+            return (event.seq, cause) if isinstance(cause, dict) and cause.get("approval") else None
+    return None
+
+
+def approve(engine: Engine, run: Run, task: str, decision: Decision) -> Approved:
+    """Answer the approval form TASK's agent waits at, with the agent's own keys; the worker goes back to work."""
+    ledger = engine.ledger
+    worker = ledger.get_worker(run.run_id, task)
+    pending = pending_approval(ledger, worker)
+    if pending is None:
+        raise OrchError(f"{task} is not waiting at an approval form (state {worker.state})", hint="`orch status` shows what each worker waits for")
+    seq, cause = pending
+    form, sent = answer_approval(engine, worker, decision, seq)
+    ledger.record_fact(run.run_id, FACT_DIALOG, task_label=task, detail={
+        "dialog": form.name, "kind": worker.kind, "answered": True, "keys": list(sent.keys),
+        "reason": f"{'approved' if decision == 'approve' else 'denied'} through `orch approve`", "screen": cause.get("screen")})  # fmt: skip
+    try:
+        worker = ledger.transition(run.run_id, task, WorkerState.BLOCKED, WorkerState.WORKING,
+                                   cause={"phase": "approve", "decision": decision, "form": form.name, "keys": list(sent.keys)}, pending_question=None)  # fmt: skip
+    except StaleState:
+        worker = ledger.get_worker(run.run_id, task)
+    return Approved(run_id=run.run_id, task=task, form=form.name, decision=decision, keys=sent.keys, state=worker.state)
+
+
+def render_approved(result: Approved) -> str:
+    """One line: what was answered and how."""
+    verb = "approved" if result.decision == "approve" else "denied"
+    return f"{result.task}: {verb} the {result.form} with {' '.join(result.keys)} (worker {result.state})\n"

@@ -155,7 +155,7 @@ def render_reference() -> str:
         "orch types only these keys, only through a recorded effect, and only when policy or a person said so:",
         "",
         "- **Trust dialog** (first start of an agent in a directory): answered at provisioning with the accept keys when `[policy] trust_run_worktrees` is on (the default) and the run created the worktree; otherwise the worker fails with the dialog's text and nothing is typed. Any other dialog at start is reported the same way. Recorded as a `dialog` fact and in the report's `Dialogs:` line.",
-        "- **Approval forms** (mid-turn): recognised on screen; orch never approves on its own.",
+        "- **Approval forms** (mid-turn): the worker becomes `blocked` with the form's text (observation reads the screen when herdr says `blocked`); `orch approve TASK` (or `--deny`) sends the agent's own keys, as the person or the agent controller decides. orch never approves on its own.",
         "- **Exit command**: typed by `orch retire` into an agent at rest; a kind without one keeps its pane.",
         "- **Plan mode**: the key pressed until the confirmation text shows (`mode = \"plan-first\"`).",
         "",

@@ -95,6 +95,8 @@ def busy_line(kind: str, seconds: int) -> str:
         return "Working..."
     if kind == "opencode":
         return f"■■■■⬝⬝⬝⬝  esc to interrupt ({seconds}s)"
+    if kind == "claude":
+        return "✻ Working… (esc to interrupt)"  # no clock: only the title's spinner moves
     return f"• Working ({seconds}s • esc to interrupt)"
 
 

@@ -41,6 +41,7 @@ HERDR_TIMEOUT_S = 15
 CALLBACK_TIMEOUT_S = 60
 COMMAND_TIMEOUT_S = 600
 GIT_TIMEOUT_S = 60
+SCREEN_ONLY_THINK_S = 1.5
 
 
 class TurnInterrupted(Exception):
@@ -254,6 +255,8 @@ class Agent:
 
     def run(self) -> int:
         """Serve prompts until /exit, Ctrl-C at the prompt, or end of input; return the exit status."""
+        if not self.behaviour.hooks:
+            self.console.log("screen only: no hook reports")
         if not self.start_up():
             self.console.say("Bye.")
             return 1
@@ -364,6 +367,10 @@ class Agent:
         task = self.task
         assert task is not None
         self.report("working")
+        if not self.behaviour.hooks:
+            # Real turns take seconds; herdr samples screens a few times a second, so a screen-only agent's turn
+            # must stay visible long enough to be seen working.
+            self.sleep(SCREEN_ONLY_THINK_S)
         try:
             while task.position < len(task.steps):
                 step = task.steps[task.position]
