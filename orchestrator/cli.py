@@ -44,10 +44,9 @@ COMMANDS: dict[str, str] = {
 
 
 def failure_document(kind: str, message: str, hint: str | None, exit_code: int) -> dict[str, Any]:
-    """The JSON a failed command prints on stdout under `--json`: what went wrong, what to do, the exit code."""
+    """The JSON a failed command prints on stdout under `--json`: the first problem, all of them, what to do, the exit code."""
     lines = message.splitlines() or [kind]
-    return {"ok": False, "error": kind, "reason": lines[0] if len(lines) == 1 else f"{len(lines)} problems",
-            "problems": lines, "hint": hint, "exit_code": exit_code}  # fmt: skip
+    return {"ok": False, "error": kind, "reason": lines[0], "problems": lines, "hint": hint, "exit_code": exit_code}
 
 
 def _known_error(exc: BaseException) -> tuple[str, str, str | None, int] | None:
@@ -100,11 +99,13 @@ def error_handler(as_json: bool = False, emitted: Any = None) -> Iterator[None]:
         kind, message, hint, code = known
         if as_json and not (emitted and emitted()):
             _print_json(failure_document(kind, message, hint, code))
+        from packets.inert import inert_line  # a message may quote worker text (a path, a reason)
+
         # A multi-problem error (e.g. a plan with three mistakes) prints one `orch:` line per problem.
         for line in message.splitlines() or [kind]:
-            click.echo(f"orch: {line}", err=True)
+            click.echo(f"orch: {inert_line(line)}", err=True)
         if hint:
-            click.echo(f"hint: {hint}", err=True)
+            click.echo(f"hint: {inert_line(hint)}", err=True)
         sys.exit(code)
 
 

@@ -7,13 +7,13 @@ its screen text and nothing is typed.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.errors import HerdrError, OrchError
 from orchestrator.quirks import Screen, excerpt, quirks
+from packets import inert_line
 from registry import EventKind, Ledger, Run, StaleState, WorkerState
 
 if TYPE_CHECKING:
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from registry import Worker
 
 FACT_DIALOG = "dialog"  # record_fact(run, "dialog", task_label=…, detail={"dialog", "kind", "answered", "keys", "reason", "screen"})
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 class DialogKeys(BaseModel):
@@ -39,8 +38,9 @@ class DialogStop(OrchError):
 
 
 def flat(text: str) -> str:
-    """Screen text as one inert line: control characters dropped, lines joined with ` / ` (it is the agent's text)."""
-    lines = [" ".join(_CONTROL.sub(" ", line).split()) for line in text.splitlines()]
+    """Screen text as one inert line, its lines joined with ` / ` (it is the agent's text)."""
+    # Worker text: every control or format character is shown escaped, never obeyed (packets.inert_line).
+    lines = [inert_line(" ".join(line.split())) for line in text.splitlines()]
     # Box-drawing rules carry no words; they only widen the line.
     return " / ".join(line for line in lines if line and line.strip("─━═-"))
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.herdr_models import AgentPrompted
+from orchestrator.inbox import SIM_REPORTS, report_roots
 from packets import build_controller_message
 from registry import Run, Worker, WorkerState
 
@@ -20,8 +21,6 @@ Kind = Literal["answer", "follow-up", "stop"]
 S = WorkerState
 
 REPORT_LIMIT_BYTES = 256 * 1024
-# The scripted agents write check reports under <tmp>/herdr-sim-reports/<run id>/ (docs/scenarios.md).
-SIM_REPORTS = "herdr-sim-reports"
 
 # After a message is submitted, where the worker stands in the ledger (an answer resumes work; a follow-up is a new dispatch).
 _AFTER: dict[str, dict[WorkerState, WorkerState]] = {
@@ -137,21 +136,13 @@ class ReportRead(BaseModel):
     reason: str | None = None
 
 
-def report_roots(engine: Engine, run: Run, worker: Worker) -> tuple[Path, ...]:
-    """Where a worker's reports may be read from: its checkout, the run's directory, the scripted agents' temp folder."""
-    roots = [engine.run_dir(run.run_id), Path(tempfile.gettempdir()) / SIM_REPORTS / run.run_id]
-    if worker.worktree_path:
-        roots.insert(0, Path(worker.worktree_path))
-    return tuple(Path(os.path.realpath(root)) for root in roots)
-
-
 def read_report(engine: Engine, run: Run, worker: Worker, path: str, *, limit: int = REPORT_LIMIT_BYTES) -> ReportRead:
     """Read a report path from a message, only inside the allowed roots (symlinks resolved) and up to ``limit`` bytes."""
     if not os.path.isabs(path):
         return ReportRead(path=path, reason="not an absolute path")
     real = Path(os.path.realpath(path))
     if not any(real.is_relative_to(root) for root in report_roots(engine, run, worker)):
-        return ReportRead(path=path, reason=f"outside the worker's checkout, the run directory and {Path(tempfile.gettempdir()) / SIM_REPORTS}")
+        return ReportRead(path=path, reason=f"outside the worker's checkout, its report directory and {Path(tempfile.gettempdir()) / SIM_REPORTS}")
     try:
         size = real.stat().st_size
         if not real.is_file():

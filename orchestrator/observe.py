@@ -14,7 +14,7 @@ from orchestrator.quirks import excerpt
 from orchestrator.errors import HerdrError, HerdrMissing, OrchError
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
-from packets import EnvelopeError, parse_message
+from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
 from registry import InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
 
@@ -385,7 +385,8 @@ def render_observe(result: ObserveResult) -> str:
     lines = [f"Run {result.run_id}: {result.rounds} check-in round{'s' if result.rounds != 1 else ''}"]
     for o in result.observations:
         ref = f" #{o.inbox_id}" if o.inbox_id is not None else ""
-        lines.append(f"  [{o.round}] {o.task or '-'} {o.what.replace('_', ' ')}{ref}: {o.text}")
+        # A note quotes worker text: one line, so a body can never fake a note or a worker line of its own.
+        lines.append(f"  [{o.round}] {o.task or '-'} {o.what.replace('_', ' ')}{ref}: {inert_line(o.text)}")
     lines.append("Workers:")
     for w in result.workers:
         herdr = f", herdr {w.herdr_state}" if w.herdr_state else ""

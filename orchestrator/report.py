@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
+from packets import inert_line
 from registry import (
     Effect,
     EffectStatus,
@@ -597,8 +598,8 @@ def _blocker_text(b: Blocker) -> str:
 
 
 def compact_lines(report: Report) -> list[str]:
-    """The spec's seven lines."""
-    return [
+    """The spec's seven lines (worker text in them made inert and kept on its line)."""
+    lines = [
         f"Herdr: {report.verdict.value}",
         f"Controller: {controller_text(report.controller)}",
         "Workers: " + (", ".join(_worker_text(w) for w in report.workers) or "none"),
@@ -607,6 +608,7 @@ def compact_lines(report: Report) -> list[str]:
         "Retired: " + _join((_retired_text(r) for r in report.retired), "nothing created"),
         "Blockers: " + _join((_blocker_text(b) for b in report.blockers), "none"),
     ]
+    return [inert_line(line) for line in lines]
 
 
 def render_report(report: Report) -> str:
@@ -652,7 +654,8 @@ def render_markdown(report: Report, workers: Sequence[Worker]) -> str:
             out.append(f"- Transcript: {item.transcript}")
         seqs = [*item.seqs, *callbacks.seqs, *verification.seqs, *(s for r in retired for s in r.seqs), *(s for b in blockers for s in b.seqs)]
         out += [f"- Ledger events: {_seq_text(seqs)}", ""]
-    return "\n".join(out)
+    # Every entry is one line by design; worker text inside one (a question, a reason, reported checks) stays there.
+    return "\n".join(inert_line(line) for line in out)
 
 
 def integration_required(engine: Engine, run: Run) -> bool:

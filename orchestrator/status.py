@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
 from orchestrator.transcripts import transcript_of
+from packets import inert_line
 from registry import InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
 
 
@@ -135,7 +136,8 @@ def build_run_list(ledger: Ledger) -> RunList:
 
 
 def _one_line(text: str | None) -> str:
-    return " ".join(text.split()) if text else "-"
+    # Worker text (a pending question): one cell of one row, inert before tabulate measures it.
+    return inert_line(" ".join(text.split())) if text else "-"
 
 
 def render_status(view: RunStatusView) -> str:

@@ -590,8 +590,9 @@ class Ledger:
             )
             inbox_id = cursor.lastrowid
             assert inbox_id is not None
-            # The journal row names the task only when it is a registered worker: kept-aside mail may name anything.
-            known = task_label is not None and db.execute(
+            # The journal row is the worker's only when the message was accepted for a registered worker: kept-aside
+            # mail may name anything, and must add nothing to a worker's history.
+            known = verdict is InboxVerdict.ACCEPTED and task_label is not None and db.execute(
                 "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)
             ).fetchone() is not None
             self._journal(
@@ -621,7 +622,7 @@ class Ledger:
                 return message
             at = self._stamp()
             db.execute("UPDATE inbox SET handled_at = ? WHERE id = ?", (at, inbox_id))
-            known = message.task_label is not None and db.execute(
+            known = message.verdict is InboxVerdict.ACCEPTED and message.task_label is not None and db.execute(
                 "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (message.run_id, message.task_label)
             ).fetchone() is not None
             self._journal(
@@ -632,6 +633,11 @@ class Ledger:
                 at=at,
             )
         return self.get_inbound(inbox_id)
+
+    def accepted_fingerprints(self, run_id: str) -> frozenset[str]:
+        """The fingerprints of the run's accepted messages (what a duplicate check needs, without reading the rows)."""
+        rows = self._db.execute("SELECT fingerprint FROM inbox WHERE run_id = ? AND verdict = 'accepted'", (run_id,))
+        return frozenset(str(row[0]) for row in rows)
 
     def list_inbox(
         self,

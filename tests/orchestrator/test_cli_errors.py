@@ -77,7 +77,7 @@ CASES = {
     "plan with a typo": (
         ["plan", "check", "{tmp}/typo.toml", "--json"], 1,
         "orch: {tmp}/typo.toml: workers[0] (busy).objective: is required\n"
-        "orch: {tmp}/typo.toml: workers[0] (busy).objectve: is not a known field\n",
+        "orch: {tmp}/typo.toml: workers[0] (busy).objectve: is not a known field; did you mean `objective`?\n",
     ),
     "unknown run": (
         ["status", "--run", "nope", "--json"], 1,
@@ -239,3 +239,18 @@ def test_json_failure_from_the_installed_orch_fills_the_redirected_file(home: Pa
         done = subprocess.run([orch, "run", str(home / "nope.toml"), "--json"], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60)
     assert done.returncode == 1, done.stderr
     assert json.loads(out.read_text())["exit_code"] == 1
+
+
+def test_run_outside_herdr_speaks_to_a_person_and_reports_a_missing_plan_first(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HERDR_ENV")
+    (home / "plan.toml").write_text(PLAN.format(task="busy"))
+    before = _ledger_dump(home / "orch-home" / "ledger.sqlite3")
+    missing = CliRunner().invoke(cli, ["run", str(home / "nope.toml")], prog_name="orch")
+    assert (missing.exit_code, missing.stderr) == (1, f"orch: {home}/nope.toml: no such file\n")
+    outside = CliRunner().invoke(cli, ["run", str(home / "plan.toml")], prog_name="orch")
+    assert (outside.exit_code, outside.stderr) == (
+        1,
+        "orch: orch run works only inside herdr, and this shell is not in a herdr pane (HERDR_ENV is not 1)\n"
+        "hint: start herdr, then run `orch run PLAN` from a shell in one of its panes; `orch demo` shows a whole run without herdr\n",
+    )
+    assert _ledger_dump(home / "orch-home" / "ledger.sqlite3") == before

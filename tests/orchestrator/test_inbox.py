@@ -97,3 +97,43 @@ def test_list_shows_every_message_with_its_verdict(home: Path) -> None:
     )
     listing = json.loads(orch(home, "inbox", "list", "--run", RUN, "--json")[1])
     assert [(m["id"], m["verdict"], m["reason_code"]) for m in listing["messages"]] == [(1, "accepted", None), (2, "kept_aside", "wrong_sender")]
+
+
+def _ledger_bytes(home: Path) -> int:
+    return sum(path.stat().st_size for path in home.glob("ledger.sqlite3*"))
+
+
+@pytest.mark.parametrize("megabytes", [1, 10])
+def test_oversize_callback_is_kept_aside_and_grows_the_ledger_by_less_than_1_mb(home: Path, megabytes: int) -> None:
+    import hashlib
+
+    raw = env("result", "Status: done\n" + "x" * (megabytes * 1024 * 1024))
+    size, digest = len(raw.encode()), hashlib.sha256(raw.encode()).hexdigest()
+    before = _ledger_bytes(home)
+
+    result = CliRunner().invoke(cli, ["inbox", "add", "--run", RUN, "-"], input=raw.encode(), env={"ORCH_HOME": str(home)})
+
+    assert (result.exit_code, result.stdout, result.stderr) == (0, (
+        f"kept aside #1 (oversize): the message is {size} bytes, over the 65536-byte limit (sha256 {digest}); "
+        "large content belongs in a report file, sent by path\n"), "",
+    )  # fmt: skip
+    assert _ledger_bytes(home) - before < 1024 * 1024  # bench/oversize.py times it
+    with Ledger.open(home / "ledger.sqlite3") as ledger:
+        stored = ledger.get_inbound(1)
+        assert (stored.raw, stored.fingerprint, stored.kind, stored.task_label) == (raw[:2048], digest, None, None)
+        assert ledger.get_worker(RUN, "feature-a").state is S.DISPATCHED
+
+
+def test_the_plan_sets_the_limit_and_both_doors_apply_it(home: Path) -> None:
+    from orchestrator.config import Settings
+    from orchestrator.engine import Engine
+    from orchestrator.inbox import message_limit, save_message_limit
+
+    engine = Engine(settings=Settings(home=home, orch_home=home, policy_dir=home, src_root=home), herdr=None)  # type: ignore[arg-type]
+    save_message_limit(engine, RUN, 2048)
+    assert message_limit(engine, engine.ledger.get_run(RUN)) == 2048
+    engine.close()
+    big = env("update", "y" * 2000)
+    assert orch(home, "inbox", "add", "--run", RUN, big)[1].startswith(f"kept aside #1 (oversize): the message is {len(big)} bytes, over the 2048-byte limit")
+    assert orch(home, "inbox", "add", "--run", RUN, "-", input=big)[1].startswith(f"kept aside #2 (oversize): the message is {len(big)} bytes, over the 2048-byte limit")
+    assert orch(home, "inbox", "add", "--run", RUN, env("update", "y" * 1800))[1].startswith("accepted #3")
