@@ -239,6 +239,10 @@ def _started(effect: Effect | None) -> bool:
 def _not_sendable(worker: Worker) -> str:
     if worker.state is WorkerState.PROVISIONING:
         return "still provisioning: run `orch provision` first"
+    if worker.state is WorkerState.QUEUED:
+        return "queued: it starts when a slot frees and its predecessors are done"
+    if worker.state is WorkerState.SKIPPED:
+        return "skipped: a predecessor ended without acceptance; it never starts"
     if worker.state is WorkerState.DISPATCHED:
         return "dispatched by another door without a recorded packet effect; inspect it"
     return f"already {worker.state}: its packet was sent before"

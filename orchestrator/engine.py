@@ -75,7 +75,7 @@ def orch_executable() -> str:
     beside = Path(sys.executable).parent / "orch"
     found = str(beside) if beside.exists() else shutil.which("orch")
     if not found:
-        raise OrchError("cannot find the `orch` executable to put in worker callbacks", hint="install orch with `pip install -e .`")
+        raise OrchError("cannot find the `orch` executable to put in worker callbacks", hint="install orch into the Python that runs it (`.venv/bin/pip install -e .`, see the README)")
     return str(Path(found).absolute())
 
 

@@ -12,6 +12,7 @@ from orchestrator.dialogs import approval_form, flat
 from orchestrator.engine import Engine
 from orchestrator.quirks import excerpt
 from orchestrator.errors import HerdrError, HerdrMissing, OrchError
+from orchestrator.fleet import advance
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
 from packets import EnvelopeError, inert_line, parse_message
@@ -34,7 +35,13 @@ ASK_FOR_RESULT = (
 What = Literal[
     "update", "answered", "needs_answer", "blocked", "blocked_ui", "approval", "result", "report", "asked_for_result",
     "settled_without_result", "working", "failed", "kept_aside", "send_failed", "herdr_unavailable", "gone",
+    # The scheduler, from the check-in (orchestrator.fleet): queued workers started as slots free, or skipped.
+    "started", "skipped", "queued", "slot_freed", "slot_kept", "integrated", "start_failed",
 ]  # fmt: skip
+_STEP_WHAT: dict[str, What] = {
+    "started": "started", "skipped": "skipped", "queued": "queued", "freed": "slot_freed", "kept": "slot_kept",
+    "integrated": "integrated", "provision_failed": "start_failed", "dispatch": "start_failed",
+}  # fmt: skip
 
 
 class Observation(BaseModel):
@@ -365,6 +372,10 @@ def observe(engine: Engine, run: Run, *, once: bool = False, interval: float = D
         rounds += 1
         found, waiting, seen = check_in(engine, run, rounds)
         notes += found
+        if engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)):
+            # The agent controller's door to the scheduler: queued workers start here as slots free.
+            for step in advance(engine, run):
+                notes.append(Observation(round=rounds, task=step.task, what=_STEP_WHAT.get(step.what, "queued"), text=step.text))
         states.update(seen)
         active = _active(engine, run, waiting)
         if once or not active or (max_rounds is not None and rounds >= max_rounds):

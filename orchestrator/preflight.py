@@ -29,7 +29,7 @@ from orchestrator.herdr_models import (
 from orchestrator.inbox import save_message_limit
 from orchestrator.layout import quote
 from orchestrator.plan import ResolvedPlan, load_plan
-from registry import RunStatus, make_run_id
+from registry import RunStatus, WorkerState, make_run_id
 
 DEFAULT_SESSION = "default"
 CAUSE = {"phase": "preflight"}
@@ -647,6 +647,7 @@ class _Preflight:
                 branch=w.worktree.branch,
                 worktree_path=str(w.worktree.path),
                 tab_label=w.worktree.label,
+                initial=WorkerState.QUEUED,
             )
         ledger.update_run(
             run_id,
@@ -658,7 +659,7 @@ class _Preflight:
             default_branch=self.repo.default_branch,
             controller_kind="run" if self.engine.controller == "run" else "agent",
         )
-        self.ok("run", f"{_count(len(self.plan.workers), 'worker')} registered in provisioning; plan snapshot {snapshot}")
+        self.ok("run", f"{_count(len(self.plan.workers), 'worker')} registered as queued (concurrency {self.plan.plan.defaults.concurrency}); plan snapshot {snapshot}")
 
 
 def preflight(engine: Engine, plan_path: Path) -> PreflightResult:

@@ -35,9 +35,10 @@ from orchestrator.errors import (
 )
 from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, SplitDirection, TabInfo, WorktreeInfo
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
+from orchestrator.schedule import admit, render_schedule
 from registry import Run, Worker, WorkerState
 
-OutcomeState = Literal["ready", "failed", "provisioning"]
+OutcomeState = Literal["ready", "failed", "provisioning", "queued", "skipped"]
 
 T = TypeVar("T")
 
@@ -75,11 +76,12 @@ class ProvisionResult(BaseModel):
     run_id: str
     workspace_id: str
     workers: tuple[WorkerOutcome, ...]
+    schedule: tuple[str, ...] = ()  # the scheduler's lines: who started, who waits (and why), who was skipped
 
     @property
     def ok(self) -> bool:
-        """True when every worker is ready."""
-        return all(w.state == "ready" for w in self.workers)
+        """True when every worker is ready, or waits queued for a slot or a predecessor."""
+        return all(w.state in ("ready", "queued") for w in self.workers)
 
 
 # --- effect results kept in the ledger (our own shapes: what later steps and a resumed run need) ---
@@ -318,6 +320,14 @@ class _Round:
         sha = git.rev_parse(repo, base)
         if sha is None:
             raise _Fail("fetch", f"base {base} names no commit in {repo}")
+        into = self.plan.plan.integration
+        if job.planned.after and into.enabled and into.branch:
+            # A dependant starts from the integration branch, which holds its predecessors' accepted work.
+            tip = git.rev_parse(repo, f"refs/heads/{into.branch}")
+            if tip is None:
+                raise _Fail("fetch", f"integration branch {into.branch} names no commit in {repo}; its predecessors were recorded as integrated")
+            job.notes.append(f"starts from {into.branch} at {tip[:12]} (after {', '.join(job.planned.after)})")
+            return tip
         return sha
 
     def _fetch_base(self, repo: str, base: str) -> tuple[str | None, str | None, str]:
@@ -742,12 +752,17 @@ def _outcome(engine: Engine, run: Run, job: _Job, *, error: str | None = None, a
     worker = engine.ledger.get_worker(run.run_id, job.task)
     if error is None and worker.state is WorkerState.FAILED:
         error = _failure_reason(engine, worker)
-    state: OutcomeState = "ready" if worker.state is WorkerState.READY else "failed" if worker.state is WorkerState.FAILED else "provisioning"
+    state: OutcomeState = _OUTCOMES.get(worker.state, "provisioning")
     return WorkerOutcome(
         task=job.task, name=worker.name, kind=worker.kind, placement=job.planned.placement, state=state, already=already,
         pane_id=worker.pane_id, tab_label=worker.tab_label, worktree_path=worker.worktree_path, branch=job.planned.worktree.branch,
         base_sha=worker.base_sha, reused=tuple(job.reused), created=tuple(job.created), notes=tuple(job.notes), error=error,
     )  # fmt: skip
+
+
+_OUTCOMES: dict[WorkerState, OutcomeState] = {
+    WorkerState.READY: "ready", WorkerState.FAILED: "failed", WorkerState.QUEUED: "queued", WorkerState.SKIPPED: "skipped",
+}  # fmt: skip
 
 
 def _failure_reason(engine: Engine, worker: Worker) -> str | None:
@@ -768,6 +783,9 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
     missing = [p.task for p in plan.workers if p.task not in rows]
     if missing:
         raise OrchError(f"run {run.run_id} has no ledger entry for {', '.join(missing)}", hint="`orch preflight` registers every plan worker")
+    # The cap and `after`: only workers the scheduler admits (queued -> provisioning) are provisioned.
+    scheduled = admit(engine, run, plan)
+    rows = {w.task_label: w for w in ledger.list_workers(run.run_id)}
 
     # plan-first needs a plan mode orch can confirm; refuse those workers before anything starts.
     refused: dict[str, str] = {}
@@ -790,7 +808,8 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
     outcomes: dict[str, WorkerOutcome] = {}
     for task, job in jobs.items():
         if task not in pending:
-            outcomes[task] = _outcome(engine, run, job, already=task not in refused)
+            waits = rows[task].state in (WorkerState.QUEUED, WorkerState.SKIPPED)
+            outcomes[task] = _outcome(engine, run, job, already=task not in refused and not waits)
     if pending:
         herdr = engine.herdr
         snapshot = Snapshot(
@@ -803,7 +822,9 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
         tabs = SharedRead(lambda: herdr.tab_list(workspace=workspace))
         rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot, tabs=tabs)
         outcomes.update(_schedule(rnd, {t: jobs[t] for t in pending}, plan.plan.defaults.concurrency))
-    return ProvisionResult(run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers))
+    return ProvisionResult(
+        run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers), schedule=tuple(render_schedule(scheduled)),
+    )  # fmt: skip
 
 
 def _schedule(rnd: _Round, jobs: dict[str, _Job], concurrency: int) -> dict[str, WorkerOutcome]:
@@ -834,10 +855,9 @@ def _schedule(rnd: _Round, jobs: dict[str, _Job], concurrency: int) -> dict[str,
 
 def render_provision(result: ProvisionResult) -> str:
     """One line per worker (task, state, pane, tab label, path, what was reused or created), then reasons and notes."""
-    ready = sum(w.state == "ready" for w in result.workers)
-    failed = sum(w.state == "failed" for w in result.workers)
-    other = len(result.workers) - ready - failed
-    head = f"provision {result.run_id} (workspace {result.workspace_id}): {ready} ready, {failed} failed" + (f", {other} still provisioning" if other else "")
+    counts = {state: sum(w.state == state for w in result.workers) for state in ("ready", "failed", "provisioning", "queued", "skipped")}
+    head = f"provision {result.run_id} (workspace {result.workspace_id}): {counts['ready']} ready, {counts['failed']} failed"
+    head += "".join(f", {counts[state]} {label}" for state, label in (("provisioning", "still provisioning"), ("queued", "queued"), ("skipped", "skipped")) if counts[state])
     rows = []
     for w in result.workers:
         if w.already:
@@ -849,6 +869,7 @@ def render_provision(result: ProvisionResult) -> str:
         rows.append([w.task, w.state, w.pane_id or "-", w.tab_label or "-", w.worktree_path or "-", what])
     table = tabulate(rows, headers=["task", "state", "pane", "tab", "path", "done"], tablefmt="plain")
     lines = [head, *table.splitlines()]
+    lines += [f"schedule: {line}" for line in result.schedule]
     for w in result.workers:
         if w.error:
             first, *rest = w.error.splitlines()

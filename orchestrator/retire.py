@@ -19,6 +19,7 @@ from orchestrator import git, messages
 from orchestrator.agents import AGENTS
 from orchestrator.transcripts import save_transcript
 from orchestrator.engine import Engine, InFlightEffect
+from orchestrator.schedule import AGENT_EXITED
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, OrchError, one_line
 from registry import Run, Worker
 from registry.machine import WorkerState
@@ -32,7 +33,7 @@ POLL_S = 0.25
 READ_LINES = 40
 
 # A report and a disposition are recorded (or the worker was retained, or a retire was under way): the ladder may run.
-RETIRABLE: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.BLOCKED, S.FAILED, S.RETAINED, S.RETIRING})
+RETIRABLE: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.BLOCKED, S.FAILED, S.RETAINED, S.RETIRING, S.SKIPPED})
 # The person may give these up with --abandon: the live ones become superseded first, the unstarted ones retire directly.
 ABANDON_TO_SUPERSEDED: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.RESULT, S.VERIFYING})
 UNSTARTED: frozenset[WorkerState] = frozenset({S.PROVISIONING, S.READY})
@@ -320,6 +321,47 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
         return
     ladder.items.append(Item(kind="pane", id=pane, action="closed"))
     ladder.pane_done = True
+
+
+def exit_for_slot(
+    engine: Engine, run: Run, worker: Worker, *, exit_command: Callable[[str], str | None] = default_exit_command, exit_timeout_s: float = EXIT_TIMEOUT_S
+) -> str | None:
+    """Exit a finished worker's agent so its slot frees; pane and checkout stay for the ladder. None, or why it stayed.
+
+    The same first rung as the ladder (a `stop` first for a busy failed/rejected/superseded worker, the exit command
+    only at rest, each keystroke an ``engine.once`` effect), under keys of its own; success is the AGENT_EXITED fact.
+    """
+    herdr, task, pane = engine.herdr, worker.task_label, worker.pane_id
+    done = {"pane": pane, "disposition": worker.final_disposition.value if worker.final_disposition else None}
+    if pane is None or _agent_in(engine, pane) is None:
+        engine.ledger.record_fact(run.run_id, AGENT_EXITED, task_label=task, detail={**done, "how": "no agent in its pane"})
+        return None
+    status, name = _agent_in(engine, pane) or ("idle", None)
+    if name is not None and name != worker.name:
+        return f"pane {pane} runs agent {name}, not {worker.name}"
+    command = exit_command(worker.kind)
+    if command is None:
+        return f"orch knows no exit command for {worker.kind}"
+    ladder = _Ladder(worker=worker, before=worker.state, round=0)
+    if status == "working" and worker.final_disposition in STOPPABLE:
+        status = _stop_working(engine, run, ladder, exit_timeout_s)
+    if status not in AT_REST:
+        return f"agent is {status}; {command} not sent"
+    key = f"{task}:free-slot"
+    try:
+        engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command},
+                    lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent,
+                    settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+        engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"]},
+                    lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent,
+                    settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+    except (HerdrCommandError, InFlightEffect) as exc:
+        return f"{command} could not be sent: {one_line(exc.message)}"
+    back = _await_shell(engine, pane, command, exit_timeout_s)
+    if back not in ("shell", "pane_gone"):
+        return back
+    engine.ledger.record_fact(run.run_id, AGENT_EXITED, task_label=task, detail={**done, "how": command})
+    return None
 
 
 def _sent(pane: str, send: Callable[[], None]) -> Sent:

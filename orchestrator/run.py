@@ -14,14 +14,13 @@ from types import FrameType
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.dispatch import dispatch
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
+from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
 from orchestrator.observe import Observation, check_in
 from orchestrator.preflight import PreflightResult, preflight
 from orchestrator.progress import Progress, Row
-from orchestrator.provision import provision
 from orchestrator.report import VERDICT_EXIT, Report, write_report
 from orchestrator.dialogs import pending_approval
 from orchestrator.retire import retire
@@ -87,28 +86,28 @@ def _say(progress: Progress, engine: Engine, notes: Sequence[Observation]) -> No
         progress.note(f"{who}: {note.what.replace('_', ' ')}: {note.text}", engine.clock.now())
 
 
+def _steps(progress: Progress, engine: Engine, steps: Sequence[Step]) -> None:
+    for step in steps:
+        if step.what == "queued" and step.task is not None:
+            continue  # the worker's own line says queued
+        progress.note(f"{step.task or 'run'}: {step.what.replace('_', ' ')}: {step.text}", engine.clock.now())
+
+
 def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] = (), interval_s: float | None = None) -> RunOutcome:
     """Take a run from wherever the ledger says it stands to its report; stop early only for the person."""
     ledger = engine.ledger
     plan = engine.plan_for(run)
     interval = float(interval_s if interval_s is not None else plan.plan.defaults.checkin_interval_s)
-    stage = "provision"
+    stage = "schedule"
 
     def show() -> None:
         progress.update(_rows(engine, run), engine.clock.now())
 
     try:
         with _terminate_as_interrupt():
-            result = provision(engine, run)
-            for outcome in result.workers:
-                if outcome.state == "failed":
-                    progress.note(f"{outcome.task}: provisioning failed: {outcome.error}", engine.clock.now())
-            show()
-            stage = "dispatch"
-            dispatched = dispatch(engine, run)
-            for item in dispatched.workers:
-                if item.outcome not in ("accepted", "skipped"):
-                    progress.note(f"{item.task}: dispatch {item.outcome}: {item.detail}", engine.clock.now())
+            # The scheduler admits at most `defaults.concurrency` workers (and only those whose `after` is done);
+            # the rest wait queued and start from the check-in loop as slots free.
+            _steps(progress, engine, advance(engine, run, keep=keep))
             show()
             stage = "observe"
             number = 0
@@ -123,7 +122,10 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                         evidence = decided.verification
                         if evidence.reasons:  # an acceptance shows on the worker's own line; a refusal says why here
                             progress.note(f"{decided.task}: {evidence.disposition} ({'; '.join(evidence.reasons)})", engine.clock.now())
-                    stage = "observe"
+                if ledger.list_workers(run.run_id, states=(S.QUEUED,)):
+                    stage = "schedule"
+                    _steps(progress, engine, advance(engine, run, keep=keep))
+                stage = "observe"
                 show()
                 workers = ledger.list_workers(run.run_id)
                 if any(w.state in MOVING for w in workers) or ledger.list_inbox(run.run_id, unhandled=True):
@@ -133,6 +135,8 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
             waiting = [w for w in ledger.list_workers(run.run_id) if w.state in WAITING_ON_PERSON]
             if waiting:
                 return _stop_for_person(engine, run, progress, waiting)
+            # Nothing moves and nobody waits on the person: a worker still queued now could never start.
+            _steps(progress, engine, give_up_queued(engine, run, "nothing left in the run could start it"))
             stage = "integrate"
             integrated = integrate_run(engine, run)
             if integrated.paused_by:

@@ -359,9 +359,12 @@ class Ledger:
         kind: str,
         objective: str,
         cause: Mapping[str, Any] | None = None,
+        initial: WorkerState = WorkerState.PROVISIONING,
         **fields: Any,
     ) -> Worker:
-        """Register a worker in state provisioning, before any of its side effects."""
+        """Register a worker (in ``provisioning``, or ``queued`` for the scheduler to admit), before any of its side effects."""
+        if initial not in (WorkerState.PROVISIONING, WorkerState.QUEUED):
+            raise RegistryError(f"a worker is registered provisioning or queued, not {initial}")
         self._check_fields(fields)
         at = self._stamp()
         empty: dict[str, Any] = {field: None for field in Worker.model_fields}
@@ -370,7 +373,7 @@ class Ledger:
             Worker,
             {
                 **empty, **fields, "run_id": run_id, "task_label": task_label, "name": name, "kind": kind,
-                "objective": objective, "state": WorkerState.PROVISIONING, "unchanged_check_ins": 0,
+                "objective": objective, "state": initial, "unchanged_check_ins": 0,
                 "created_at": at, "updated_at": at,
             },
         )  # fmt: skip
@@ -391,7 +394,7 @@ class Ledger:
                 run_id,
                 EventKind.WORKER_ADDED,
                 task_label=task_label,
-                to_state=WorkerState.PROVISIONING,
+                to_state=initial,
                 detail={"cause": dict(cause or {}), "changes": {"name": name, "kind": kind, **self._plain(worker, fields)}},
                 at=at,
             )

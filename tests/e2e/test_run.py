@@ -63,6 +63,31 @@ do = "verify"
 
 [[task.api-docs]]
 do = "result"
+
+# The siblings share one checkout and `commit` stages everything: cli-tests writes only once cli-help has committed,
+# so each commit holds its own worker's files and the branch always ends with two commits.
+[[task.cli-tests]]
+do = "update"
+message = "Starting {task}: {objective_line}"
+
+[[task.cli-tests]]
+do = "run"
+command = "for i in $(seq 600); do git log --format=%s | grep -q '^cli-help:' && exit 0; sleep 0.1; done; exit 1"
+
+[[task.cli-tests]]
+do = "write"
+path = "{claim_file}"
+content = "{task}: {objective_line}\\n"
+
+[[task.cli-tests]]
+do = "commit"
+message = "{task}: {objective_line}"
+
+[[task.cli-tests]]
+do = "verify"
+
+[[task.cli-tests]]
+do = "result"
 """
 
 

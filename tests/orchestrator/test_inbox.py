@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -137,3 +138,23 @@ def test_the_plan_sets_the_limit_and_both_doors_apply_it(home: Path) -> None:
     assert orch(home, "inbox", "add", "--run", RUN, big)[1].startswith(f"kept aside #1 (oversize): the message is {len(big)} bytes, over the 2048-byte limit")
     assert orch(home, "inbox", "add", "--run", RUN, "-", input=big)[1].startswith(f"kept aside #2 (oversize): the message is {len(big)} bytes, over the 2048-byte limit")
     assert orch(home, "inbox", "add", "--run", RUN, env("update", "y" * 1800))[1].startswith("accepted #3")
+
+
+def test_a_callback_reads_the_saved_limit_and_loads_no_plan_code(home: Path) -> None:
+    import subprocess
+    import sys
+
+    run_dir = home / "runs" / RUN.replace(":", "_")
+    run_dir.mkdir(parents=True)
+    (run_dir / "plan.toml").write_text("not even a plan: a callback must not read it\n")
+    (run_dir / "limits.json").write_text('{"message_limit_bytes": 4096}\n')
+    probe = (
+        "import sys; sys.argv = ['orch', *sys.argv[1:]]\n"
+        "from orchestrator.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('orchestrator.plan', 'orchestrator.policy'))), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, "inbox", "add", "--run", RUN, env("update", "z" * 5000)],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "ORCH_HOME": str(home)})  # fmt: skip
+    assert done.stdout.startswith("kept aside #1 (oversize): the message is 5106 bytes, over the 4096-byte limit")
+    assert done.stderr.splitlines()[-1] == "[]"
