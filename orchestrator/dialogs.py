@@ -17,8 +17,8 @@ from packets import inert_line
 from registry import EventKind, Ledger, Run, StaleState, WorkerState
 
 if TYPE_CHECKING:
-    from orchestrator.engine import Engine
-    from registry import Worker
+    from orchestrator.engine import CannotTell, Done, Engine, NotDone
+    from registry import Effect, Worker
 
 FACT_DIALOG = "dialog"  # record_fact(run, "dialog", task_label=…, detail={"dialog", "kind", "answered", "keys", "reason", "screen"})
 
@@ -52,16 +52,34 @@ def send_keys(engine: Engine, worker: Worker, pane_id: str, screen: Screen, keys
         engine.herdr.pane_send_keys(pane_id, *keys)
         return DialogKeys(pane_id=pane_id, dialog=screen.name, keys=keys)
 
-    def settle() -> DialogKeys | None:
-        # The keys landed if the dialog is gone; still there means they did not (or cannot tell: stay in flight).
-        try:
-            shown = engine.herdr.pane_read(pane_id, source="visible")
-        except HerdrError:
-            return None
-        return None if screen.matches(shown) else DialogKeys(pane_id=pane_id, dialog=screen.name, keys=keys)
-
     request = {"pane": pane_id, "dialog": screen.name, "keys": list(keys)}
-    return engine.once(worker.run_id, worker.task_label, "dialog_keys", key, request, act, model=DialogKeys, settle=settle)
+    return engine.once(worker.run_id, worker.task_label, "dialog_keys", key, request, act, model=DialogKeys,
+                       settle=lambda: _read_back(engine, pane_id, screen, keys))  # fmt: skip
+
+
+def _read_back(engine: Engine, pane_id: str, screen: Screen, keys: tuple[str, ...]) -> Done[DialogKeys] | NotDone | CannotTell:
+    from orchestrator.engine import CannotTell, Done, NotDone
+
+    try:
+        shown = engine.herdr.pane_read(pane_id, source="visible")
+    except HerdrError as exc:
+        return CannotTell(f"did the keys {' '.join(keys)} answer the {screen.name} in pane {pane_id}? herdr could not read it: {exc.message}", f"herdr pane read {pane_id}")
+    if screen.matches(shown):
+        return NotDone(f"the {screen.name} is still on the screen of pane {pane_id}")
+    return Done(DialogKeys(pane_id=pane_id, dialog=screen.name, keys=keys), f"the {screen.name} is gone from pane {pane_id}")
+
+
+def settle_dialog_keys(engine: Engine, run: Run, effect: Effect) -> Done[DialogKeys] | NotDone | CannotTell:
+    """Read-back of an answer left in flight: the dialog gone from the screen is done, still shown is not done."""
+    from orchestrator.engine import CannotTell
+
+    request = effect.request
+    worker = engine.ledger.get_worker(run.run_id, effect.task_label or "")
+    kinds = quirks(worker.kind)
+    screens = [s for s in (kinds.trust_dialog, *kinds.approval_forms) if s is not None and s.name == request.get("dialog")]
+    if not screens:
+        return CannotTell(f"which dialog did effect {effect.id} answer? {worker.kind} has no {request.get('dialog')} in the quirk table", "orch status")
+    return _read_back(engine, str(request["pane"]), screens[0], tuple(request.get("keys") or ()))
 
 
 def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed: bool, why_not: str, wait_timeout_ms: int) -> str | None:

@@ -14,14 +14,14 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
-from orchestrator.errors import OrchError, one_line
-from registry import EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
+from orchestrator.errors import HerdrTimeout, OrchError, one_line
+from registry import Effect, EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
 
 if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (`orch inbox add`) loads neither
     from orchestrator.herdr import Herdr, HerdrCli
@@ -35,6 +35,33 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 class InFlightEffect(OrchError):
     """An effect was intended by an earlier (crashed or concurrent) process and read-back cannot say if it happened."""
+
+
+@dataclass(frozen=True)
+class Done(Generic[M]):
+    """Read-back proves the effect happened: ``result`` is what the call would have answered; ``how`` says why."""
+
+    result: M
+    how: str
+
+
+@dataclass(frozen=True)
+class NotDone:
+    """Read-back proves the effect did not happen: make it now (under a new attempt key); ``how`` says why."""
+
+    how: str
+
+
+@dataclass(frozen=True)
+class CannotTell:
+    """Read-back cannot decide: one question for the person and the command that answers it."""
+
+    question: str
+    command: str
+
+
+# What a settle function answers. A bare result is Done and None is CannotTell (both without saying how).
+Settlement = Done[M] | NotDone | CannotTell | M | None
 
 
 def _silent(line: str) -> None:
@@ -203,46 +230,96 @@ class Engine:
         act: Callable[[], M],
         *,
         model: type[M],
-        settle: Callable[[], M | None] | None = None,
+        settle: Callable[[], Settlement[M]] | None = None,
         unknown_on: tuple[type[Exception], ...] = (),
     ) -> M:
         """Make a side effect at most once per key: replay a confirmed one, settle an in-flight one by read-back.
 
+        ``kind`` must be one of ``orchestrator.effects.EFFECTS`` (each kind says there how read-back settles it).
+        ``request`` is the plan-derived intent, stable across resume: never something the effect itself changes.
         A failed attempt may be retried (a new attempt key ``key#2``…): "retry only the half that failed".
-        ``settle`` reads herdr or git back and returns the effect's result if it did happen, else None.
-        ``unknown_on``: exceptions that leave the outcome unknown (a process timeout, garbled output). The effect
-        stays in flight instead of failing, so the next call settles it by read-back rather than retrying it;
-        the exception still propagates.
+        ``settle`` reads herdr or git back when an earlier process left the effect in flight and answers
+        ``Done(result, how)`` (confirmed with that result), ``NotDone(how)`` (abandoned, then made now under the next
+        attempt key) or ``CannotTell(question, command)`` (raises InFlightEffect naming both); how it decided is
+        journalled as an ``effect_settled`` fact. ``unknown_on``: exceptions that leave the outcome unknown (a
+        process timeout or killed herdr call, garbled output). The effect stays in flight instead of failing, so
+        the next call settles it by read-back rather than retrying it; the exception still propagates.
         """
+        from orchestrator.effects import EFFECTS  # the table imports nothing of the engine, but names its kinds
+
+        if kind not in EFFECTS:
+            raise OrchError(f"effect kind {kind} is not in orchestrator.effects.EFFECTS; say there how read-back settles it")
         ledger = self.ledger
+        unknown = (*unknown_on, HerdrTimeout)
         attempt = 1
         while True:
             attempt_key = key if attempt == 1 else f"{key}#{attempt}"
             effect = ledger.intend(run_id, task, kind, attempt_key, dict(request))
+            attempt += 1
             if effect.status in (EffectStatus.FAILED, EffectStatus.ABANDONED):
-                attempt += 1
                 continue
-            break
-        if effect.status is EffectStatus.CONFIRMED:
-            return model.model_validate(effect.response)
-        if not effect.is_new:
-            found = settle() if settle is not None else None
-            if found is None:
-                raise InFlightEffect(
-                    f"{kind} for {task or run_id} was started by an earlier orch process and its outcome is unknown (effect {effect.id})",
-                    hint="inspect herdr and git, then re-run the same command (or `orch resume` for an `orch run` run) to settle it; orch never repeats a create or a prompt blindly",
-                )
-            ledger.confirm(effect, found.model_dump(mode="json"))
-            return found
+            if effect.status is EffectStatus.CONFIRMED:
+                return model.model_validate(effect.response)
+            if effect.is_new:
+                break
+            answer = self._apply(effect, settle() if settle is not None else self._read_back(run_id, effect))
+            if isinstance(answer, NotDone):
+                continue
+            if isinstance(answer, Done):
+                return model.model_validate(answer.result.model_dump(mode="json"))
+            raise self._cannot_tell(effect, answer)
         try:
             result = act()
-        except unknown_on:
-            raise  # it may have happened: only a read-back may say, never a second attempt
+        except unknown as exc:
+            # It may have happened: only a read-back may say, never a second attempt. Read-back needs to know it
+            # ran to its limit (or answered garbage), which is evidence of its own.
+            detail = {"effect_id": effect.id, "kind": kind, "key": effect.key, "error": type(exc).__name__, "message": one_line(str(exc))}
+            ledger.record_fact(run_id, "effect_unknown", task_label=task, detail=detail)
+            raise
         except Exception as exc:
             ledger.fail(effect, one_line(str(exc)) or type(exc).__name__)
             raise
         ledger.confirm(effect, result.model_dump(mode="json"))
         return result
+
+    def settle_effect(self, run: Run, effect: Effect) -> Done[Any] | NotDone | CannotTell:
+        """Settle one in-flight effect by its kind's read-back (orchestrator.effects): confirmed with what read-back
+        found, abandoned (a later attempt makes it), or left in flight with the person's question."""
+        return self._apply(effect, self._read_back(run.run_id, effect, run))
+
+    def _read_back(self, run_id: str, effect: Effect, run: Run | None = None) -> Settlement[Any]:
+        from orchestrator.effects import settler
+
+        return settler(effect.kind)(self, run or self.ledger.get_run(run_id), effect)
+
+    def _apply(self, effect: Effect, answer: Settlement[Any]) -> Done[Any] | NotDone | CannotTell:
+        if isinstance(answer, NotDone):
+            self._settled(effect, "not_done", answer.how)
+            self.ledger.abandon(effect, f"read back: not done ({answer.how})")
+            return answer
+        if answer is None:
+            return CannotTell("", "")
+        if isinstance(answer, CannotTell):
+            return answer
+        done = answer if isinstance(answer, Done) else Done(answer, "read back")
+        self._settled(effect, "done", done.how)
+        self.ledger.confirm(effect, done.result.model_dump(mode="json"))
+        return done
+
+    @staticmethod
+    def _cannot_tell(effect: Effect, answer: CannotTell) -> InFlightEffect:
+        what = f"{effect.kind} for {effect.task_label or effect.run_id} (effect {effect.id}) was started by an earlier orch process and read-back cannot tell whether it happened"
+        if answer.question:
+            return InFlightEffect(f"{what}: {answer.question}", hint=answer.command)
+        return InFlightEffect(
+            what,
+            hint="inspect herdr and git, then re-run the same command (or `orch resume` for an `orch run` run) to settle it; orch never repeats a create or a prompt blindly",
+        )
+
+    def _settled(self, effect: Effect, answer: str, how: str) -> None:
+        """Journal how read-back decided an in-flight effect (before the effect row itself is settled)."""
+        detail = {"effect_id": effect.id, "kind": effect.kind, "key": effect.key, "answer": answer, "how": how}
+        self.ledger.record_fact(effect.run_id, "effect_settled", task_label=effect.task_label, detail=detail)
 
     # --- callbacks ---
 
