@@ -23,6 +23,7 @@ from orchestrator.errors import ExitCode, OrchError
 COMMANDS: dict[str, str] = {
     "answer": "orchestrator.commands.observe:answer",
     "approve": "orchestrator.commands.observe:approve",
+    "cancel": "orchestrator.commands.cancel:cancel",
     "completion": "orchestrator.commands.completion:completion",
     "demo": "orchestrator.commands.demo:demo",
     "dispatch": "orchestrator.commands.dispatch:dispatch",

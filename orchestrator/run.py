@@ -209,7 +209,7 @@ def run_plan(
     if checked.failure is not None or checked.run_id is None:
         failure = checked.failure
         raise failure.error() if failure else OrchError("preflight failed")
-    run = engine.ledger.get_run(checked.run_id)
+    run = engine.attach_log(engine.ledger.get_run(checked.run_id))
     progress.note(f"run {run.run_id}: {len(engine.ledger.list_workers(run.run_id))} workers", engine.clock.now())
     return drive(engine, run, progress, keep=keep, interval_s=interval_s)
 

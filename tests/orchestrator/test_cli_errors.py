@@ -167,6 +167,7 @@ def test_status_and_report_on_an_empty_ledger_say_how_to_start(tmp_path: Path, m
 JSON_FAILURES = {
     "answer": (["answer", "--run", RUN, "nope", "yes"], 1),
     "approve": (["approve", "--run", RUN, "nope"], 1),
+    "cancel": (["cancel", "nope"], 1),
     "demo": (["demo", "--no-such-option"], 2),
     "dispatch": (["dispatch", "--run", "nope"], 1),
     "inbox add": (["inbox", "add", "--run", RUN], 1),
