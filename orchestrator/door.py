@@ -130,6 +130,9 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
         if o.what == "needs_answer" and o.task:
             steps.append(NextStep(do="answer", task=o.task, command=f"orch answer --run {r} {o.task} TEXT",
                                   why="a question the plan does not answer: answer from the task's context, or ask the user first"))  # fmt: skip
+        elif o.what == "approval" and o.task:
+            steps.append(NextStep(do="decide", task=o.task, command=f"orch approve --run {r} {o.task}",
+                                  why="the agent stopped at its own approval form: ask the user; add --deny to refuse it"))  # fmt: skip
         elif o.what in ("blocked", "blocked_ui") and o.task:
             steps.append(NextStep(do="decide", task=o.task, command=f"orch answer --run {r} {o.task} TEXT",
                                   why="the worker needs the user's decision (authority, a token, scope): ask the user, then answer"))  # fmt: skip

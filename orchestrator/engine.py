@@ -18,9 +18,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
+from orchestrator import git
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
 from orchestrator.errors import HerdrTimeout, OrchError, one_line
+from orchestrator.runlog import RunLog
 from registry import Effect, EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
 
 if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (`orch inbox add`) loads neither
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (
 M = TypeVar("M", bound=BaseModel)
 
 LEDGER_FILE = "ledger.sqlite3"
+RUN_LOG_FILE = "orch.log"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -117,6 +120,9 @@ class Engine:
     echo: Callable[[str], None] = _silent
     # "agent": an LLM controller in a herdr pane (SKILL.md door); "run": the `orch run` process.
     controller: str = "agent"
+    # The run's orch.log (every herdr and git call); attached to a run's folder once the run is known.
+    run_log: RunLog = field(default_factory=RunLog, repr=False)
+    _stop_logging: Callable[[], None] | None = field(default=None, repr=False)
     _local: threading.local = field(default_factory=threading.local, repr=False)
     _opened: list[Ledger] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -131,25 +137,38 @@ class Engine:
         echo: Callable[[str], None] = _silent,
         on_call: Callable[[Any], None] | None = None,
         defer_herdr: bool = False,
+        log_calls: bool = False,
     ) -> Engine:
         """The real wiring: settings and the herdr binary (``--herdr``, else ``ORCH_HERDR``, else ``herdr``) from env.
 
         ``defer_herdr``: build the HerdrCli on its first use (the CLI: most callbacks never touch herdr).
+        ``log_calls``: write every herdr and git call to the run's orch.log (the CLI and the demo; one engine per
+        process, since git's observer is process-wide; ``close`` stops it).
         """
         env = dict(os.environ if env is None else env)
         binary = herdr_binary or env.get("ORCH_HERDR") or "herdr"
+        run_log = RunLog()
+
+        def each_call(call: Any) -> None:
+            if log_calls:
+                run_log.herdr(call)
+            if on_call is not None:
+                on_call(call)
+
         if defer_herdr:
-            herdr = cast("Herdr", _HerdrOnFirstUse(binary, env, on_call))
+            herdr = cast("Herdr", _HerdrOnFirstUse(binary, env, each_call))
         else:
             from orchestrator.herdr import HerdrCli
 
-            herdr = HerdrCli(binary, env=env, on_call=on_call)
+            herdr = HerdrCli(binary, env=env, on_call=each_call)
         return cls(
             settings=Settings.from_env(env),
             herdr=herdr,
             clock=clock or SystemClock(),
             env=env,
             echo=echo,
+            run_log=run_log,
+            _stop_logging=git.observe(run_log.git) if log_calls else None,
         )
 
     # --- the ledger: one connection per thread, since provisioning runs workers concurrently ---
@@ -171,7 +190,10 @@ class Engine:
         return ledger
 
     def close(self) -> None:
-        """Close every ledger connection this engine opened."""
+        """Close every ledger connection this engine opened (and stop logging git calls)."""
+        if self._stop_logging is not None:
+            self._stop_logging()
+            self._stop_logging = None
         with self._lock:
             for ledger in self._opened:
                 ledger.close()
@@ -188,7 +210,7 @@ class Engine:
         """The named run, or the newest unfinished run of this controller pane (else of anyone)."""
         if run_id:
             try:
-                return self.ledger.get_run(run_id)
+                return self.attach_log(self.ledger.get_run(run_id))
             except RunNotFound:
                 raise OrchError(f"no run {run_id} in {self.ledger_path}", hint="`orch status --all` lists the runs") from None
         open_runs = [r for r in self.ledger.list_runs() if r.status is not RunStatus.FINISHED]
@@ -196,7 +218,16 @@ class Engine:
         candidates = mine or open_runs
         if not candidates:
             raise OrchError("no unfinished run in the ledger", hint="start one with `orch run PLAN` (step by step: `orch preflight PLAN`)")
-        return max(candidates, key=lambda r: r.created_at)
+        return self.attach_log(max(candidates, key=lambda r: r.created_at))
+
+    def attach_log(self, run: Run) -> Run:
+        """From now on this engine's herdr and git calls go to ``run``'s orch.log; returns the run."""
+        self.run_log.attach(self.run_dir(run.run_id) / RUN_LOG_FILE)
+        return run
+
+    def attach_log_id(self, run_id: str) -> None:
+        """``attach_log`` for a run known by id only (preflight, right after creating it)."""
+        self.run_log.attach(self.run_dir(run_id) / RUN_LOG_FILE)
 
     def plan_for(self, run: Run) -> ResolvedPlan:
         """The plan snapshot taken when the run was created (later edits to the plan file do not change a run)."""

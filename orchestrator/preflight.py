@@ -580,6 +580,7 @@ class _Preflight:
             workers=workers,
         )
         self.run_id = run_id
+        self.engine.attach_log_id(run_id)  # preflight's own calls so far go first into the new run's orch.log
         return run_id
 
     def check_workspace(self) -> None:

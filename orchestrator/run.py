@@ -24,6 +24,7 @@ from orchestrator.messages import DECIDED
 from orchestrator.preflight import PreflightResult, finish_preflight, preflight
 from orchestrator.progress import Progress, Row
 from orchestrator.report import VERDICT_EXIT, Report, write_report
+from orchestrator.dialogs import pending_approval
 from orchestrator.retire import retire
 from orchestrator.verify import blocked_by_verification, stored_verification, verify_run
 from registry import EffectStatus, RegistryError, Run, RunStatus, Worker, WorkerState
@@ -176,6 +177,14 @@ def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequ
                 engine.clock.now(),
             )
             continue
+        if pending_approval(ledger, worker) is not None:
+            # orch never approves on its own: the person answers the agent's form with its own keys.
+            progress.note(
+                f"{task} waits at an approval form: {worker.pending_question} -> `orch approve --run {run.run_id} {task}` or `orch approve --run {run.run_id} {task} --deny`, "
+                f"then `orch resume {run.run_id}`",
+                engine.clock.now(),
+            )
+            continue
         question = worker.pending_question or f"(see `orch inbox list --run {run.run_id}`)"
         progress.note(f"{task} waits for you: {question} -> `orch answer --run {run.run_id} {task} TEXT`, then `orch resume {run.run_id}`", engine.clock.now())
     stopped = "waiting for the person: " + ", ".join(w.task_label for w in waiting)
@@ -200,7 +209,7 @@ def run_plan(
     if checked.failure is not None or checked.run_id is None:
         failure = checked.failure
         raise failure.error() if failure else OrchError("preflight failed")
-    run = engine.ledger.get_run(checked.run_id)
+    run = engine.attach_log(engine.ledger.get_run(checked.run_id))
     progress.note(f"run {run.run_id}: {len(engine.ledger.list_workers(run.run_id))} workers", engine.clock.now())
     return drive(engine, run, progress, keep=keep, interval_s=interval_s)
 
