@@ -10,8 +10,8 @@ from orchestrator.errors import OrchError
 from orchestrator.layout import HERDR_AGENT_KINDS
 
 if TYPE_CHECKING:
-    from orchestrator.engine import Engine
-    from registry import Worker
+    from orchestrator.engine import Engine, NotDone
+    from registry import Effect, Run, Worker
 
 
 class PlanMode(BaseModel):
@@ -89,6 +89,13 @@ class KeysSent(BaseModel):
 
     target: str
     key: str
+
+
+def settle_plan_mode_key(engine: Engine, run: Run, effect: Effect) -> NotDone:
+    """Not done: the plan-mode loop reads the screen before every press, so a mode already on costs no key at all."""
+    from orchestrator.engine import NotDone
+
+    return NotDone("enter_plan_mode reads the screen before pressing again")
 
 
 def enter_plan_mode(engine: Engine, worker: Worker, *, settle_s: float = 0.5) -> str:

@@ -320,7 +320,7 @@ def run_demo(
             plan.write_text(plan_text, encoding="utf-8")
             pane_env = stage.start()
             pane_env["ORCH_HOME"] = str(home)
-            engine = Engine.from_env(pane_env, herdr_binary=str(stage.sim_home / "bin" / "herdr"))
+            engine = Engine.from_env(pane_env, herdr_binary=str(stage.sim_home / "bin" / "herdr"), log_calls=True)
             engine.controller = "run"
             try:
                 outcome = run_plan(engine, plan, Progress(progress_stream), on_preflight=show_checks)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import Enum
@@ -253,8 +253,15 @@ class Ledger:
         base_ref: str | None = None,
         base_sha: str | None = None,
         plan_path: Path | str | None = None,
+        fields: Mapping[str, Any] | None = None,
+        workers: Sequence[Mapping[str, Any]] = (),
     ) -> Run:
-        """Record a new active run."""
+        """Record a new active run whole: ``fields`` (any of RUN_FIELDS, e.g. controller_kind) and its ``workers``
+        (``add_worker``'s arguments as mappings) are written in the same transaction as the run row, so a crash
+        leaves either no run or one that resume has everything for."""
+        unknown = sorted(set(fields or {}) - RUN_FIELDS)
+        if unknown:
+            raise RegistryError(f"run fields not settable here: {', '.join(unknown)}")
         at = self._stamp()
         run = _validate(
             Run,
@@ -262,7 +269,7 @@ class Ledger:
                 "run_id": run_id, "controller_target": controller_target, "session": session,
                 "organization": organization, "repo": repo, "repo_path": _column(repo_path), "base_ref": base_ref,
                 "base_sha": base_sha, "plan_path": _column(plan_path), "status": RunStatus.ACTIVE,
-                "stopped_at": None, "verdict": None, "created_at": at, "updated_at": at,
+                "stopped_at": None, "verdict": None, "created_at": at, "updated_at": at, **dict(fields or {}),
             },
         )  # fmt: skip
         data = {key: _column(value) for key, value in run.model_dump().items()}
@@ -275,6 +282,8 @@ class Ledger:
             except sqlite3.IntegrityError:
                 raise DuplicateRun(f"run {run_id} already exists in the ledger") from None
             self._journal(run_id, EventKind.RUN_CREATED, detail={"controller_target": controller_target}, at=at)
+            for spec in workers:
+                self._insert_worker(db, run_id, at=at, **spec)
         return run
 
     def get_run(self, run_id: str) -> Run:
@@ -363,10 +372,27 @@ class Ledger:
         **fields: Any,
     ) -> Worker:
         """Register a worker (in ``provisioning``, or ``queued`` for the scheduler to admit), before any of its side effects."""
+        with self._write() as db:
+            self.get_run(run_id)
+            return self._insert_worker(db, run_id, task_label, name=name, kind=kind, objective=objective, cause=cause, initial=initial, at=self._stamp(), **fields)
+
+    def _insert_worker(
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        task_label: str,
+        *,
+        name: str,
+        kind: str,
+        objective: str,
+        at: str,
+        cause: Mapping[str, Any] | None = None,
+        initial: WorkerState = WorkerState.PROVISIONING,
+        **fields: Any,
+    ) -> Worker:
         if initial not in (WorkerState.PROVISIONING, WorkerState.QUEUED):
             raise RegistryError(f"a worker is registered provisioning or queued, not {initial}")
         self._check_fields(fields)
-        at = self._stamp()
         empty: dict[str, Any] = {field: None for field in Worker.model_fields}
         empty.update(claimed_files=(), created_workspace_ids=(), created_pane_ids=(), created_worktree_paths=())
         worker = _validate(
@@ -378,26 +404,22 @@ class Ledger:
             },
         )  # fmt: skip
         data = {key: _column(value) for key, value in worker.model_dump().items()}
-        with self._write() as db:
-            self.get_run(run_id)
-            clash = db.execute(
-                "SELECT task_label, name FROM workers WHERE run_id = ? AND (task_label = ? OR name = ?)",
-                (run_id, task_label, name),
-            ).fetchone()
-            if clash is not None:
-                what = f"task {task_label}" if clash["task_label"] == task_label else f"name {name}"
-                raise DuplicateWorker(f"run {run_id} already has a worker with {what}")
-            db.execute(
-                f"INSERT INTO workers ({', '.join(data)}) VALUES ({', '.join('?' * len(data))})", tuple(data.values())
-            )
-            self._journal(
-                run_id,
-                EventKind.WORKER_ADDED,
-                task_label=task_label,
-                to_state=initial,
-                detail={"cause": dict(cause or {}), "changes": {"name": name, "kind": kind, **self._plain(worker, fields)}},
-                at=at,
-            )
+        clash = db.execute(
+            "SELECT task_label, name FROM workers WHERE run_id = ? AND (task_label = ? OR name = ?)",
+            (run_id, task_label, name),
+        ).fetchone()
+        if clash is not None:
+            what = f"task {task_label}" if clash["task_label"] == task_label else f"name {name}"
+            raise DuplicateWorker(f"run {run_id} already has a worker with {what}")
+        db.execute(f"INSERT INTO workers ({', '.join(data)}) VALUES ({', '.join('?' * len(data))})", tuple(data.values()))
+        self._journal(
+            run_id,
+            EventKind.WORKER_ADDED,
+            task_label=task_label,
+            to_state=initial,
+            detail={"cause": dict(cause or {}), "changes": {"name": name, "kind": kind, **self._plain(worker, fields)}},
+            at=at,
+        )
         return worker
 
     @staticmethod

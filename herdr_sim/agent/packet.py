@@ -73,6 +73,8 @@ class Packet(BaseModel):
     callback: str
     # The packet's File claim may ask for a commit trailer (`Orch-Task: <task>`); a worker following it adds it.
     commit_trailer: str | None = None
+    # Where the packet says reports may go besides the working directory (None when it names no such place).
+    report_dir: str | None = None
 
 
 class Envelope(BaseModel):
@@ -147,6 +149,15 @@ def _unquote_command(item: str) -> str:
     return item
 
 
+# The Message Contract's rule naming where large content goes: "... inside your working directory or <dir>, and send ...".
+_REPORT_DIR = re.compile(r"inside your working directory or (?P<dir>/\S+), and send its absolute path")
+
+
+def _report_dir(body: list[str]) -> str | None:
+    found = next((match for line in body if (match := _REPORT_DIR.search(line))), None)
+    return found["dir"] if found else None
+
+
 def _callback(body: list[str]) -> str:
     start = next((i for i, line in enumerate(body) if line.strip() == "```sh"), None)
     if start is None:
@@ -202,6 +213,7 @@ def parse_packet(text: str) -> Packet:
         context_files=_bullets(sections.get("Context files", [])),
         callback=_callback(sections["Message Contract"]),
         commit_trailer=_trailer(sections["File claim"]),
+        report_dir=_report_dir(sections["Message Contract"]),
     )
 
 

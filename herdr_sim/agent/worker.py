@@ -482,7 +482,9 @@ class Agent:
             task.checks = checks
         report = None
         if step.report or needs_report(checks):
-            path = Path(tempfile.gettempdir()) / "herdr-sim-reports" / task.packet.run_id / f"{task.packet.task_label}.md"
+            # Where the packet says reports go (outside the worktree, so it never dirties it); else the temp dir.
+            folder = Path(task.packet.report_dir) if task.packet.report_dir else Path(tempfile.gettempdir()) / "herdr-sim-reports" / task.packet.run_id
+            path = folder / f"{task.packet.task_label}.md"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(format_report(task=task.packet.task_label, run=task.packet.run_id, checks=checks))
             report = str(path)

@@ -121,6 +121,12 @@ def test_three_workers_end_in_pass_with_every_created_pane_and_worktree_retired(
         "cli-tests pane w1:pN closed\n"
         "Blockers: none\n"
     )
+    # The run's orch.log holds every herdr and git call, from preflight's first herdr call (its version) to the last.
+    log = (world.orch_home / "runs" / run_id.replace(":", "_") / "orch.log").read_text().splitlines()
+    assert [line for line in log if not re.fullmatch(r"\S+ (herdr|git) exit=(-|-?\d+) \d+\.\d{3}s \S.* \(stdout \d+ B, stderr \d+ B\)(: .*)?", line)] == []
+    first_herdr = next(line for line in log if " herdr exit=" in line)
+    assert first_herdr.split(" (stdout")[0].endswith(" --version")
+    assert sum(" agent start " in line for line in log) == 3 and any(" git exit=0 " in line for line in log)
     docs = world.repo.git("show", "docs/api-guide:docs/api.md")
     assert docs == "# API\n\nPage size: 50 by default, 200 at most."
     # Focus never left the controller's pane, at any moment of the run (the simulator records every focus change),

@@ -260,3 +260,14 @@ def test_load_steps_missing_explicit_file(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as caught:
         load_steps({"HERDR_SIM_SCENARIOS": str(tmp_path / "nope.toml")}, "task", "x")
     assert str(caught.value) == f"scenario file {tmp_path / 'nope.toml'} does not exist"
+
+
+def test_parse_packet_reads_the_report_dir_the_message_contract_names() -> None:
+    rule = (
+        "Messages over 65536 bytes are kept aside unread: put logs, diffs and anything large in a Markdown report inside "
+        "your working directory or /state/runs/r/reports/feature-a, and send its absolute path on a `Report:` line; "
+        "a report path anywhere else is kept aside."
+    )
+    text = sample_packet().replace("Keep large output in a Markdown file and send its path.", "", 1).replace("## Message Contract\n", f"## Message Contract\n{rule}\n", 1)
+    assert parse_packet(text).report_dir == "/state/runs/r/reports/feature-a"
+    assert parse_packet(sample_packet()).report_dir is None
