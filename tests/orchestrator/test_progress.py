@@ -39,9 +39,11 @@ def test_terminal_redraws_the_same_lines_in_place() -> None:
     view.update(rows(("api-docs", "result", "result"), ("cli", "working", "update")), START + timedelta(seconds=3725))
 
     assert out.getvalue() == (
-        "api-docs  working  -  0m05s\n"
-        "cli       ready    -  0m05s\n"
-        "\x1b[1A\x1b[2K\x1b[1A\x1b[2K"
-        "api-docs  result   result  1h02m\n"
-        "cli       working  update  1h02m\n"
+        "task      state    last callback  elapsed\n"
+        "api-docs  working  -              0m05s\n"
+        "cli       ready    -              0m05s\n"
+        "\x1b[1A\x1b[2K\x1b[1A\x1b[2K\x1b[1A\x1b[2K"
+        "task      state    last callback  elapsed\n"
+        "api-docs  result   result         1h02m\n"
+        "cli       working  update         1h02m\n"
     )
