@@ -242,7 +242,7 @@ def test_load_steps_falls_back_to_sim_home_then_default(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "error"),
     [
-        ('[[task.x]]\ndo = "dance"\n', "{path}: task.x[0]: Input tag 'dance' found using 'do' does not match any of the expected tags: 'update', 'write', 'commit', 'run', 'verify', 'question', 'blocked', 'stall', 'ignore', 'crash', 'send', 'result'"),
+        ('[[task.x]]\ndo = "dance"\n', "{path}: task.x[0]: Input tag 'dance' found using 'do' does not match any of the expected tags: 'update', 'write', 'commit', 'run', 'verify', 'question', 'blocked', 'stall', 'ignore', 'crash', 'send', 'approval', 'result'"),
         ('[[task.x]]\ndo = "update"\n', "{path}: task.x[0.update.message]: Field required"),
         ('[[task.x]]\ndo = "run"\ncommand = "true"\ncwd = "/"\n', "{path}: task.x[0.run.cwd]: Extra inputs are not permitted"),
         ("[tasks.x]\n", "{path}: unknown top-level table [tasks]"),
