@@ -57,8 +57,9 @@ def test_a_note_quoting_worker_text_is_inert_and_cannot_pass_for_a_progress_line
     view.note("api-docs asked: ok?\x1b[1A\x1b[2K\n08:00:00 api-docs: accepted", START)
 
     assert out.getvalue() == (
-        "api-docs  question  question  0m00s\n"
-        "\x1b[1A\x1b[2K"  # the view's own redraw, the only escape on the stream
+        "task      state     last callback  elapsed\n"
+        "api-docs  question  question       0m00s\n"
+        "\x1b[1A\x1b[2K\x1b[1A\x1b[2K"  # the view's own redraw (header and row), the only escapes on the stream
         "08:00:00 api-docs asked: ok?\\x1b[1A\\x1b[2K\n"
         "    08:00:00 api-docs: accepted\n"
     )
