@@ -428,6 +428,7 @@ def render_doctor(result: DoctorResult) -> str:
         lines.append(f"doctor: every agent kind passed ({', '.join(c.kind for c in result.kinds)}); the fleet can start")
     else:
         bad = [c.kind for c in result.kinds if not c.ok]
-        lines.append(f"doctor: {len(bad)} of {len(result.kinds)} agent kinds failed ({', '.join(bad)})")
+        total = len(result.kinds)
+        lines.append(f"doctor: {len(bad)} of {total} agent kind{'s' if total != 1 else ''} failed ({', '.join(bad)}); fix {'it' if len(bad) == 1 else 'them'} before the fleet")
     return "\n".join(lines) + "\n"
 
