@@ -20,7 +20,7 @@ from orchestrator.agents import facts
 from orchestrator.config import Settings
 from orchestrator.dialogs import FACT_DIALOG, DialogStop, answer_trust_dialog, flat
 from orchestrator.engine import Engine
-from orchestrator.errors import HerdrAgentNotReady, HerdrError, HerdrNotFound, OrchError, one_line
+from orchestrator.errors import ConfigError, HerdrAgentNotReady, HerdrError, HerdrNotFound, OrchError, one_line
 from orchestrator.herdr_models import AgentPrompted, IntegrationEntry, WorkspaceCreated
 from orchestrator.inbox import save_message_limit
 from orchestrator.plan import ResolvedPlan, load_plan
@@ -154,7 +154,10 @@ def _probe_engine(engine: Engine, home: Path) -> Engine:
 
 def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAULT_CALLBACK_TIMEOUT_S) -> DoctorResult:
     """Probe every agent kind PLAN uses, one after another; nothing of the person's ledger or checkout changes."""
-    plan = load_plan(plan_path, engine.settings, display=str(plan_path))
+    try:
+        plan = load_plan(plan_path, engine.settings, display=str(plan_path))
+    except ConfigError as exc:
+        raise ConfigError(exc.message, hint=exc.hint or "`orch plan check PLAN` shows every problem") from None
     if not plan.repo.checkout.is_dir():
         raise OrchError(f"the plan's checkout {plan.repo.checkout} does not exist", hint="clone the repository there (or set the plan's `path`), then run `orch doctor` again")
     kinds = list(dict.fromkeys(w.kind for w in plan.workers))
@@ -379,14 +382,12 @@ def _close(probe: Engine, run: Run, kind: str, task: str, name: str, pane_id: st
     return notes
 
 
-def _sent(pane_id: str, send: object) -> Sent:
-    assert callable(send)
+def _sent(pane_id: str, send: Callable[[], None]) -> Sent:
     send()
     return Sent(pane_id=pane_id)
 
 
-def _closed(workspace_id: str, close: object) -> Closed:
-    assert callable(close)
+def _closed(workspace_id: str, close: Callable[[], None]) -> Closed:
     close()
     return Closed(workspace_id=workspace_id)
 
