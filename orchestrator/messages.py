@@ -246,8 +246,9 @@ def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseMo
 
 
 def _landmark(text: str) -> str:
-    """The part of a prompt's text its screen must show if it landed: its longest line (squashed), at most 60 characters."""
-    lines = [_squash(line) for line in text.splitlines() if line.strip()]
+    """The part of a prompt's text its screen must show if it landed: its longest line (squashed), at most 60
+    characters, never the envelope header (every message to the worker repeats it, so it proves nothing)."""
+    lines = [_squash(line) for line in text.splitlines() if line.strip() and not line.startswith("[herdr-orchestration ")]
     return max(lines, key=len)[:60] if lines else _squash(text)
 
 
