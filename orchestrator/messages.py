@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
-from orchestrator.inbox import SIM_REPORTS, report_roots
+from orchestrator.inbox import SIM_REPORTS, catch_up, report_roots
 from packets import build_controller_message
 from registry import Effect, Run, Worker, WorkerState
 
@@ -124,6 +124,9 @@ def send_message(
         worker = engine.ledger.transition(
             run.run_id, task, worker.state, after, cause={"message": kind, "target": target}, **changes
         )
+        sent = engine.ledger.find_effect(run.run_id, key)
+        if sent is not None:
+            worker = catch_up(engine, run, task, sent.intended_at)
     else:
         engine.ledger.record_fact(run.run_id, "message_sent", task_label=task, detail={"kind": kind, "target": target, "text": text})
     return SentMessage(
