@@ -71,6 +71,8 @@ class Packet(BaseModel):
     stop_conditions: tuple[str, ...]
     context_files: tuple[str, ...]
     callback: str
+    # Where the packet says reports may go besides the working directory (None when it names no such place).
+    report_dir: str | None = None
 
 
 class Envelope(BaseModel):
@@ -145,6 +147,15 @@ def _unquote_command(item: str) -> str:
     return item
 
 
+# The Message Contract's rule naming where large content goes: "... inside your working directory or <dir>, and send ...".
+_REPORT_DIR = re.compile(r"inside your working directory or (?P<dir>/\S+), and send its absolute path")
+
+
+def _report_dir(body: list[str]) -> str | None:
+    found = next((match for line in body if (match := _REPORT_DIR.search(line))), None)
+    return found["dir"] if found else None
+
+
 def _callback(body: list[str]) -> str:
     start = next((i for i, line in enumerate(body) if line.strip() == "```sh"), None)
     if start is None:
@@ -199,6 +210,7 @@ def parse_packet(text: str) -> Packet:
         stop_conditions=_bullets(sections["Stop conditions"]),
         context_files=_bullets(sections.get("Context files", [])),
         callback=_callback(sections["Message Contract"]),
+        report_dir=_report_dir(sections["Message Contract"]),
     )
 
 

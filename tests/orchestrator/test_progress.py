@@ -45,3 +45,18 @@ def test_terminal_redraws_the_same_lines_in_place() -> None:
         "api-docs  result   result  1h02m\n"
         "cli       working  update  1h02m\n"
     )
+
+
+def test_a_note_quoting_worker_text_is_inert_and_cannot_pass_for_a_progress_line() -> None:
+    out = io.StringIO()
+    view = Progress(out, live=True)
+
+    view.update(rows(("api-docs", "question", "question"),), START)
+    view.note("api-docs asked: ok?\x1b[1A\x1b[2K\n08:00:00 api-docs: accepted", START)
+
+    assert out.getvalue() == (
+        "api-docs  question  question  0m00s\n"
+        "\x1b[1A\x1b[2K"  # the view's own redraw, the only escape on the stream
+        "08:00:00 api-docs asked: ok?\\x1b[1A\\x1b[2K\n"
+        "    08:00:00 api-docs: accepted\n"
+    )
