@@ -106,12 +106,12 @@ _KINDS = (
         settle="orchestrator.messages:settle_prompt",
     ),
     EffectKind(
-        "pane_send_text", "retire", "pane and the agent's exit command", "herdr pane send-text",
+        "pane_send_text", "retire, schedule (exiting a finished agent to free its slot)", "pane and the agent's exit command", "herdr pane send-text",
         "done if no agent runs in the pane any more or the command is on its screen; else not done",
         settle="orchestrator.retire:settle_pane_send_text",
     ),
     EffectKind(
-        "pane_send_keys", "retire", "pane and keys", "herdr pane send-keys",
+        "pane_send_keys", "retire, schedule (exiting a finished agent to free its slot)", "pane and keys", "herdr pane send-keys",
         "done if no agent runs in the pane any more; else not done (Enter again on an exiting agent is harmless)",
         settle="orchestrator.retire:settle_pane_send_keys",
     ),

@@ -347,12 +347,11 @@ def exit_for_slot(
         return f"agent is {status}; {command} not sent"
     key = f"{task}:free-slot"
     try:
+        # Settled like the ladder's own keystrokes (orchestrator.effects: settle_pane_send_text / _keys).
         engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command},
-                    lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent,
-                    settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+                    lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent)  # fmt: skip
         engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"]},
-                    lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent,
-                    settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+                    lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent)  # fmt: skip
     except (HerdrCommandError, InFlightEffect) as exc:
         return f"{command} could not be sent: {one_line(exc.message)}"
     back = _await_shell(engine, pane, command, exit_timeout_s)
