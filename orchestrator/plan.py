@@ -680,7 +680,7 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
     )
 
 
-def _table(rows: list[tuple[str, ...]], headers: tuple[str, ...], width: int | None) -> str:
+def _table(rows: Sequence[Sequence[str]], headers: Sequence[str], width: int | None) -> str:
     """A table, or (wider than ``width``) one block per row: its first cell, then `header  value` lines."""
     table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
     if width is None or max(len(line) for line in table.splitlines()) <= width:
@@ -738,6 +738,12 @@ def render_reference() -> str:
         "kept with `--keep`, blocked, or still working), keeping its pane and checkout for retirement. A worker whose predecessor",
         "ends rejected, failed or superseded (or is skipped itself) is `skipped`, never started, and the report names the chain.",
         "A sibling also waits for its branch's first worker, whose pane it splits.",
+        "",
+        "Attribution: siblings share a checkout and a branch, so every packet with a claim asks the worker to stage its own",
+        "files by path and to end each commit message with the trailer `Orch-Task: <task>`. Verification judges each sibling",
+        "on its own commits (their files, and its newest one as its HEAD): editing a file in another worker's claim is out of",
+        "claim, with the file and its owner named, and a commit on a shared branch without a trailer naming one of the",
+        "branch's workers fails verification closed for that branch.",
         f"Sizes are limited: `objective` and `deliverable` at most {TEXT_MAX} characters, an answer at most {ANSWER_MAX}; every",
         f"list at most {LIST_MAX} entries of at most {ITEM_MAX} characters each; at most {WORKERS_MAX} workers; `concurrency` at most {CONCURRENCY_MAX}.",
         "`orch plan check` reports every problem in one pass (with a \"did you mean\" for a misspelt key) and warns about a",

@@ -75,6 +75,8 @@ class Packet(BaseModel):
     stop_conditions: tuple[str, ...]
     context_files: tuple[str, ...]
     callback: str
+    # The packet's File claim may ask for a commit trailer (`Orch-Task: <task>`); a worker following it adds it.
+    commit_trailer: str | None = None
     # Where the packet says reports may go besides the working directory (None when it names no such place).
     report_dir: str | None = None
 
@@ -216,6 +218,7 @@ def parse_packet(text: str) -> Packet:
         stop_conditions=_bullets(sections["Stop conditions"]),
         context_files=_bullets(sections.get("Context files", [])),
         callback=_callback(sections["Message Contract"]),
+        commit_trailer=_trailer(sections["File claim"]),
         report_dir=_report_dir(sections["Message Contract"]),
     )
 
@@ -245,6 +248,14 @@ def parse_probe(text: str) -> Probe:
     if "Message Contract" not in sections:
         raise PacketError("missing section: ## Message Contract")
     return Probe(run_id=first["run"], task_label=first["task"], kind=step["kind"], message=step["message"], callback=_callback(sections["Message Contract"]))
+
+
+_TRAILER = re.compile(r"end every commit message with the trailer line `([A-Za-z-]+: [^`]+)`")
+
+
+def _trailer(body: list[str]) -> str | None:
+    found = _TRAILER.search(" ".join(body))
+    return found.group(1) if found else None
 
 
 def escape_for_double_quotes(message: str) -> str:

@@ -540,8 +540,21 @@ class Agent:
         )
 
     def commit(self, message: str) -> None:
-        """Stage everything and commit; remember the SHA."""
-        self.git("add", "-A")
+        """Stage and commit; remember the SHA.
+
+        A packet that asks for a commit trailer is followed as a careful agent would: stage only this worker's own
+        files (its claim and whatever it wrote, by path: a sibling may share the checkout) and end the message with
+        the trailer. An older packet without the rule gets the old behaviour: stage everything.
+        """
+        assert self.task is not None
+        trailer = self.task.packet.commit_trailer
+        if trailer is None:
+            self.git("add", "-A")
+        else:
+            # One pathspec at a time: git refuses a whole `add` when any pathspec matches nothing.
+            for spec in (*self.task.packet.file_claim, *self.task.written):
+                self.git("add", "-A", "--", spec)
+            message = f"{message}\n\n{trailer}"
         done = self.git("commit", "-q", "-m", message)
         if done.returncode != 0:
             self.console.say(f"• git commit failed (exit {done.returncode}):\n{(done.stdout + done.stderr).rstrip()}")
@@ -549,7 +562,7 @@ class Agent:
         sha = self.git("rev-parse", "HEAD").stdout.strip()
         assert self.task is not None
         self.task.commits.append(sha)
-        self.console.say(f"• Committed {sha[:7]} {message}")
+        self.console.say(f"• Committed {sha[:7]} {message.splitlines()[0]}")
 
     def run_command(self, command: str) -> Check:
         """Run a shell command in the working directory, interruptibly; show its output tail."""
@@ -601,8 +614,15 @@ class Agent:
         return [self.run_command(command) for command in self.task.packet.verification]
 
     def changed_files(self) -> list[str]:
-        """Files that differ from the base (committed or not), plus untracked ones."""
+        """Files that differ from the base (committed or not), plus untracked ones; with attribution, only its own."""
         assert self.task is not None
+        if self.task.packet.commit_trailer is not None:
+            # A sibling may share the checkout: report what this worker's own commits changed, and what it wrote.
+            own: set[str] = set(self.task.written)
+            for sha in self.task.commits:
+                listed = self.git("diff-tree", "--no-commit-id", "--name-only", "-r", "--root", sha)
+                own |= set(listed.stdout.split("\n")) if listed.returncode == 0 else set()
+            return sorted(own - {""})
         diff = self.git("diff", "--name-only", self.task.packet.base_sha)
         if diff.returncode != 0:
             return sorted(self.task.written)
