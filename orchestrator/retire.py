@@ -531,6 +531,15 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
     tracking = next((w.open_workspace_id for w in listed if _real(w.path) == _real(path)), None)
     if tracking is not None and tracking not in ours:
         return Item(kind="worktree", id=path, action="kept", reason=f"open in workspace {tracking}, which this run did not create")
+    # Never pull a checkout from under an open pane (one the ledger does not know as the run's, say): only the
+    # workspace herdr's own `worktree remove` closes with it may still hold one.
+    try:
+        panes = engine.herdr.pane_list()
+    except HerdrCommandError as exc:
+        return Item(kind="worktree", id=path, action="kept", reason=f"herdr pane list failed: {one_line(exc.message)}")
+    inside = [p.pane_id for p in panes if p.workspace_id != tracking and _within(p.cwd or p.foreground_cwd, path)]
+    if inside:
+        return Item(kind="worktree", id=path, action="kept", reason=f"pane {', '.join(inside)} is still open in it")
     owner = owners[0].task_label
     key = f"{owner}:retire:worktree_remove:{path}"
     try:
@@ -586,6 +595,13 @@ def _abandoned(engine: Engine, run: Run, task: str) -> bool:
 
 def _real(path: Path | str) -> str:
     return os.path.realpath(path)
+
+
+def _within(cwd: str | None, path: str) -> bool:
+    if not cwd:
+        return False
+    real, root = _real(cwd), _real(path)
+    return real == root or real.startswith(root.rstrip("/") + "/")
 
 
 def _git_remove(repo: Path | str, path: str) -> Removed:
