@@ -127,10 +127,10 @@ class _Failed(Exception):
         self.hint = hint
 
 
-def probe_text(run: Run, task: str, name: str, callback_prefix: tuple[str, ...]) -> str:
+def probe_text(run_id: str, task: str, name: str, callback_prefix: tuple[str, ...]) -> str:
     """The probe prompt: a task whose only step is one message through the Message Contract, exactly as packets send it."""
     return "\n".join([
-        f"Probe from orch doctor for task {task} (run {run.run_id})",
+        f"Probe from orch doctor for task {task} (run {run_id})",
         "",
         "This checks that you can reach the controller before real work starts; it is not a coding task.",
         _STEP,
@@ -140,7 +140,7 @@ def probe_text(run: Run, task: str, name: str, callback_prefix: tuple[str, ...])
         SEND_INTRO,
         "",
         "```sh",
-        f'{shlex.join(callback_prefix)} "[herdr-orchestration run={run.run_id} task={task} from={name} kind=<kind> reply-to={name}]',
+        f'{shlex.join(callback_prefix)} "[herdr-orchestration run={run_id} task={task} from={name} kind=<kind> reply-to={name}]',
         '<message>"',
         "```",
     ]) + "\n"  # fmt: skip
@@ -247,7 +247,7 @@ def _probe(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, path: Path, t
             _answer_dialog(probe, plan, worker, pane_id, state)
         ledger.transition(run.run_id, task, WorkerState.PROVISIONING, WorkerState.READY, cause={"phase": "doctor"})
         ledger.transition(run.run_id, task, WorkerState.READY, WorkerState.DISPATCHED, cause={"phase": "doctor"})
-        text = probe_text(run, task, name, probe.callback_prefix(run))
+        text = probe_text(run.run_id, task, name, probe.callback_prefix(run))
         try:
             probe.once(run.run_id, task, "agent_prompt", f"{task}:probe", {"target": name, "text": text},
                        lambda: herdr.agent_prompt(name, text), model=AgentPrompted)  # fmt: skip

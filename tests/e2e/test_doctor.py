@@ -40,8 +40,9 @@ trust_dialog = true
 
 
 def _timed(text: str) -> str:
-    """Probe times and scratch dirs vary: every `in N.Ns` reads `in T`, the probes' temp dir `SCRATCH`."""
+    """Probe times, scratch dirs and run ids vary: `in N.Ns` reads `in T`, the probes' temp dir `SCRATCH`, the run `RUN`."""
     text = re.sub(r"\S*/orch-doctor-[^/ ]+/", "SCRATCH/", text)
+    text = re.sub(r"\bw[0-9]+:p[0-9]+-[0-9]{8}T[0-9]{6}Z\b", "RUN", text)
     return re.sub(r" in [0-9]+\.[0-9]s$", " in T", text, flags=re.MULTILINE)
 
 
@@ -119,6 +120,19 @@ def test_doctor_fails_for_a_kind_that_is_not_installed(world: Any) -> None:
             "claude: not installed: `claude` is not on PATH",
             "install the agent so its executable is on PATH in herdr's panes, then run `orch doctor` again")  # fmt: skip
 
+    # Under --json: the same report as one document, with the failure object every orch command prints.
+    as_json = world.orch("doctor", str(plan), "--json")
+    report = json.loads(as_json.stdout)
+    line = "claude: not installed: `claude` is not on PATH"
+    hint = "install the agent so its executable is on PATH in herdr's panes, then run `orch doctor` again"
+    assert (as_json.returncode, report["ok"], report["failure"]) == (1, False, {
+        "ok": False, "error": "DoctorFailed", "reason": line, "problems": [line], "hint": hint, "exit_code": 1})
+    assert report["kinds"] == [{
+        "kind": "claude", "ok": False, "executable": "claude", "installed": False, "executable_path": None,
+        "integration": "current (v7)", "dialog": None, "dialog_answered": False, "dialog_keys": [], "prompt_accepted": False,
+        "callback": None, "seconds": report["kinds"][0]["seconds"], "cleanup": [], "failure": line, "hint": hint}]
+    assert as_json.stderr == f"orch: {line}\nhint: {hint}\n"
+
 
 def test_doctor_fails_for_a_kind_without_its_herdr_integration(make_world: Any) -> None:
     world = make_world(integrations="codex")
@@ -162,3 +176,21 @@ def test_doctor_fails_at_a_dialog_orch_may_not_answer(world: Any) -> None:
             "answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then run `orch doctor` again")  # fmt: skip
     # The agent still waited at its dialog when its workspace closed: no key reached it.
     assert not list((world.sim.home / "agents").glob("trusted-*.txt"))
+
+
+def test_doctor_fails_at_an_approval_form_and_never_approves_it(world: Any) -> None:
+    # A real agent may ask before running the callback command; orch doctor never answers such a form.
+    world.write_scenarios('[[task.doctor-claude]]\ndo = "approval"\ncommand = "orch inbox add"\n\n'
+                          '[[task.doctor-claude]]\ndo = "send"\nkind = "update"\nmessage = "probe ok"\n')
+    plan = world.write_plan(ONE_CLAUDE.format(policy=""))
+
+    done = world.orch("doctor", str(plan))
+
+    _failed(world, plan, done,
+            "  installed: yes (`claude`)\n  integration: current (v7)\n  trust dialog: none\n  prompt: accepted\n  callback: none\n"
+            "  cleanup: agent was blocked: closed with its workspace, workspace closed, scratch worktree removed\n",
+            "claude: stopped at a dialog orch cannot answer: the probe waits at its permission prompt and orch never approves on its own. "
+            "Screen: • Read probe: task doctor-claude, run RUN: send one update / Bash command / orch inbox add / Do you want to proceed? / "
+            "❯ 1. Yes / 2. Yes, and don't ask again for this command / 3. No, and tell Claude what to do differently (esc) / "
+            "Esc to cancel · Tab to amend · ctrl+e to explain",
+            "orch doctor never approves anything: let the agent run `orch` without asking (its permission settings), then run `orch doctor` again")  # fmt: skip
