@@ -83,9 +83,11 @@ class Finished(BaseModel):
 # --- handing callbacks over ----------------------------------------------------------------------------------------
 
 
-def hand_over(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None) -> Handover:
+def hand_over(
+    engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None, separator: str | None = None
+) -> Handover:
     """Validate and record each envelope on its own, then run one check-in and say what to do next."""
-    handed = record_all(engine, run, raw, source=source, limit=limit)
+    handed = record_all(engine, run, raw, source=source, limit=limit, separator=separator)
     observed = settled_check_in(engine, run)
     return Handover(**dict(handed), check_in=observed, next=next_steps(engine, run, observed.observations))
 

@@ -1,6 +1,10 @@
-"""Many callbacks in one call: one stdin split at each envelope header, every message judged and recorded on its own.
+"""Many callbacks in one call: one stdin split at the caller's separator lines, every message judged and recorded on its own.
 
 Light on purpose (no herdr, no plans): every worker callback of an `orch run` controller is an `orch inbox add`.
+The caller (an agent controller) chooses the separator anew for every call. Splitting at header lines instead would
+let a worker's body carry a second envelope past the smuggled-header rule: a body line that is an exact header would
+become an envelope of its own, in another worker's name. A worker cannot know a separator chosen after its message
+was written, so without one stdin is one message and a second header inside it is `injection`.
 """
 
 from __future__ import annotations
@@ -10,11 +14,12 @@ import re
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
+from orchestrator.errors import OrchError
 from orchestrator.inbox import KEPT_PREFIX_BYTES, Inbound, InboxAdded, add_message, render_added
 from registry import Run
 
-# A header line starts a new envelope: the Message Contract's first line (packets.envelope).
-HEADER = re.compile(r"^[ \t]*\[herdr-orchestration[ \t]")
+# What a separator may be: long enough that a worker cannot guess it, plain enough to type in a heredoc.
+SEPARATOR = re.compile(r"[A-Za-z0-9_-]{12,64}")
 # How many messages of the run's size limit one call may carry: the input is read up to this many limits.
 BATCH_MAX = 64
 
@@ -28,27 +33,46 @@ class Handed(BaseModel):
     messages: tuple[InboxAdded, ...]
 
 
-def split_envelopes(raw: str) -> list[str]:
-    """One stdin holding any number of envelopes, split at each header line (text before the first is its own message)."""
-    lines = raw.splitlines(keepends=True)
-    starts = [i for i, line in enumerate(lines) if HEADER.match(line)]
-    if len(starts) <= 1:
+def check_separator(separator: str) -> str:
+    """The separator as given, or a one-line error: 12-64 letters, digits, `_` or `-`."""
+    if not SEPARATOR.fullmatch(separator):
+        raise OrchError(
+            f"the separator {separator[:80]!r} is not 12-64 letters, digits, '_' or '-'",
+            hint="choose a fresh random word for every call, e.g. `--separator msg_7f3k9q2x4w1m`, and put it alone on the line between two messages",
+        )
+    return separator
+
+
+def split_envelopes(raw: str, separator: str | None = None) -> list[str]:
+    """One stdin holding any number of envelopes, split at each line that is exactly ``separator``.
+
+    Without a separator the input is one message. Blank pieces (two separators in a row, one at either end) are
+    dropped; the blank lines around a separator belong to neither message.
+    """
+    if separator is None:
         return [raw]
-    cuts = ([0] if "".join(lines[: starts[0]]).strip() else []) + starts
-    pieces = ["".join(lines[a:b]) for a, b in zip(cuts, [*cuts[1:], len(lines)], strict=True)]
-    # The blank lines that separated two envelopes belong to neither.
-    return [piece.rstrip("\r\n") + "\n" for piece in pieces]
+    pieces: list[list[str]] = [[]]
+    for line in raw.splitlines(keepends=True):
+        if line.rstrip("\r\n") == separator:
+            pieces.append([])
+        else:
+            pieces[-1].append(line)
+    texts = ["".join(piece).strip("\r\n") for piece in pieces]
+    kept = [text + "\n" for text in texts if text.strip()]
+    return kept or [raw]
 
 
-def hand_over(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None) -> Handed:
-    """Validate and record each envelope of ``raw`` on its own (`orchestrator.inbox.add_message`), in order.
+def hand_over(
+    engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None, separator: str | None = None
+) -> Handed:
+    """Validate and record each envelope of ``raw`` (split at ``separator`` lines) on its own, in order.
 
     An input cut off at the batch limit is one oversize message: where its envelopes end cannot be known.
     """
     if isinstance(raw, Inbound) and not raw.complete:
         return Handed(run_id=run.run_id, messages=(add_message(engine, run, raw, source=source, limit=limit),))
     text = raw.text if isinstance(raw, Inbound) else raw
-    pieces = split_envelopes(text)
+    pieces = split_envelopes(text, separator)
     if len(pieces) == 1 and isinstance(raw, Inbound):
         if limit is not None and raw.size > limit:
             # Read up to the batch limit, yet one message over its own limit: keep only the prefix, as the stdin door does.

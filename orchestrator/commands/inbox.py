@@ -26,14 +26,22 @@ def inbox() -> None:
 @run_option
 @click.option("--source", default="cli", show_default=True, help="How the messages arrived (kept with them in the ledger).")
 @click.option("--check-in", "check", is_flag=True, help="Then run one check-in and say what to do next.")
+@click.option(
+    "--separator",
+    metavar="WORD",
+    help="Stdin holds several messages, split at each line that is exactly WORD (12-64 letters, digits, _ or -; choose it anew for every call).",
+)
 @json_option
 @click.argument("text", required=False)
 @click.pass_context
-def inbox_add(ctx: click.Context, run_id: str | None, source: str, check: bool, as_json: bool, text: str | None) -> None:
+def inbox_add(
+    ctx: click.Context, run_id: str | None, source: str, check: bool, separator: str | None, as_json: bool, text: str | None
+) -> None:
     """Validate Message Contract envelopes (TEXT, or stdin with `-`) and record each; `--check-in` then acts on them.
 
-    Stdin may hold any number of envelopes: it is split at each `[herdr-orchestration …]` header line and every
-    message is validated and recorded on its own. Exits 0 whenever they were recorded, even when some are kept aside
+    With `--separator WORD`, stdin may hold any number of envelopes, one per piece between lines that are exactly
+    WORD, and every message is validated and recorded on its own; without it, stdin is one message (a second
+    header line inside it is kept aside as `injection`: a worker's text cannot speak for another worker). Exits 0 whenever they were recorded, even when some are kept aside
     (stale, unknown or mismatched): a worker's callback must not fail because of what it said. Exits 1 only when
     nothing could be recorded. With `--check-in`, one check-in follows (questions the plan answers are answered,
     a settled worker without a result is asked once for it), and `next` says what to do: answer, decide, wait,
@@ -47,7 +55,12 @@ def inbox_add(ctx: click.Context, run_id: str | None, source: str, check: bool, 
     """
     if text is None:
         raise OrchError("no message given", hint="pass the envelope as TEXT, or `-` to read it from stdin")
-    from orchestrator.handover import BATCH_MAX
+    from orchestrator.handover import BATCH_MAX, check_separator
+
+    if separator is not None:
+        check_separator(separator)
+        if text != "-":
+            raise OrchError("--separator splits stdin only", hint="pass the messages on stdin with `-`")
 
     engine = engine_from(ctx)
     run = engine.find_run(run_id)
@@ -62,11 +75,11 @@ def inbox_add(ctx: click.Context, run_id: str | None, source: str, check: bool, 
     if check:
         from orchestrator.door import hand_over, render_handover  # the check-in reads herdr and plans: only when asked
 
-        emit(hand_over(engine, run, inbound, source=source, limit=limit), as_json, render_handover)
+        emit(hand_over(engine, run, inbound, source=source, limit=limit, separator=separator), as_json, render_handover)
     else:
         from orchestrator.handover import hand_over as record_all, render_handed
 
-        emit(record_all(engine, run, inbound, source=source, limit=limit), as_json, render_handed)
+        emit(record_all(engine, run, inbound, source=source, limit=limit, separator=separator), as_json, render_handed)
 
 
 @inbox.command("list")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import shlex
 import subprocess
 import sys
@@ -36,8 +37,8 @@ from orchestrator.errors import ExitCode
 from herdr_sim.testing import eventually
 
 SKILL = Path(__file__).resolve().parents[2] / "SKILL.md"
-PLACEHOLDER = re.compile(r"<(plan\.toml|run-id|task|text|message)>")
-DUMMY = {"plan.toml": "plan.toml", "run-id": "w1:p1-20260101T000000Z", "task": "greeting", "text": "why", "message": "x"}
+PLACEHOLDER = re.compile(r"<(plan\.toml|run-id|task|text|message|token)>")
+DUMMY = {"plan.toml": "plan.toml", "run-id": "w1:p1-20260101T000000Z", "task": "greeting", "text": "why", "message": "x", "token": "q7Rk2mXw9aT4vLp8"}
 
 # SKILL.md's fenced commands, in document order, each named by its subcommand (a variant by its distinguishing option).
 FENCED = (
@@ -204,7 +205,7 @@ def fenced_commands(text: str) -> list[str]:
             if not line.startswith("orch "):
                 continue
             command = [line]
-            heredoc = re.search(r"<<'(\w+)'$", line)
+            heredoc = re.search(r"<<'([\w<>-]+)'$", line)
             if heredoc:
                 while i < len(lines):
                     command.append(lines[i])
@@ -243,6 +244,8 @@ def fill(command: str, values: dict[str, str]) -> str:
 
     first = PLACEHOLDER.sub(one, first)
     if heredoc:
+        # SKILL.md shows two messages around a separator line; the caller's <message> already holds them all, joined.
+        heredoc = heredoc.replace("<message>\n<token>\n<message>", "<message>")
         heredoc = PLACEHOLDER.sub(lambda m: values[m.group(1)], heredoc)
         return f"{first}\n{heredoc}"
     return first
@@ -380,7 +383,8 @@ class SkillAgent:
         """§5: every callback received, whole and unchanged, one after the other in one heredoc, then the check-in."""
         for message in messages:
             assert message.startswith("[herdr-orchestration run="), message
-        return self.run("inbox add", message="\n".join(messages))
+        token = f"t{secrets.token_hex(8)}"  # made up anew for every call, as SKILL.md says
+        return self.run("inbox add", message=f"\n{token}\n".join(messages), token=token)
 
     def callbacks_until(self, stop: Callable[[dict[str, Any]], bool], moving: list[str]) -> dict[str, Any]:
         """Hand callbacks over as they come until ``stop(handover)``; the last handover."""
@@ -671,3 +675,11 @@ def test_skill_md_drives_a_five_worker_run_to_partial_in_six_calls_plus_one_per_
 
     # The call budget: six calls plus one per callback the controller received.
     assert agent.calls <= 6 + agent.handed_over, (agent.calls, agent.handed_over)
+
+
+def test_the_handover_heredoc_ends_at_a_token_made_up_for_the_call() -> None:
+    """A fixed delimiter would let a worker's body line end the controller's heredoc and run the rest as shell."""
+    (template,) = [c for c in fenced_commands(SKILL.read_text()) if key_of(c) == "inbox add"]
+    first, *body = template.splitlines()
+    assert first.endswith("--separator <token> - <<'<token>_END'"), first
+    assert body == ["<message>", "<token>", "<message>", "<token>_END"]
