@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TIMEOUT = 10.0
-WIDTH, HEIGHT = 120, 40
+WIDTH, HEIGHT = 120, 40  # herdr 0.8.2's headless size; 0.7.5's is 80x24 (herdr_sim.versions)
 SHELL_ARGV = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "bash", "--norc", "--noprofile"]
 
 
@@ -20,6 +20,8 @@ class Tmux:
     """Runs tmux against one private socket with no user config."""
 
     socket: Path
+    width: int = WIDTH
+    height: int = HEIGHT
 
     def run(self, *args: str, check: bool = True, input_text: str | None = None) -> str:
         """Run one tmux command; raise TmuxError on failure when check is set."""
@@ -51,10 +53,13 @@ class Tmux:
 
     def new_pane(self, session: str, cwd: str, env: dict[str, str]) -> tuple[str, int]:
         """Create a session whose single pane runs a plain bash; return (tmux pane id, shell pid)."""
-        args = ["new-session", "-d", "-s", session, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", cwd]
+        args = ["new-session", "-d", "-s", session, "-x", str(self.width), "-y", str(self.height), "-c", cwd]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
-        args += ["-P", "-F", "#{pane_id} #{pane_pid}", "--", *SHELL_ARGV]
+        # tmux replaces a new pane's PATH with the PATH of the client that ran the command (spawn.c), whatever -e
+        # says; `env PATH=…` in the pane's own argv is the only way the pane keeps <home>/bin first.
+        shell = [*SHELL_ARGV[:-3], f"PATH={env['PATH']}", *SHELL_ARGV[-3:]] if "PATH" in env else SHELL_ARGV
+        args += ["-P", "-F", "#{pane_id} #{pane_pid}", "--", *shell]
         out = self.run(*args).split()
         return out[0], int(out[1])
 
@@ -97,6 +102,10 @@ class Tmux:
         """Paste text, bracketed only when the application enabled bracketed paste (tmux -p decides)."""
         self.run("load-buffer", "-b", buffer, "-", input_text=text)
         self.run("paste-buffer", "-p", "-d", "-r", "-b", buffer, "-t", pane)
+
+    def alternate_on(self, pane: str) -> bool:
+        """Whether the pane's application switched to the alternate screen."""
+        return self.run("display", "-p", "-t", pane, "#{alternate_on}", check=False).strip() == "1"
 
     def cursor_mode(self, pane: str) -> str:
         """Whether the pane's application enabled bracketed paste ('1' or '0')."""

@@ -125,6 +125,7 @@ class Agent:
         now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         start_delay_ms: int = 0,
         sleep: Callable[[float], None] = time.sleep,
+        start_dialog: str | None = None,
     ) -> None:
         self.kind = kind
         self.env = env
@@ -136,6 +137,7 @@ class Agent:
         self._seq = 0
         self.start_delay_ms = start_delay_ms
         self.sleep = sleep
+        self.start_dialog = start_dialog
 
     # --- herdr lifecycle -------------------------------------------------------------------------------------
 
@@ -165,6 +167,18 @@ class Agent:
             # A slow start: nothing on screen and no report until the delay is over (reaches agent start timeouts).
             self.console.log(f"slow start: {self.start_delay_ms} ms")
             self.sleep(self.start_delay_ms / 1000)
+        if self.start_dialog:
+            # A first-run dialog (e.g. a trust prompt): blocked until someone presses Enter in the pane.
+            self.console.say(self.start_dialog)
+            self.console.say("Press Enter to continue")
+            self.report("blocked", "start-up dialog")
+            while True:
+                event = self.console.poll(None)
+                if isinstance(event, (Interrupt, EndOfInput)):
+                    self.console.say("Bye.")
+                    return 0
+                if isinstance(event, Submit):
+                    break
         self.console.say(f"{self.kind} (herdr-sim scripted agent) - paste a delegation packet; /exit to quit")
         self.report("idle")
         while True:
