@@ -1,57 +1,162 @@
-"""The `orch` command line: parse, call one engine function, render; no logic and no herdr calls here."""
+"""The `orch` command line: parse, call one engine function, render; no logic and no herdr calls here.
+
+Commands are loaded lazily (`COMMANDS`): `orch --version` imports click and nothing else of weight, and each
+command imports only what it uses, because every worker callback is an `orch inbox add` process.
+"""
 
 from __future__ import annotations
 
+import importlib
+import json
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import click
 
 from orchestrator import __version__
-from orchestrator.commands import completion as completion_commands
-from orchestrator.commands import demo as demo_commands
-from orchestrator.commands import dispatch as dispatch_commands
-from orchestrator.commands import inbox as inbox_commands
-from orchestrator.commands import observe as observe_commands
-from orchestrator.commands import plan
-from orchestrator.commands import preflight as preflight_commands
-from orchestrator.commands import provision as provision_commands
-from orchestrator.commands import report as report_commands
-from orchestrator.commands import retire as retire_commands
-from orchestrator.commands import run as run_commands
-from orchestrator.commands import verify as verify_commands
 from orchestrator.errors import ExitCode, OrchError
-from packets import PacketError
-from registry import RegistryError
+
+# Command name -> "module:attribute" of its click command; `orch --help` lists them in this order (sorted).
+COMMANDS: dict[str, str] = {
+    "answer": "orchestrator.commands.observe:answer",
+    "completion": "orchestrator.commands.completion:completion",
+    "demo": "orchestrator.commands.demo:demo",
+    "dispatch": "orchestrator.commands.dispatch:dispatch",
+    "inbox": "orchestrator.commands.inbox:inbox",
+    "integrate": "orchestrator.commands.verify:integrate",
+    "observe": "orchestrator.commands.observe:observe",
+    "packet": "orchestrator.commands.dispatch:packet",
+    "plan": "orchestrator.commands.plan:plan",
+    "preflight": "orchestrator.commands.preflight:preflight",
+    "provision": "orchestrator.commands.provision:provision",
+    "report": "orchestrator.commands.report:report",
+    "resume": "orchestrator.commands.run:resume",
+    "retire": "orchestrator.commands.retire:retire",
+    "run": "orchestrator.commands.run:run",
+    "send": "orchestrator.commands.observe:send",
+    "status": "orchestrator.commands.report:status",
+    "verify": "orchestrator.commands.verify:verify",
+}
+
+
+def failure_document(kind: str, message: str, hint: str | None, exit_code: int) -> dict[str, Any]:
+    """The JSON a failed command prints on stdout under `--json`: the first problem, all of them, what to do, the exit code."""
+    lines = message.splitlines() or [kind]
+    return {"ok": False, "error": kind, "reason": lines[0], "problems": lines, "hint": hint, "exit_code": exit_code}
+
+
+def _known_error(exc: BaseException) -> tuple[str, str, str | None, int] | None:
+    """(kind, message, hint, exit code) for the errors orch reports in words; None for a bug."""
+    if isinstance(exc, OrchError):
+        return type(exc).__name__, exc.message, exc.hint, int(exc.exit_code)
+    # The leaf packages' roots, looked up only if loaded: an exception of a module never imported cannot occur.
+    for module, root in (("registry", "RegistryError"), ("packets", "PacketError")):
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(exc, getattr(loaded, root)):
+            return type(exc).__name__, str(exc), None, int(ExitCode.FAILURE)
+    return None
+
+
+def _print_json(doc: dict[str, Any]) -> None:
+    click.echo(json.dumps(doc, indent=2))
 
 
 @contextmanager
-def error_handler() -> Iterator[None]:
-    """Turn OrchError into one `orch: <message>` line and its exit code; never a traceback."""
+def error_handler(as_json: bool = False, emitted: Any = None) -> Iterator[None]:
+    """Turn OrchError into one `orch: <message>` line and its exit code; never a traceback.
+
+    With ``as_json`` the same failure is also printed as one JSON document on stdout (unless the command already
+    printed its own result there: ``emitted()`` says so), so `orch X --json > out.json` is always parseable.
+    """
     try:
         yield
-    except OrchError as exc:
-        # A multi-problem error (e.g. a plan with three mistakes) prints one `orch:` line per problem.
-        for line in exc.message.splitlines() or [type(exc).__name__]:
-            click.echo(f"orch: {line}", err=True)
-        if exc.hint:
-            click.echo(f"hint: {exc.hint}", err=True)
-        sys.exit(int(exc.exit_code))
-    except (RegistryError, PacketError) as exc:
-        click.echo(f"orch: {exc}", err=True)
-        sys.exit(int(ExitCode.FAILURE))
+    except click.exceptions.Exit:
+        raise
+    except click.ClickException as exc:
+        if as_json and not (emitted and emitted()):
+            usage = exc.ctx.command_path if isinstance(exc, click.UsageError) and exc.ctx is not None else None
+            hint = f"`{usage} --help` shows the usage" if usage else None
+            kind = "UsageError" if isinstance(exc, click.UsageError) else type(exc).__name__
+            _print_json(failure_document(kind, exc.format_message(), hint, exc.exit_code))
+        raise
+    except click.Abort:
+        if as_json and not (emitted and emitted()):
+            _print_json(failure_document("Aborted", "aborted", None, int(ExitCode.FAILURE)))
+        raise
     except KeyboardInterrupt:
+        if as_json and not (emitted and emitted()):
+            _print_json(failure_document("Interrupted", "interrupted", None, int(ExitCode.INTERRUPTED)))
         click.echo("orch: interrupted", err=True)
         sys.exit(int(ExitCode.INTERRUPTED))
+    except Exception as exc:
+        known = _known_error(exc)
+        if known is None:
+            raise
+        kind, message, hint, code = known
+        if as_json and not (emitted and emitted()):
+            _print_json(failure_document(kind, message, hint, code))
+        # A multi-problem error (e.g. a plan with three mistakes) prints one `orch:` line per problem.
+        for line in message.splitlines() or [kind]:
+            click.echo(f"orch: {line}", err=True)
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
+        sys.exit(code)
+
+
+@contextmanager
+def _no_pydantic_plugins() -> Iterator[None]:
+    """Build orch's pydantic models (at import) without looking for pydantic plugins; orch uses none.
+
+    The look-up reads the metadata of every installed distribution: a tenth of an `orch inbox add` callback's
+    start-up. PYDANTIC_DISABLE_PLUGINS is pydantic's documented switch; it is set only while commands are imported,
+    so processes orch starts (verify commands, git, herdr) never inherit it.
+    """
+    if "PYDANTIC_DISABLE_PLUGINS" in os.environ:
+        yield
+        return
+    os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+    try:
+        yield
+    finally:
+        os.environ.pop("PYDANTIC_DISABLE_PLUGINS", None)
+
+
+def wants_json(args: Sequence[str]) -> bool:
+    """Whether the command line asks for `--json` (before any `--`): known before click parses, so usage errors count."""
+    words = list(args)
+    if "--" in words:
+        words = words[: words.index("--")]
+    return "--json" in words
 
 
 class OrchGroup(click.Group):
-    """The root group: every subcommand runs inside the one error handler (also under click's test runner)."""
+    """The root group: commands load on first use, and every subcommand runs inside the one error handler."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*COMMANDS, *self.commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.commands:
+            return self.commands[cmd_name]
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        with _no_pydantic_plugins():
+            command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta["orch.argv"] = list(args)
+        return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
-        with error_handler():
+        ctx.ensure_object(dict)
+        ctx.obj["emitted"] = False
+        with error_handler(wants_json(ctx.meta.get("orch.argv", ())), lambda: ctx.obj.get("emitted", False)):
             return super().invoke(ctx)
 
 
@@ -69,26 +174,6 @@ def cli(ctx: click.Context, herdr: str | None, verbose: bool) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj.update(herdr=herdr, verbose=verbose)
-
-
-cli.add_command(plan.plan)
-cli.add_command(inbox_commands.inbox)
-cli.add_command(observe_commands.observe)
-cli.add_command(observe_commands.answer)
-cli.add_command(observe_commands.send)
-cli.add_command(demo_commands.demo)
-cli.add_command(dispatch_commands.dispatch)
-cli.add_command(dispatch_commands.packet)
-cli.add_command(preflight_commands.preflight)
-cli.add_command(provision_commands.provision)
-cli.add_command(report_commands.report)
-cli.add_command(report_commands.status)
-cli.add_command(retire_commands.retire)
-cli.add_command(run_commands.run)
-cli.add_command(run_commands.resume)
-cli.add_command(verify_commands.verify)
-cli.add_command(verify_commands.integrate)
-cli.add_command(completion_commands.completion)
 
 
 def main() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -68,14 +69,30 @@ _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 _TOML_AT_END = re.compile(r"\s*\(at end of document\)$")
 
 
-def read_toml(path: Path, display: str) -> dict[str, Any]:
-    """Parse a TOML file; a missing file or a syntax error is one ConfigError line `<display>:<line>:<col>: ...`."""
+def read_text(path: Path, display: str) -> str:
+    """A UTF-8 file's text (a leading BOM dropped); every way of not being readable is one ConfigError line (exit 1)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"{display}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{display}: cannot read: {exc}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{display}: is a directory, not a file") from None
+    except PermissionError:
+        raise ConfigError(f"{display}: cannot read: permission denied") from None
+    except OSError as exc:
+        raise ConfigError(f"{display}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        start = exc.start + (3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+        line = raw.count(b"\n", 0, start) + 1
+        column = start - (raw.rfind(b"\n", 0, start) + 1) + 1
+        raise ConfigError(f"{display}:{line}:{column}: not UTF-8 (byte 0x{raw[start]:02x}); save the file as UTF-8") from None
+
+
+def read_toml(path: Path, display: str) -> dict[str, Any]:
+    """Parse a TOML file; a missing file or a syntax error is one ConfigError line `<display>:<line>:<col>: ...`."""
+    text = read_text(path, display)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -94,15 +111,50 @@ def read_toml(path: Path, display: str) -> dict[str, Any]:
 Locator = Callable[[tuple[int | str, ...]], str]
 
 
-def validation_problems(exc: ValidationError, locate: Locator) -> list[str]:
-    """Translate a pydantic ValidationError into one `<where>: <what>` line per error, without pydantic's wording."""
+def validation_problems(exc: ValidationError, locate: Locator, *, model: type[BaseModel] | None = None) -> list[str]:
+    """Translate a pydantic ValidationError into one `<where>: <what>` line per error, without pydantic's wording.
+
+    With ``model`` (the model validated), an unknown key gets a "did you mean" from the fields allowed there.
+    """
     problems: list[str] = []
     for error in exc.errors(include_url=False):
         if error["type"] == "too_short" and error.get("input"):
             continue  # pydantic's echo of item errors already reported one by one, not a real "empty" problem
-        where = locate(tuple(error["loc"]))
-        problems.append(f"{where}: {_describe(error)}" if where else _describe(error))
+        loc = tuple(error["loc"])
+        where = locate(loc)
+        what = _describe(error)
+        if error["type"] == "extra_forbidden" and model is not None and loc and isinstance(loc[-1], str):
+            close = difflib.get_close_matches(loc[-1], fields_at(model, loc[:-1]), n=1, cutoff=0.6)
+            if close:
+                what += f"; did you mean `{close[0]}`?"
+        problems.append(f"{where}: {what}" if where else what)
     return problems
+
+
+def fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The field names allowed at ``loc`` inside ``model`` (through nested models and lists of them), else []."""
+    current: Any = model
+    for part in loc:
+        if isinstance(part, int):
+            continue  # an index into a list: the item type is what the field named before it holds
+        fields = getattr(current, "model_fields", None)
+        if not isinstance(fields, dict) or part not in fields:
+            return []
+        current = _model_in(fields[part].annotation)
+        if current is None:
+            return []
+    fields = getattr(current, "model_fields", None)
+    return list(fields) if isinstance(fields, dict) else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def dotted(loc: tuple[int | str, ...]) -> str:
@@ -129,6 +181,16 @@ def _describe(error: Any) -> str:
     elif kind in ("too_short", "string_too_short"):
         least = error.get("ctx", {}).get("min_length", 1)
         message = "must not be empty" if least == 1 else f"must have at least {least} {'items' if kind == 'too_short' else 'characters'}"
+    elif kind == "string_too_long":
+        most = error.get("ctx", {}).get("max_length")
+        size = len(value) if isinstance(value, str) else None
+        return f"is {size} characters long; at most {most} are allowed" if size is not None else f"must have at most {most} characters"
+    elif kind == "too_long":
+        most = error.get("ctx", {}).get("max_length")
+        size = error.get("ctx", {}).get("actual_length")
+        return f"has {size} items; at most {most} are allowed" if size is not None else f"must have at most {most} items"
+    if isinstance(value, str) and len(value) > 80:
+        value = value[:77] + "..."  # a long value is named, not echoed whole
     if isinstance(value, str | int | float | bool) and kind not in ("string_too_short", "too_short"):
         message += f", got {json.dumps(value, ensure_ascii=False)}"
     return message

@@ -14,16 +14,18 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
 
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
 from orchestrator.errors import OrchError, one_line
-from orchestrator.herdr import Herdr, HerdrCli
-from orchestrator.plan import ResolvedPlan, ResolvedWorker, load_plan
 from registry import EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
+
+if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (`orch inbox add`) loads neither
+    from orchestrator.herdr import Herdr, HerdrCli
+    from orchestrator.plan import ResolvedPlan, ResolvedWorker
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -37,6 +39,35 @@ class InFlightEffect(OrchError):
 
 def _silent(line: str) -> None:
     return None
+
+
+class _HerdrOnFirstUse:
+    """A HerdrCli built on first use, so commands that never call herdr do not import orchestrator.herdr.
+
+    Every worker callback is an `orch inbox add` process: its start-up is paid once per callback.
+    """
+
+    def __init__(self, binary: str, env: Mapping[str, str], on_call: Callable[[Any], None] | None) -> None:
+        object.__setattr__(self, "_args", (binary, env, on_call))
+        object.__setattr__(self, "_cli", None)
+
+    def _real(self) -> HerdrCli:
+        cli: HerdrCli | None = object.__getattribute__(self, "_cli")
+        if cli is None:
+            from orchestrator.herdr import HerdrCli
+
+            binary, env, on_call = object.__getattribute__(self, "_args")
+            cli = HerdrCli(binary, env=env, on_call=on_call)
+            object.__setattr__(self, "_cli", cli)
+        return cli
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "binary" and object.__getattribute__(self, "_cli") is None:
+            return object.__getattribute__(self, "_args")[0]
+        return getattr(self._real(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._real(), name, value)
 
 
 def orch_executable() -> str:
@@ -72,13 +103,23 @@ class Engine:
         clock: Clock | None = None,
         echo: Callable[[str], None] = _silent,
         on_call: Callable[[Any], None] | None = None,
+        defer_herdr: bool = False,
     ) -> Engine:
-        """The real wiring: settings and the herdr binary (``--herdr``, else ``ORCH_HERDR``, else ``herdr``) from env."""
+        """The real wiring: settings and the herdr binary (``--herdr``, else ``ORCH_HERDR``, else ``herdr``) from env.
+
+        ``defer_herdr``: build the HerdrCli on its first use (the CLI: most callbacks never touch herdr).
+        """
         env = dict(os.environ if env is None else env)
         binary = herdr_binary or env.get("ORCH_HERDR") or "herdr"
+        if defer_herdr:
+            herdr = cast("Herdr", _HerdrOnFirstUse(binary, env, on_call))
+        else:
+            from orchestrator.herdr import HerdrCli
+
+            herdr = HerdrCli(binary, env=env, on_call=on_call)
         return cls(
             settings=Settings.from_env(env),
-            herdr=HerdrCli(binary, env=env, on_call=on_call),
+            herdr=herdr,
             clock=clock or SystemClock(),
             env=env,
             echo=echo,
@@ -127,7 +168,7 @@ class Engine:
         mine = [r for r in open_runs if r.controller_target == self.env.get("HERDR_PANE_ID")]
         candidates = mine or open_runs
         if not candidates:
-            raise OrchError("no unfinished run in the ledger", hint="start one with `orch preflight PLAN`")
+            raise OrchError("no unfinished run in the ledger", hint="start one with `orch run PLAN` (step by step: `orch preflight PLAN`)")
         return max(candidates, key=lambda r: r.created_at)
 
     def plan_for(self, run: Run) -> ResolvedPlan:
@@ -135,6 +176,8 @@ class Engine:
         snapshot = self.run_dir(run.run_id) / "plan.toml"
         if not snapshot.exists():
             raise OrchError(f"run {run.run_id} has no plan snapshot at {snapshot}")
+        from orchestrator.plan import load_plan
+
         return load_plan(snapshot, self.settings, display=run.plan_path or str(snapshot))
 
     def planned(self, plan: ResolvedPlan, task: str) -> ResolvedWorker:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -11,7 +12,8 @@ from packets import Accepted, KeptAside, LedgerView, Reason, build_view, fingerp
 from packets.result import ResultReport, parse_result
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, WorkerState, is_legal
 
-from orchestrator.evidence import ClaimedCheck, ResultClaim
+if TYPE_CHECKING:
+    from orchestrator.evidence import ResultClaim
 
 S = WorkerState
 # Worker states a callback may move on from (the worker is doing, or waiting on, the delegated work).
@@ -143,6 +145,8 @@ def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple
 
 def result_claim(report: ResultReport) -> ResultClaim:
     """The verifiable part of a result (commits, changed files, checks) for `orchestrator.evidence.verify`."""
+    from orchestrator.evidence import ClaimedCheck, ResultClaim  # verification's, not intake's: callbacks skip it
+
     return ResultClaim(
         status=report.status,
         commits=report.commits,

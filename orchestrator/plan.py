@@ -44,6 +44,18 @@ DEFAULT_STOP_CONDITIONS: tuple[str, ...] = (
     "The work needs an edit outside your file claim.",
 )
 
+# Size limits: a plan is words for workers, sent in prompts. A long objective moves to a context file the packet
+# names (orchestrator.briefing), but a megabyte of it is a mistake, not a task; an answer is sent as one prompt.
+TEXT_MAX = 100_000
+ANSWER_MAX = 8000
+ITEM_MAX = 2000
+LIST_MAX = 100
+WORKERS_MAX = 100
+CONCURRENCY_MAX = 32
+
+_Item = Annotated[StrictStr, Field(max_length=ITEM_MAX)]
+_Items = Annotated[tuple[_Item, ...], Field(max_length=LIST_MAX)]
+
 _GLOB_MAGIC = re.compile(r"[*?\[]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -57,9 +69,9 @@ class Answer(_Model):
 
     regex: StrictBool = False
     """Treat `when` as a Python regular expression (searched, case-insensitive) instead of a substring."""
-    when: StrictStr = Field(min_length=1)
+    when: StrictStr = Field(min_length=1, max_length=ITEM_MAX)
     """Text to look for in the worker's question: a case-insensitive substring, or a regular expression when `regex` is true."""
-    answer: StrictStr = Field(min_length=1)
+    answer: StrictStr = Field(min_length=1, max_length=ANSWER_MAX)
     """The answer the controller sends back (Message Contract kind `answer`)."""
 
     @field_validator("when")
@@ -84,8 +96,8 @@ class Defaults(_Model):
 
     kind: StrictStr | None = None
     """Worker kind for entries without `kind`; unset means the effective policy's `default_kind` (codex unless a policy says otherwise)."""
-    concurrency: StrictInt = Field(default=4, ge=1)
-    """Most workers running at once."""
+    concurrency: StrictInt = Field(default=4, ge=1, le=CONCURRENCY_MAX)
+    """Most workers running at once (at most 32)."""
     checkin_interval_s: StrictInt = Field(default=60, ge=1)
     """Seconds between check-ins on a worker that sent no callback (spec §5: three check-ins without change mean failed)."""
     agent_start_timeout_s: StrictInt = Field(default=30, ge=4, le=300)
@@ -122,33 +134,33 @@ class Worker(_Model):
 
     task: StrictStr
     """Task label: lowercase hyphen-case; also the herdr agent name, so it must start with a letter and have at most 32 characters."""
-    objective: StrictStr = Field(min_length=1)
-    """What the worker must achieve."""
-    deliverable: StrictStr = Field(min_length=1)
+    objective: StrictStr = Field(min_length=1, max_length=TEXT_MAX)
+    """What the worker must achieve (at most 100000 characters; a long one is handed over as a file)."""
+    deliverable: StrictStr = Field(min_length=1, max_length=TEXT_MAX)
     """What the worker hands back (commits, a report file, ...)."""
     kind: StrictStr | None = None
     """herdr agent kind (`codex`, `claude`, `opencode`, `pi`, ...); unset means `defaults.kind`, then the policy's `default_kind`."""
     branch: StrictStr
     """Target branch (a Conventional Branch, not the base). The first worker on a branch gets its own worktree tab; later ones share it as sibling panes."""
-    scope: tuple[StrictStr, ...] = ()
+    scope: _Items = ()
     """Files, packages or behaviour in scope, in words or paths."""
-    exclusions: tuple[StrictStr, ...] = ()
+    exclusions: _Items = ()
     """What the worker must not touch or do."""
-    claim: tuple[StrictStr, ...] = ()
+    claim: _Items = ()
     """File claim: patterns relative to the checkout (`*` and `?` within a path segment, `**` for any number of segments); a pattern naming a directory covers everything below it; empty means read-only work."""
-    evidence: tuple[StrictStr, ...] = ()
+    evidence: _Items = ()
     """Evidence the result must carry (file references, genuine command output)."""
-    verify: tuple[StrictStr, ...] = ()
+    verify: _Items = ()
     """Verification commands the controller re-runs before accepting."""
-    stop_conditions: tuple[StrictStr, ...] = ()
+    stop_conditions: _Items = ()
     """Extra stop conditions, added to the defaults (unexpected structure, repeated failures, authentication, out-of-claim edits)."""
     mode: Mode | None = None
     """Execution mode for this worker; unset means `defaults.mode`."""
-    setup: tuple[StrictStr, ...] = ()
+    setup: _Items = ()
     """Shell commands run in the fresh checkout before the agent starts (first worker on a branch only)."""
-    agent_args: tuple[StrictStr, ...] = ()
+    agent_args: _Items = ()
     """Native agent arguments, passed after `--` to `herdr agent start`."""
-    answers: tuple[Answer, ...] = ()
+    answers: tuple[Answer, ...] = Field(default=(), max_length=LIST_MAX)
     """Answers the controller may give to expected questions."""
 
     @field_validator("task")
@@ -200,8 +212,8 @@ class Plan(_Model):
     """Plan-level policy layer, applied over the organization and repository overlays."""
     integration: Integration = Integration()
     """Integration opt-in; default off (report only)."""
-    workers: tuple[Worker, ...] = Field(min_length=1)
-    """The workers, in launch order (`[[workers]]` entries)."""
+    workers: tuple[Worker, ...] = Field(min_length=1, max_length=WORKERS_MAX)
+    """The workers, in launch order (`[[workers]]` entries; at most 100)."""
 
     @field_validator("organization", "repo")
     @classmethod
@@ -245,6 +257,8 @@ class ResolvedPlan(BaseModel):
     repo: RepoLayout
     policy: EffectivePolicy
     workers: tuple[ResolvedWorker, ...]
+    # Valid but probably not meant (a worker without verification, more concurrency than workers), one line each.
+    warnings: tuple[str, ...] = ()
 
 
 def _herdr_kind(value: str | None) -> str | None:
@@ -316,14 +330,62 @@ def _literal_suffix(segment: str) -> str:
 
 
 def load_plan(path: Path, settings: Settings, *, display: str | None = None) -> ResolvedPlan:
-    """Read, validate and resolve a plan file; every problem is one line of a single ConfigError, nothing is changed."""
+    """Read, validate and resolve a plan file; every problem is one line of a single ConfigError, nothing is changed.
+
+    All problems come in one pass: schema problems, and the placement checks (branches, claims, labels, policy) of
+    every part that passed the schema, so fixing the reported lines never uncovers a second round.
+    """
     display = str(path) if display is None else display
     data = read_toml(path, display)
     try:
         plan = Plan.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError("\n".join(validation_problems(exc, lambda loc: f"{display}: {_locate(data, loc)}"))) from None
+        problems = validation_problems(exc, lambda loc: f"{display}: {_locate(data, loc)}", model=Plan)
+        partial = _valid_part(data, exc)
+        if partial is not None:
+            part, indexes = partial
+            problems.extend(_resolution_problems(part, settings, display, indexes))
+        raise ConfigError("\n".join(dict.fromkeys(problems))) from None
     return resolve_plan(plan, settings, source=display)
+
+
+# Top-level fields without which placement cannot be worked out; an invalid optional one falls back to its default.
+_NEEDED = ("organization", "repo", "base", "workers")
+
+
+def _valid_part(data: Any, exc: ValidationError) -> tuple[Plan, list[int]] | None:
+    """The plan without its invalid parts (and the original index of each worker kept), or None when too little is left."""
+    if not isinstance(data, dict) or not isinstance(data.get("workers"), list):
+        return None
+    bad_top: set[str] = set()
+    bad_workers: set[int] = set()
+    for error in exc.errors(include_url=False):
+        loc = tuple(error["loc"])
+        if not loc:
+            return None
+        if loc[0] == "workers" and len(loc) >= 2 and isinstance(loc[1], int):
+            bad_workers.add(loc[1])
+        else:
+            bad_top.add(str(loc[0]))
+    if bad_top & set(_NEEDED):
+        return None
+    part = {key: value for key, value in data.items() if key not in bad_top}
+    indexes = [i for i in range(len(data["workers"])) if i not in bad_workers]
+    part["workers"] = [data["workers"][i] for i in indexes]
+    if not indexes:
+        return None
+    try:
+        return Plan.model_validate(part), indexes
+    except ValidationError:
+        return None
+
+
+def _resolution_problems(plan: Plan, settings: Settings, source: str, indexes: list[int]) -> list[str]:
+    try:
+        _resolve(plan, settings, source, indexes)
+    except ConfigError as exc:
+        return exc.message.splitlines()
+    return []
 
 
 def _locate(data: Any, loc: tuple[int | str, ...]) -> str:
@@ -347,6 +409,11 @@ def _checkout(plan: Plan, settings: Settings) -> Path | None:
 
 def resolve_plan(plan: Plan, settings: Settings, *, source: str = "plan.toml") -> ResolvedPlan:
     """Apply policy and the Layout Contract to a validated plan: kinds, branches, names, placement and claim overlaps."""
+    return _resolve(plan, settings, source, list(range(len(plan.workers))))
+
+
+def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) -> ResolvedPlan:
+    """resolve_plan, naming each worker by ``indexes`` (its place in the file, when invalid entries were left out)."""
     repo = repo_layout(settings.src_root, plan.organization, plan.repo, _checkout(plan, settings))
     problems: list[str] = []
     layers = overlay_layers(repo.checkout, settings.policy_dir, settings.home)
@@ -375,7 +442,7 @@ def resolve_plan(plan: Plan, settings: Settings, *, source: str = "plan.toml") -
     first_on_branch: dict[str, ResolvedWorker] = {}
     tasks: dict[str, int] = {}
     labels: dict[str, str] = {}
-    for index, worker in enumerate(plan.workers):
+    for index, worker in zip(indexes, plan.workers, strict=True):
         where = f"{source}: workers[{index}] ({worker.task})"
         if worker.task in tasks:
             problems.append(f"{where}.task: {quote(worker.task)} is already the task label of workers[{tasks[worker.task]}]; task labels and agent names must be unique")
@@ -412,10 +479,31 @@ def resolve_plan(plan: Plan, settings: Settings, *, source: str = "plan.toml") -
         first_on_branch.setdefault(worker.branch, entry)
         resolved.append(entry)
     problems.extend(_overlap_problems(resolved, source))
-    problems.extend(_integration_problems(plan, source, branch_problem, is_base))
+    problems.extend(_integration_problems(plan, source, branch_problem, is_base, indexes))
     if problems:
         raise ConfigError("\n".join(problems))
-    return ResolvedPlan(source=source, plan=plan, repo=repo, policy=effective, workers=tuple(resolved))
+    return ResolvedPlan(source=source, plan=plan, repo=repo, policy=effective, workers=tuple(resolved), warnings=tuple(_warnings(plan, resolved, source)))
+
+
+def _warnings(plan: Plan, workers: list[ResolvedWorker], source: str) -> list[str]:
+    """What is valid but probably not meant: said by `orch plan check` (text and JSON), never an error."""
+    warnings = [
+        f"{source}: workers[{w.index}] ({w.task}).verify: no verification command; orch can check the worker's commits and "
+        "claim, but re-runs no test before accepting"
+        for w in workers
+        if not w.worker.verify
+    ]
+    # Only a concurrency the plan sets: the default (4) above a small plan's size is not a choice anyone made.
+    if "concurrency" in plan.defaults.model_fields_set and plan.defaults.concurrency > len(workers):
+        warnings.append(
+            f"{source}: defaults.concurrency: {plan.defaults.concurrency} is more than the {_count(len(workers), 'worker')} "
+            f"of this plan; at most {len(workers)} run at once"
+        )
+    return warnings
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _overlap_problems(workers: list[ResolvedWorker], source: str) -> list[str]:
@@ -433,7 +521,9 @@ def _overlap_problems(workers: list[ResolvedWorker], source: str) -> list[str]:
     return problems
 
 
-def _integration_problems(plan: Plan, source: str, branch_problem: Callable[[str], str | None], is_base: Callable[[str], bool]) -> list[str]:
+def _integration_problems(
+    plan: Plan, source: str, branch_problem: Callable[[str], str | None], is_base: Callable[[str], bool], indexes: list[int]
+) -> list[str]:
     branch = plan.integration.branch
     if branch is None:
         return []
@@ -442,7 +532,7 @@ def _integration_problems(plan: Plan, source: str, branch_problem: Callable[[str
         return [f"{where}: {problem}"]
     if is_base(branch):
         return [f"{where}: {quote(branch)} is the base; integration needs a dedicated branch"]
-    for index, worker in enumerate(plan.workers):
+    for index, worker in zip(indexes, plan.workers, strict=True):
         if worker.branch == branch:
             return [f"{where}: {quote(branch)} is the branch of workers[{index}] ({worker.task}); integration needs a dedicated branch"]
     return []
@@ -466,6 +556,7 @@ def check_report(resolved: ResolvedPlan) -> dict[str, Any]:
         "defaults": plan.defaults.model_dump(mode="json", exclude={"kind"}),
         "integration": plan.integration.model_dump(mode="json"),
         "policy": {field: {"value": value, "source": effective.sources[field]} for field, value in effective.policy.model_dump(mode="json").items()},
+        "warnings": list(resolved.warnings),
         "workers": [
             {
                 "task": w.task,
@@ -485,8 +576,11 @@ def check_report(resolved: ResolvedPlan) -> dict[str, Any]:
     }
 
 
-def render_check(resolved: ResolvedPlan) -> str:
-    """The `orch plan check` text: a summary, the effective policy table and the worker table, ending in a newline."""
+def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
+    """The `orch plan check` text: a summary, warnings, the policy and worker tables, ending in a newline.
+
+    ``width`` (the terminal's columns): a table wider than that is shown as one block per row instead.
+    """
     plan, repo, effective = resolved.plan, resolved.repo, resolved.policy
     d = plan.defaults
     integration = f"on: accepted workers merge into {plan.integration.branch}" if plan.integration.enabled else "off (report only)"
@@ -509,25 +603,36 @@ def render_check(resolved: ResolvedPlan) -> str:
             w.worktree.label,
             str(w.worktree.path),
             ", ".join(w.worker.claim) or "(read-only)",
-            len(w.worker.verify),
+            str(len(w.worker.verify)),
             w.mode,
         )
         for w in resolved.workers
     ]
+    warnings = "".join(f"warning: {line}\n" for line in resolved.warnings)
     return (
-        f"plan {resolved.source}: valid, {len(resolved.workers)} workers\n\n"
+        f"plan {resolved.source}: valid, {len(resolved.workers)} workers\n"
+        + (f"{warnings}" if warnings else "")
+        + "\n"
         + tabulate(summary, tablefmt="plain")
         + "\n\n"
-        + tabulate(policy_rows, headers=("policy", "value", "source"), tablefmt="simple")
+        + _table(policy_rows, ("policy", "value", "source"), width)
         + "\n\n"
-        + tabulate(
-            worker_rows,
-            headers=("task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode"),
-            tablefmt="simple",
-            disable_numparse=True,
-        )
+        + _table(worker_rows, ("task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode"), width)
         + "\n"
     )
+
+
+def _table(rows: list[tuple[str, ...]], headers: tuple[str, ...], width: int | None) -> str:
+    """A table, or (wider than ``width``) one block per row: its first cell, then `header  value` lines."""
+    table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    if width is None or max(len(line) for line in table.splitlines()) <= width:
+        return table
+    pad = max(len(h) for h in headers[1:])
+    blocks = []
+    for row in rows:
+        lines = [f"{headers[0]} {row[0]}"] + [f"  {header:<{pad}}  {value}" for header, value in zip(headers[1:], row[1:], strict=True)]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
 
 
 def _policy_value(value: object) -> str:
@@ -566,6 +671,11 @@ def render_reference() -> str:
         "(`<branch-folder>` is the branch lowercased with `/` replaced by `-`; `src_root` is `$ORCH_SRC_ROOT`, default `~/src`).",
         "A later worker naming the same branch is a sibling: a pane split in the same tab, sharing the checkout, so its",
         "claim must not overlap any other claim in that checkout (two globs count as overlapping unless orch can prove them disjoint).",
+        "",
+        f"Sizes are limited: `objective` and `deliverable` at most {TEXT_MAX} characters, an answer at most {ANSWER_MAX}; every",
+        f"list at most {LIST_MAX} entries of at most {ITEM_MAX} characters each; at most {WORKERS_MAX} workers; `concurrency` at most {CONCURRENCY_MAX}.",
+        "`orch plan check` reports every problem in one pass (with a \"did you mean\" for a misspelt key) and warns about a",
+        "worker without `verify` commands and about a `concurrency` above the number of workers.",
         "",
     ]
     for title, model in _SECTIONS:

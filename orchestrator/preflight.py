@@ -338,6 +338,13 @@ class _Preflight:
         value = self.engine.env.get("HERDR_ENV")
         if value != "1":
             shown = "unset" if value is None else f"{quote(value)}"
+            if self.engine.controller == "run":
+                # `orch run` is typed by a person, not an agent following SKILL.md: say what to do in their terms.
+                raise _Stop(
+                    f"HERDR_ENV is {shown}",
+                    "orch run works only inside herdr, and this shell is not in a herdr pane (HERDR_ENV is not 1)",
+                    "start herdr, then run `orch run PLAN` from a shell in one of its panes; `orch demo` shows a whole run without herdr",
+                )
             raise _Stop(
                 f"HERDR_ENV is {shown}",
                 "this agent is outside herdr (HERDR_ENV is not 1); stop: orch orchestrates only from a herdr pane",

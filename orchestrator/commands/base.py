@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from pydantic import BaseModel
 
-from orchestrator.engine import Engine
+if TYPE_CHECKING:  # imported when a command first needs an engine: `orch --version` stays cheap
+    from pydantic import BaseModel
+
+    from orchestrator.engine import Engine
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -21,13 +23,15 @@ def engine_from(ctx: click.Context) -> Engine:
     root.ensure_object(dict)
     obj: dict[str, Any] = root.obj
     if "engine" not in obj:
+        from orchestrator.engine import Engine
+
         verbose = obj.get("verbose", False)
 
         def echo_call(call: Any) -> None:
             if verbose:
                 click.echo(f"herdr: {' '.join(call.argv)} -> {call.returncode}", err=True)
 
-        engine = Engine.from_env(dict(os.environ), herdr_binary=obj.get("herdr"), echo=progress_echo, on_call=echo_call)
+        engine = Engine.from_env(dict(os.environ), herdr_binary=obj.get("herdr"), echo=progress_echo, on_call=echo_call, defer_herdr=True)
         obj["engine"] = engine
         root.call_on_close(engine.close)
     engine_: Engine = obj["engine"]
@@ -49,9 +53,19 @@ def run_option(func: F) -> F:
     return click.option("--run", "run_id", metavar="RUN_ID", help="Run id (default: the newest unfinished run of this pane).")(func)
 
 
+def echo_json(doc: Any) -> None:
+    """Print one JSON document on stdout, and note it: a failure raised afterwards must not print a second one."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        root = ctx.find_root()
+        root.ensure_object(dict)
+        root.obj["emitted"] = True
+    click.echo(json.dumps(doc, indent=2))
+
+
 def emit(result: BaseModel, as_json: bool, render: Callable[[Any], str]) -> None:
     """Print a result: its JSON (stable, for agents) or its human rendering."""
     if as_json:
-        click.echo(json.dumps(result.model_dump(mode="json"), indent=2))
+        echo_json(result.model_dump(mode="json"))
     else:
         click.echo(render(result), nl=False)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
 
-from orchestrator.demo import closing_lines, run_demo
-from orchestrator.report import render_report
+from orchestrator.commands.base import echo_json
 
 
 @click.command("demo")
@@ -36,12 +34,16 @@ def demo(ctx: click.Context, keep_going: bool, as_json: bool) -> None:
       orch demo --json > outcome.json
     """
 
+    # Imported here: the simulator is loaded by `orch demo` and by no other command.
+    from orchestrator.demo import closing_lines, run_demo
+    from orchestrator.report import render_report
+
     def say(line: str) -> None:
         click.echo(line, err=as_json)
 
     outcome = run_demo(out=say, progress_stream=sys.stderr, keep_going=keep_going)
     if as_json:
-        click.echo(json.dumps(outcome.model_dump(mode="json"), indent=2))
+        echo_json(outcome.model_dump(mode="json"))
         for line in closing_lines(outcome):
             click.echo(line, err=True)
     else:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from orchestrator.briefing import brief
-from orchestrator.commands.base import emit, engine_from, json_option, run_option
+from orchestrator.commands.base import echo_json, emit, engine_from, json_option, run_option
 from orchestrator.dispatch import dispatch as dispatch_phase
 from orchestrator.dispatch import render_dispatch
 from orchestrator.errors import ExitCode
@@ -65,6 +63,6 @@ def packet_show(ctx: click.Context, task: str, run_id: str | None, as_json: bool
     if as_json:
         doc = {"task": task, "path": str(briefing.path), "bytes": briefing.size, "sha256": briefing.sha256,
                "moved": {k: str(v) for k, v in briefing.moved.items()}, "packet": briefing.packet.model_dump(mode="json"), "text": briefing.text}
-        click.echo(json.dumps(doc, indent=2))
+        echo_json(doc)
     else:
         click.echo(briefing.text, nl=False)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from pathlib import Path
 
 import click
 
+from orchestrator.commands.base import echo_json
 from orchestrator.config import Settings
 from orchestrator.plan import Plan, check_report, load_plan, render_check
 
@@ -23,7 +26,7 @@ def plan() -> None:
 
 
 @plan.command("check")
-@click.argument("plan_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("plan_file", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def plan_check(plan_file: Path, as_json: bool) -> None:
     """Validate PLAN_FILE and show what would be provisioned; nothing is changed.
@@ -34,9 +37,11 @@ def plan_check(plan_file: Path, as_json: bool) -> None:
     """
     resolved = load_plan(plan_file, Settings.from_env())
     if as_json:
-        click.echo(json.dumps(check_report(resolved), indent=2))
+        echo_json(check_report(resolved))
     else:
-        click.echo(render_check(resolved), nl=False)
+        # Fit the terminal; a pipe or file gets whole tables (one line per worker) to grep.
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        click.echo(render_check(resolved, width), nl=False)
 
 
 @plan.command("schema")

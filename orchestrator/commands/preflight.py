@@ -14,7 +14,7 @@ from orchestrator.preflight import render_preflight
 
 
 @click.command("preflight")
-@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
 @json_option
 @click.pass_context
 def preflight(ctx: click.Context, plan_file: Path, as_json: bool) -> None:

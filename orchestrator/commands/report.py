@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import click
 
+from typing import TYPE_CHECKING
+
 from orchestrator.commands.base import emit, engine_from, json_option, run_option
-from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from orchestrator.report import render_report, write_report
-from orchestrator.status import build_run_list, build_status, render_run_list, render_status
-from registry import Run
+
+if TYPE_CHECKING:
+    from orchestrator.engine import Engine
+    from registry import Run
 
 
 def pick_run(engine: Engine, run_id: str | None) -> Run:
@@ -21,7 +23,7 @@ def pick_run(engine: Engine, run_id: str | None) -> Run:
     except OrchError:
         runs = engine.ledger.list_runs()
         if not runs:
-            raise OrchError(f"no run in {engine.ledger_path}", hint="start one with `orch preflight PLAN`") from None
+            raise OrchError(f"no run in {engine.ledger_path}", hint="start one with `orch run PLAN` (step by step: `orch preflight PLAN`)") from None
         mine = [r for r in runs if r.controller_target == engine.env.get("HERDR_PANE_ID")]
         return max(mine or runs, key=lambda r: r.created_at)
 
@@ -41,6 +43,8 @@ def report(ctx: click.Context, run_id: str | None, as_json: bool, as_markdown: b
       orch report
       orch report --run w1:p1-20260101T000000Z --json
     """
+    from orchestrator.report import render_report, write_report  # not loaded by `orch status`
+
     if as_json and as_markdown:
         raise click.UsageError("--json and --markdown are exclusive")
     engine = engine_from(ctx)
@@ -66,6 +70,8 @@ def status(ctx: click.Context, run_id: str | None, all_runs: bool, as_json: bool
       orch status
       orch status --all --json
     """
+    from orchestrator.status import build_run_list, build_status, render_run_list, render_status
+
     engine = engine_from(ctx)
     if all_runs:
         if run_id is not None:

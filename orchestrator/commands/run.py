@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from orchestrator.commands.base import emit, engine_from, json_option
+from orchestrator.plan import load_plan
 from orchestrator.progress import Progress
 from orchestrator.report import render_report
 from orchestrator.run import RunOutcome, resume_run, run_plan
@@ -27,7 +28,7 @@ def _finish(ctx: click.Context, outcome: RunOutcome, as_json: bool) -> None:
 
 
 @click.command("run")
-@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
 @_KEEP
 @_INTERVAL
 @json_option
@@ -49,6 +50,8 @@ def run(ctx: click.Context, plan_file: Path, keep: tuple[str, ...], interval_s: 
     """
     engine = engine_from(ctx)
     engine.controller = "run"
+    # A person's first mistakes are in the plan: say those before anything about herdr.
+    load_plan(plan_file, engine.settings)
     progress = Progress(sys.stderr)
     _finish(ctx, run_plan(engine, plan_file, progress, keep=keep, interval_s=interval_s), as_json)
 

@@ -32,7 +32,11 @@ def walk(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[t
     """Every command and group under ``command``, with its path below `orch`."""
     yield path, command
     if isinstance(command, click.Group):
-        for name, sub in sorted(command.commands.items()):
+        # The root loads its commands lazily: ask it, as click does, rather than reading `.commands`.
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, name
             yield from walk(sub, (*path, name))
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -76,7 +77,7 @@ CASES = {
     "plan with a typo": (
         ["plan", "check", "{tmp}/typo.toml", "--json"], 1,
         "orch: {tmp}/typo.toml: workers[0] (busy).objective: is required\n"
-        "orch: {tmp}/typo.toml: workers[0] (busy).objectve: is not a known field\n",
+        "orch: {tmp}/typo.toml: workers[0] (busy).objectve: is not a known field; did you mean `objective`?\n",
     ),
     "unknown run": (
         ["status", "--run", "nope", "--json"], 1,
@@ -152,10 +153,103 @@ def test_preflight_with_herdr_missing_exits_3_like_every_command(home: Path) -> 
 def test_status_and_report_on_an_empty_ledger_say_how_to_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCH_HOME", str(tmp_path / "orch-home"))
     ledger = tmp_path / "orch-home" / "ledger.sqlite3"
+    hint = "start one with `orch run PLAN` (step by step: `orch preflight PLAN`)"
+    failure = {"ok": False, "error": "OrchError", "reason": f"no run in {ledger}", "problems": [f"no run in {ledger}"], "hint": hint, "exit_code": 1}
     for command in (["status"], ["status", "--json"], ["report"]):
         done = CliRunner().invoke(cli, command, prog_name="orch")
-        assert (done.exit_code, done.stdout, done.stderr) == (
-            1, "", f"orch: no run in {ledger}\nhint: start one with `orch preflight PLAN`\n",
-        ), command  # fmt: skip
+        stdout = json.dumps(failure, indent=2) + "\n" if "--json" in command else ""
+        assert (done.exit_code, done.stdout, done.stderr) == (1, stdout, f"orch: no run in {ledger}\nhint: {hint}\n"), command
     listed = CliRunner().invoke(cli, ["status", "--all"], prog_name="orch")
     assert (listed.exit_code, listed.stdout) == (0, "no runs\n")
+
+
+# One failing command line per command with --json (a new command must add its own): stdout is then one JSON document.
+JSON_FAILURES = {
+    "answer": (["answer", "--run", RUN, "nope", "yes"], 1),
+    "demo": (["demo", "--no-such-option"], 2),
+    "dispatch": (["dispatch", "--run", "nope"], 1),
+    "inbox add": (["inbox", "add", "--run", RUN], 1),
+    "inbox list": (["inbox", "list", "--run", "nope"], 1),
+    "integrate": (["integrate", "--run", "nope"], 1),
+    "observe": (["observe", "--run", RUN, "--once"], 3),
+    "packet show": (["packet", "show", "nope", "--run", "nope"], 1),
+    "plan check": (["plan", "check", "{tmp}/nope.toml"], 1),
+    "preflight": (["preflight", "{tmp}/nope.toml"], 1),
+    "provision": (["provision", "--run", "nope"], 1),
+    "report": (["report", "--run", "nope"], 1),
+    "resume": (["resume", "nope"], 1),
+    "retire": (["retire", "--run", RUN, "--keep", "nope"], 1),
+    "run": (["run", "{tmp}/nope.toml"], 1),
+    "send": (["send", "--run", RUN, "done", "--kind", "stop", "Stop."], 1),
+    "status": (["status", "--run", "nope"], 1),
+    "verify": (["verify", "--run", RUN, "--task", "nope"], 1),
+}
+
+
+def _json_leaves() -> set[str]:
+    import click
+
+    ctx = click.Context(cli)
+    leaves = set()
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        subs = command.commands.items() if isinstance(command, click.Group) else [("", command)]
+        for sub_name, sub in subs:
+            if any("--json" in getattr(param, "opts", []) for param in sub.params):
+                leaves.add(f"{name} {sub_name}".strip())
+    return leaves
+
+
+def test_every_json_command_has_a_failure_case() -> None:
+    assert sorted(_json_leaves()) == sorted(JSON_FAILURES)
+
+
+@pytest.mark.parametrize("name", JSON_FAILURES)
+def test_every_command_prints_json_on_stdout_when_it_fails_under_json(home: Path, name: str) -> None:
+    argv, code = JSON_FAILURES[name]
+    done = CliRunner().invoke(cli, [*(arg.format(tmp=home) for arg in argv), "--json"], input="", prog_name="orch")
+    assert done.exit_code == code, (done.stdout, done.stderr, done.exception)
+    doc = json.loads(done.stdout)
+    assert doc["ok"] is False
+    # preflight's failure is part of its checklist result; every other command prints the failure document.
+    failure = doc["failure"] if name == "preflight" else doc
+    assert failure["exit_code"] == code
+    assert failure["reason"] and failure["reason"] in done.stderr, done.stderr
+    assert "hint" in failure
+
+
+def test_a_usage_error_under_json_is_a_json_document_with_exit_2(home: Path) -> None:
+    done = CliRunner().invoke(cli, ["status", "--json", "--bogus"], prog_name="orch")
+    assert done.exit_code == 2
+    doc = json.loads(done.stdout)
+    reason = doc.pop("reason")  # click's own wording, which changes between click versions
+    assert "--bogus" in reason and reason in done.stderr
+    assert doc == {"ok": False, "error": "UsageError", "problems": [reason], "hint": "`orch status --help` shows the usage", "exit_code": 2}
+
+
+def test_json_failure_from_the_installed_orch_fills_the_redirected_file(home: Path) -> None:
+    import shutil
+    import subprocess
+
+    orch = shutil.which("orch")
+    assert orch is not None
+    out = home / "outcome.json"
+    with out.open("w") as stdout:
+        done = subprocess.run([orch, "run", str(home / "nope.toml"), "--json"], stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert json.loads(out.read_text())["exit_code"] == 1
+
+
+def test_run_outside_herdr_speaks_to_a_person_and_reports_a_missing_plan_first(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HERDR_ENV")
+    (home / "plan.toml").write_text(PLAN.format(task="busy"))
+    before = _ledger_dump(home / "orch-home" / "ledger.sqlite3")
+    missing = CliRunner().invoke(cli, ["run", str(home / "nope.toml")], prog_name="orch")
+    assert (missing.exit_code, missing.stderr) == (1, f"orch: {home}/nope.toml: no such file\n")
+    outside = CliRunner().invoke(cli, ["run", str(home / "plan.toml")], prog_name="orch")
+    assert (outside.exit_code, outside.stderr) == (
+        1,
+        "orch: orch run works only inside herdr, and this shell is not in a herdr pane (HERDR_ENV is not 1)\n"
+        "hint: start herdr, then run `orch run PLAN` from a shell in one of its panes; `orch demo` shows a whole run without herdr\n",
+    )
+    assert _ledger_dump(home / "orch-home" / "ledger.sqlite3") == before

@@ -77,3 +77,17 @@ def test_schema_is_json_schema_that_accepts_the_example(orch: CliRunner, golden:
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(read_toml(ROOT / "examples" / "plan.toml", "plan.toml"), schema)
     golden("plan_schema.json", result.stdout)
+
+
+def test_check_prints_warnings_under_the_verdict(orch: CliRunner, tmp_path: Path) -> None:
+    plan = (ROOT / "examples" / "plan.toml").read_text().replace("concurrency = 2", "concurrency = 5")
+    (tmp_path / "plan.toml").write_text(plan)
+    result = run(orch, tmp_path, "plan", "check", "plan.toml")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[:3] == [
+        "plan plan.toml: valid, 3 workers",
+        "warning: plan.toml: defaults.concurrency: 5 is more than the 3 workers of this plan; at most 3 run at once",
+        "",
+    ]
+    as_json = run(orch, tmp_path, "plan", "check", "plan.toml", "--json")
+    assert json.loads(as_json.stdout)["warnings"] == ["plan.toml: defaults.concurrency: 5 is more than the 3 workers of this plan; at most 3 run at once"]

@@ -221,3 +221,106 @@ def test_plan_reference_is_generated_from_the_model() -> None:
     if os.environ.get("ORCH_UPDATE_GOLDEN") == "1":
         path.write_text(render_reference())
     assert path.read_text() == render_reference()
+
+
+# --- one pass, limits, warnings, unreadable files ------------------------------------------------------------------
+
+
+def test_schema_and_placement_problems_come_in_one_pass(tmp_path: Path, settings: Settings) -> None:
+    # Before, the branch and overlap problems of the valid workers appeared only after the schema problems were fixed.
+    text = HEAD + "[defaults]\nconcurrency = 10000\n"
+    text += worker("one", "feat/a", 'claim = ["src/"]', 'verfy = ["pytest"]')
+    text += worker("two", "Feat/b")
+    text += worker("three", "feat/c", 'claim = ["src/"]')
+    text += worker("four", "feat/c", 'claim = ["src/x.py"]')
+    assert problems(tmp_path, settings, text) == [
+        "plan.toml: defaults.concurrency: must be less than or equal to 32, got 10000",
+        "plan.toml: workers[0] (one).verfy: is not a known field; did you mean `verify`?",
+        'plan.toml: workers[1] (two).branch: "Feat/b" is not a Conventional Branch: type "Feat" is not one of build, chore, ci, docs, feat, fix, perf, refactor, revert, style, test',
+        'plan.toml: workers[3] (four).claim: "src/x.py" may overlap "src/" claimed by workers[2] (three) in the same checkout (feat/c); orch counts two globs as overlapping unless it can prove them disjoint',
+    ]
+
+
+def test_did_you_mean_covers_every_table(tmp_path: Path, settings: Settings) -> None:
+    text = HEAD.replace("repo =", "rpeo = \"x\"\nrepo =") + "[defualts]\n[integration]\nenabeld = true\n"
+    text += worker("one", "feat/a", "[[workers.answers]]", 'wen = "x"', 'answer = "y"')
+    assert problems(tmp_path, settings, text) == [
+        "plan.toml: integration.enabeld: is not a known field; did you mean `enabled`?",
+        "plan.toml: workers[0] (one).answers[0].when: is required",
+        "plan.toml: workers[0] (one).answers[0].wen: is not a known field; did you mean `when`?",
+        "plan.toml: rpeo: is not a known field; did you mean `repo`?",
+        "plan.toml: defualts: is not a known field; did you mean `defaults`?",
+    ]
+
+
+def test_field_sizes_are_limited_and_never_echoed_whole(tmp_path: Path, settings: Settings) -> None:
+    text = HEAD + worker("one", "feat/a").replace('objective = "o"', f'objective = "{"x" * 1_000_000}"')
+    text += worker("two", "feat/b", f"scope = {['s'] * 101}".replace("'", '"'), f'verify = ["{"v" * 2001}"]')
+    assert problems(tmp_path, settings, text) == [
+        "plan.toml: workers[0] (one).objective: is 1000000 characters long; at most 100000 are allowed",
+        "plan.toml: workers[1] (two).scope: has 101 items; at most 100 are allowed",
+        "plan.toml: workers[1] (two).verify[0]: is 2001 characters long; at most 2000 are allowed",
+    ]
+
+
+def test_warnings_for_no_verify_and_idle_concurrency(tmp_path: Path, settings: Settings) -> None:
+    (tmp_path / "plan.toml").write_text(HEAD + "[defaults]\nconcurrency = 3\n" + worker("one", "feat/a", 'verify = ["pytest"]') + worker("two", "feat/b"))
+    resolved = load_plan(tmp_path / "plan.toml", settings, display="plan.toml")
+    assert resolved.warnings == (
+        "plan.toml: workers[1] (two).verify: no verification command; orch can check the worker's commits and claim, but re-runs no test before accepting",
+        "plan.toml: defaults.concurrency: 3 is more than the 2 workers of this plan; at most 2 run at once",
+    )
+
+
+def test_a_bom_is_accepted_and_a_bad_byte_is_named_by_line(tmp_path: Path, settings: Settings) -> None:
+    text = HEAD + worker("one", "feat/a", 'verify = ["pytest"]')
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + text.encode())
+    assert [w.task for w in load_plan(tmp_path / "bom.toml", settings).workers] == ["one"]
+    (tmp_path / "latin1.toml").write_bytes(text.replace('"o"', '"caf\xe9"').encode("latin-1"))
+    with pytest.raises(ConfigError) as caught:
+        load_plan(tmp_path / "latin1.toml", settings, display="latin1.toml")
+    assert caught.value.message == "latin1.toml:7:17: not UTF-8 (byte 0xe9); save the file as UTF-8"
+
+
+def test_every_unreadable_plan_is_one_line_and_exit_1(tmp_path: Path, settings: Settings) -> None:
+    from click.testing import CliRunner
+
+    from orchestrator.cli import cli
+
+    locked = tmp_path / "locked.toml"
+    locked.write_text(HEAD)
+    locked.chmod(0)
+    expected = {
+        str(tmp_path / "missing.toml"): "no such file",
+        str(tmp_path): "is a directory, not a file",
+        str(locked): "cannot read: permission denied",
+    }
+    if os.access(locked, os.R_OK):
+        expected.pop(str(locked))  # root reads anything
+    try:
+        for path, reason in expected.items():
+            done = CliRunner().invoke(cli, ["plan", "check", path])
+            assert (done.exit_code, done.stdout, done.stderr) == (1, "", f"orch: {path}: {reason}\n")
+    finally:
+        locked.chmod(0o644)
+
+
+def test_check_tables_fit_the_terminal(settings: Settings) -> None:
+    from orchestrator.plan import render_check
+
+    resolved = load_plan(EXAMPLE, settings, display="examples/plan.toml")
+    wide = render_check(resolved)
+    assert max(len(line) for line in wide.splitlines()) > 200  # one line per worker when nothing limits the width
+    narrow = render_check(resolved, width=100)
+    assert max(len(line) for line in narrow.splitlines()) <= 100
+    assert narrow.split("\n\n")[-3:] == [
+        "task api-pagination\n  agent      api-pagination\n  kind       codex\n  placement  worktree\n  branch     feat/api-pagination\n"
+        "  tab label  widgets-feat-api-pagination\n  worktree   /src/acme/widgets.worktrees/widgets-feat-api-pagination\n"
+        "  claim      src/widgets/api/**\n  checks     1\n  mode       direct",
+        "task api-tests\n  agent      api-tests\n  kind       codex\n  placement  sibling of api-pagination\n  branch     feat/api-pagination\n"
+        "  tab label  widgets-feat-api-pagination\n  worktree   /src/acme/widgets.worktrees/widgets-feat-api-pagination\n"
+        "  claim      tests/api/test_pagination.py\n  checks     1\n  mode       direct",
+        "task pagination-docs\n  agent      pagination-docs\n  kind       claude\n  placement  worktree\n  branch     docs/pagination-guide\n"
+        "  tab label  widgets-docs-pagination-guide\n  worktree   /src/acme/widgets.worktrees/widgets-docs-pagination-guide\n"
+        "  claim      docs/pagination.md, docs/index.md\n  checks     1\n  mode       direct\n",
+    ]

@@ -385,6 +385,6 @@ def test_unknown_run_is_one_line(orch_home: Path) -> None:
 
 def test_empty_ledger(orch_home: Path) -> None:
     result = invoke("status")
-    assert (result.exit_code, result.stderr) == (1, f"orch: no run in {orch_home / 'ledger.sqlite3'}\nhint: start one with `orch preflight PLAN`\n")
+    assert (result.exit_code, result.stderr) == (1, f"orch: no run in {orch_home / 'ledger.sqlite3'}\nhint: start one with `orch run PLAN` (step by step: `orch preflight PLAN`)\n")
     result = invoke("status", "--all")
     assert (result.exit_code, result.stdout) == (0, "no runs\n")
