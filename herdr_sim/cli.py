@@ -618,10 +618,11 @@ class Cli:
             name = tmux_key(key)
             if name is None:
                 raise ApiError("invalid_key", f"unsupported key {key}")
-            if name == "S-Tab" and not self.profile.shift_tab:
+            if name == "S-Tab":
                 # v0.7.5 src/config/keybinds.rs:1232-1235, src/pane/input.rs:16,208: Shift is dropped, a plain Tab goes
-                # out; 0.8.2 (commit adb50cba, #1561) sends a real Shift+Tab.
-                name = "Tab"
+                # out; 0.8.2 (commit adb50cba, #1561) sends a real Shift+Tab, which tmux calls BTab (it would type
+                # "S-Tab" literally).
+                name = "BTab" if self.profile.shift_tab else "Tab"
             mapped.append(name)
         return mapped
 

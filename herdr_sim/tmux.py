@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 TIMEOUT = 10.0
 WIDTH, HEIGHT = 120, 40  # herdr 0.8.2's headless size; 0.7.5's is 80x24 (herdr_sim.versions)
 SHELL_ARGV = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "bash", "--norc", "--noprofile"]
+ARGV_ENV = ("PATH", "TERM_PROGRAM", "TERM_PROGRAM_VERSION")  # variables tmux would override in a new pane
 
 
 class TmuxError(RuntimeError):
@@ -56,9 +58,17 @@ class Tmux:
         args = ["new-session", "-d", "-s", session, "-x", str(self.width), "-y", str(self.height), "-c", cwd]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
-        # tmux replaces a new pane's PATH with the PATH of the client that ran the command (spawn.c), whatever -e
-        # says; `env PATH=…` in the pane's own argv is the only way the pane keeps <home>/bin first.
-        shell = [*SHELL_ARGV[:-3], f"PATH={env['PATH']}", *SHELL_ARGV[-3:]] if "PATH" in env else SHELL_ARGV
+        # tmux replaces a new pane's PATH with the PATH of the client that ran the command and sets its own
+        # TERM_PROGRAM (spawn.c), whatever -e says; `env NAME=…` in the pane's own argv is the only way the pane gets
+        # herdr's values (<home>/bin first on PATH; herdr 0.9's TERM_PROGRAM=herdr, else the outer terminal's).
+        assigns, unsets = [], []
+        for name in ARGV_ENV:
+            value = env.get(name, os.environ.get(name) if name != "PATH" else None)
+            if value is not None:
+                assigns.append(f"{name}={value}")
+            elif name != "PATH":
+                unsets += ["-u", name]
+        shell = [*SHELL_ARGV[:-3], *unsets, *assigns, *SHELL_ARGV[-3:]]
         args += ["-P", "-F", "#{pane_id} #{pane_pid}", "--", *shell]
         out = self.run(*args).split()
         return out[0], int(out[1])

@@ -698,8 +698,9 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
     except HerdrWaitExpired as exc:
         screen = _screen(engine, pane_id)
         executable = facts(planned.kind).executable
-        if any(pattern.format(exe=executable) in screen for pattern in _NOT_FOUND):
-            raise _Fail("agent", f"{planned.kind} is not installed on this machine: herdr typed `{executable}` into pane {pane_id} and its shell said {_last_lines(screen, 1)}") from None
+        said = next((line for line in reversed(screen.splitlines()) if any(p.format(exe=executable) in line for p in _NOT_FOUND)), None)
+        if said is not None:
+            raise _Fail("agent", f"{planned.kind} is not installed on this machine: herdr typed `{executable}` into pane {pane_id} and its shell said {_last_lines(said, 1)}") from None
         raise _Fail("agent", f"agent start failed: {exc.message}; its pane shows {_last_lines(screen)}") from None
     except HerdrError as exc:
         raise _Fail("agent", f"agent start failed: {exc.message}") from None

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from herdr_sim import versions
+from herdr_sim.testing import eventually
 from orchestrator.engine import Engine
 from orchestrator.herdr_models import WorktreeListResult
 from orchestrator.plan import load_plan
@@ -305,3 +307,47 @@ def test_plan_first_without_a_known_plan_mode_fails_before_anything_starts(world
     out = world.orch("provision", "--json")
     assert out.returncode == 1
     assert [(w.state, w.already) for w in ProvisionResult.model_validate_json(out.stdout).workers] == [("failed", True)]
+
+
+DIALOG = "Do you trust the contents of this directory?"
+
+
+def test_an_agent_blocked_at_start_up_is_diagnosed_from_its_screen_and_a_rerun_picks_it_up(world: Any) -> None:
+    """../herdr-0.8.2/DELTA.md row 6: 0.8.2+ answer agent_not_ready and keep the name; 0.7.5 calls the agent ready."""
+    plan = ONE.replace('claim = ["src/api/**"]', f'claim = ["src/api/**"]\nagent_args = ["--sim-start-dialog", "{DIALOG}"]')
+    engine, run = prepare_run(world, plan)
+
+    result = provision(engine, run)
+
+    worker = result.workers[0]
+    if not versions.current().start_blocked_not_ready:
+        assert (worker.state, engine.ledger.get_worker(RUN_ID, "api-pagination").state) == ("ready", WorkerState.READY)
+        return
+    pane = worker.pane_id
+    assert worker.state == "provisioning"
+    assert worker.error == (
+        f'api-pagination is blocked at start-up, at a dialog in pane {pane} (its screen: "$ codex --sim-start-dialog \'{DIALOG}\'" / '
+        f'"{DIALOG}" / "Press Enter to continue"); answer it there, then run `orch provision` again: it picks up the named agent'
+    )
+    world.herdr("pane", "send-keys", pane, "Enter")  # the person answers the dialog
+    eventually(lambda: world.herdr("agent", "get", "api-pagination")["result"]["agent"].get("interactive_ready"), what="the agent ready after its dialog")
+    before = len(mutations(engine))
+
+    again = provision(engine, world.engine().ledger.get_run(RUN_ID))
+
+    assert (again.workers[0].state, again.workers[0].pane_id, "agent" in again.workers[0].reused) == ("ready", pane, True)
+    assert "agent start" not in mutations(engine)[before:]
+
+
+def test_an_agent_that_is_not_installed_is_named_instead_of_a_bare_timeout(world: Any) -> None:
+    (world.sim.paths.bin / "pi").unlink()  # this machine has no `pi`
+    plan = ONE.replace('claim = ["src/api/**"]', 'claim = ["src/api/**"]\nkind = "pi"') + "\n[defaults]\nagent_start_timeout_s = 4\n"
+    engine, run = prepare_run(world, plan)
+
+    result = provision(engine, run)
+
+    worker = result.workers[0]
+    assert (worker.state, worker.error) == (
+        "failed",
+        f'pi is not installed on this machine: herdr typed `pi` into pane {worker.pane_id} and its shell said "bash: pi: command not found"',
+    )
