@@ -10,9 +10,9 @@ from orchestrator.errors import OrchError
 from orchestrator.layout import HERDR_AGENT_KINDS
 
 if TYPE_CHECKING:
-    from orchestrator.engine import Engine
+    from orchestrator.engine import Engine, NotDone
     from orchestrator.herdr_models import HerdrFeatures
-    from registry import Worker
+    from registry import Effect, Run, Worker
 
 
 class PlanMode(BaseModel):
@@ -93,6 +93,13 @@ class KeysSent(BaseModel):
 
     target: str
     key: str
+
+
+def settle_plan_mode_key(engine: Engine, run: Run, effect: Effect) -> NotDone:
+    """Not done: the plan-mode loop reads the screen before every press, so a mode already on costs no key at all."""
+    from orchestrator.engine import NotDone
+
+    return NotDone("enter_plan_mode reads the screen before pressing again")
 
 
 def enter_plan_mode(engine: Engine, worker: Worker, *, settle_s: float = 0.5) -> str:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
+from orchestrator.inbox import message_limit, report_dir
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from packets import Packet, build_packet, render_packet
 from registry import Run, Worker
@@ -87,6 +88,8 @@ def brief(engine: Engine, run: Run, task: str, *, plan: ResolvedPlan | None = No
     path = folder / f"{task}.md"
     if save:
         folder.mkdir(parents=True, exist_ok=True)
+        # The packet names this directory as a place to write reports; it must exist when the worker reads that.
+        Path(packet.report_dir or folder).mkdir(parents=True, exist_ok=True)
         original = packet_fields(engine, run, plan, planned, worker)
         for name, target in moved.items():
             _write(target, f"# {name.capitalize()} of task {task} (run {run.run_id})\n\n{original[name]}\n")
@@ -124,6 +127,8 @@ def packet_fields(engine: Engine, run: Run, plan: ResolvedPlan, planned: Resolve
         "stop_conditions": planned.stop_conditions,
         "context_files": (),
         "callback_prefix": engine.callback_prefix(run),
+        "report_dir": str(report_dir(engine, run, planned.task)),
+        "message_limit": message_limit(engine, run),
     }
 
 

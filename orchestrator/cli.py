@@ -98,11 +98,13 @@ def error_handler(as_json: bool = False, emitted: Any = None) -> Iterator[None]:
         kind, message, hint, code = known
         if as_json and not (emitted and emitted()):
             _print_json(failure_document(kind, message, hint, code))
+        from packets.inert import inert_line  # a message may quote worker text (a path, a reason)
+
         # A multi-problem error (e.g. a plan with three mistakes) prints one `orch:` line per problem.
         for line in message.splitlines() or [kind]:
-            click.echo(f"orch: {line}", err=True)
+            click.echo(f"orch: {inert_line(line)}", err=True)
         if hint:
-            click.echo(f"hint: {hint}", err=True)
+            click.echo(f"hint: {inert_line(hint)}", err=True)
         sys.exit(code)
 
 

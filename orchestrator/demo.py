@@ -249,6 +249,17 @@ class Stage:
             problems.append(f"could not remove {self.root}")
         return self.cleanup(removed=True, problems=problems)
 
+    def drop_checkouts(self, state: Path) -> None:
+        """Remove the run folders' integration worktrees of this stage's repository, which is gone with the stage.
+
+        What they held (the demo's merges) lived in that throwaway repository; left behind they are broken checkouts.
+        """
+        for dot_git in state.glob("runs/*/integration/.git"):
+            text = dot_git.read_text(errors="replace") if dot_git.is_file() else ""
+            gitdir = Path(text.removeprefix("gitdir:").strip()) if text.startswith("gitdir:") else None
+            if gitdir is not None and gitdir.is_relative_to(self.root):
+                shutil.rmtree(dot_git.parent, ignore_errors=True)
+
     def cleanup(self, *, removed: bool, problems: list[str] | None = None) -> Cleanup:
         """The clean-up record (also for a kept stage, then listing what still runs)."""
         if not removed:
@@ -309,7 +320,7 @@ def run_demo(
             plan.write_text(plan_text, encoding="utf-8")
             pane_env = stage.start()
             pane_env["ORCH_HOME"] = str(home)
-            engine = Engine.from_env(pane_env, herdr_binary=str(stage.sim_home / "bin" / "herdr"))
+            engine = Engine.from_env(pane_env, herdr_binary=str(stage.sim_home / "bin" / "herdr"), log_calls=True)
             engine.controller = "run"
             try:
                 outcome = run_plan(engine, plan, Progress(progress_stream), on_preflight=show_checks)
@@ -320,6 +331,7 @@ def run_demo(
     except (KeyboardInterrupt, Interrupted):
         with _no_interrupts():
             done = stage.tear_down()
+            stage.drop_checkouts(home)
         raise DemoInterrupted(
             f"demo interrupted; everything it started was removed ({_cleanup_words(done)})",
             hint=f"its ledger stays in {home}; run `orch demo` again for a fresh one",
@@ -327,12 +339,14 @@ def run_demo(
     except BaseException:
         with _no_interrupts():
             stage.tear_down()
+            stage.drop_checkouts(home)
         raise
     if keep:
         cleanup = stage.cleanup(removed=False)
     else:
         with _no_interrupts():
             cleanup = stage.tear_down()
+            stage.drop_checkouts(home)
     return DemoOutcome(
         run_id=outcome.run_id,
         finished=outcome.finished,

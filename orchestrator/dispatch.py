@@ -242,6 +242,10 @@ def _started(effect: Effect | None) -> bool:
 def _not_sendable(worker: Worker) -> str:
     if worker.state is WorkerState.PROVISIONING:
         return "still provisioning: run `orch provision` first"
+    if worker.state is WorkerState.QUEUED:
+        return "queued: it starts when a slot frees and its predecessors are done"
+    if worker.state is WorkerState.SKIPPED:
+        return "skipped: a predecessor ended without acceptance; it never starts"
     if worker.state is WorkerState.DISPATCHED:
         return "dispatched by another door without a recorded packet effect; inspect it"
     return f"already {worker.state}: its packet was sent before"
@@ -295,18 +299,15 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
     name = item.worker.name
 
     def act() -> PromptOutcome:
-        assert item.briefing is not None, "a new prompt effect always has its packet"
+        if item.briefing is None:
+            # Read-back proved an earlier process's packet never landed (orchestrator.messages.settle_prompt): the
+            # same packet, rebuilt from the plan snapshot, is sent now under the next attempt key.
+            item.briefing = brief(engine, run, item.task)
         return _prompt(engine, name, item.briefing.text, wait=wait, timeout_ms=timeout_ms)
 
-    def settle() -> PromptOutcome | None:
-        # Left in flight by an earlier process: it happened if the agent moved past the recorded baseline.
-        info = engine.herdr.agent_get(name)
-        if _is_accepted(info, item.baseline):
-            return PromptOutcome(submitted="yes", accepted=True, status=info.agent_status, state_change_seq=info.state_change_seq, via="agent get")
-        return None
-
     def once() -> PromptOutcome:
-        return engine.once(run.run_id, item.task, "agent_prompt", item.key, item.request, act, model=PromptOutcome, settle=settle, unknown_on=UNKNOWN)
+        # In flight from an earlier process: orchestrator.messages.settle_prompt decides (done / not done / ask).
+        return engine.once(run.run_id, item.task, "agent_prompt", item.key, item.request, act, model=PromptOutcome, unknown_on=UNKNOWN)
 
     try:
         try:

@@ -14,14 +14,16 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel
 
+from orchestrator import git
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
-from orchestrator.errors import OrchError, one_line
-from registry import EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
+from orchestrator.errors import HerdrTimeout, OrchError, one_line
+from orchestrator.runlog import RunLog
+from registry import Effect, EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
 
 if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (`orch inbox add`) loads neither
     from orchestrator.herdr import Herdr, HerdrCli
@@ -30,11 +32,39 @@ if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (
 M = TypeVar("M", bound=BaseModel)
 
 LEDGER_FILE = "ledger.sqlite3"
+RUN_LOG_FILE = "orch.log"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 class InFlightEffect(OrchError):
     """An effect was intended by an earlier (crashed or concurrent) process and read-back cannot say if it happened."""
+
+
+@dataclass(frozen=True)
+class Done(Generic[M]):
+    """Read-back proves the effect happened: ``result`` is what the call would have answered; ``how`` says why."""
+
+    result: M
+    how: str
+
+
+@dataclass(frozen=True)
+class NotDone:
+    """Read-back proves the effect did not happen: make it now (under a new attempt key); ``how`` says why."""
+
+    how: str
+
+
+@dataclass(frozen=True)
+class CannotTell:
+    """Read-back cannot decide: one question for the person and the command that answers it."""
+
+    question: str
+    command: str
+
+
+# What a settle function answers. A bare result is Done and None is CannotTell (both without saying how).
+Settlement = Done[M] | NotDone | CannotTell | M | None
 
 
 def _silent(line: str) -> None:
@@ -75,7 +105,7 @@ def orch_executable() -> str:
     beside = Path(sys.executable).parent / "orch"
     found = str(beside) if beside.exists() else shutil.which("orch")
     if not found:
-        raise OrchError("cannot find the `orch` executable to put in worker callbacks", hint="install orch with `pip install -e .`")
+        raise OrchError("cannot find the `orch` executable to put in worker callbacks", hint="install orch into the Python that runs it (`.venv/bin/pip install -e .`, see the README)")
     return str(Path(found).absolute())
 
 
@@ -90,6 +120,9 @@ class Engine:
     echo: Callable[[str], None] = _silent
     # "agent": an LLM controller in a herdr pane (SKILL.md door); "run": the `orch run` process.
     controller: str = "agent"
+    # The run's orch.log (every herdr and git call); attached to a run's folder once the run is known.
+    run_log: RunLog = field(default_factory=RunLog, repr=False)
+    _stop_logging: Callable[[], None] | None = field(default=None, repr=False)
     _local: threading.local = field(default_factory=threading.local, repr=False)
     _opened: list[Ledger] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -104,25 +137,38 @@ class Engine:
         echo: Callable[[str], None] = _silent,
         on_call: Callable[[Any], None] | None = None,
         defer_herdr: bool = False,
+        log_calls: bool = False,
     ) -> Engine:
         """The real wiring: settings and the herdr binary (``--herdr``, else ``ORCH_HERDR``, else ``herdr``) from env.
 
         ``defer_herdr``: build the HerdrCli on its first use (the CLI: most callbacks never touch herdr).
+        ``log_calls``: write every herdr and git call to the run's orch.log (the CLI and the demo; one engine per
+        process, since git's observer is process-wide; ``close`` stops it).
         """
         env = dict(os.environ if env is None else env)
         binary = herdr_binary or env.get("ORCH_HERDR") or "herdr"
+        run_log = RunLog()
+
+        def each_call(call: Any) -> None:
+            if log_calls:
+                run_log.herdr(call)
+            if on_call is not None:
+                on_call(call)
+
         if defer_herdr:
-            herdr = cast("Herdr", _HerdrOnFirstUse(binary, env, on_call))
+            herdr = cast("Herdr", _HerdrOnFirstUse(binary, env, each_call))
         else:
             from orchestrator.herdr import HerdrCli
 
-            herdr = HerdrCli(binary, env=env, on_call=on_call)
+            herdr = HerdrCli(binary, env=env, on_call=each_call)
         return cls(
             settings=Settings.from_env(env),
             herdr=herdr,
             clock=clock or SystemClock(),
             env=env,
             echo=echo,
+            run_log=run_log,
+            _stop_logging=git.observe(run_log.git) if log_calls else None,
         )
 
     # --- the ledger: one connection per thread, since provisioning runs workers concurrently ---
@@ -144,7 +190,10 @@ class Engine:
         return ledger
 
     def close(self) -> None:
-        """Close every ledger connection this engine opened."""
+        """Close every ledger connection this engine opened (and stop logging git calls)."""
+        if self._stop_logging is not None:
+            self._stop_logging()
+            self._stop_logging = None
         with self._lock:
             for ledger in self._opened:
                 ledger.close()
@@ -161,7 +210,7 @@ class Engine:
         """The named run, or the newest unfinished run of this controller pane (else of anyone)."""
         if run_id:
             try:
-                return self.ledger.get_run(run_id)
+                return self.attach_log(self.ledger.get_run(run_id))
             except RunNotFound:
                 raise OrchError(f"no run {run_id} in {self.ledger_path}", hint="`orch status --all` lists the runs") from None
         open_runs = [r for r in self.ledger.list_runs() if r.status is not RunStatus.FINISHED]
@@ -169,7 +218,16 @@ class Engine:
         candidates = mine or open_runs
         if not candidates:
             raise OrchError("no unfinished run in the ledger", hint="start one with `orch run PLAN` (step by step: `orch preflight PLAN`)")
-        return max(candidates, key=lambda r: r.created_at)
+        return self.attach_log(max(candidates, key=lambda r: r.created_at))
+
+    def attach_log(self, run: Run) -> Run:
+        """From now on this engine's herdr and git calls go to ``run``'s orch.log; returns the run."""
+        self.run_log.attach(self.run_dir(run.run_id) / RUN_LOG_FILE)
+        return run
+
+    def attach_log_id(self, run_id: str) -> None:
+        """``attach_log`` for a run known by id only (preflight, right after creating it)."""
+        self.run_log.attach(self.run_dir(run_id) / RUN_LOG_FILE)
 
     def plan_for(self, run: Run) -> ResolvedPlan:
         """The plan snapshot taken when the run was created (later edits to the plan file do not change a run)."""
@@ -203,46 +261,96 @@ class Engine:
         act: Callable[[], M],
         *,
         model: type[M],
-        settle: Callable[[], M | None] | None = None,
+        settle: Callable[[], Settlement[M]] | None = None,
         unknown_on: tuple[type[Exception], ...] = (),
     ) -> M:
         """Make a side effect at most once per key: replay a confirmed one, settle an in-flight one by read-back.
 
+        ``kind`` must be one of ``orchestrator.effects.EFFECTS`` (each kind says there how read-back settles it).
+        ``request`` is the plan-derived intent, stable across resume: never something the effect itself changes.
         A failed attempt may be retried (a new attempt key ``key#2``…): "retry only the half that failed".
-        ``settle`` reads herdr or git back and returns the effect's result if it did happen, else None.
-        ``unknown_on``: exceptions that leave the outcome unknown (a process timeout, garbled output). The effect
-        stays in flight instead of failing, so the next call settles it by read-back rather than retrying it;
-        the exception still propagates.
+        ``settle`` reads herdr or git back when an earlier process left the effect in flight and answers
+        ``Done(result, how)`` (confirmed with that result), ``NotDone(how)`` (abandoned, then made now under the next
+        attempt key) or ``CannotTell(question, command)`` (raises InFlightEffect naming both); how it decided is
+        journalled as an ``effect_settled`` fact. ``unknown_on``: exceptions that leave the outcome unknown (a
+        process timeout or killed herdr call, garbled output). The effect stays in flight instead of failing, so
+        the next call settles it by read-back rather than retrying it; the exception still propagates.
         """
+        from orchestrator.effects import EFFECTS  # the table imports nothing of the engine, but names its kinds
+
+        if kind not in EFFECTS:
+            raise OrchError(f"effect kind {kind} is not in orchestrator.effects.EFFECTS; say there how read-back settles it")
         ledger = self.ledger
+        unknown = (*unknown_on, HerdrTimeout)
         attempt = 1
         while True:
             attempt_key = key if attempt == 1 else f"{key}#{attempt}"
             effect = ledger.intend(run_id, task, kind, attempt_key, dict(request))
+            attempt += 1
             if effect.status in (EffectStatus.FAILED, EffectStatus.ABANDONED):
-                attempt += 1
                 continue
-            break
-        if effect.status is EffectStatus.CONFIRMED:
-            return model.model_validate(effect.response)
-        if not effect.is_new:
-            found = settle() if settle is not None else None
-            if found is None:
-                raise InFlightEffect(
-                    f"{kind} for {task or run_id} was started by an earlier orch process and its outcome is unknown (effect {effect.id})",
-                    hint="inspect herdr and git, then re-run the same command (or `orch resume` for an `orch run` run) to settle it; orch never repeats a create or a prompt blindly",
-                )
-            ledger.confirm(effect, found.model_dump(mode="json"))
-            return found
+            if effect.status is EffectStatus.CONFIRMED:
+                return model.model_validate(effect.response)
+            if effect.is_new:
+                break
+            answer = self._apply(effect, settle() if settle is not None else self._read_back(run_id, effect))
+            if isinstance(answer, NotDone):
+                continue
+            if isinstance(answer, Done):
+                return model.model_validate(answer.result.model_dump(mode="json"))
+            raise self._cannot_tell(effect, answer)
         try:
             result = act()
-        except unknown_on:
-            raise  # it may have happened: only a read-back may say, never a second attempt
+        except unknown as exc:
+            # It may have happened: only a read-back may say, never a second attempt. Read-back needs to know it
+            # ran to its limit (or answered garbage), which is evidence of its own.
+            detail = {"effect_id": effect.id, "kind": kind, "key": effect.key, "error": type(exc).__name__, "message": one_line(str(exc))}
+            ledger.record_fact(run_id, "effect_unknown", task_label=task, detail=detail)
+            raise
         except Exception as exc:
             ledger.fail(effect, one_line(str(exc)) or type(exc).__name__)
             raise
         ledger.confirm(effect, result.model_dump(mode="json"))
         return result
+
+    def settle_effect(self, run: Run, effect: Effect) -> Done[Any] | NotDone | CannotTell:
+        """Settle one in-flight effect by its kind's read-back (orchestrator.effects): confirmed with what read-back
+        found, abandoned (a later attempt makes it), or left in flight with the person's question."""
+        return self._apply(effect, self._read_back(run.run_id, effect, run))
+
+    def _read_back(self, run_id: str, effect: Effect, run: Run | None = None) -> Settlement[Any]:
+        from orchestrator.effects import settler
+
+        return settler(effect.kind)(self, run or self.ledger.get_run(run_id), effect)
+
+    def _apply(self, effect: Effect, answer: Settlement[Any]) -> Done[Any] | NotDone | CannotTell:
+        if isinstance(answer, NotDone):
+            self._settled(effect, "not_done", answer.how)
+            self.ledger.abandon(effect, f"read back: not done ({answer.how})")
+            return answer
+        if answer is None:
+            return CannotTell("", "")
+        if isinstance(answer, CannotTell):
+            return answer
+        done = answer if isinstance(answer, Done) else Done(answer, "read back")
+        self._settled(effect, "done", done.how)
+        self.ledger.confirm(effect, done.result.model_dump(mode="json"))
+        return done
+
+    @staticmethod
+    def _cannot_tell(effect: Effect, answer: CannotTell) -> InFlightEffect:
+        what = f"{effect.kind} for {effect.task_label or effect.run_id} (effect {effect.id}) was started by an earlier orch process and read-back cannot tell whether it happened"
+        if answer.question:
+            return InFlightEffect(f"{what}: {answer.question}", hint=answer.command)
+        return InFlightEffect(
+            what,
+            hint="inspect herdr and git, then re-run the same command (or `orch resume` for an `orch run` run) to settle it; orch never repeats a create or a prompt blindly",
+        )
+
+    def _settled(self, effect: Effect, answer: str, how: str) -> None:
+        """Journal how read-back decided an in-flight effect (before the effect row itself is settled)."""
+        detail = {"effect_id": effect.id, "kind": effect.kind, "key": effect.key, "answer": answer, "how": how}
+        self.ledger.record_fact(effect.run_id, "effect_settled", task_label=effect.task_label, detail=detail)
 
     # --- callbacks ---
 

@@ -113,6 +113,10 @@ class HerdrTimeout(HerdrError):
     exit_code = ExitCode.HERDR_UNAVAILABLE
 
 
+class HerdrCallLost(HerdrTimeout):
+    """The herdr process died of a signal before answering; like a timeout, the effect of a mutating call is unknown."""
+
+
 class HerdrProtocolError(HerdrError):
     """herdr answered with something we cannot parse or did not expect (wrong shape, wrong type, protocol mismatch)."""
 

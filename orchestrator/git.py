@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +21,28 @@ class GitResult:
     returncode: int
     stdout: str
     stderr: str
+    seconds: float = 0.0
+
+
+# Callables told of every finished git call (the run's log); process-wide because run_git is called from everywhere.
+_observers: list[Callable[[GitResult], None]] = []
+
+
+def observe(callback: Callable[[GitResult], None]) -> Callable[[], None]:
+    """Tell ``callback`` of every git call from now on; returns the function that stops it."""
+    _observers.append(callback)
+
+    def stop() -> None:
+        if callback in _observers:
+            _observers.remove(callback)
+
+    return stop
+
+
+def _told(result: GitResult) -> GitResult:
+    for callback in list(_observers):
+        callback(result)
+    return result
 
 
 class GitError(OrchError):
@@ -32,13 +56,16 @@ class GitError(OrchError):
 def run_git(args: list[str], *, cwd: Path | str | None = None, check: bool = True, timeout: float = GIT_TIMEOUT_S) -> GitResult:
     """Run ``git <args>``; with ``check`` a non-zero exit raises GitError carrying git's stderr."""
     argv = ("git", *args) if cwd is None else ("git", "-C", str(cwd), *args)
+    started = time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
     except FileNotFoundError as exc:
+        _told(GitResult(argv, 127, "", str(exc), time.monotonic() - started))
         raise GitError("git is not installed or not on PATH") from exc
     except subprocess.TimeoutExpired as exc:
+        _told(GitResult(argv, -1, "", f"timed out after {timeout:g}s", time.monotonic() - started))
         raise GitError(f"git timed out after {timeout:g}s: {' '.join(argv)}") from exc
-    result = GitResult(argv, proc.returncode, proc.stdout, proc.stderr)
+    result = _told(GitResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started))
     if check and proc.returncode != 0:
         detail = proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}"
         raise GitError(f"{' '.join(argv)} failed: {detail}", result)
@@ -151,13 +178,15 @@ def fetch_branch(repo: Path | str, remote: str, branch: str, *, timeout: float =
     # The controller runs in a terminal, so git would otherwise ask for credentials on /dev/tty and hang the run.
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
     argv = ("git", "-C", str(repo), "fetch", "--quiet", remote, branch)
+    started = time.monotonic()
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env, check=False)
     except FileNotFoundError as exc:
+        _told(GitResult(argv, 127, "", str(exc), time.monotonic() - started))
         raise GitError("git is not installed or not on PATH") from exc
     except subprocess.TimeoutExpired:
-        return GitResult(argv, -1, "", f"git fetch timed out after {timeout:g}s")
-    return GitResult(argv, proc.returncode, proc.stdout, proc.stderr)
+        return _told(GitResult(argv, -1, "", f"git fetch timed out after {timeout:g}s", time.monotonic() - started))
+    return _told(GitResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started))
 
 
 def missing_remote_ref(stderr: str) -> bool:

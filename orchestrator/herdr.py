@@ -10,11 +10,13 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pydantic
 import tenacity
@@ -23,6 +25,7 @@ from orchestrator.errors import (
     HERDR_ERROR_BY_CODE,
     HerdrAgentBlocked,
     HerdrCall,
+    HerdrCallLost,
     HerdrCommandError,
     HerdrError,
     HerdrMissing,
@@ -117,18 +120,105 @@ class Runner(Protocol):
 
 
 def run_process(argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.CompletedProcess[str]:
-    """The default runner: ``subprocess.run`` with an argv list, text mode, stdin closed, output captured."""
-    return subprocess.run(
-        list(argv),
-        env=dict(env),
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        errors="replace",
-        check=False,
-    )
+    """The default runner: ``subprocess.run`` with an argv list, text mode, stdin closed, output captured.
+
+    The child runs in a session of its own, so a terminal's Ctrl-C (sent to the whole foreground process group)
+    never reaches herdr in the middle of a call; and an interrupt of orch itself waits for the call to finish
+    (``subprocess.run`` would kill the child on KeyboardInterrupt), so orch stops between calls, never inside one.
+    """
+
+    def call() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            list(argv),
+            env=dict(env),
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+            check=False,
+            start_new_session=True,
+        )
+
+    if threading.current_thread() is not threading.main_thread():
+        return call()  # signals interrupt only the main thread
+    box: dict[str, Any] = {}
+    finished = threading.Event()  # not Thread.join: an interrupted join can report a live thread as finished
+
+    def work() -> None:
+        try:
+            box["proc"] = call()
+        except BaseException as exc:  # handed back to the caller below, as subprocess.run would raise it
+            box["error"] = exc
+        finally:
+            finished.set()
+
+    worker = threading.Thread(target=work, name="herdr-call", daemon=True)
+    interrupted: BaseException | None = None
+    while not finished.is_set():
+        try:
+            if worker.ident is None:
+                worker.start()
+            finished.wait(1.0)
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: let the call finish, then stop
+            interrupted = exc
+    if interrupted is not None:
+        raise interrupted
+    if "error" in box:
+        raise box["error"]
+    proc: subprocess.CompletedProcess[str] = box["proc"]
+    return proc
+
+
+class CrashSeam:
+    """The crash matrix's test seam (tests/crash/matrix.py), off unless its variables are set.
+
+    ``ORCH_TEST_CRASH_AT=N:before|after:KILL|TERM|INT`` signals this process just before herdr call N of the process
+    is made, or just after it returned and before orch saw its answer (INT goes to the whole process group, as a
+    terminal's Ctrl-C does). ``ORCH_TEST_HERDR_CALLS=FILE`` appends one JSON line (n, pid, argv) per call as it
+    starts, so the matrix knows which call each N is.
+    """
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.log = environ.get("ORCH_TEST_HERDR_CALLS") or None
+        crash = (environ.get("ORCH_TEST_CRASH_AT") or "").split(":")
+        self.at = int(crash[0]) if crash[0] else 0
+        self.when = crash[1] if len(crash) > 1 else "before"
+        self.how = crash[2] if len(crash) > 2 else "KILL"
+        self.count = 0
+        self.lock = threading.Lock()
+        self.active = bool(self.log or self.at)
+
+    def before(self, argv: Sequence[str]) -> int:
+        with self.lock:
+            self.count += 1
+            number = self.count
+        if number == self.at and self.when == "before":
+            self._crash()
+        if self.log:
+            line = json.dumps({"n": number, "pid": os.getpid(), "argv": list(argv)}) + "\n"
+            fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line.encode())
+            finally:
+                os.close(fd)
+        return number
+
+    def after(self, number: int) -> None:
+        if number == self.at and self.when == "after":
+            self._crash()
+
+    def _crash(self) -> None:
+        if self.how == "INT":
+            os.killpg(os.getpgrp(), signal.SIGINT)
+        else:
+            os.kill(os.getpid(), signal.SIGTERM if self.how == "TERM" else signal.SIGKILL)
+        if self.how == "KILL":
+            time.sleep(60)  # SIGKILL lands at once; never run on
+
+
+_SEAM = CrashSeam(os.environ)
 
 
 @dataclass(frozen=True)
@@ -546,8 +636,11 @@ class HerdrCli:
         """One herdr process: run, record, and map a failure to a typed error."""
         env = {**os.environ, **self.env_overlay}
         started = self.clock()
+        number = _SEAM.before(argv) if _SEAM.active else 0
         try:
             proc = self.runner(argv, env=env, timeout=timeout)
+            if _SEAM.active:
+                _SEAM.after(number)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             call = self._record(argv, None, "", str(exc), started)
             raise HerdrMissing(
@@ -563,6 +656,13 @@ class HerdrCli:
                 hint="a mutating call may still have taken effect; read herdr's state back before repeating it",
             ) from None
         call = self._record(argv, proc.returncode, proc.stdout or "", proc.stderr or "", started)
+        if call.returncode < 0:
+            # Killed by a signal (not by herdr's own error path): the server may or may not have acted on it.
+            raise HerdrCallLost(
+                f"{call.command}: the herdr process died of signal {-call.returncode}; its outcome is unknown",
+                call=call,
+                hint="a mutating call may still have taken effect; read herdr's state back before repeating it",
+            )
         if call.returncode != 0:
             raise error_for(call)
         return call

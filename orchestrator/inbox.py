@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
-from packets import Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, validate
+from orchestrator.errors import OrchError
+from packets import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, validate
 from packets.result import ResultReport, parse_result
-from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, WorkerState, is_legal
+from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
 
 if TYPE_CHECKING:
     from orchestrator.evidence import ResultClaim
@@ -64,11 +69,103 @@ class InboxList(BaseModel):
     messages: tuple[InboxEntry, ...]
 
 
-def ledger_view(engine: Engine, run: Run) -> LedgerView:
+# The scripted agents write check reports under <tmp>/herdr-sim-reports/<run id>/ (docs/scenarios.md).
+SIM_REPORTS = "herdr-sim-reports"
+
+
+def report_dir(engine: Engine, run: Run, task: str) -> Path:
+    """The run's report directory for one worker, named in its packet: the one place outside its worktree it may write."""
+    return engine.run_dir(run.run_id) / "reports" / task
+
+
+def report_roots(engine: Engine, run: Run, worker: Worker) -> tuple[Path, ...]:
+    """Where a worker may write reports: its checkout, its report directory, the scripted agents' temp folder."""
+    roots = [report_dir(engine, run, worker.task_label), Path(tempfile.gettempdir()) / SIM_REPORTS / run.run_id]
+    if worker.worktree_path:
+        roots.insert(0, Path(worker.worktree_path))
+    return tuple(Path(os.path.realpath(root)) for root in roots)
+
+
+# What the ledger keeps of a message over the limit, besides its size and hash: enough to see what it was.
+KEPT_PREFIX_BYTES = 2048
+_CHUNK = 64 * 1024
+
+
+class Inbound(BaseModel):
+    """A message as it came through a door: its text (only a prefix when it is over the limit), size and hash."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    size: int
+    sha256: str
+    complete: bool
+
+
+def _decode(data: bytes) -> str:
+    # Undecodable bytes become U+FFFD: printable, storable, and never a control character.
+    return data.decode("utf-8", errors="replace")
+
+
+def read_inbound(stream: BinaryIO, limit: int) -> Inbound:
+    """Read one message from a byte stream (the stdin door) holding at most ``limit + 1`` bytes, hashing all of it."""
+    digest, kept, size = hashlib.sha256(), bytearray(), 0
+    while chunk := stream.read(_CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+        if len(kept) <= limit:
+            kept += chunk[: limit + 1 - len(kept)]
+    if size > limit:
+        return Inbound(text=_decode(bytes(kept[:KEPT_PREFIX_BYTES])), size=size, sha256=digest.hexdigest(), complete=False)
+    return Inbound(text=_decode(bytes(kept)), size=size, sha256=digest.hexdigest(), complete=True)
+
+
+def inbound_text(text: str, limit: int) -> Inbound:
+    """The same for the argument door: argv arrives decoded with surrogateescape, so undo that to count real bytes."""
+    data = text.encode("utf-8", errors="surrogateescape")
+    if len(data) > limit:
+        return Inbound(text=_decode(data[:KEPT_PREFIX_BYTES]), size=len(data), sha256=hashlib.sha256(data).hexdigest(), complete=False)
+    return Inbound(text=_decode(data), size=len(data), sha256=hashlib.sha256(data).hexdigest(), complete=True)
+
+
+# Beside the plan snapshot: the run's effective message limit, fixed at preflight like the plan itself, so a callback
+# (one `orch inbox add` process each) reads one small file instead of resolving the plan and its policy overlays.
+LIMITS_FILE = "limits.json"
+
+
+def save_message_limit(engine: Engine, run_id: str, limit: int) -> None:
+    """Record the run's effective message limit in its folder (preflight, when it snapshots the plan)."""
+    path = engine.run_dir(run_id) / LIMITS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"message_limit_bytes": limit}) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def message_limit(engine: Engine, run: Run) -> int:
+    """The run's inbound size limit: the plan's `defaults.message_limit_bytes`, else the policy's, else 64 KiB."""
+    try:
+        saved = json.loads((engine.run_dir(run.run_id) / LIMITS_FILE).read_text(encoding="utf-8"))["message_limit_bytes"]
+        if isinstance(saved, int) and MESSAGE_LIMIT_RANGE[0] <= saved <= MESSAGE_LIMIT_RANGE[1]:
+            return saved
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        # A run preflighted before the limit was saved: its plan snapshot says.
+        return engine.plan_for(run).message_limit
+    except OrchError:
+        # No readable snapshot (a run created by hand, or one whose plan no longer resolves): the default still protects.
+        return DEFAULT_MESSAGE_LIMIT
+
+
+def ledger_view(engine: Engine, run: Run, *, limit: int | None = None) -> LedgerView:
     """What validation needs from the ledger: this run, the other runs, registered workers, accepted fingerprints."""
     ledger = engine.ledger
     workers = [
-        {"task_label": w.task_label, "worker_name": w.name, "reply_target": w.reply_target or w.pane_id}
+        {
+            "task_label": w.task_label, "worker_name": w.name, "reply_target": w.reply_target or w.pane_id,
+            "report_roots": tuple(str(root) for root in report_roots(engine, run, w)),
+        }  # fmt: skip
         for w in ledger.list_workers(run.run_id)
         if w.reply_target or w.pane_id
     ]
@@ -78,19 +175,26 @@ def ledger_view(engine: Engine, run: Run) -> LedgerView:
             "controller_target": run.controller_target,
             "other_run_ids": frozenset(r.run_id for r in ledger.list_runs() if r.run_id != run.run_id),
             "workers": tuple(workers),
-            "accepted_fingerprints": frozenset(m.fingerprint for m in ledger.list_inbox(run.run_id, verdict=InboxVerdict.ACCEPTED)),
+            "accepted_fingerprints": ledger.accepted_fingerprints(run.run_id),
+            "message_limit": message_limit(engine, run) if limit is None else limit,
         }
     )
 
 
-def _raw_fingerprint(raw: str) -> str:
-    # A malformed message has no parsed fields to fingerprint; the ledger still needs a key for it.
-    return hashlib.sha256(raw.encode("utf-8", errors="replace")).hexdigest()
+def add_message(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None) -> InboxAdded:
+    """Validate and record one inbound message; an accepted one updates its worker (callback id, question, state).
 
-
-def add_message(engine: Engine, run: Run, raw: str, *, source: str = "cli") -> InboxAdded:
-    """Validate and record one inbound message; an accepted one updates its worker (callback id, question, state)."""
-    verdict: Accepted | KeptAside = validate(raw, ledger_view(engine, run))
+    One message per call, whichever door it came through (argument, stdin, or one envelope of a batch);
+    ``limit`` is the run's `message_limit` when the caller already has it.
+    """
+    view = ledger_view(engine, run, limit=limit)
+    inbound = inbound_text(raw, view.message_limit) if isinstance(raw, str) else raw
+    verdict: Accepted | KeptAside
+    if not inbound.complete or inbound.size > view.message_limit:
+        verdict = oversize(inbound.size, inbound.sha256, view.message_limit)
+    else:
+        verdict = validate(inbound.text, view, resolve=os.path.realpath)
+    raw = inbound.text
     if isinstance(verdict, Accepted) and run.status is RunStatus.FINISHED:
         verdict = KeptAside(reason=Reason.STALE_RUN, explanation=f'run "{run.run_id}" is finished', message=verdict.message)
     message = verdict.message
@@ -102,7 +206,8 @@ def add_message(engine: Engine, run: Run, raw: str, *, source: str = "cli") -> I
     else:
         recorded = engine.ledger.record_inbound(
             run.run_id, raw, source=source, verdict=InboxVerdict.KEPT_ASIDE,
-            fingerprint=fingerprint(message) if message else _raw_fingerprint(raw),
+            # A message without parsed fields (malformed, oversize) is keyed by the hash of all its bytes.
+            fingerprint=fingerprint(message) if message else inbound.sha256,
             reason_code=str(verdict.reason), reason=verdict.explanation,
             task_label=message.task if message else None, kind=message.kind if message else None,
             sender=message.sender if message else None,
@@ -179,9 +284,9 @@ def render_added(added: InboxAdded) -> str:
     if added.verdict is InboxVerdict.ACCEPTED:
         moved = f"{added.state_before} -> {added.state_after}" if added.state_before != added.state_after else f"stays {added.state_after}"
         return f"accepted #{added.inbox_id}: {who} (worker {moved})\n"
-    if added.reason_code == Reason.MALFORMED_HEADER:
-        return f"kept aside #{added.inbox_id} ({added.reason_code}): {added.reason}\n"
-    return f"kept aside #{added.inbox_id} ({added.reason_code}): {who}: {added.reason}\n"
+    if added.reason_code in (Reason.MALFORMED_HEADER, Reason.OVERSIZE):  # nothing was read of who sent it
+        return f"kept aside #{added.inbox_id} ({added.reason_code}): {inert_line(added.reason or '')}\n"
+    return f"kept aside #{added.inbox_id} ({added.reason_code}): {who}: {inert_line(added.reason or '')}\n"
 
 
 def render_list(listing: InboxList) -> str:
@@ -193,5 +298,5 @@ def render_list(listing: InboxList) -> str:
         verdict = "accepted" if m.verdict is InboxVerdict.ACCEPTED else f"kept aside ({m.reason_code})"
         handled = "handled" if m.handled else "new"
         lines.append(f"#{m.id} {m.received_at} {verdict} {m.kind or '-'} task={m.task or '-'} from={m.sender or '-'} [{handled}]")
-        lines.append(f"    {m.reason if m.verdict is InboxVerdict.KEPT_ASIDE else m.first_line}")
+        lines.append(f"    {inert_line((m.reason or '') if m.verdict is InboxVerdict.KEPT_ASIDE else m.first_line)}")
     return "\n".join(lines) + "\n"

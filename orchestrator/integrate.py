@@ -8,10 +8,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator import git
-from orchestrator.engine import Engine
+from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import OrchError
 from orchestrator.verify import blocked_by_verification
-from registry import Run, Worker, WorkerState
+from registry import Effect, Run, Worker, WorkerState
 
 S = WorkerState
 
@@ -127,13 +127,38 @@ def _ensure_worktree(engine: Engine, run: Run, repo: str, branch: str, base: str
         engine.echo(f"integrate: worktree {path} on {branch}")
     engine.once(
         run.run_id, None, "integration_worktree", f"integration:worktree:{branch}", {"path": real, "branch": branch, "base": base},
-        lambda: found() or create(), model=WorktreeReady, settle=found,
+        lambda: found() or create(), model=WorktreeReady,
     )  # fmt: skip
     if found() is None:
         raise OrchError(f"integration worktree {path} is not on {branch} (it was recorded as created earlier)", hint="inspect `git worktree list`")
     if git.merge_in_progress(path) or git.status_porcelain(path):
         raise OrchError(f"integration worktree {path} has uncommitted changes or a merge in progress; orch merges only into a clean checkout")
     return path
+
+
+def settle_integration_worktree(engine: Engine, run: Run, effect: Effect) -> Settlement[WorktreeReady]:
+    """Done if the path is a checkout of the integration branch; else not done."""
+    req = effect.request
+    repo = run.repo_path or str(engine.plan_for(run).repo.checkout)
+    if git.worktree_paths(repo).get(req["path"]) == req["branch"]:
+        return Done(WorktreeReady(path=req["path"], branch=req["branch"]), f"{req['path']} is a checkout of {req['branch']}")
+    return NotDone(f"{req['path']} is no checkout of {req['branch']}")
+
+
+def settle_git_merge(engine: Engine, run: Run, effect: Effect) -> Settlement[MergeDone]:
+    """Done if the verified head is an ancestor of the integration branch; not done if not and no merge is in progress."""
+    req = effect.request
+    worktree = integration_worktree(engine, run)
+    head, into = req["head_sha"], req["into"]
+    if worktree.exists() and git.is_ancestor(worktree, head, f"refs/heads/{into}"):
+        tip = git.rev_parse(worktree, f"refs/heads/{into}")
+        return Done(MergeDone(head_sha=head, integrated_sha=tip or head), f"{head[:12]} is an ancestor of {into}")
+    if worktree.exists() and git.merge_in_progress(worktree):
+        return CannotTell(
+            f"a merge is in progress in {worktree}: finish it or abort it?",
+            f"`git -C {worktree} merge --abort` (or commit it), then `orch resume {run.run_id}`",
+        )
+    return NotDone(f"{head[:12]} is not in {into}")
 
 
 def _merge(engine: Engine, run: Run, worker: Worker, head: str, worktree: Path, into: str) -> MergeDone:
@@ -162,7 +187,7 @@ def _merge(engine: Engine, run: Run, worker: Worker, head: str, worktree: Path, 
 
     return engine.once(
         run.run_id, task, "git_merge", f"{task}:merge:{head}", {"head_sha": head, "branch": worker.branch, "into": into},
-        act, model=MergeDone, settle=landed,
+        act, model=MergeDone,
     )  # fmt: skip
 
 

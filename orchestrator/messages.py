@@ -10,18 +10,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.engine import Engine
-from orchestrator.errors import OrchError
-from orchestrator.herdr_models import AgentPrompted
+from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
+from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
+from orchestrator.herdr_models import AgentInfo, AgentPrompted
+from orchestrator.inbox import SIM_REPORTS, report_roots
 from packets import build_controller_message
-from registry import Run, Worker, WorkerState
+from registry import Effect, Run, Worker, WorkerState
 
 Kind = Literal["answer", "follow-up", "stop"]
 S = WorkerState
 
 REPORT_LIMIT_BYTES = 256 * 1024
-# The scripted agents write check reports under <tmp>/herdr-sim-reports/<run id>/ (docs/scenarios.md).
-SIM_REPORTS = "herdr-sim-reports"
 
 # After a message is submitted, where the worker stands in the ledger (an answer resumes work; a follow-up is a new dispatch).
 _AFTER: dict[str, dict[WorkerState, WorkerState]] = {
@@ -104,12 +103,18 @@ def send_message(
             f"worker {task} is {status} in herdr; a {kind} goes only to a worker that is {allowed}",
             hint="`orch observe --once` shows what it is doing; a stop or `--urgent` follow-up may interrupt a working worker",
         )
+    existing = engine.ledger.find_effect(run.run_id, key)
+    if existing is not None:
+        request = dict(existing.request)  # the intent as first recorded (its baseline included), never recomputed
+    else:
+        baseline = engine.herdr.agent_get(target).state_change_seq
+        request = {"target": target, "kind": kind, "text": text, "baseline_seq": baseline}
     prompted = engine.once(
         run.run_id,
         task,
         "agent_prompt",
         key,
-        {"target": target, "kind": kind, "text": text},
+        request,
         lambda: engine.herdr.agent_prompt(target, text),
         model=AgentPrompted,
     )
@@ -127,6 +132,125 @@ def send_message(
     )  # fmt: skip
 
 
+# How long after a prompt was intended its text must have reached the agent if it was sent at all: herdr's prompt
+# submits (types the text and Enter) before anything else, so an unmoved, idle agent this long after means unsent.
+PROMPT_LANDED_S = 3.0
+DECIDED = "effect_decided"  # a person's answer to a prompt read-back could not decide (`orch resume --settle`)
+
+
+def _squash(text: str) -> str:
+    return " ".join(text.split())
+
+
+def prompt_text(effect: Effect) -> str | None:
+    """The text a prompt effect carried: stored in the request (messages) or in the packet file it names (dispatch)."""
+    text = effect.request.get("text")
+    if isinstance(text, str):
+        return text
+    packet = effect.request.get("packet")
+    if isinstance(packet, str):
+        try:
+            return Path(packet).read_text(encoding="utf-8")
+        except OSError:
+            return None
+    return None
+
+
+def decided(engine: Engine, effect: Effect) -> str | None:
+    """The person's recorded answer for this effect ("sent" or "unsent"), if any."""
+    for event in reversed(engine.ledger.events(effect.run_id, task_label=effect.task_label)):
+        if event.kind == DECIDED and (event.detail or {}).get("effect_id") == effect.id:
+            return str(event.detail["answer"])
+    return None
+
+
+def left_unknown(engine: Engine, effect: Effect) -> str | None:
+    """Why the call itself left the outcome unknown (HerdrTimeout, HerdrProtocolError…), if it did; None after a crash."""
+    for event in reversed(engine.ledger.events(effect.run_id, task_label=effect.task_label)):
+        if event.kind == "effect_unknown" and (event.detail or {}).get("effect_id") == effect.id:
+            return str(event.detail["error"])
+    return None
+
+
+def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseModel]:
+    """Did an in-flight `agent prompt` land? Never guessed, since a second packet would be a second turn.
+
+    Done on any of: the person said so; a callback of the worker arrived after the send was intended; the agent's
+    state_change_seq moved past the baseline recorded before sending; its screen shows the text. Not done when the
+    agent is idle or done, unmoved and without the text on screen at least PROMPT_LANDED_S after the send was
+    intended (or the agent is gone, so nothing can have received it). Anything else is one question for the person.
+    """
+    from orchestrator.dispatch import PromptOutcome  # dispatch imports this module
+
+    req = effect.request
+    target = str(req["target"])
+    baseline = req.get("baseline_seq") if isinstance(req.get("baseline_seq"), int) else None
+    kind = "packet" if ":dispatch:" in effect.key else str(req.get("kind") or "message")
+
+    def done(info: AgentInfo, how: str, via: str = "agent get") -> Done[BaseModel]:
+        # How it was decided is journalled (effect_settled); `via` names the read that saw it, as dispatch does.
+        if kind == "packet":
+            moved = baseline is not None and info.state_change_seq > baseline
+            outcome = PromptOutcome(submitted="yes", accepted=info.agent_status == "working" or moved, status=info.agent_status,
+                                    state_change_seq=info.state_change_seq, via=via)  # fmt: skip
+            return Done(outcome, how)
+        return Done(AgentPrompted(type="agent_prompted", agent=info), how)
+
+    said = decided(engine, effect)
+    try:
+        info = engine.herdr.agent_get(target)
+    except HerdrNotFound:
+        if said == "sent":
+            return CannotTell(f"{target} is gone, so the {kind} cannot be replayed", f"give the worker up with `orch retire --abandon {effect.task_label} --reason TEXT`")
+        return NotDone(f"no agent {target}: nothing can have received the {kind}")
+    if said == "sent":
+        return done(info, "the person said it was sent", "the person")
+    if said == "unsent":
+        return NotDone("the person said it was not sent")
+    later = [m for m in engine.ledger.list_inbox(run.run_id, task_label=effect.task_label) if m.verdict == "accepted" and m.received_at > effect.intended_at]
+    if later:
+        return done(info, f"callback #{later[0].id} ({later[0].kind}) arrived after the send was intended", "inbox")
+    text = prompt_text(effect)
+    why = left_unknown(engine, effect)
+    lost = why is not None and why != "HerdrCallLost"  # ran to our limit or answered garbage: waiting proves nothing
+    waited = 0.0
+    for _ in range(1 if lost else 2):
+        if baseline is not None and info.state_change_seq > baseline:
+            return done(info, f"state_change_seq moved from {baseline} to {info.state_change_seq}")
+        if text is not None:
+            try:
+                screen = engine.herdr.agent_read(target, source="recent", lines=400)
+            except HerdrError:
+                screen = None
+            if screen is not None and _landmark(text) in _squash(screen):
+                return done(info, "its screen shows the text", "agent read")
+        waited = (engine.clock.now() - effect.intended_at).total_seconds()
+        if lost or waited >= PROMPT_LANDED_S:
+            break
+        engine.clock.sleep(PROMPT_LANDED_S - waited)  # a call still on its way lands within this; then read again
+        info = engine.herdr.agent_get(target)
+    if lost:
+        # herdr ran the call to our limit (or answered garbage): it may still land, so nothing proves it did not.
+        return CannotTell(
+            f"the {kind} to {target} ended without an answer ({why}) and {target} ({info.agent_status}) shows no sign of it: did it arrive? Read its pane (`herdr agent read {target}`)",
+            f"orch resume {run.run_id} --settle {effect.id}=sent (or {effect.id}=unsent)",
+        )
+    if info.agent_status in ("idle", "done") and baseline is not None and text is not None:
+        return NotDone(f"{target} is {info.agent_status}, state_change_seq still {baseline}, the text not on its screen {waited:.0f}s after the send was intended")
+    if info.agent_status in ("idle", "done") and baseline is None and text is not None and kind != "packet":
+        return NotDone(f"{target} is {info.agent_status} and the text is not on its screen {waited:.0f}s after the send was intended")
+    return CannotTell(
+        f"did {target} ({info.agent_status}) receive the {kind} orch was sending at {effect.intended_at:%H:%M:%S}? Read its pane (`herdr agent read {target}`)",
+        f"orch resume {run.run_id} --settle {effect.id}=sent (or {effect.id}=unsent)",
+    )
+
+
+def _landmark(text: str) -> str:
+    """The part of a prompt's text its screen must show if it landed: its longest line (squashed), at most 60 characters."""
+    lines = [_squash(line) for line in text.splitlines() if line.strip()]
+    return max(lines, key=len)[:60] if lines else _squash(text)
+
+
 class ReportRead(BaseModel):
     """A report path a worker sent: its text when it is in an allowed place and small enough, else why it was not read."""
 
@@ -137,21 +261,13 @@ class ReportRead(BaseModel):
     reason: str | None = None
 
 
-def report_roots(engine: Engine, run: Run, worker: Worker) -> tuple[Path, ...]:
-    """Where a worker's reports may be read from: its checkout, the run's directory, the scripted agents' temp folder."""
-    roots = [engine.run_dir(run.run_id), Path(tempfile.gettempdir()) / SIM_REPORTS / run.run_id]
-    if worker.worktree_path:
-        roots.insert(0, Path(worker.worktree_path))
-    return tuple(Path(os.path.realpath(root)) for root in roots)
-
-
 def read_report(engine: Engine, run: Run, worker: Worker, path: str, *, limit: int = REPORT_LIMIT_BYTES) -> ReportRead:
     """Read a report path from a message, only inside the allowed roots (symlinks resolved) and up to ``limit`` bytes."""
     if not os.path.isabs(path):
         return ReportRead(path=path, reason="not an absolute path")
     real = Path(os.path.realpath(path))
     if not any(real.is_relative_to(root) for root in report_roots(engine, run, worker)):
-        return ReportRead(path=path, reason=f"outside the worker's checkout, the run directory and {Path(tempfile.gettempdir()) / SIM_REPORTS}")
+        return ReportRead(path=path, reason=f"outside the worker's checkout, its report directory and {Path(tempfile.gettempdir()) / SIM_REPORTS}")
     try:
         size = real.stat().st_size
         if not real.is_file():

@@ -10,9 +10,10 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator import messages
 from orchestrator.engine import Engine
 from orchestrator.errors import HerdrError, HerdrMissing, OrchError
+from orchestrator.fleet import advance
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
-from packets import EnvelopeError, parse_message
+from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
 from registry import InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
 
@@ -32,7 +33,13 @@ ASK_FOR_RESULT = (
 What = Literal[
     "update", "answered", "needs_answer", "blocked", "blocked_ui", "result", "report", "asked_for_result",
     "settled_without_result", "working", "failed", "kept_aside", "send_failed", "herdr_unavailable", "gone",
+    # The scheduler, from the check-in (orchestrator.fleet): queued workers started as slots free, or skipped.
+    "started", "skipped", "queued", "slot_freed", "slot_kept", "integrated", "start_failed",
 ]  # fmt: skip
+_STEP_WHAT: dict[str, What] = {
+    "started": "started", "skipped": "skipped", "queued": "queued", "freed": "slot_freed", "kept": "slot_kept",
+    "integrated": "integrated", "provision_failed": "start_failed", "dispatch": "start_failed",
+}  # fmt: skip
 
 
 class Observation(BaseModel):
@@ -317,6 +324,10 @@ def observe(engine: Engine, run: Run, *, once: bool = False, interval: float = D
         rounds += 1
         found, waiting, seen = check_in(engine, run, rounds)
         notes += found
+        if engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)):
+            # The agent controller's door to the scheduler: queued workers start here as slots free.
+            for step in advance(engine, run):
+                notes.append(Observation(round=rounds, task=step.task, what=_STEP_WHAT.get(step.what, "queued"), text=step.text))
         states.update(seen)
         active = _active(engine, run, waiting)
         if once or not active or (max_rounds is not None and rounds >= max_rounds):
@@ -337,7 +348,8 @@ def render_observe(result: ObserveResult) -> str:
     lines = [f"Run {result.run_id}: {result.rounds} check-in round{'s' if result.rounds != 1 else ''}"]
     for o in result.observations:
         ref = f" #{o.inbox_id}" if o.inbox_id is not None else ""
-        lines.append(f"  [{o.round}] {o.task or '-'} {o.what.replace('_', ' ')}{ref}: {o.text}")
+        # A note quotes worker text: one line, so a body can never fake a note or a worker line of its own.
+        lines.append(f"  [{o.round}] {o.task or '-'} {o.what.replace('_', ' ')}{ref}: {inert_line(o.text)}")
     lines.append("Workers:")
     for w in result.workers:
         herdr = f", herdr {w.herdr_state}" if w.herdr_state else ""

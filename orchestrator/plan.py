@@ -5,8 +5,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-from collections.abc import Callable
-from itertools import combinations
+from collections.abc import Callable, Sequence
+from graphlib import CycleError, TopologicalSorter
+from itertools import combinations, pairwise
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
@@ -32,6 +33,7 @@ from orchestrator.layout import (
     worktree_layout,
 )
 from orchestrator.policy import EffectivePolicy, PolicyLayer, PolicyOverlay, merge_policy, overlay_layers
+from packets import MESSAGE_LIMIT_RANGE
 
 Mode = Literal["direct", "plan-first"]
 Placement = Literal["worktree", "sibling"]
@@ -97,7 +99,7 @@ class Defaults(_Model):
     kind: StrictStr | None = None
     """Worker kind for entries without `kind`; unset means the effective policy's `default_kind` (codex unless a policy says otherwise)."""
     concurrency: StrictInt = Field(default=4, ge=1, le=CONCURRENCY_MAX)
-    """Most workers running at once (at most 32)."""
+    """Most workers of the run with a live agent at once (at most 32); the rest wait `queued` and start as slots free (a slot frees when a finished worker's agent has exited: orch exits it once it is accepted, rejected, failed or superseded and a queued worker is waiting)."""
     checkin_interval_s: StrictInt = Field(default=60, ge=1)
     """Seconds between check-ins on a worker that sent no callback (spec §5: three check-ins without change mean failed)."""
     agent_start_timeout_s: StrictInt = Field(default=30, ge=4, le=300)
@@ -106,6 +108,8 @@ class Defaults(_Model):
     """`--timeout` of each blocking herdr wait (`agent wait`, `agent prompt --wait`), in seconds; an expiry is a check-in, not a failure."""
     mode: Mode = "direct"
     """Execution mode: `direct`, or `plan-first` (only when the person asked for it)."""
+    message_limit_bytes: StrictInt | None = Field(default=None, ge=MESSAGE_LIMIT_RANGE[0], le=MESSAGE_LIMIT_RANGE[1])
+    """Largest inbound message, in bytes (1024 to 1048576); larger ones are kept aside as `oversize`; unset means the policy's (64 KiB unless a policy says otherwise)."""
 
     @field_validator("kind")
     @classmethod
@@ -162,6 +166,8 @@ class Worker(_Model):
     """Native agent arguments, passed after `--` to `herdr agent start`."""
     answers: tuple[Answer, ...] = Field(default=(), max_length=LIST_MAX)
     """Answers the controller may give to expected questions."""
+    after: _Items = ()
+    """Tasks this worker waits for: it starts only once each is accepted (and, with integration on, integrated, its new worktree then starting from the integration branch); one that ends rejected, failed or superseded skips it, never started."""
 
     @field_validator("task")
     @classmethod
@@ -246,6 +252,11 @@ class ResolvedWorker(BaseModel):
     stop_conditions: tuple[str, ...]
     worker: Worker
 
+    @property
+    def after(self) -> tuple[str, ...]:
+        """The tasks this worker waits for."""
+        return self.worker.after
+
 
 class ResolvedPlan(BaseModel):
     """A valid plan with its effective policy and placed workers."""
@@ -259,6 +270,11 @@ class ResolvedPlan(BaseModel):
     workers: tuple[ResolvedWorker, ...]
     # Valid but probably not meant (a worker without verification, more concurrency than workers), one line each.
     warnings: tuple[str, ...] = ()
+
+    @property
+    def message_limit(self) -> int:
+        """The inbound message size limit: `defaults.message_limit_bytes`, else the policy's."""
+        return self.plan.defaults.message_limit_bytes or self.policy.policy.message_limit_bytes
 
 
 def _herdr_kind(value: str | None) -> str | None:
@@ -479,6 +495,7 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
         first_on_branch.setdefault(worker.branch, entry)
         resolved.append(entry)
     problems.extend(_overlap_problems(resolved, source))
+    problems.extend(after_problems(resolved, source))
     problems.extend(_integration_problems(plan, source, branch_problem, is_base, indexes))
     if problems:
         raise ConfigError("\n".join(problems))
@@ -519,6 +536,47 @@ def _overlap_problems(workers: list[ResolvedWorker], source: str) -> list[str]:
                 "orch counts two globs as overlapping unless it can prove them disjoint"
             )
     return problems
+
+
+def after_problems(workers: Sequence[ResolvedWorker], source: str) -> list[str]:
+    """One line per problem with `after`: unknown or repeated tasks, self-dependencies, cycles (graphlib)."""
+    problems: list[str] = []
+    known = {w.task for w in workers}
+    graph: dict[str, set[str]] = {}
+    for w in workers:
+        where = f"{source}: workers[{w.index}] ({w.task}).after"
+        wanted: set[str] = set()
+        for task in w.after:
+            if task == w.task:
+                problems.append(f"{where}: a worker cannot wait for itself")
+            elif task not in known:
+                problems.append(f"{where}: {quote(task)} is not a task of this plan")
+            elif task in wanted:
+                problems.append(f"{where}: lists {quote(task)} twice")
+            else:
+                wanted.add(task)
+        graph[w.task] = wanted
+        if w.sibling_of is not None:
+            # A sibling splits its branch owner's pane, so it can never start before the owner does.
+            graph[w.task] = wanted | {w.sibling_of}
+    while True:
+        try:
+            TopologicalSorter(graph).prepare()
+            return problems
+        except CycleError as exc:
+            # graphlib lists each node before the one waiting for it; reversed, each task waits for the next.
+            waits: list[str] = list(reversed(exc.args[1]))
+            index = {w.task: w.index for w in workers}
+            implicit = [f"{x} shares the checkout of {y}, which starts first" for x, y in pairwise(waits) if _sibling_edge(workers, x, y)]
+            tail = f" ({'; '.join(implicit)})" if implicit else ""
+            problems.append(f"{source}: workers[{index[waits[0]]}] ({waits[0]}).after: a cycle: {' after '.join(waits)}{tail}")
+            # Break this cycle and look for another, so every cycle gets its own line.
+            for x, y in pairwise(waits):
+                graph[x].discard(y)
+
+
+def _sibling_edge(workers: Sequence[ResolvedWorker], task: str, owner: str) -> bool:
+    return any(w.task == task and w.sibling_of == owner and owner not in w.after for w in workers)
 
 
 def _integration_problems(
@@ -672,6 +730,14 @@ def render_reference() -> str:
         "A later worker naming the same branch is a sibling: a pane split in the same tab, sharing the checkout, so its",
         "claim must not overlap any other claim in that checkout (two globs count as overlapping unless orch can prove them disjoint).",
         "",
+        "Scheduling: at most `defaults.concurrency` workers of a run have a live agent at once. `orch preflight` registers every",
+        "worker `queued`; the scheduler starts queued workers in plan order as slots free, each once every task in its `after`",
+        "is accepted (and, with integration on, merged into the integration branch, which its new worktree then starts from).",
+        "A worker holds its slot from the moment it is admitted until its agent has exited: when a queued worker could start",
+        "but every slot is taken, orch exits the agent of a finished worker (accepted, rejected, failed or superseded; never one",
+        "kept with `--keep`, blocked, or still working), keeping its pane and checkout for retirement. A worker whose predecessor",
+        "ends rejected, failed or superseded (or is skipped itself) is `skipped`, never started, and the report names the chain.",
+        "A sibling also waits for its branch's first worker, whose pane it splits.",
         f"Sizes are limited: `objective` and `deliverable` at most {TEXT_MAX} characters, an answer at most {ANSWER_MAX}; every",
         f"list at most {LIST_MAX} entries of at most {ITEM_MAX} characters each; at most {WORKERS_MAX} workers; `concurrency` at most {CONCURRENCY_MAX}.",
         "`orch plan check` reports every problem in one pass (with a \"did you mean\" for a misspelt key) and warns about a",

@@ -8,11 +8,12 @@ from functools import partial
 from itertools import pairwise
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
 
 from orchestrator.config import dotted, read_toml, validation_problems
 from orchestrator.errors import ConfigError
 from orchestrator.layout import EXTRA_BRANCH_TYPES, HERDR_AGENT_KINDS, STANDARD_BRANCH_TYPES, quote
+from packets import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE
 
 DEFAULT_SOURCE = "default"
 
@@ -27,6 +28,7 @@ class Policy(BaseModel):
     branch_types: tuple[str, ...] = STANDARD_BRANCH_TYPES
     extra_branch_types: tuple[str, ...] = ()
     description_pattern: str | None = None
+    message_limit_bytes: int = DEFAULT_MESSAGE_LIMIT
 
 
 POLICY_FIELDS: tuple[str, ...] = tuple(Policy.model_fields)
@@ -47,6 +49,8 @@ class PolicyOverlay(BaseModel):
     """Extra types enabled for an established workflow, from `feature bugfix hotfix release ai copilot cursor claude codex`; default none."""
     description_pattern: StrictStr | None = None
     """Regular expression the branch description (after `<type>/`) must fully match, on top of lowercase kebab-case; default none."""
+    message_limit_bytes: StrictInt | None = Field(default=None, ge=MESSAGE_LIMIT_RANGE[0], le=MESSAGE_LIMIT_RANGE[1])
+    """Largest inbound message a worker may send, in bytes (1024 to 1048576); default 65536 (a plan's `defaults.message_limit_bytes` overrides it)."""
 
     @field_validator("default_kind")
     @classmethod

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.engine import Engine
+from orchestrator.engine import Done, Engine, NotDone, Settlement
 from orchestrator.errors import ConfigError, ExitCode, HerdrError, HerdrNotFound, OrchError
 from orchestrator.git import rev_parse, run_git
 from orchestrator.herdr import MINIMUM_VERSION, TESTED_VERSIONS, version_support
@@ -28,9 +28,10 @@ from orchestrator.herdr_models import (
     WorkspaceCreated,
     WorkspaceInfo,
 )
+from orchestrator.inbox import save_message_limit
 from orchestrator.layout import quote
 from orchestrator.plan import ResolvedPlan, load_plan
-from registry import RunStatus, make_run_id
+from registry import Effect, EffectStatus, Run, RunStatus, WorkerState, make_run_id
 
 DEFAULT_SESSION = "default"
 CAUSE = {"phase": "preflight"}
@@ -266,7 +267,8 @@ def match_repo_workspace(
 class _Preflight:
     """One preflight: the steps in order, each adding a Check or raising _Stop."""
 
-    def __init__(self, engine: Engine, plan_path: Path) -> None:
+    def __init__(self, engine: Engine, plan_path: Path, existing: Run | None = None) -> None:
+        self.existing = existing  # a run whose preflight a crash cut short: finish it, never make another
         self.engine = engine
         self.herdr = engine.herdr
         self.plan_path = plan_path
@@ -572,8 +574,13 @@ class _Preflight:
     # --- 9. the repo workspace and its first tab (side effects through engine.once) ---
 
     def create_run(self) -> str:
-        """The run, created once every read-only gate passed; a run id names a second, so a clash waits for the next."""
-        assert self.plan is not None and self.repo is not None
+        """The run, created whole once every read-only gate passed: the run row, its workers, where its controller
+        lives and who receives its callbacks, in one transaction (the plan snapshot is written just before), so a
+        crash leaves either no run or one `orch resume` can finish. A run id names a second; a clash waits."""
+        assert self.plan is not None and self.repo is not None and self.caller is not None
+        if self.existing is not None:
+            self.run_id = self.existing.run_id
+            return self.run_id
         ledger = self.engine.ledger
         for _ in range(3):
             run_id = make_run_id(self.pane_id, self.engine.clock.now())
@@ -582,6 +589,18 @@ class _Preflight:
             self.engine.clock.sleep(1.0)
         else:
             raise OrchError(f"run id {run_id} is already taken", hint="run `orch preflight` again")
+        snapshot = self.engine.run_dir(run_id) / "plan.toml"
+        snapshot.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(self.plan_path, snapshot)
+        save_message_limit(self.engine, run_id, self.plan.message_limit)
+        workers = [
+            {
+                "task_label": w.task, "name": w.name, "kind": w.kind, "objective": w.worker.objective, "cause": CAUSE,
+                "claimed_files": w.worker.claim, "branch": w.worktree.branch, "worktree_path": str(w.worktree.path),
+                "tab_label": w.worktree.label, "initial": WorkerState.QUEUED,
+            }
+            for w in self.plan.workers
+        ]  # fmt: skip
         ledger.create_run(
             run_id,
             controller_target=self.pane_id,
@@ -592,8 +611,16 @@ class _Preflight:
             base_ref=self.repo.base,
             base_sha=self.repo.base_sha,
             plan_path=self.plan_path.absolute(),
+            fields={
+                "controller_workspace_id": self.caller.workspace_id,
+                "controller_tab_id": self.caller.tab_id,
+                "default_branch": self.repo.default_branch,
+                "controller_kind": "run" if self.engine.controller == "run" else "agent",
+            },
+            workers=workers,
         )
         self.run_id = run_id
+        self.engine.attach_log_id(run_id)  # preflight's own calls so far go first into the new run's orch.log
         return run_id
 
     def check_workspace(self) -> None:
@@ -603,6 +630,17 @@ class _Preflight:
         workspaces = self.herdr.workspace_list()
         panes = self.herdr.pane_list()
         found = match_repo_workspace(workspaces, panes, layout.checkout, layout.repo, self.caller.workspace_id)
+        if found is not None and found.workspace_id != self.caller.workspace_id and self.existing is not None:
+            # A create this run intended before a crash: it was intended only because no workspace served the
+            # checkout then, so the one serving it now is the run's (settled by read-back, never made twice).
+            effect = self.engine.ledger.find_effect(run_id, "preflight:workspace_create")
+            if effect is not None and effect.status is EffectStatus.INTENDED:
+                self.engine.settle_effect(self.existing, effect)
+            if effect is not None and self.engine.ledger.get_effect(effect.id).status is EffectStatus.CONFIRMED:
+                self.engine.ledger.update_run(run_id, cause=CAUSE, created_workspace_ids=(found.workspace_id,))
+                self.repo = self.repo.model_copy(update={"workspace_id": found.workspace_id, "workspace_created": True})
+                self.ok("repo workspace", f"{found.workspace_id} {quote(found.label)} created on {layout.checkout} without focus")
+                return
         if found is not None:
             whose = "the caller's workspace" if found.workspace_id == self.caller.workspace_id else "an existing workspace"
             notes = [f"workspace {found.workspace_id} is labelled {quote(found.label)}, not {quote(layout.workspace)} as the Layout Contract says"] if found.label != layout.workspace else []
@@ -618,25 +656,11 @@ class _Preflight:
             request,
             lambda: self.herdr.workspace_create(cwd=layout.checkout, label=layout.workspace),
             model=WorkspaceCreated,
-            settle=lambda: self.settle_workspace(workspaces),
         )
         ws_id = created.workspace.workspace_id
         self.engine.ledger.update_run(run_id, cause=CAUSE, created_workspace_ids=(ws_id,))
         self.repo = self.repo.model_copy(update={"workspace_id": ws_id, "workspace_created": True})
         self.ok("repo workspace", f"{ws_id} {quote(created.workspace.label)} created on {layout.checkout} without focus")
-
-    def settle_workspace(self, before: Sequence[WorkspaceInfo]) -> WorkspaceCreated | None:
-        """Read-back for an in-flight workspace create: a workspace on the checkout that was not there before."""
-        assert self.plan is not None
-        layout, known = self.plan.repo, {ws.workspace_id for ws in before}
-        now = self.herdr.workspace_list()
-        new = [ws for ws in now if ws.workspace_id not in known]
-        found = match_repo_workspace(new, self.herdr.pane_list(), layout.checkout, layout.repo, None)
-        if found is None:
-            return None
-        tab = self.herdr.tab_list(workspace=found.workspace_id)[0]
-        root = next(p for p in self.herdr.pane_list(workspace=found.workspace_id) if p.tab_id == tab.tab_id)
-        return WorkspaceCreated(type="workspace_created", workspace=found, tab=tab, root_pane=root)
 
     def check_tab(self) -> None:
         assert self.plan is not None and self.repo is not None and self.repo.workspace_id is not None and self.run_id is not None
@@ -648,10 +672,6 @@ class _Preflight:
             self.ok("repo tab", f"{first.tab_id} is labelled {quote(label)}")
             return
 
-        def settle() -> TabInfo | None:
-            now = next((t for t in self.herdr.tab_list(workspace=first.workspace_id) if t.tab_id == first.tab_id), None)
-            return now if now is not None and now.label == label else None
-
         renamed = self.engine.once(
             self.run_id,
             None,
@@ -660,7 +680,6 @@ class _Preflight:
             {"tab_id": first.tab_id, "label": label},
             lambda: self.herdr.tab_rename(first.tab_id, label),
             model=TabInfo,
-            settle=settle,
         )
         self.repo = self.repo.model_copy(update={"tab_id": renamed.tab_id, "tab_renamed": True})
         self.ok("repo tab", f"{renamed.tab_id} renamed {quote(first.label)} -> {quote(renamed.label)}")
@@ -671,37 +690,34 @@ class _Preflight:
         assert self.plan is not None and self.repo is not None and self.caller is not None and self.run_id is not None
         run_id, ledger = self.run_id, self.engine.ledger
         snapshot = self.engine.run_dir(run_id) / "plan.toml"
-        snapshot.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(self.plan_path, snapshot)
-        for w in self.plan.workers:
-            ledger.add_worker(
-                run_id,
-                w.task,
-                name=w.name,
-                kind=w.kind,
-                objective=w.worker.objective,
-                cause=CAUSE,
-                claimed_files=w.worker.claim,
-                branch=w.worktree.branch,
-                worktree_path=str(w.worktree.path),
-                tab_label=w.worktree.label,
-            )
-        ledger.update_run(
-            run_id,
-            cause=CAUSE,
-            workspace_id=self.repo.workspace_id,
-            repo_tab_id=self.repo.tab_id,
-            controller_workspace_id=self.caller.workspace_id,
-            controller_tab_id=self.caller.tab_id,
-            default_branch=self.repo.default_branch,
-            controller_kind="run" if self.engine.controller == "run" else "agent",
-        )
-        self.ok("run", f"{_count(len(self.plan.workers), 'worker')} registered in provisioning; plan snapshot {snapshot}")
+        ledger.update_run(run_id, cause=CAUSE, workspace_id=self.repo.workspace_id, repo_tab_id=self.repo.tab_id)
+        self.ok("run", f"{_count(len(self.plan.workers), 'worker')} registered as queued (concurrency {self.plan.plan.defaults.concurrency}); plan snapshot {snapshot}")
+
+
+def settle_workspace_create(engine: Engine, run: Run, effect: Effect) -> Settlement[WorkspaceCreated]:
+    """Done if a workspace other than the controller's serves the checkout (the create was intended only because
+    none did); else not done."""
+    cwd, label = effect.request["cwd"], effect.request["label"]
+    herdr = engine.herdr
+    others = [w for w in herdr.workspace_list() if w.workspace_id != run.controller_workspace_id]
+    found = match_repo_workspace(others, herdr.pane_list(), Path(cwd), label, None)
+    if found is None:
+        return NotDone(f"no workspace serves {cwd}")
+    tab = herdr.tab_list(workspace=found.workspace_id)[0]
+    root = next(p for p in herdr.pane_list(workspace=found.workspace_id) if p.tab_id == tab.tab_id)
+    created = WorkspaceCreated(type="workspace_created", workspace=found, tab=tab, root_pane=root)
+    return Done(created, f"workspace {found.workspace_id} serves {cwd}")
 
 
 def preflight(engine: Engine, plan_path: Path) -> PreflightResult:
     """Run every preflight gate in order; on success the run exists in the ledger with one row per worker."""
     return _Preflight(engine, plan_path).run()
+
+
+def finish_preflight(engine: Engine, run: Run) -> PreflightResult:
+    """Finish the preflight of a run a crash cut short (it has no repo workspace or tab yet): the same gates on its
+    plan snapshot, settling the workspace create or tab rename left in flight, with no second run."""
+    return _Preflight(engine, engine.run_dir(run.run_id) / "plan.toml", existing=run).run()
 
 
 def render_preflight(result: PreflightResult, *, symbols: bool = True) -> str:

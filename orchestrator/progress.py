@@ -8,6 +8,8 @@ from typing import TextIO
 
 from pydantic import BaseModel, ConfigDict
 
+from packets import inert
+
 # Cursor up one line and clear it: the only escape codes used, and only when the stream is a terminal.
 _UP_AND_CLEAR = "\x1b[1A\x1b[2K"
 
@@ -70,5 +72,6 @@ class Progress:
         if self.live:
             self.stream.write(_UP_AND_CLEAR * self._drawn)
             self._drawn = 0
-        self.stream.write(f"{now:%H:%M:%S} {line}\n")
+        # Notes quote worker text: escaped, and continuation lines indented so none can pass for a progress line.
+        self.stream.write(f"{now:%H:%M:%S} {inert(line).replace(chr(10), chr(10) + '    ')}\n")
         self.stream.flush()

@@ -22,7 +22,7 @@ from tabulate import tabulate
 from orchestrator import git
 from orchestrator.agents import facts, plan_mode_problem
 from orchestrator.checks import CheckRun, run_command
-from orchestrator.engine import Engine, InFlightEffect
+from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.errors import (
     HerdrAgentNotReady,
     HerdrError,
@@ -36,9 +36,10 @@ from orchestrator.errors import (
 from orchestrator.layout import quote
 from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, SplitDirection, TabInfo, WorktreeInfo
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
-from registry import Run, Worker, WorkerState
+from orchestrator.schedule import admit, render_schedule
+from registry import Effect, Run, Worker, WorkerState
 
-OutcomeState = Literal["ready", "failed", "provisioning"]
+OutcomeState = Literal["ready", "failed", "provisioning", "queued", "skipped"]
 
 T = TypeVar("T")
 
@@ -76,11 +77,12 @@ class ProvisionResult(BaseModel):
     run_id: str
     workspace_id: str
     workers: tuple[WorkerOutcome, ...]
+    schedule: tuple[str, ...] = ()  # the scheduler's lines: who started, who waits (and why), who was skipped
 
     @property
     def ok(self) -> bool:
-        """True when every worker is ready."""
-        return all(w.state == "ready" for w in self.workers)
+        """True when every worker is ready, or waits queued for a slot or a predecessor."""
+        return all(w.state in ("ready", "queued") for w in self.workers)
 
 
 # --- effect results kept in the ledger (our own shapes: what later steps and a resumed run need) ---
@@ -128,7 +130,7 @@ class Split(_Model):
     pane_id: str
     tab_id: str
     workspace_id: str
-    direction: SplitDirection
+    direction: SplitDirection | None = None  # None: settled by read-back (the direction is not observable)
 
 
 class Started(_Model):
@@ -216,6 +218,134 @@ def _worktree_for(worktrees: tuple[WorktreeInfo, ...], branch: str) -> WorktreeI
 
 def _same_path(a: str | os.PathLike[str] | None, b: str | os.PathLike[str] | None) -> bool:
     return a is not None and b is not None and os.path.realpath(a) == os.path.realpath(b)
+
+
+# --- read-back settlement of provisioning's effects (orchestrator.effects names these) ---
+
+
+def _record_created(engine: Engine, run: Run, task: str | None, **created: str | None) -> None:
+    """Add ids to the worker's created_* lists (what retire closes and the report lists), once each."""
+    if task is None:
+        return
+    worker = engine.ledger.get_worker(run.run_id, task)
+    changes = {}
+    for name, value in created.items():
+        have = getattr(worker, name)
+        if value is not None and value not in have:
+            changes[name] = (*have, value)
+    if changes:
+        engine.ledger.update_worker(run.run_id, task, cause={"phase": "provision", "settled": "read-back"}, **changes)
+
+
+def settle_worktree_create(engine: Engine, run: Run, effect: Effect) -> Settlement[Checkout]:
+    """Done if the branch is checked out at the Layout Contract path; not done if it is checked out nowhere."""
+    req, herdr = effect.request, engine.herdr
+    listed = herdr.worktree_list(workspace=req["workspace"]).worktrees
+    found = _worktree_for(listed, req["branch"])
+    if found is None:
+        return NotDone(f"`worktree list` shows no checkout of {req['branch']}")
+    if not _same_path(found.path, req["path"]):
+        return CannotTell(
+            f"{req['branch']} is checked out at {found.path}, not at {req['path']}: did orch create that checkout?",
+            f"remove or move that checkout, then `orch resume {run.run_id}`",
+        )
+    side = found.open_workspace_id if found.open_workspace_id != req["workspace"] else None
+    root = None
+    if side is not None:
+        panes = [p for p in herdr.pane_list(workspace=side) if _same_path(p.cwd, found.path)]
+        root = panes[0].pane_id if panes else None
+    _record_created(engine, run, effect.task_label, created_worktree_paths=found.path, created_workspace_ids=side)
+    how = f"`worktree list` shows {req['branch']} at {found.path}" + (f", open in workspace {side}" if side else "")
+    return Done(Checkout(path=found.path, branch=found.branch, workspace_id=found.open_workspace_id, root_pane_id=root), how)
+
+
+def settle_worktree_open(engine: Engine, run: Run, effect: Effect) -> Settlement[Checkout]:
+    """Done if a workspace holds the checkout open; else not done."""
+    req = effect.request
+    found = next((w for w in engine.herdr.worktree_list(workspace=req["workspace"]).worktrees if _same_path(w.path, req["path"])), None)
+    if found is None or found.open_workspace_id is None:
+        return NotDone(f"no workspace holds {req['path']} open")
+    panes = [p for p in engine.herdr.pane_list(workspace=found.open_workspace_id) if _same_path(p.cwd, found.path)]
+    if not panes:
+        return NotDone(f"workspace {found.open_workspace_id} has no pane in {req['path']}")
+    _record_created(engine, run, effect.task_label, created_workspace_ids=found.open_workspace_id)
+    checkout = Checkout(path=found.path, branch=found.branch, workspace_id=found.open_workspace_id, root_pane_id=panes[0].pane_id)
+    return Done(checkout, f"workspace {found.open_workspace_id} holds {found.path} open")
+
+
+def settle_pane_move(engine: Engine, run: Run, effect: Effect) -> Settlement[Moved]:
+    """Done if the pane (its pre-move id stays an alias, CONTRACT §1) is in the repo workspace; else not done."""
+    req = effect.request
+    info = engine.herdr.pane_get(req["pane"])  # gone altogether: HerdrNotFound fails the worker with that reason
+    if info.workspace_id != req["workspace"]:
+        return NotDone(f"pane {req['pane']} is still in workspace {info.workspace_id}")
+    worker = engine.ledger.get_worker(run.run_id, effect.task_label) if effect.task_label else None
+    if worker is not None and req.get("from") in worker.created_workspace_ids:
+        _record_created(engine, run, effect.task_label, created_pane_ids=info.pane_id)
+    return Done(Moved(pane_id=info.pane_id, tab_id=info.tab_id, workspace_id=info.workspace_id), f"`pane get {req['pane']}` is {info.pane_id} in workspace {info.workspace_id}")
+
+
+def settle_workspace_close(engine: Engine, run: Run, effect: Effect) -> Settlement[Closed]:
+    """Done if the workspace is gone; else not done."""
+    ws = effect.request["workspace"]
+    try:
+        engine.herdr.workspace_get(ws)
+    except HerdrNotFound:
+        return Done(Closed(workspace_id=ws), f"`workspace get {ws}` says not found")
+    return NotDone(f"workspace {ws} is still open")
+
+
+def settle_tab_rename(engine: Engine, run: Run, effect: Effect) -> Settlement[Any]:
+    """Done if the tab carries the label; not done if it carries another or is gone (its phase finds its tab again)."""
+    req = effect.request
+    tab_id = req.get("tab") or req.get("tab_id")
+    tab = next((t for t in engine.herdr.tab_list() if t.tab_id == tab_id), None)
+    if tab is None:
+        return NotDone(f"tab {tab_id} is gone")
+    if tab.label != req["label"]:
+        return NotDone(f"tab {tab_id} is labelled {tab.label!r}")
+    how = f"tab {tab_id} is labelled {tab.label!r}"
+    return Done(tab if effect.task_label is None else Renamed(tab_id=tab.tab_id, label=tab.label), how)
+
+
+def settle_setup(engine: Engine, run: Run, effect: Effect) -> Settlement[SetupRun]:
+    """Setup is never re-run by guess: not done only while the checkout is exactly as created."""
+    cwd = effect.request["cwd"]
+    if not git.status_porcelain(cwd):
+        return NotDone(f"{cwd} has no changes: the setup commands left no trace")
+    return CannotTell(
+        f"the setup of {effect.task_label} was cut short and {cwd} has changes: did setup finish?",
+        f"run the plan's setup in {cwd} by hand, or give the worker up with `orch retire --abandon {effect.task_label} --reason TEXT`",
+    )
+
+
+def settle_pane_split(engine: Engine, run: Run, effect: Effect) -> Settlement[Split]:
+    """Done if a pane in the owner's tab has the checkout as cwd and belongs to no other worker; else not done."""
+    req, herdr = effect.request, engine.herdr
+    owner = herdr.pane_get(req["pane"])
+    taken = {w.pane_id for w in engine.ledger.list_workers(run.run_id)} | {req["pane"], owner.pane_id}
+    found = [p for p in herdr.pane_list(workspace=owner.workspace_id) if p.tab_id == owner.tab_id and p.pane_id not in taken and _same_path(p.cwd, req["cwd"])]
+    if not found:
+        return NotDone(f"tab {owner.tab_id} has no pane in {req['cwd']} besides the owner's")
+    pane = found[-1]
+    _record_created(engine, run, effect.task_label, created_pane_ids=pane.pane_id)
+    return Done(Split(pane_id=pane.pane_id, tab_id=pane.tab_id, workspace_id=pane.workspace_id), f"pane {pane.pane_id} in tab {owner.tab_id} is in {req['cwd']} and no worker's")
+
+
+def settle_agent_start(engine: Engine, run: Run, effect: Effect) -> Settlement[Started]:
+    """Done if the named agent runs in the pane; not done if no agent has the name."""
+    req = effect.request
+    try:
+        agent = engine.herdr.agent_get(req["name"])
+    except HerdrNotFound:
+        return NotDone(f"no agent is named {req['name']}")
+    if agent.pane_id != req["pane"]:
+        return CannotTell(
+            f"agent {req['name']} runs in pane {agent.pane_id}, not in the worker's pane {req['pane']}: which one is the worker?",
+            f"close the other agent, then `orch resume {run.run_id}`",
+        )
+    started = Started(name=req["name"], pane_id=agent.pane_id, agent_status=agent.agent_status, interactive_ready=agent.interactive_ready)
+    return Done(started, f"`agent get {req['name']}` is in pane {agent.pane_id} ({agent.agent_status})")
 
 
 def choose_direction(layout: PaneLayoutSnapshot, pane_id: str) -> SplitDirection:
@@ -324,8 +454,9 @@ class _Round:
     def update(self, job: _Job, **changes: Any) -> Worker:
         return self.engine.ledger.update_worker(self.run.run_id, job.task, cause={"phase": "provision"}, **changes)
 
-    def once(self, job: _Job, kind: str, suffix: str, request: dict[str, Any], act: Callable[[], Any], model: type[Any], settle: Callable[[], Any] | None = None) -> Any:
-        return self.engine.once(self.run.run_id, job.task, kind, f"{job.task}:{suffix}", request, act, model=model, settle=settle)
+    def once(self, job: _Job, kind: str, suffix: str, request: dict[str, Any], act: Callable[[], Any], model: type[Any]) -> Any:
+        # In-flight effects are settled by orchestrator.effects' read-back for their kind (the functions above).
+        return self.engine.once(self.run.run_id, job.task, kind, f"{job.task}:{suffix}", request, act, model=model)
 
     # -- the fetch gate --
 
@@ -351,6 +482,14 @@ class _Round:
         sha = git.rev_parse(repo, base)
         if sha is None:
             raise _Fail("fetch", f"base {base} names no commit in {repo}")
+        into = self.plan.plan.integration
+        if job.planned.after and into.enabled and into.branch:
+            # A dependant starts from the integration branch, which holds its predecessors' accepted work.
+            tip = git.rev_parse(repo, f"refs/heads/{into.branch}")
+            if tip is None:
+                raise _Fail("fetch", f"integration branch {into.branch} names no commit in {repo}; its predecessors were recorded as integrated")
+            job.notes.append(f"starts from {into.branch} at {tip[:12]} (after {', '.join(job.planned.after)})")
+            return tip
         return sha
 
     def _fetch_base(self, repo: str, base: str) -> tuple[str | None, str | None, str]:
@@ -435,13 +574,10 @@ def _confirmed(rnd: _Round, job: _Job, kind: str) -> Any:
 
 
 def _settle_in_flight_create(rnd: _Round, job: _Job, found: WorktreeInfo) -> None:
-    """A create an earlier process left in flight did happen if the checkout exists: record it as ours."""
-    ledger = rnd.engine.ledger
-    for effect in ledger.in_flight(rnd.run.run_id):
+    """A create an earlier process left in flight is settled by read-back (the checkout exists: it is the run's)."""
+    for effect in rnd.engine.ledger.in_flight(rnd.run.run_id):
         if effect.task_label == job.task and effect.kind == "worktree_create":
-            checkout = Checkout(path=found.path, branch=found.branch, workspace_id=found.open_workspace_id, root_pane_id=None)
-            ledger.confirm(effect, checkout.model_dump(mode="json"))
-            rnd.update(job, created_worktree_paths=_add(rnd.worker(job.task).created_worktree_paths, found.path))
+            rnd.engine.settle_effect(rnd.run, effect)
 
 
 def _create(rnd: _Round, job: _Job, base_sha: str) -> Checkout:
@@ -453,14 +589,7 @@ def _create(rnd: _Round, job: _Job, base_sha: str) -> Checkout:
         root = made.root_pane.pane_id if made.root_pane else None
         return Checkout(path=made.worktree.path, branch=made.worktree.branch, workspace_id=made.workspace.workspace_id, root_pane_id=root)
 
-    def settle() -> Checkout | None:
-        found = _worktree_for(herdr.worktree_list(workspace=rnd.ws).worktrees, layout.branch)
-        if found is None or not _same_path(found.path, layout.path) or found.open_workspace_id is None:
-            return None
-        panes = herdr.pane_list(workspace=found.open_workspace_id)
-        return Checkout(path=found.path, branch=found.branch, workspace_id=found.open_workspace_id, root_pane_id=panes[0].pane_id if panes else None)
-
-    result: Checkout = rnd.once(job, "worktree_create", "worktree_create", request, act, Checkout, settle)
+    result: Checkout = rnd.once(job, "worktree_create", "worktree_create", request, act, Checkout)
     return result
 
 
@@ -507,12 +636,7 @@ def _materialize(rnd: _Round, job: _Job, pane: str, side: str | None) -> tuple[s
         moved = herdr.pane_move_new_tab(pane, workspace=rnd.ws, label=label)
         return Moved(pane_id=moved.pane.pane_id, tab_id=moved.pane.tab_id, workspace_id=moved.pane.workspace_id, closed_workspace_id=moved.closed_workspace_id)
 
-    def settle() -> Moved | None:
-        # The pre-move id stays a pane alias (CONTRACT §1): it tells where the pane is now.
-        info = herdr.pane_get(pane)
-        return Moved(pane_id=info.pane_id, tab_id=info.tab_id, workspace_id=info.workspace_id) if info.workspace_id == rnd.ws else None
-
-    moved: Moved = rnd.once(job, "pane_move", f"pane_move:{pane}", {"pane": pane, "workspace": rnd.ws, "label": label}, act, Moved, settle)
+    moved: Moved = rnd.once(job, "pane_move", f"pane_move:{pane}", {"pane": pane, "from": side, "workspace": rnd.ws, "label": label}, act, Moved)
     job.created.append("tab")
     if side in rnd.worker(job.task).created_workspace_ids:
         rnd.update(job, created_pane_ids=_add(rnd.worker(job.task).created_pane_ids, moved.pane_id))
@@ -610,14 +734,17 @@ def _provision_sibling(rnd: _Round, job: _Job) -> None:
         job.reused.append("pane")
         rnd.update(job, pane_id=info.pane_id, tab_id=info.tab_id, workspace_id=info.workspace_id)
         return
-    direction = choose_direction(herdr.pane_layout(owner.pane_id), owner.pane_id)
+    owner_pane = owner.pane_id
 
     def act() -> Split:
-        pane = herdr.pane_split(owner.pane_id or "", direction=direction, cwd=path)
+        # The direction is how the split is made, not part of its intent: the split itself changes the owner's
+        # layout, so a resumed run would compute another one (the key's request must stay the same).
+        direction = choose_direction(herdr.pane_layout(owner_pane), owner_pane)
+        pane = herdr.pane_split(owner_pane, direction=direction, cwd=path)
         return Split(pane_id=pane.pane_id, tab_id=pane.tab_id, workspace_id=pane.workspace_id, direction=direction)
 
-    split: Split = rnd.once(job, "pane_split", "pane_split", {"pane": owner.pane_id, "direction": direction, "cwd": path}, act, Split)
-    job.created.append(f"pane ({split.direction} of {owner.pane_id})")
+    split: Split = rnd.once(job, "pane_split", "pane_split", {"pane": owner_pane, "cwd": path}, act, Split)
+    job.created.append(f"pane ({split.direction or 'split'} of {owner_pane})")
     rnd.update(
         job, pane_id=split.pane_id, tab_id=split.tab_id, workspace_id=split.workspace_id,
         created_pane_ids=_add(rnd.worker(job.task).created_pane_ids, split.pane_id),
@@ -671,16 +798,8 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
         agent = started.agent
         return Started(name=agent.name or name, pane_id=agent.pane_id, agent_status=agent.agent_status, interactive_ready=agent.interactive_ready)
 
-    def settle() -> Started | None:
-        try:
-            agent = herdr.agent_get(name)
-        except HerdrNotFound:
-            return None
-        ours = agent.pane_id == pane_id and agent.interactive_ready
-        return Started(name=name, pane_id=pane_id, agent_status=agent.agent_status, interactive_ready=True) if ours else None
-
     try:
-        return engine.once(run.run_id, planned.task, "agent_start", f"{planned.task}:agent_start", request, act, model=Started, settle=settle)
+        return engine.once(run.run_id, planned.task, "agent_start", f"{planned.task}:agent_start", request, act, model=Started)
     except HerdrNameTaken:
         agent = herdr.agent_get(name)
         if agent.pane_id == pane_id:
@@ -769,12 +888,17 @@ def _outcome(engine: Engine, run: Run, job: _Job, *, error: str | None = None, a
     worker = engine.ledger.get_worker(run.run_id, job.task)
     if error is None and worker.state is WorkerState.FAILED:
         error = _failure_reason(engine, worker)
-    state: OutcomeState = "ready" if worker.state is WorkerState.READY else "failed" if worker.state is WorkerState.FAILED else "provisioning"
+    state: OutcomeState = _OUTCOMES.get(worker.state, "provisioning")
     return WorkerOutcome(
         task=job.task, name=worker.name, kind=worker.kind, placement=job.planned.placement, state=state, already=already,
         pane_id=worker.pane_id, tab_label=worker.tab_label, worktree_path=worker.worktree_path, branch=job.planned.worktree.branch,
         base_sha=worker.base_sha, reused=tuple(job.reused), created=tuple(job.created), notes=tuple(job.notes), error=error,
     )  # fmt: skip
+
+
+_OUTCOMES: dict[WorkerState, OutcomeState] = {
+    WorkerState.READY: "ready", WorkerState.FAILED: "failed", WorkerState.QUEUED: "queued", WorkerState.SKIPPED: "skipped",
+}  # fmt: skip
 
 
 def _failure_reason(engine: Engine, worker: Worker) -> str | None:
@@ -795,6 +919,9 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
     missing = [p.task for p in plan.workers if p.task not in rows]
     if missing:
         raise OrchError(f"run {run.run_id} has no ledger entry for {', '.join(missing)}", hint="`orch preflight` registers every plan worker")
+    # The cap and `after`: only workers the scheduler admits (queued -> provisioning) are provisioned.
+    scheduled = admit(engine, run, plan)
+    rows = {w.task_label: w for w in ledger.list_workers(run.run_id)}
 
     # plan-first needs a plan mode orch can confirm; refuse those workers before anything starts.
     refused: dict[str, str] = {}
@@ -817,7 +944,8 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
     outcomes: dict[str, WorkerOutcome] = {}
     for task, job in jobs.items():
         if task not in pending:
-            outcomes[task] = _outcome(engine, run, job, already=task not in refused)
+            waits = rows[task].state in (WorkerState.QUEUED, WorkerState.SKIPPED)
+            outcomes[task] = _outcome(engine, run, job, already=task not in refused and not waits)
     if pending:
         herdr = engine.herdr
         snapshot = Snapshot(
@@ -830,7 +958,9 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
         tabs = SharedRead(lambda: herdr.tab_list(workspace=workspace))
         rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot, tabs=tabs)
         outcomes.update(_schedule(rnd, {t: jobs[t] for t in pending}, plan.plan.defaults.concurrency))
-    return ProvisionResult(run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers))
+    return ProvisionResult(
+        run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers), schedule=tuple(render_schedule(scheduled)),
+    )  # fmt: skip
 
 
 def _schedule(rnd: _Round, jobs: dict[str, _Job], concurrency: int) -> dict[str, WorkerOutcome]:
@@ -861,10 +991,9 @@ def _schedule(rnd: _Round, jobs: dict[str, _Job], concurrency: int) -> dict[str,
 
 def render_provision(result: ProvisionResult) -> str:
     """One line per worker (task, state, pane, tab label, path, what was reused or created), then reasons and notes."""
-    ready = sum(w.state == "ready" for w in result.workers)
-    failed = sum(w.state == "failed" for w in result.workers)
-    other = len(result.workers) - ready - failed
-    head = f"provision {result.run_id} (workspace {result.workspace_id}): {ready} ready, {failed} failed" + (f", {other} still provisioning" if other else "")
+    counts = {state: sum(w.state == state for w in result.workers) for state in ("ready", "failed", "provisioning", "queued", "skipped")}
+    head = f"provision {result.run_id} (workspace {result.workspace_id}): {counts['ready']} ready, {counts['failed']} failed"
+    head += "".join(f", {counts[state]} {label}" for state, label in (("provisioning", "still provisioning"), ("queued", "queued"), ("skipped", "skipped")) if counts[state])
     rows = []
     for w in result.workers:
         if w.already:
@@ -876,6 +1005,7 @@ def render_provision(result: ProvisionResult) -> str:
         rows.append([w.task, w.state, w.pane_id or "-", w.tab_label or "-", w.worktree_path or "-", what])
     table = tabulate(rows, headers=["task", "state", "pane", "tab", "path", "done"], tablefmt="plain")
     lines = [head, *table.splitlines()]
+    lines += [f"schedule: {line}" for line in result.schedule]
     for w in result.workers:
         if w.error:
             first, *rest = w.error.splitlines()

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
+from packets import inert_line
 from registry import (
     Effect,
     EffectStatus,
@@ -60,7 +61,7 @@ VERDICT_EXIT: Mapping[RunVerdict, ExitCode] = {
     RunVerdict.FAIL: ExitCode.VERDICT_FAIL,
 }
 
-_NOT_DISPATCHED = frozenset({WorkerState.PROVISIONING, WorkerState.READY})
+_NOT_DISPATCHED = frozenset({WorkerState.QUEUED, WorkerState.SKIPPED, WorkerState.PROVISIONING, WorkerState.READY})
 
 
 class _Model(BaseModel):
@@ -157,7 +158,7 @@ class Blocker(_Model):
 
     task: str | None
     name: str | None
-    kind: Literal["run_failed", "blocked", "failed", "question", "in_flight"]
+    kind: Literal["run_failed", "blocked", "failed", "question", "in_flight", "skipped"]
     text: str
     seqs: tuple[int, ...]
 
@@ -436,6 +437,10 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
             # A question outlives nothing: once the worker moved on (answered, failed, retired) it no longer blocks.
             asked = journal.last_change(task, "pending_question")
             out.append(Blocker(task=task, name=worker.name, kind="question", text=" ".join(worker.pending_question.split()), seqs=_seqs(asked)))
+        if worker.state is WorkerState.SKIPPED or (worker.state is WorkerState.RETIRED and journal.last_into(task, WorkerState.SKIPPED)):
+            # Never started: the scheduler's cause names the predecessor and the chain back to the one that ended.
+            into = journal.last_into(task, WorkerState.SKIPPED)
+            out.append(Blocker(task=task, name=worker.name, kind="skipped", text=_reason(into.detail if into else None) or "a predecessor ended unaccepted", seqs=_seqs(into)))
         if WorkerState.FAILED in (worker.state, worker.final_disposition):
             into = journal.last_into(task, WorkerState.FAILED)
             text = _reason(into.detail if into else None) or "no evidence recorded"
@@ -470,7 +475,8 @@ def _verdict(
     if not any(w.disposition is WorkerState.ACCEPTED for w in workers):
         # Nothing accepted is a failure only once no worker can still succeed: one still working, or waiting
         # for the person's answer, leaves the run unfinished (PARTIAL), not failed.
-        if all(w.disposition is not None for w in workers):
+        skipped = {b.task for b in blockers if b.kind == "skipped"}
+        if all(w.disposition is not None or w.task in skipped for w in workers):
             return RunVerdict.FAIL, ("no worker was accepted",)
         reasons.append("no worker accepted yet")
     for w in workers:
@@ -527,8 +533,10 @@ def controller_text(controller: Controller) -> str:
     return "/".join(part or "-" for part in (controller.session, controller.workspace, controller.tab, controller.pane))
 
 
-def _worker_text(w: WorkerItem) -> str:
+def _worker_text(w: WorkerItem, skipped: bool = False) -> str:
     state = w.state.value if w.disposition is None or w.disposition is w.state else f"{w.state.value}/{w.disposition.value}"
+    if skipped and w.state is not WorkerState.SKIPPED:
+        state += "/skipped"  # retired since, but it never started
     return f"{w.name}={state}" + ("+integrated" if w.integrated_sha else "")
 
 
@@ -579,16 +587,17 @@ def _blocker_text(b: Blocker) -> str:
 
 
 def compact_lines(report: Report) -> list[str]:
-    """The spec's seven lines."""
-    return [
+    """The spec's seven lines (worker text in them made inert and kept on its line)."""
+    lines = [
         f"Herdr: {report.verdict.value}",
         f"Controller: {controller_text(report.controller)}",
-        "Workers: " + (", ".join(_worker_text(w) for w in report.workers) or "none"),
+        "Workers: " + (", ".join(_worker_text(w, w.task in {b.task for b in report.blockers if b.kind == "skipped"}) for w in report.workers) or "none"),
         f"Callbacks: {_callbacks_text(report.callbacks)}",
         "Verification: " + _join((_verification_text(v) for v in report.verification), "none"),
         "Retired: " + _join((_retired_text(r) for r in report.retired), "nothing created"),
         "Blockers: " + _join((_blocker_text(b) for b in report.blockers), "none"),
     ]
+    return [inert_line(line) for line in lines]
 
 
 def render_report(report: Report) -> str:
@@ -630,7 +639,8 @@ def render_markdown(report: Report, workers: Sequence[Worker]) -> str:
         out.append("- Blockers: " + _join((_blocker_text(b) for b in blockers), "none"))
         seqs = [*item.seqs, *callbacks.seqs, *verification.seqs, *(s for r in retired for s in r.seqs), *(s for b in blockers for s in b.seqs)]
         out += [f"- Ledger events: {_seq_text(seqs)}", ""]
-    return "\n".join(out)
+    # Every entry is one line by design; worker text inside one (a question, a reason, reported checks) stays there.
+    return "\n".join(inert_line(line) for line in out)
 
 
 def integration_required(engine: Engine, run: Run) -> bool:

@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator import git, messages
 from orchestrator.agents import AGENTS
-from orchestrator.engine import Engine, InFlightEffect
+from orchestrator.engine import Done, Engine, InFlightEffect, NotDone, Settlement
+from orchestrator.schedule import AGENT_EXITED
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, OrchError, one_line
-from registry import Run, Worker
+from registry import Effect, Run, Worker
 from registry.machine import WorkerState
 from registry.records import EventKind
 
@@ -31,7 +32,7 @@ POLL_S = 0.25
 READ_LINES = 40
 
 # A report and a disposition are recorded (or the worker was retained, or a retire was under way): the ladder may run.
-RETIRABLE: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.BLOCKED, S.FAILED, S.RETAINED, S.RETIRING})
+RETIRABLE: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.BLOCKED, S.FAILED, S.RETAINED, S.RETIRING, S.SKIPPED})
 # The person may give these up with --abandon: the live ones become superseded first, the unstarted ones retire directly.
 ABANDON_TO_SUPERSEDED: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.RESULT, S.VERIFYING})
 UNSTARTED: frozenset[WorkerState] = frozenset({S.PROVISIONING, S.READY})
@@ -273,11 +274,9 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
         key = f"{task}:retire{ladder.round}"
         try:
             engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command},
-                        lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent,
-                        settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+                        lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent)  # fmt: skip
             engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"]},
-                        lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent,
-                        settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+                        lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent)  # fmt: skip
         except (HerdrCommandError, InFlightEffect) as exc:
             reason = f"{command} could not be sent: {one_line(exc.message)}"
             ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
@@ -299,7 +298,7 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
         return
     try:
         engine.once(run.run_id, task, "pane_close", f"{task}:retire{ladder.round}:pane_close", {"pane": pane},
-                    lambda: _closed(pane, lambda: herdr.pane_close(pane)), model=Closed, settle=lambda: _pane_closed(engine, pane))  # fmt: skip
+                    lambda: _closed(pane, lambda: herdr.pane_close(pane)), model=Closed)  # fmt: skip
     except HerdrConfirmationRequired:
         # Spec §7 step 3: stop here. workspace close would close the whole worktree group and every sibling in it.
         reason = "pane close needs confirmation (it would close a worktree group); the ladder stops here"
@@ -319,9 +318,89 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
     ladder.pane_done = True
 
 
+def exit_for_slot(
+    engine: Engine, run: Run, worker: Worker, *, exit_command: Callable[[str], str | None] = default_exit_command, exit_timeout_s: float = EXIT_TIMEOUT_S
+) -> str | None:
+    """Exit a finished worker's agent so its slot frees; pane and checkout stay for the ladder. None, or why it stayed.
+
+    The same first rung as the ladder (a `stop` first for a busy failed/rejected/superseded worker, the exit command
+    only at rest, each keystroke an ``engine.once`` effect), under keys of its own; success is the AGENT_EXITED fact.
+    """
+    herdr, task, pane = engine.herdr, worker.task_label, worker.pane_id
+    done = {"pane": pane, "disposition": worker.final_disposition.value if worker.final_disposition else None}
+    if pane is None or _agent_in(engine, pane) is None:
+        engine.ledger.record_fact(run.run_id, AGENT_EXITED, task_label=task, detail={**done, "how": "no agent in its pane"})
+        return None
+    status, name = _agent_in(engine, pane) or ("idle", None)
+    if name is not None and name != worker.name:
+        return f"pane {pane} runs agent {name}, not {worker.name}"
+    command = exit_command(worker.kind)
+    if command is None:
+        return f"orch knows no exit command for {worker.kind}"
+    ladder = _Ladder(worker=worker, before=worker.state, round=0)
+    if status == "working" and worker.final_disposition in STOPPABLE:
+        status = _stop_working(engine, run, ladder, exit_timeout_s)
+    if status not in AT_REST:
+        return f"agent is {status}; {command} not sent"
+    key = f"{task}:free-slot"
+    try:
+        engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command},
+                    lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent,
+                    settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+        engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"]},
+                    lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent,
+                    settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+    except (HerdrCommandError, InFlightEffect) as exc:
+        return f"{command} could not be sent: {one_line(exc.message)}"
+    back = _await_shell(engine, pane, command, exit_timeout_s)
+    if back not in ("shell", "pane_gone"):
+        return back
+    engine.ledger.record_fact(run.run_id, AGENT_EXITED, task_label=task, detail={**done, "how": command})
+    return None
+
+
 def _sent(pane: str, send: Callable[[], None]) -> Sent:
     send()
     return Sent(pane_id=pane)
+
+
+# --- read-back settlement of the retire ladder's effects (orchestrator.effects names these) ---
+
+
+def settle_pane_send_text(engine: Engine, run: Run, effect: Effect) -> Settlement[Sent]:
+    """Done if no agent runs in the pane any more, or the exit command is on its screen; else not done."""
+    pane, text = effect.request["pane"], effect.request["text"]
+    if _agent_in(engine, pane) is None:
+        return Done(Sent(pane_id=pane), f"no agent runs in pane {pane}")
+    try:
+        screen = engine.herdr.pane_read(pane, source="recent", lines=5)
+    except HerdrNotFound:
+        return Done(Sent(pane_id=pane), f"pane {pane} is gone")
+    if text in screen:
+        return Done(Sent(pane_id=pane), f"{text} is on the last lines of pane {pane}")
+    return NotDone(f"the agent in pane {pane} runs on and {text} is not on its screen")
+
+
+def settle_pane_send_keys(engine: Engine, run: Run, effect: Effect) -> Settlement[Sent]:
+    """Done if no agent runs in the pane any more; else not done (Enter again on an exiting agent is harmless)."""
+    pane = effect.request["pane"]
+    if _agent_in(engine, pane) is None:
+        return Done(Sent(pane_id=pane), f"no agent runs in pane {pane}")
+    return NotDone(f"the agent in pane {pane} runs on")
+
+
+def settle_pane_close(engine: Engine, run: Run, effect: Effect) -> Settlement[Closed]:
+    """Done if herdr no longer knows the pane; else not done."""
+    pane = effect.request["pane"]
+    found = _pane_closed(engine, pane)
+    return Done(found, f"`pane get {pane}` says not found") if found is not None else NotDone(f"pane {pane} is still open")
+
+
+def settle_worktree_remove(engine: Engine, run: Run, effect: Effect) -> Settlement[Removed]:
+    """Done if the checkout is gone; else not done."""
+    req = effect.request
+    gone = _checkout_gone(req["path"], req["via"], req.get("workspace"))
+    return Done(gone, f"{req['path']} is gone") if gone is not None else NotDone(f"{req['path']} is still there")
 
 
 def _closed(pane: str, close: Callable[[], None]) -> Closed:
@@ -457,10 +536,10 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
             ws = tracking
             engine.once(run.run_id, owner, "worktree_remove", key, {"via": "herdr", "workspace": ws, "path": path},
                         lambda: Removed(path=engine.herdr.worktree_remove(ws).path, via="herdr", workspace_id=ws),
-                        model=Removed, settle=lambda: _checkout_gone(path, "herdr", ws))  # fmt: skip
+                        model=Removed)  # fmt: skip
         else:
             engine.once(run.run_id, owner, "worktree_remove", key, {"via": "git", "repo": str(repo), "path": path},
-                        lambda: _git_remove(repo, path), model=Removed, settle=lambda: _checkout_gone(path, "git", None))  # fmt: skip
+                        lambda: _git_remove(repo, path), model=Removed)  # fmt: skip
     except (HerdrCommandError, git.GitError, InFlightEffect) as exc:
         return Item(kind="worktree", id=path, action="kept", reason=f"removal failed: {one_line(exc.message)}")
     return Item(kind="worktree", id=path, action="removed")
@@ -544,7 +623,7 @@ def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: 
         try:
             # engine.once calls both callables before it returns, so they cannot see a later iteration's pane.
             engine.once(run.run_id, task, "pane_close", f"{task or 'run'}:retire:leftover:{ws}:{pane}", {"workspace": ws, "pane": pane},
-                        lambda: _closed(pane, lambda: engine.herdr.pane_close(pane)), model=Closed, settle=lambda: _pane_closed(engine, pane))  # noqa: B023  # fmt: skip
+                        lambda: _closed(pane, lambda: engine.herdr.pane_close(pane)), model=Closed)  # noqa: B023  # fmt: skip
         except HerdrConfirmationRequired:
             items.append(Item(kind="workspace", id=ws, action="kept", reason="it is the parent of a worktree group that is still open"))
             continue

@@ -7,25 +7,26 @@ so resuming is simply driving the same run again from wherever the ledger says i
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.dispatch import dispatch
+from orchestrator.effects import settle_in_flight
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
+from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
 from orchestrator.observe import Observation, check_in
-from orchestrator.preflight import PreflightResult, preflight
+from orchestrator.messages import DECIDED
+from orchestrator.preflight import PreflightResult, finish_preflight, preflight
 from orchestrator.progress import Progress, Row
-from orchestrator.provision import provision
 from orchestrator.report import VERDICT_EXIT, Report, write_report
 from orchestrator.retire import retire
 from orchestrator.verify import blocked_by_verification, stored_verification, verify_run
-from registry import Run, RunStatus, Worker, WorkerState
+from registry import EffectStatus, RegistryError, Run, RunStatus, Worker, WorkerState
 
 S = WorkerState
 
@@ -86,28 +87,28 @@ def _say(progress: Progress, engine: Engine, notes: Sequence[Observation]) -> No
         progress.note(f"{who}: {note.what.replace('_', ' ')}: {note.text}", engine.clock.now())
 
 
+def _steps(progress: Progress, engine: Engine, steps: Sequence[Step]) -> None:
+    for step in steps:
+        if step.what == "queued" and step.task is not None:
+            continue  # the worker's own line says queued
+        progress.note(f"{step.task or 'run'}: {step.what.replace('_', ' ')}: {step.text}", engine.clock.now())
+
+
 def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] = (), interval_s: float | None = None) -> RunOutcome:
     """Take a run from wherever the ledger says it stands to its report; stop early only for the person."""
     ledger = engine.ledger
     plan = engine.plan_for(run)
     interval = float(interval_s if interval_s is not None else plan.plan.defaults.checkin_interval_s)
-    stage = "provision"
+    stage = "schedule"
 
     def show() -> None:
         progress.update(_rows(engine, run), engine.clock.now())
 
     try:
         with _terminate_as_interrupt():
-            result = provision(engine, run)
-            for outcome in result.workers:
-                if outcome.state == "failed":
-                    progress.note(f"{outcome.task}: provisioning failed: {outcome.error}", engine.clock.now())
-            show()
-            stage = "dispatch"
-            dispatched = dispatch(engine, run)
-            for item in dispatched.workers:
-                if item.outcome not in ("accepted", "skipped"):
-                    progress.note(f"{item.task}: dispatch {item.outcome}: {item.detail}", engine.clock.now())
+            # The scheduler admits at most `defaults.concurrency` workers (and only those whose `after` is done);
+            # the rest wait queued and start from the check-in loop as slots free.
+            _steps(progress, engine, advance(engine, run, keep=keep))
             show()
             stage = "observe"
             number = 0
@@ -122,7 +123,10 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                         evidence = decided.verification
                         if evidence.reasons:  # an acceptance shows on the worker's own line; a refusal says why here
                             progress.note(f"{decided.task}: {evidence.disposition} ({'; '.join(evidence.reasons)})", engine.clock.now())
-                    stage = "observe"
+                if ledger.list_workers(run.run_id, states=(S.QUEUED,)):
+                    stage = "schedule"
+                    _steps(progress, engine, advance(engine, run, keep=keep))
+                stage = "observe"
                 show()
                 workers = ledger.list_workers(run.run_id)
                 if any(w.state in MOVING for w in workers) or ledger.list_inbox(run.run_id, unhandled=True):
@@ -132,6 +136,8 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
             waiting = [w for w in ledger.list_workers(run.run_id) if w.state in WAITING_ON_PERSON]
             if waiting:
                 return _stop_for_person(engine, run, progress, waiting)
+            # Nothing moves and nobody waits on the person: a worker still queued now could never start.
+            _steps(progress, engine, give_up_queued(engine, run, "nothing left in the run could start it"))
             stage = "integrate"
             integrated = integrate_run(engine, run)
             if integrated.paused_by:
@@ -194,27 +200,78 @@ def run_plan(
     if checked.failure is not None or checked.run_id is None:
         failure = checked.failure
         raise failure.error() if failure else OrchError("preflight failed")
-    run = engine.ledger.get_run(checked.run_id)
+    run = engine.attach_log(engine.ledger.get_run(checked.run_id))
     progress.note(f"run {run.run_id}: {len(engine.ledger.list_workers(run.run_id))} workers", engine.clock.now())
     return drive(engine, run, progress, keep=keep, interval_s=interval_s)
 
 
-def resume_run(engine: Engine, run_id: str | None, progress: Progress, *, keep: Sequence[str] = (), interval_s: float | None = None) -> RunOutcome:
-    """`orch resume [RUN]`: continue an interrupted (or crashed) run from the ledger without repeating any effect."""
-    run = engine.find_run(run_id)
+def resume_run(
+    engine: Engine,
+    run_id: str | None,
+    progress: Progress,
+    *,
+    keep: Sequence[str] = (),
+    interval_s: float | None = None,
+    decisions: Mapping[int, str] | None = None,
+) -> RunOutcome:
+    """`orch resume [RUN]`: continue an interrupted (or crashed) run from the ledger without repeating any effect.
+
+    Before anything else, every effect left in flight is settled by its kind's read-back (orchestrator.effects);
+    ``decisions`` are the person's answers (effect id -> "sent" / "unsent") to a prompt read-back could not decide.
+    """
+    try:
+        run = engine.find_run(run_id)
+    except OrchError as exc:
+        if run_id is not None:
+            raise
+        raise OrchError(
+            "no unfinished run in the ledger: a run stopped before it was recorded created nothing in herdr or git",
+            hint="re-run `orch run PLAN`: it starts from the beginning",
+        ) from exc
     if run.controller_kind != "run":
         # Its workers call back with `herdr agent prompt <controller>`, which this process cannot receive.
         raise OrchError(
             f"run {run.run_id} is driven by an agent controller; `orch resume` continues only runs started by `orch run`",
             hint="continue it with the granular commands (SKILL.md): orch provision, dispatch, observe --once, verify, retire, report",
         )
+    for effect_id, answer in (decisions or {}).items():
+        _decide(engine, run, effect_id, answer)
     if run.status is RunStatus.INTERRUPTED:
         run = engine.ledger.set_run_status(run.run_id, RunStatus.ACTIVE, stopped_at=None)
-    in_flight = engine.ledger.in_flight(run.run_id)
-    if in_flight:
-        progress.note(
-            f"settling {len(in_flight)} side effect(s) left in flight by read-back: "
-            + ", ".join(f"{e.kind} ({e.task_label or 'run'})" for e in in_flight),
-            engine.clock.now(),
-        )
+    try:
+        with _terminate_as_interrupt():
+            if run.workspace_id is None or run.repo_tab_id is None:
+                # A crash cut its preflight short: finish it on the snapshot (same run, nothing made twice).
+                finished = finish_preflight(engine, run)
+                if finished.failure is not None:
+                    raise finished.failure.error()
+                run = engine.ledger.get_run(run.run_id)
+            in_flight = engine.ledger.in_flight(run.run_id)
+            if in_flight:
+                progress.note(
+                    f"settling {len(in_flight)} side effect(s) left in flight by read-back: "
+                    + ", ".join(f"{e.kind} ({e.task_label or 'run'})" for e in in_flight),
+                    engine.clock.now(),
+                )
+            for question in settle_in_flight(engine, run):
+                progress.note(f"cannot tell by read-back: {question.question} -> {question.command}", engine.clock.now())
+    except KeyboardInterrupt:
+        engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at="interrupted while resuming")
+        raise Interrupted(f"run {run.run_id} interrupted while resuming", hint=f"continue with `orch resume {run.run_id}`") from None
     return drive(engine, run, progress, keep=keep, interval_s=interval_s)
+
+
+def _decide(engine: Engine, run: Run, effect_id: int, answer: str) -> None:
+    """Record the person's answer for an in-flight prompt (`orch resume --settle ID=sent|unsent`)."""
+    try:
+        effect = engine.ledger.get_effect(effect_id)
+    except RegistryError:
+        raise OrchError(f"run {run.run_id} has no effect {effect_id}", hint="the question that asked names the effect id") from None
+    if effect.run_id != run.run_id or effect.kind != "agent_prompt" or effect.status is not EffectStatus.INTENDED:
+        raise OrchError(
+            f"effect {effect_id} is not a prompt of run {run.run_id} left in flight ({effect.kind}, {effect.status})",
+            hint="--settle answers only the question a resume asked",
+        )
+    if answer not in ("sent", "unsent"):
+        raise OrchError(f"--settle {effect_id}={answer}: the answer is sent or unsent")
+    engine.ledger.record_fact(run.run_id, DECIDED, task_label=effect.task_label, detail={"effect_id": effect_id, "answer": answer})

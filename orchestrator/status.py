@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
+from packets import inert_line
 from registry import InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
 
 
@@ -132,7 +133,8 @@ def build_run_list(ledger: Ledger) -> RunList:
 
 
 def _one_line(text: str | None) -> str:
-    return " ".join(text.split()) if text else "-"
+    # Worker text (a pending question): one cell of one row, inert before tabulate measures it.
+    return inert_line(" ".join(text.split())) if text else "-"
 
 
 def render_status(view: RunStatusView) -> str:

@@ -15,7 +15,7 @@ from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.evidence import CheckRunner, PeerClaim, ResultClaim, Subject, Verification
 from orchestrator.inbox import result_claim
-from packets import EnvelopeError, parse_message
+from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
 from registry import Run, StaleState, Worker, WorkerState
 
@@ -217,7 +217,7 @@ def stored_verification(worker: Worker) -> Verification | None:
 
 def _check_line(run: CheckRun) -> str:
     status = f"exit {run.exit_code}" if run.exit_code is not None else f"not run ({run.error})"
-    return f"    check  {status}: {run.command}"
+    return f"    check  {status}: {inert_line(run.command)}"
 
 
 def render_verify(result: VerifyResult) -> str:
@@ -229,7 +229,7 @@ def render_verify(result: VerifyResult) -> str:
         where = f"{verdict.branch} @ {found.head_sha[:12]}" if verdict.branch and found.head_sha else verdict.branch or "no branch"
         by = " (by the person)" if verdict.decided_by == "person" else ""
         lines.append(f"  {verdict.task:<{width}}  {found.disposition}{by}  {where}")
-        lines.extend(f"    reason {reason}" for reason in found.reasons)
+        lines.extend(f"    reason {inert_line(reason)}" for reason in found.reasons)
         lines.extend(_check_line(run) for run in found.checks)
     if result.not_verified:
         lines.append("not verified: " + ", ".join(f"{w.task} ({w.state})" for w in result.not_verified))

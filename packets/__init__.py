@@ -11,7 +11,8 @@ from packets.envelope import (
     render_message,
 )
 from packets.errors import EnvelopeError, PacketError, PacketSyntaxError
-from packets.model import AGENT_KINDS, Packet, build_packet
+from packets.inert import inert, inert_line
+from packets.model import AGENT_KINDS, DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, Packet, build_packet
 from packets.render import parse_packet, render_packet
 from packets.validate import (
     REASON_SUMMARIES,
@@ -23,12 +24,18 @@ from packets.validate import (
     Verdict,
     build_view,
     fingerprint,
+    looks_like_header,
+    message_size,
+    oversize,
+    screen_body,
     validate,
 )
 
 __all__ = [
     "AGENT_KINDS",
     "CONTROLLER_KINDS",
+    "DEFAULT_MESSAGE_LIMIT",
+    "MESSAGE_LIMIT_RANGE",
     "REASON_SUMMARIES",
     "WORKER_KINDS",
     "Accepted",
@@ -47,6 +54,12 @@ __all__ = [
     "build_view",
     "classify_prompt",
     "fingerprint",
+    "inert",
+    "inert_line",
+    "looks_like_header",
+    "message_size",
+    "oversize",
+    "screen_body",
     "normalise",
     "parse_message",
     "parse_packet",

@@ -19,8 +19,9 @@ CONTROLLER_KINDS: tuple[str, ...] = ("answer", "follow-up", "stop")
 MessageKind = Literal["update", "question", "blocked", "result", "answer", "follow-up", "stop"]
 ControllerKind = Literal["answer", "follow-up", "stop"]
 
-# What a terminal adds around pasted text: bracketed-paste markers (herdr pastes prompts that way when the app asks).
-_PASTE_MARKERS = ("\x1b[200~", "\x1b[201~")
+# What a terminal adds around pasted text: one bracketed-paste pair (herdr pastes prompts that way when the app asks).
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+_BLANK = " \t\r\n"
 _VALUE_CHAR_RE = re.compile(r"[!-\\^-~]")  # printable ASCII except space and "]"
 
 
@@ -44,17 +45,26 @@ class Message(BaseModel):
         )
 
 
-def normalise(raw: str) -> str:
-    """Undo what a terminal adds: paste markers, CR/LF or CR endings, trailing spaces, surrounding blank lines."""
-    text = raw
-    for marker in _PASTE_MARKERS:
-        text = text.replace(marker, "")
+def _unwrap_paste(raw: str) -> str:
+    # Only the pair wrapping the whole text is the terminal's; a marker anywhere else is the sender's own text.
+    text = raw.lstrip(_BLANK)
+    text = text[len(PASTE_START) :] if text.startswith(PASTE_START) else raw
+    end = text.rstrip(_BLANK)
+    return end[: -len(PASTE_END)] if end.endswith(PASTE_END) else text
+
+
+def _tidy(text: str) -> str:
     lines = [line.rstrip(" ") for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
     while lines and lines[0] == "":
         lines.pop(0)
     while lines and lines[-1] == "":
         lines.pop()
     return "\n".join(lines)
+
+
+def normalise(raw: str) -> str:
+    """Undo what a terminal adds: one wrapping paste-marker pair, CR/LF or CR endings, trailing spaces, surrounding blank lines."""
+    return _tidy(_unwrap_paste(raw))
 
 
 def classify_prompt(raw: str) -> Literal["envelope", "packet", "other"]:
@@ -128,7 +138,7 @@ def parse_message(raw: str) -> Message:
         sender=values["from"],
         kind=values["kind"],  # type: ignore[arg-type]  # checked against the kinds above
         reply_to=values["reply-to"],
-        body=normalise(body),
+        body=_tidy(body),
     )
 
 
@@ -148,7 +158,7 @@ def build_controller_message(*, run_id: str, task_label: str, controller_target:
     except ValueError as error:
         raise PacketError(f"invalid controller message: {error}") from None
     try:
-        message = Message(run_id=run_id, task=task_label, sender=controller_target, kind=kind, reply_to=controller_target, body=normalise(body))
+        message = Message(run_id=run_id, task=task_label, sender=controller_target, kind=kind, reply_to=controller_target, body=_tidy(body))
     except ValidationError as error:
         raise PacketError(describe_validation_error(error, "controller message")) from None
     return render_message(message)

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from packets.errors import PacketError
 
@@ -139,6 +139,10 @@ def _non_empty(values: tuple[str, ...]) -> tuple[str, ...]:
     return values
 
 
+# The inbound size limit, in UTF-8 bytes of the whole message as received; plans and policies may set another.
+DEFAULT_MESSAGE_LIMIT = 64 * 1024
+MESSAGE_LIMIT_RANGE = (1024, 1024 * 1024)
+
 Token = Annotated[str, AfterValidator(check_token)]
 TaskLabel = Annotated[str, AfterValidator(check_task_label)]
 WorkerName = Annotated[str, AfterValidator(check_worker_name)]
@@ -178,6 +182,9 @@ class Packet(BaseModel):
     stop_conditions: Items
     context_files: tuple[AbsPath, ...] = ()
     callback_prefix: Annotated[tuple[Annotated[str, AfterValidator(_check_arg)], ...], AfterValidator(_non_empty)]
+    # Where the worker may write reports besides its working directory, and the inbound size limit it must respect.
+    report_dir: AbsPath | None = None
+    message_limit: Annotated[int, Field(ge=MESSAGE_LIMIT_RANGE[0], le=MESSAGE_LIMIT_RANGE[1])] = DEFAULT_MESSAGE_LIMIT
 
 
 def describe_validation_error(error: ValidationError, what: str) -> str:

@@ -28,8 +28,12 @@ CONTRACT_RULES = (
     "in the same envelope format, with this run ID and task label.\n"
     "A `result` lists your commits, the changed files, every check you ran with its real exit code and output, "
     "the residual risk and the paths of any reports, in the format below; then end your turn. "
-    "The controller verifies every claim.\n"
-    "Keep large logs, diffs and reports out of messages: write them to a Markdown file and send its absolute path.\n"
+    "The controller verifies every claim."
+)
+# Fixed text after the limit line (which names this packet's limit and report directory).
+CONTRACT_RULES_TAIL = (
+    "Write plain text only: escape sequences, control and invisible characters, "
+    "or a line that looks like a message header, get a message kept aside unread.\n"
     "Send without `--wait`. Exit status 0 means the message was submitted, not read or accepted: never resend after success. "
     "On a non-zero exit, keep the exact error in your final response and do not retry in a loop."
 )
@@ -42,6 +46,20 @@ SEND_INTRO = (
     'and <message> with your message (escape \\, ", $ and ` inside it, since it sits in double quotes):'
 )
 _ENVELOPE_START = ' "[herdr-orchestration run='
+_LIMIT_RE = re.compile(
+    r"Messages over (?P<limit>[0-9]+) bytes are kept aside unread: put logs, diffs and anything large in a Markdown report "
+    r"inside your working directory(?: or (?P<dir>/.*?))?, and send its absolute path on a `Report:` line; "
+    r"a report path anywhere else is kept aside\."
+)
+
+
+def limit_line(packet: Packet) -> str:
+    """The rule that names the packet's message limit and the places the worker may write reports."""
+    where = f"your working directory or {packet.report_dir}" if packet.report_dir else "your working directory"
+    return (
+        f"Messages over {packet.message_limit} bytes are kept aside unread: put logs, diffs and anything large in a Markdown report "
+        f"inside {where}, and send its absolute path on a `Report:` line; a report path anywhere else is kept aside."
+    )
 
 
 def _bullets(items: tuple[str, ...]) -> list[str]:
@@ -102,6 +120,8 @@ def render_packet(packet: Packet) -> str:
     lines += [
         "## Message Contract",
         CONTRACT_RULES,
+        limit_line(p),
+        CONTRACT_RULES_TAIL,
         RESULT_INTRO,
         "",
         "```text",
@@ -260,7 +280,17 @@ def parse_packet(text: str) -> Packet:
         r.mark("context_files")
         fields["context_files"] = r.bullets()
     r.expect("## Message Contract")
-    for line in (*CONTRACT_RULES.split("\n"), RESULT_INTRO, "", "```text", *RESULT_FORMAT, "```", "", SEND_INTRO, "", "```sh"):
+    for line in CONTRACT_RULES.split("\n"):
+        r.expect(line)
+    r.mark("message_limit")
+    limits = _LIMIT_RE.fullmatch(r.take())
+    if limits is None:
+        r.index -= 1
+        raise r.fail(f"expected 'Messages over <n> bytes are kept aside unread: …', found {r.peek()!r}")
+    fields["message_limit"] = int(limits["limit"])
+    if limits["dir"]:
+        fields["report_dir"] = limits["dir"]
+    for line in (*CONTRACT_RULES_TAIL.split("\n"), RESULT_INTRO, "", "```text", *RESULT_FORMAT, "```", "", SEND_INTRO, "", "```sh"):
         r.expect(line)
     r.mark("callback_prefix")
     command = r.take()

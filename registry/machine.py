@@ -9,8 +9,9 @@ from registry.errors import IllegalTransition
 
 
 class WorkerState(StrEnum):
-    """Where one worker is in its life, from provisioning to retirement."""
+    """Where one worker is in its life, from queued (waiting for a slot or a predecessor) to retirement."""
 
+    QUEUED = "queued"
     PROVISIONING = "provisioning"
     READY = "ready"
     DISPATCHED = "dispatched"
@@ -26,6 +27,7 @@ class WorkerState(StrEnum):
     RETIRING = "retiring"
     RETIRED = "retired"
     RETAINED = "retained"
+    SKIPPED = "skipped"
 
 
 S = WorkerState
@@ -34,6 +36,9 @@ S = WorkerState
 # The spec integrates after the owning worker is retired or paused, so "integrated" is orthogonal to the
 # retire ladder; as a state it would need accepted -> integrated -> retiring and could not follow retired.
 TRANSITIONS: Mapping[WorkerState, frozenset[WorkerState]] = {
+    # The scheduler admits a queued worker into a free slot, skips it when a predecessor ended without acceptance,
+    # and the person may give it up (retiring: nothing was created for it).
+    S.QUEUED: frozenset({S.PROVISIONING, S.SKIPPED, S.RETIRING}),
     S.PROVISIONING: frozenset({S.READY, S.FAILED, S.RETIRING}),
     S.READY: frozenset({S.DISPATCHED, S.FAILED, S.RETIRING}),
     # The worker may finish, ask or block before any check-in saw it working.
@@ -56,9 +61,11 @@ TRANSITIONS: Mapping[WorkerState, frozenset[WorkerState]] = {
     S.RETIRING: frozenset({S.RETIRED, S.RETAINED}),
     S.RETAINED: frozenset({S.RETIRING}),
     S.RETIRED: frozenset(),
+    # Never started: nothing to stop or remove, so the ladder only records it retired.
+    S.SKIPPED: frozenset({S.RETIRING}),
 }
 
-# States in which the worker's agent may still be doing or holding work of this run.
+# States in which the worker's agent may still be doing or holding work of this run (a queued worker has none yet).
 LIVE_STATES: frozenset[WorkerState] = frozenset(
     {S.PROVISIONING, S.READY, S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED, S.RESULT, S.VERIFYING}
 )

@@ -126,4 +126,15 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE runs ADD COLUMN controller_kind TEXT NOT NULL DEFAULT 'agent' CHECK (controller_kind IN ('agent', 'run'));
     """,
+    # 4: a worker may wait `queued` for a slot or a predecessor, and be `skipped` when a predecessor ended without
+    # acceptance. Widening a CHECK changes no stored row, so the table is not rebuilt (rebuilding would break the
+    # journal's and effects' foreign keys): its CREATE text is edited in place (SQLite's documented procedure for
+    # constraint changes that leave the content valid), and RESET makes this connection re-read the schema.
+    """
+    PRAGMA writable_schema = ON;
+    UPDATE sqlite_schema
+        SET sql = replace(sql, '''retiring'', ''retired'', ''retained''))', '''retiring'', ''retired'', ''retained'', ''queued'', ''skipped''))')
+        WHERE type = 'table' AND name = 'workers';
+    PRAGMA writable_schema = RESET;
+    """,
 )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from enum import Enum
@@ -253,8 +253,15 @@ class Ledger:
         base_ref: str | None = None,
         base_sha: str | None = None,
         plan_path: Path | str | None = None,
+        fields: Mapping[str, Any] | None = None,
+        workers: Sequence[Mapping[str, Any]] = (),
     ) -> Run:
-        """Record a new active run."""
+        """Record a new active run whole: ``fields`` (any of RUN_FIELDS, e.g. controller_kind) and its ``workers``
+        (``add_worker``'s arguments as mappings) are written in the same transaction as the run row, so a crash
+        leaves either no run or one that resume has everything for."""
+        unknown = sorted(set(fields or {}) - RUN_FIELDS)
+        if unknown:
+            raise RegistryError(f"run fields not settable here: {', '.join(unknown)}")
         at = self._stamp()
         run = _validate(
             Run,
@@ -262,7 +269,7 @@ class Ledger:
                 "run_id": run_id, "controller_target": controller_target, "session": session,
                 "organization": organization, "repo": repo, "repo_path": _column(repo_path), "base_ref": base_ref,
                 "base_sha": base_sha, "plan_path": _column(plan_path), "status": RunStatus.ACTIVE,
-                "stopped_at": None, "verdict": None, "created_at": at, "updated_at": at,
+                "stopped_at": None, "verdict": None, "created_at": at, "updated_at": at, **dict(fields or {}),
             },
         )  # fmt: skip
         data = {key: _column(value) for key, value in run.model_dump().items()}
@@ -275,6 +282,8 @@ class Ledger:
             except sqlite3.IntegrityError:
                 raise DuplicateRun(f"run {run_id} already exists in the ledger") from None
             self._journal(run_id, EventKind.RUN_CREATED, detail={"controller_target": controller_target}, at=at)
+            for spec in workers:
+                self._insert_worker(db, run_id, at=at, **spec)
         return run
 
     def get_run(self, run_id: str) -> Run:
@@ -359,42 +368,58 @@ class Ledger:
         kind: str,
         objective: str,
         cause: Mapping[str, Any] | None = None,
+        initial: WorkerState = WorkerState.PROVISIONING,
         **fields: Any,
     ) -> Worker:
-        """Register a worker in state provisioning, before any of its side effects."""
+        """Register a worker (in ``provisioning``, or ``queued`` for the scheduler to admit), before any of its side effects."""
+        with self._write() as db:
+            self.get_run(run_id)
+            return self._insert_worker(db, run_id, task_label, name=name, kind=kind, objective=objective, cause=cause, initial=initial, at=self._stamp(), **fields)
+
+    def _insert_worker(
+        self,
+        db: sqlite3.Connection,
+        run_id: str,
+        task_label: str,
+        *,
+        name: str,
+        kind: str,
+        objective: str,
+        at: str,
+        cause: Mapping[str, Any] | None = None,
+        initial: WorkerState = WorkerState.PROVISIONING,
+        **fields: Any,
+    ) -> Worker:
+        if initial not in (WorkerState.PROVISIONING, WorkerState.QUEUED):
+            raise RegistryError(f"a worker is registered provisioning or queued, not {initial}")
         self._check_fields(fields)
-        at = self._stamp()
         empty: dict[str, Any] = {field: None for field in Worker.model_fields}
         empty.update(claimed_files=(), created_workspace_ids=(), created_pane_ids=(), created_worktree_paths=())
         worker = _validate(
             Worker,
             {
                 **empty, **fields, "run_id": run_id, "task_label": task_label, "name": name, "kind": kind,
-                "objective": objective, "state": WorkerState.PROVISIONING, "unchanged_check_ins": 0,
+                "objective": objective, "state": initial, "unchanged_check_ins": 0,
                 "created_at": at, "updated_at": at,
             },
         )  # fmt: skip
         data = {key: _column(value) for key, value in worker.model_dump().items()}
-        with self._write() as db:
-            self.get_run(run_id)
-            clash = db.execute(
-                "SELECT task_label, name FROM workers WHERE run_id = ? AND (task_label = ? OR name = ?)",
-                (run_id, task_label, name),
-            ).fetchone()
-            if clash is not None:
-                what = f"task {task_label}" if clash["task_label"] == task_label else f"name {name}"
-                raise DuplicateWorker(f"run {run_id} already has a worker with {what}")
-            db.execute(
-                f"INSERT INTO workers ({', '.join(data)}) VALUES ({', '.join('?' * len(data))})", tuple(data.values())
-            )
-            self._journal(
-                run_id,
-                EventKind.WORKER_ADDED,
-                task_label=task_label,
-                to_state=WorkerState.PROVISIONING,
-                detail={"cause": dict(cause or {}), "changes": {"name": name, "kind": kind, **self._plain(worker, fields)}},
-                at=at,
-            )
+        clash = db.execute(
+            "SELECT task_label, name FROM workers WHERE run_id = ? AND (task_label = ? OR name = ?)",
+            (run_id, task_label, name),
+        ).fetchone()
+        if clash is not None:
+            what = f"task {task_label}" if clash["task_label"] == task_label else f"name {name}"
+            raise DuplicateWorker(f"run {run_id} already has a worker with {what}")
+        db.execute(f"INSERT INTO workers ({', '.join(data)}) VALUES ({', '.join('?' * len(data))})", tuple(data.values()))
+        self._journal(
+            run_id,
+            EventKind.WORKER_ADDED,
+            task_label=task_label,
+            to_state=initial,
+            detail={"cause": dict(cause or {}), "changes": {"name": name, "kind": kind, **self._plain(worker, fields)}},
+            at=at,
+        )
         return worker
 
     @staticmethod
@@ -590,8 +615,9 @@ class Ledger:
             )
             inbox_id = cursor.lastrowid
             assert inbox_id is not None
-            # The journal row names the task only when it is a registered worker: kept-aside mail may name anything.
-            known = task_label is not None and db.execute(
+            # The journal row is the worker's only when the message was accepted for a registered worker: kept-aside
+            # mail may name anything, and must add nothing to a worker's history.
+            known = verdict is InboxVerdict.ACCEPTED and task_label is not None and db.execute(
                 "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)
             ).fetchone() is not None
             self._journal(
@@ -621,7 +647,7 @@ class Ledger:
                 return message
             at = self._stamp()
             db.execute("UPDATE inbox SET handled_at = ? WHERE id = ?", (at, inbox_id))
-            known = message.task_label is not None and db.execute(
+            known = message.verdict is InboxVerdict.ACCEPTED and message.task_label is not None and db.execute(
                 "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (message.run_id, message.task_label)
             ).fetchone() is not None
             self._journal(
@@ -632,6 +658,11 @@ class Ledger:
                 at=at,
             )
         return self.get_inbound(inbox_id)
+
+    def accepted_fingerprints(self, run_id: str) -> frozenset[str]:
+        """The fingerprints of the run's accepted messages (what a duplicate check needs, without reading the rows)."""
+        rows = self._db.execute("SELECT fingerprint FROM inbox WHERE run_id = ? AND verdict = 'accepted'", (run_id,))
+        return frozenset(str(row[0]) for row in rows)
 
     def list_inbox(
         self,

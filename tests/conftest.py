@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,32 @@ _LEAKY_ENV = (
     "GIT_WORK_TREE",
     "NO_COLOR",
 )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One temp dir for the whole session (TMPDIR for this process and every process it starts), removed at the end.
+
+    Whatever orch, the simulator and its scripted agents put in "the temp dir" (verify checkouts, agents' reports,
+    demo stages) lands here, so a run leaves nothing in the system temp dir. pytest's own tmp_path stays where it
+    was (its socket paths must stay short; pyproject keeps only failed tests' folders). ORCH_KEEP_TMP=1 keeps this
+    folder to look at after a failure.
+    """
+    tmp_path_factory.getbasetemp()  # fixed before TMPDIR changes
+    root = Path(tempfile.mkdtemp(prefix="orch-tests-"))
+    previous = (os.environ.get("TMPDIR"), tempfile.tempdir)
+    os.environ["TMPDIR"] = str(root)
+    tempfile.tempdir = str(root)
+    try:
+        yield root
+    finally:
+        if previous[0] is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = previous[0]
+        tempfile.tempdir = previous[1]
+        if os.environ.get("ORCH_KEEP_TMP") != "1":
+            shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -29,9 +29,9 @@ def engine_from(ctx: click.Context) -> Engine:
 
         def echo_call(call: Any) -> None:
             if verbose:
-                click.echo(f"herdr: {' '.join(call.argv)} -> {call.returncode}", err=True)
+                click.echo(f"herdr: {' '.join(call.argv)} -> {call.returncode}", err=True)  # all calls, git's too: the run's orch.log
 
-        engine = Engine.from_env(dict(os.environ), herdr_binary=obj.get("herdr"), echo=progress_echo, on_call=echo_call, defer_herdr=True)
+        engine = Engine.from_env(dict(os.environ), herdr_binary=obj.get("herdr"), echo=progress_echo, on_call=echo_call, defer_herdr=True, log_calls=True)
         obj["engine"] = engine
         root.call_on_close(engine.close)
     engine_: Engine = obj["engine"]
@@ -40,7 +40,9 @@ def engine_from(ctx: click.Context) -> Engine:
 
 def progress_echo(line: str) -> None:
     """Progress lines go to stderr so stdout stays the command's result (and `--json` stays parseable)."""
-    click.echo(line, err=True)
+    from packets.inert import inert
+
+    click.echo(inert(line), err=True)
 
 
 def json_option(func: F) -> F:
@@ -64,8 +66,11 @@ def echo_json(doc: Any) -> None:
 
 
 def emit(result: BaseModel, as_json: bool, render: Callable[[Any], str]) -> None:
-    """Print a result: its JSON (stable, for agents) or its human rendering."""
+    """Print a result: its JSON (stable, for agents) or its human rendering, with any worker text made inert."""
     if as_json:
         echo_json(result.model_dump(mode="json"))
     else:
-        click.echo(render(result), nl=False)
+        from packets.inert import inert
+
+        # The last line of defence: renderers keep worker text on its line, this escapes whatever is left.
+        click.echo(inert(render(result)), nl=False)

@@ -37,17 +37,18 @@ def demo(ctx: click.Context, keep_going: bool, as_json: bool) -> None:
     # Imported here: the simulator is loaded by `orch demo` and by no other command.
     from orchestrator.demo import closing_lines, run_demo
     from orchestrator.report import render_report
+    from packets.inert import inert
 
     def say(line: str) -> None:
-        click.echo(line, err=as_json)
+        click.echo(inert(line), err=as_json)
 
     outcome = run_demo(out=say, progress_stream=sys.stderr, keep_going=keep_going)
     if as_json:
         echo_json(outcome.model_dump(mode="json"))
         for line in closing_lines(outcome):
-            click.echo(line, err=True)
+            click.echo(inert(line), err=True)
     else:
-        click.echo(render_report(outcome.report), nl=False)
+        click.echo(inert(render_report(outcome.report)), nl=False)
         for line in closing_lines(outcome):
-            click.echo(line)
+            click.echo(inert(line))
     ctx.exit(outcome.exit_code)

@@ -8,7 +8,7 @@ import click
 
 from orchestrator.commands.base import emit, engine_from, json_option, run_option
 from orchestrator.errors import OrchError
-from orchestrator.inbox import add_message, list_messages, render_added, render_list
+from orchestrator.inbox import add_message, inbound_text, list_messages, message_limit, read_inbound, render_added, render_list
 
 
 @click.group()
@@ -42,12 +42,15 @@ def inbox_add(ctx: click.Context, run_id: str | None, source: str, as_json: bool
     """
     if text is None:
         raise OrchError("no message given", hint="pass the envelope as TEXT, or `-` to read it from stdin")
-    raw = sys.stdin.read() if text == "-" else text
-    if not raw.strip():
+    engine = engine_from(ctx)
+    run = engine.find_run(run_id)
+    limit = message_limit(engine, run)
+    # Both doors measure the same bytes against the same limit; stdin is never held beyond the limit.
+    inbound = read_inbound(sys.stdin.buffer, limit) if text == "-" else inbound_text(text, limit)
+    if inbound.complete and not inbound.text.strip():
         # Nothing to judge: recording it would only add an empty kept-aside message to the inbox.
         raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add - < callback.txt`")
-    engine = engine_from(ctx)
-    added = add_message(engine, engine.find_run(run_id), raw, source=source)
+    added = add_message(engine, run, inbound, source=source, limit=limit)
     emit(added, as_json, render_added)
 
 

@@ -51,7 +51,9 @@ def report(ctx: click.Context, run_id: str | None, as_json: bool, as_markdown: b
     run = pick_run(engine, run_id)
     result, markdown = write_report(engine, run)
     if as_markdown:
-        click.echo(markdown, nl=False)
+        from packets.inert import inert
+
+        click.echo(inert(markdown), nl=False)
     else:
         emit(result, as_json, render_report)
     ctx.exit(result.exit_code)

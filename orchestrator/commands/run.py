@@ -56,13 +56,29 @@ def run(ctx: click.Context, plan_file: Path, keep: tuple[str, ...], interval_s: 
     _finish(ctx, run_plan(engine, plan_file, progress, keep=keep, interval_s=interval_s), as_json)
 
 
+def _decisions(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> dict[int, str]:
+    found: dict[int, str] = {}
+    for value in values:
+        effect, sep, answer = value.partition("=")
+        if not sep or not effect.isdigit() or answer not in ("sent", "unsent"):
+            raise click.BadParameter(f"{value!r} is not ID=sent or ID=unsent")
+        found[int(effect)] = answer
+    return found
+
+
 @click.command("resume")
 @click.argument("run_id", metavar="[RUN_ID]", required=False)
 @_KEEP
 @_INTERVAL
+@click.option(
+    "--settle", "decisions", multiple=True, metavar="ID=sent|unsent", callback=_decisions,
+    help="Answer a question resume asked: whether the prompt of in-flight effect ID reached its agent; repeatable.",
+)  # fmt: skip
 @json_option
 @click.pass_context
-def resume(ctx: click.Context, run_id: str | None, keep: tuple[str, ...], interval_s: float | None, as_json: bool) -> None:
+def resume(
+    ctx: click.Context, run_id: str | None, keep: tuple[str, ...], interval_s: float | None, decisions: dict[int, str], as_json: bool
+) -> None:
     """Continue an interrupted or crashed run from the ledger, repeating no create and no prompt.
 
     Side effects left in flight are settled by reading herdr and git back; finished steps are replayed from
@@ -76,4 +92,4 @@ def resume(ctx: click.Context, run_id: str | None, keep: tuple[str, ...], interv
     engine = engine_from(ctx)
     engine.controller = "run"
     progress = Progress(sys.stderr)
-    _finish(ctx, resume_run(engine, run_id, progress, keep=keep, interval_s=interval_s), as_json)
+    _finish(ctx, resume_run(engine, run_id, progress, keep=keep, interval_s=interval_s, decisions=decisions), as_json)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -106,6 +107,7 @@ def make_world(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Itera
     yield build
     for sim in servers:
         sim.__exit__(None, None, None)
+        shutil.rmtree(sim.home, ignore_errors=True)  # the short home sits in /tmp, outside pytest's tmp_path
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from interrupt import interruptible
 
 ORCH = [sys.executable, "-m", "orchestrator"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,6 +90,14 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
     assert (outcome["state_dir"], outcome["ledger"], outcome["report_path"]) == (
         str(state), str(state / "ledger.sqlite3"), str(run_dir / "report.md"))
     assert (run_dir / "report.md").is_file() and (run_dir / "plan.toml").is_file()
+    # Exactly what the README says stays: the ledger, and per run its plan, packets and report (the integration
+    # worktree belonged to the throwaway repository and goes with it, instead of being left as a broken checkout).
+    assert sorted(str(p.relative_to(state)) for p in state.rglob("*") if not p.name.startswith("ledger.sqlite3")) == [
+        "runs", f"runs/{run_dir.name}", f"runs/{run_dir.name}/limits.json", f"runs/{run_dir.name}/orch.log", f"runs/{run_dir.name}/packets",
+        *(f"runs/{run_dir.name}/packets/{task}.md" for task in ("area-tests", "greeting", "usage-docs")),
+        f"runs/{run_dir.name}/plan.toml", f"runs/{run_dir.name}/report.md", f"runs/{run_dir.name}/reports",
+        *(f"runs/{run_dir.name}/reports/{task}" for task in ("area-tests", "greeting", "usage-docs")),
+    ]  # fmt: skip
     shown = subprocess.run([*ORCH, "report", "--run", run_id], env={**env, "ORCH_HOME": str(state)},
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
@@ -124,7 +133,7 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
 
 def test_ctrl_c_mid_run_removes_everything_and_exits_130(isolated_env: Path, short_tmpdir: Path) -> None:
     env = {**os.environ, "TMPDIR": str(short_tmpdir)}
-    demo = subprocess.Popen([*ORCH, "demo"], env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    demo = subprocess.Popen(interruptible([*ORCH, "demo"]), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         assert demo.stderr is not None
@@ -159,7 +168,7 @@ def _fenced(text: str, after: str, lang: str) -> str:
 def test_readme_quick_start_is_the_two_commands_and_shows_the_example_plan_verbatim() -> None:
     readme = (ROOT / "README.md").read_text()
     assert _fenced(readme, "## Quick start", "sh") == (
-        "python3 -m pip install -e . && orch demo\n"
-        "python3 -m pip install -e '.[test]' && python3 -m pytest\n"
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/orch demo\n"
+        ".venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest\n"
     )
     assert _fenced(readme, "## The plan file", "toml") == (ROOT / "examples" / "plan.toml").read_text()

@@ -119,9 +119,9 @@ def test_happy_path_pins_checklist_registers_workers_and_labels_repo_tab(session
     )
     assert (run.default_branch, run.base_ref, run.base_sha, run.created_workspace_ids) == ("main", "main", world.repo.head(), ())
     assert [(w.task_label, w.name, w.kind, w.state, w.claimed_files, w.branch, w.tab_label, w.worktree_path) for w in workers] == [
-        ("api-pagination", "api-pagination", "codex", WorkerState.PROVISIONING, ("src/widgets/api/**",), "feat/api-pagination",
+        ("api-pagination", "api-pagination", "codex", WorkerState.QUEUED, ("src/widgets/api/**",), "feat/api-pagination",
          "widgets-feat-api-pagination", str(world.root / "src/acme/widgets.worktrees/widgets-feat-api-pagination")),
-        ("pagination-docs", "pagination-docs", "claude", WorkerState.PROVISIONING, ("docs/pagination.md",), "docs/pagination-guide",
+        ("pagination-docs", "pagination-docs", "claude", WorkerState.QUEUED, ("docs/pagination.md",), "docs/pagination-guide",
          "widgets-docs-pagination-guide", str(world.root / "src/acme/widgets.worktrees/widgets-docs-pagination-guide")),
     ]  # fmt: skip
     snapshot = Path(world.env["ORCH_HOME"]) / "runs" / run_id.replace(":", "_") / "plan.toml"

@@ -63,6 +63,31 @@ do = "verify"
 
 [[task.api-docs]]
 do = "result"
+
+# The siblings share one checkout and `commit` stages everything: cli-tests writes only once cli-help has committed,
+# so each commit holds its own worker's files and the branch always ends with two commits.
+[[task.cli-tests]]
+do = "update"
+message = "Starting {task}: {objective_line}"
+
+[[task.cli-tests]]
+do = "run"
+command = "for i in $(seq 600); do git log --format=%s | grep -q '^cli-help:' && exit 0; sleep 0.1; done; exit 1"
+
+[[task.cli-tests]]
+do = "write"
+path = "{claim_file}"
+content = "{task}: {objective_line}\\n"
+
+[[task.cli-tests]]
+do = "commit"
+message = "{task}: {objective_line}"
+
+[[task.cli-tests]]
+do = "verify"
+
+[[task.cli-tests]]
+do = "result"
 """
 
 
@@ -96,6 +121,12 @@ def test_three_workers_end_in_pass_with_every_created_pane_and_worktree_retired(
         "cli-tests pane w1:pN closed\n"
         "Blockers: none\n"
     )
+    # The run's orch.log holds every herdr and git call, from preflight's first herdr call (its version) to the last.
+    log = (world.orch_home / "runs" / run_id.replace(":", "_") / "orch.log").read_text().splitlines()
+    assert [line for line in log if not re.fullmatch(r"\S+ (herdr|git) exit=(-|-?\d+) \d+\.\d{3}s \S.* \(stdout \d+ B, stderr \d+ B\)(: .*)?", line)] == []
+    first_herdr = next(line for line in log if " herdr exit=" in line)
+    assert first_herdr.split(" (stdout")[0].endswith(" --version")
+    assert sum(" agent start " in line for line in log) == 3 and any(" git exit=0 " in line for line in log)
     docs = world.repo.git("show", "docs/api-guide:docs/api.md")
     assert docs == "# API\n\nPage size: 50 by default, 200 at most."
     # Focus never left the controller's pane, at any moment of the run (the simulator records every focus change),

@@ -12,6 +12,7 @@ from typing import Any
 
 from registry import EffectStatus, EventKind, RunStatus
 from herdr_sim.testing import eventually
+from interrupt import interruptible
 
 PLAN_HEAD = """
 organization = "acme"
@@ -397,7 +398,7 @@ def start_run(world: Any, plan: str, tmp_path: Path) -> subprocess.Popen[str]:
     """`orch run PLAN` in the background; its stdout and stderr go to files (a pipe nobody reads could stall it)."""
     out, err = (tmp_path / "run.out").open("w"), (tmp_path / "run.err").open("w")
     return subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "run", str(world.write_plan(plan)), "--interval", "1", "--json"],
+        interruptible([sys.executable, "-m", "orchestrator", "run", str(world.write_plan(plan)), "--interval", "1", "--json"]),
         env=world.env, stdout=out, stderr=err, text=True,
     )  # fmt: skip
 

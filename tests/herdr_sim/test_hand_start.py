@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,8 @@ def hand_start_steps() -> str:
 
 
 def test_the_documented_steps_start_a_scripted_codex(tmp_path: Path) -> None:
-    sim = shutil.which("herdr-sim")
+    beside = Path(sys.executable).parent / "herdr-sim"  # the venv running pytest, on PATH or not
+    sim = str(beside) if beside.exists() else shutil.which("herdr-sim")
     assert sim is not None, "herdr-sim is not installed (pip install -e '.[test]')"
     # A new contributor's shell: herdr-sim on PATH, the simulator's <home>/bin not (tmux must not hide that).
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERDR_")}

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,8 @@ DIALOG = "Do you trust the contents of this directory?"
 
 
 def herdr_sim() -> str:
-    found = shutil.which("herdr-sim")
+    beside = Path(sys.executable).parent / "herdr-sim"  # the venv running pytest, on PATH or not
+    found = str(beside) if beside.exists() else shutil.which("herdr-sim")
     assert found is not None, "herdr-sim is not installed (pip install -e '.[test]')"
     return found
 

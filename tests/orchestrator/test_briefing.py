@@ -60,7 +60,7 @@ def test_example_plan_packets(tmp_path: Path, task: str, golden: Callable[[str, 
 
     briefing = brief(engine, run, task)
 
-    golden(f"packet_{task}.md", briefing.text)
+    golden(f"packet_{task}.md", briefing.text.replace(str(tmp_path), "<tmp>"))
     assert parse_packet(briefing.text) == briefing.packet
     assert briefing.path == engine.run_dir(RUN_ID) / "packets" / f"{task}.md"
     assert briefing.path.read_text() == briefing.text
@@ -74,7 +74,7 @@ def test_run_controller_packet_calls_orch_inbox_add(tmp_path: Path, golden: Call
     text = brief(engine, run, "api-tests").text
 
     prefix = " ".join(engine.callback_prefix(run))
-    golden("packet_api-tests_run_controller.md", text.replace(prefix, "<callback-prefix>"))
+    golden("packet_api-tests_run_controller.md", text.replace(prefix, "<callback-prefix>").replace(str(tmp_path), "<tmp>"))
     assert engine.callback_prefix(run)[-4:] == ("inbox", "add", "--run", RUN_ID)
 
 
@@ -123,7 +123,7 @@ def test_read_only_worker_gets_a_packet_that_forbids_every_change(tmp_path: Path
 
     briefing = brief(engine, run, "big-task")
 
-    golden("packet_read_only.md", briefing.text)
+    golden("packet_read_only.md", briefing.text.replace(str(tmp_path), "<tmp>"))
     assert briefing.packet.file_claim == ()
     assert parse_packet(briefing.text) == briefing.packet
 

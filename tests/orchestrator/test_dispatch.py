@@ -248,9 +248,9 @@ def test_unknown_prompt_outcome_stays_in_flight_and_is_never_repeated(tmp_path: 
     )]
     assert first.prompts_sent == 1 and second.prompts_sent == 0
     assert [(w.outcome, w.state) for w in second.workers] == [("unknown", "ready")]
-    # One prompt; every later look is a read-back (right after the timeout, then on the second dispatch).
-    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination"),
-                           ("agent get", "api-pagination"), ("agent get", "api-pagination")]
+    # One prompt; every later look is a read-back of state and screen (right after the timeout, then on the second dispatch).
+    look = [("agent get", "api-pagination"), ("agent read", "api-pagination", "recent", "400")]
+    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination"), *look, *look]
     effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
     assert effect is not None and effect.status is EffectStatus.INTENDED
 

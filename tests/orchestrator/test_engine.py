@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
-from orchestrator.engine import Engine, InFlightEffect
+from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone
 from orchestrator.errors import HerdrError, HerdrTimeout
 from orchestrator.herdr import HerdrCli
 from registry import EffectStatus
@@ -96,9 +96,63 @@ def test_an_unknown_outcome_that_read_back_cannot_find_is_never_retried(engine: 
     for _ in range(2):
         with pytest.raises(InFlightEffect) as caught:
             once(engine, acts, unknown_on=(HerdrTimeout,))
-    assert caught.value.message.startswith("pane_split for w1:p1-20261130T080000Z was started by an earlier orch process and its outcome is unknown (effect ")
+    assert caught.value.message == "pane_split for w1:p1-20261130T080000Z (effect 1) was started by an earlier orch process and read-back cannot tell whether it happened"
     assert (acts.acted, acts.settled) == (1, 2)
     assert statuses(engine) == [("split", "intended")]
+
+
+def settled_facts(engine: Engine) -> list[dict[str, object]]:
+    return [e.detail for e in engine.ledger.events(RUN_ID) if e.kind == "effect_settled"]
+
+
+def test_read_back_that_proves_an_effect_did_not_happen_makes_it_now_under_the_next_attempt_key(engine: Engine) -> None:
+    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
+    with pytest.raises(HerdrTimeout):
+        once(engine, acts)  # a timeout is an unknown outcome even when the caller lists none
+    acts.found = NotDone("no pane in the checkout")  # type: ignore[assignment]
+
+    assert once(engine, acts) == Made(pane_id="w1:p2")
+
+    assert (acts.acted, acts.settled) == (2, 1)
+    assert statuses(engine) == [("split", "abandoned"), ("split#2", "confirmed")]
+    assert settled_facts(engine) == [{"effect_id": 1, "kind": "pane_split", "key": "split", "answer": "not_done", "how": "no pane in the checkout"}]
+    assert engine.ledger.find_effect(RUN_ID, "split").error == "read back: not done (no pane in the checkout)"  # type: ignore[union-attr]
+
+
+def test_read_back_that_proves_an_effect_happened_confirms_it_with_how_it_decided(engine: Engine) -> None:
+    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
+    with pytest.raises(HerdrTimeout):
+        once(engine, acts)
+    acts.found = Done(Made(pane_id="w1:p9"), "pane w1:p9 is in the checkout")  # type: ignore[assignment]
+
+    assert once(engine, acts) == Made(pane_id="w1:p9")
+
+    assert statuses(engine) == [("split", "confirmed")]
+    assert settled_facts(engine) == [{"effect_id": 1, "kind": "pane_split", "key": "split", "answer": "done", "how": "pane w1:p9 is in the checkout"}]
+
+
+def test_read_back_that_cannot_tell_asks_one_question_with_the_command_that_answers_it(engine: Engine) -> None:
+    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
+    with pytest.raises(HerdrTimeout):
+        once(engine, acts)
+    acts.found = CannotTell("did the split land?", "orch resume --settle 1=sent")  # type: ignore[assignment]
+
+    with pytest.raises(InFlightEffect) as caught:
+        once(engine, acts)
+
+    assert (caught.value.message, caught.value.hint) == (
+        "pane_split for w1:p1-20261130T080000Z (effect 1) was started by an earlier orch process and read-back cannot tell whether it happened: did the split land?",
+        "orch resume --settle 1=sent",
+    )
+    assert statuses(engine) == [("split", "intended")]
+
+
+def test_an_effect_kind_missing_from_the_effects_table_is_refused_before_anything_is_recorded(engine: Engine) -> None:
+    acts = Acts()
+    with pytest.raises(Exception) as caught:
+        engine.once(RUN_ID, None, "pane_teleport", "x", {}, acts.act, model=Made)
+    assert str(caught.value) == "effect kind pane_teleport is not in orchestrator.effects.EFFECTS; say there how read-back settles it"
+    assert (acts.acted, statuses(engine)) == (0, [])
 
 
 def test_an_error_not_listed_as_unknown_still_fails_the_effect(engine: Engine) -> None:

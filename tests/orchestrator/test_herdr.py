@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -568,6 +569,15 @@ if args == ["agent", "get", "reviewer"]:
     sys.stdout.write({agent_get!r})
 elif args[:2] == ["agent", "wait"]:
     signal.pause()  # hang like a wait that never settles, until our timeout kills it
+elif args[:2] == ["pane", "close"]:
+    with open(os.environ["FAKE_HERDR_LOG"], "a") as log:
+        log.write(json.dumps({{"pid": os.getpid(), "sid": os.getsid(0)}}) + "\\n")
+    os.kill(os.getpid(), signal.SIGKILL)  # dies of a signal before answering
+elif args[:2] == ["pane", "send-keys"]:
+    import time
+    time.sleep(0.5)  # long enough for the test's interrupt to arrive during the call
+    with open(os.environ["FAKE_HERDR_LOG"], "a") as log:
+        log.write(json.dumps({{"finished": True}}) + "\\n")
 else:
     sys.stderr.write({no_server!r})
     sys.exit(1)
@@ -609,6 +619,35 @@ def test_real_process_is_killed_at_our_timeout(fake_herdr: tuple[Path, Path]) ->
     assert str(info.value) == "herdr agent wait: no answer within 0.301s; killed"
     assert (herdr.calls[0].argv[1:], herdr.calls[0].returncode) == (("agent", "wait", "reviewer", "--timeout", "1"), None)
     assert herdr.calls[0].seconds >= 0.3
+
+
+def test_real_process_runs_in_a_session_of_its_own_and_its_death_by_signal_is_an_unknown_outcome(fake_herdr: tuple[Path, Path]) -> None:
+    binary, log = fake_herdr
+    with pytest.raises(e.HerdrCallLost) as info:
+        _real_cli(binary, log).pane_close("w1:p2")
+    assert isinstance(info.value, e.HerdrTimeout)  # engine.once keeps the effect in flight for read-back
+    assert str(info.value) == "herdr pane close: the herdr process died of signal 9; its outcome is unknown"
+    child = json.loads(log.read_text().splitlines()[-1])
+    # A session leader: a terminal's Ctrl-C (sent to the foreground process group) never reaches it.
+    assert child["sid"] == child["pid"] != os.getsid(0)
+
+
+def test_an_interrupt_during_a_real_call_waits_for_the_call_to_finish(fake_herdr: tuple[Path, Path]) -> None:
+    binary, log = fake_herdr
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.1)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _real_cli(binary, log).pane_send_keys("w1:p2", "Enter")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    # herdr finished its call (orch stops between calls, never inside one).
+    assert json.loads(log.read_text().splitlines()[-1]) == {"finished": True}
 
 
 def test_real_missing_and_unexecutable_binaries(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,63 @@ def test_list_shows_every_message_with_its_verdict(home: Path) -> None:
     )
     listing = json.loads(orch(home, "inbox", "list", "--run", RUN, "--json")[1])
     assert [(m["id"], m["verdict"], m["reason_code"]) for m in listing["messages"]] == [(1, "accepted", None), (2, "kept_aside", "wrong_sender")]
+
+
+def _ledger_bytes(home: Path) -> int:
+    return sum(path.stat().st_size for path in home.glob("ledger.sqlite3*"))
+
+
+@pytest.mark.parametrize("megabytes", [1, 10])
+def test_oversize_callback_is_kept_aside_and_grows_the_ledger_by_less_than_1_mb(home: Path, megabytes: int) -> None:
+    import hashlib
+
+    raw = env("result", "Status: done\n" + "x" * (megabytes * 1024 * 1024))
+    size, digest = len(raw.encode()), hashlib.sha256(raw.encode()).hexdigest()
+    before = _ledger_bytes(home)
+
+    result = CliRunner().invoke(cli, ["inbox", "add", "--run", RUN, "-"], input=raw.encode(), env={"ORCH_HOME": str(home)})
+
+    assert (result.exit_code, result.stdout, result.stderr) == (0, (
+        f"kept aside #1 (oversize): the message is {size} bytes, over the 65536-byte limit (sha256 {digest}); "
+        "large content belongs in a report file, sent by path\n"), "",
+    )  # fmt: skip
+    assert _ledger_bytes(home) - before < 1024 * 1024  # bench/oversize.py times it
+    with Ledger.open(home / "ledger.sqlite3") as ledger:
+        stored = ledger.get_inbound(1)
+        assert (stored.raw, stored.fingerprint, stored.kind, stored.task_label) == (raw[:2048], digest, None, None)
+        assert ledger.get_worker(RUN, "feature-a").state is S.DISPATCHED
+
+
+def test_the_plan_sets_the_limit_and_both_doors_apply_it(home: Path) -> None:
+    from orchestrator.config import Settings
+    from orchestrator.engine import Engine
+    from orchestrator.inbox import message_limit, save_message_limit
+
+    engine = Engine(settings=Settings(home=home, orch_home=home, policy_dir=home, src_root=home), herdr=None)  # type: ignore[arg-type]
+    save_message_limit(engine, RUN, 2048)
+    assert message_limit(engine, engine.ledger.get_run(RUN)) == 2048
+    engine.close()
+    big = env("update", "y" * 2000)
+    assert orch(home, "inbox", "add", "--run", RUN, big)[1].startswith(f"kept aside #1 (oversize): the message is {len(big)} bytes, over the 2048-byte limit")
+    assert orch(home, "inbox", "add", "--run", RUN, "-", input=big)[1].startswith(f"kept aside #2 (oversize): the message is {len(big)} bytes, over the 2048-byte limit")
+    assert orch(home, "inbox", "add", "--run", RUN, env("update", "y" * 1800))[1].startswith("accepted #3")
+
+
+def test_a_callback_reads_the_saved_limit_and_loads_no_plan_code(home: Path) -> None:
+    import subprocess
+    import sys
+
+    run_dir = home / "runs" / RUN.replace(":", "_")
+    run_dir.mkdir(parents=True)
+    (run_dir / "plan.toml").write_text("not even a plan: a callback must not read it\n")
+    (run_dir / "limits.json").write_text('{"message_limit_bytes": 4096}\n')
+    probe = (
+        "import sys; sys.argv = ['orch', *sys.argv[1:]]\n"
+        "from orchestrator.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('orchestrator.plan', 'orchestrator.policy'))), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, "inbox", "add", "--run", RUN, env("update", "z" * 5000)],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "ORCH_HOME": str(home)})  # fmt: skip
+    assert done.stdout.startswith("kept aside #1 (oversize): the message is 5106 bytes, over the 4096-byte limit")
+    assert done.stderr.splitlines()[-1] == "[]"

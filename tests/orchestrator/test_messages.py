@@ -96,7 +96,7 @@ def test_reports_are_read_only_inside_allowed_roots_and_under_the_limit(engine: 
     sim = Path(tempfile.gettempdir()) / "herdr-sim-reports" / RUN
     sim.mkdir(parents=True, exist_ok=True)
     (sim / "feature-a.md").write_text("x" * 11)
-    roots = f"outside the worker's checkout, the run directory and {Path(tempfile.gettempdir()) / 'herdr-sim-reports'}"
+    roots = f"outside the worker's checkout, its report directory and {Path(tempfile.gettempdir()) / 'herdr-sim-reports'}"
     assert [read_report(engine, run, worker, str(p), limit=10) for p in (
         tmp_path / "wt" / "REPORT.md", tmp_path / "secret.md", tmp_path / "wt" / "link.md", sim / "feature-a.md",
     )] + [read_report(engine, run, worker, "REPORT.md")] == [

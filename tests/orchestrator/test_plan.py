@@ -324,3 +324,17 @@ def test_check_tables_fit_the_terminal(settings: Settings) -> None:
         "  tab label  widgets-docs-pagination-guide\n  worktree   /src/acme/widgets.worktrees/widgets-docs-pagination-guide\n"
         "  claim      docs/pagination.md, docs/index.md\n  checks     1\n  mode       direct\n",
     ]
+
+
+def test_message_limit_comes_from_the_plan_defaults_else_the_policy(tmp_path: Path, settings: Settings) -> None:
+    (tmp_path / "plan.toml").write_text(HEAD + worker("a", "fix/a"))
+    assert load_plan(tmp_path / "plan.toml", settings).message_limit == 65536
+    settings.policy_dir.mkdir()
+    (settings.policy_dir / "acme.toml").write_text('applies_to = "/src/acme"\nmessage_limit_bytes = 16384\n')
+    resolved = load_plan(tmp_path / "plan.toml", settings)
+    assert (resolved.message_limit, resolved.policy.sources["message_limit_bytes"]) == (16384, "acme.toml")
+    (tmp_path / "plan.toml").write_text(HEAD + "[defaults]\nmessage_limit_bytes = 8192\n" + worker("a", "fix/a"))
+    assert load_plan(tmp_path / "plan.toml", settings).message_limit == 8192
+    assert problems(tmp_path, settings, HEAD + "[defaults]\nmessage_limit_bytes = 100\n" + worker("a", "fix/a")) == [
+        "plan.toml: defaults.message_limit_bytes: must be greater than or equal to 1024, got 100",
+    ]

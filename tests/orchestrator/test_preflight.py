@@ -232,14 +232,16 @@ def test_preflight_with_an_existing_labelled_tab_makes_no_side_effect(tmp_path: 
         f"✓ base ref        origin/main is {result.repo.base_sha if result.repo else ''}\n"
         "✓ repo workspace  w1 \"widgets\" (the caller's workspace) serves <tmp>/src/acme/widgets\n"
         "✓ repo tab        w1:t1 is labelled \"widgets\"\n"
-        "✓ run             1 worker registered in provisioning; plan snapshot <tmp>/orch/runs/w1_p1-20261130T080000Z/plan.toml\n"
+        "✓ run             1 worker registered as queued (concurrency 4); plan snapshot <tmp>/orch/runs/w1_p1-20261130T080000Z/plan.toml\n"
         "w1:p1-20261130T080000Z\n"
     )
     assert not any(words[:2] in (("workspace", "create"), ("tab", "rename")) for words in runner.argvs)
     run = engine.ledger.get_run("w1:p1-20261130T080000Z")
     assert (run.default_branch, run.workspace_id, run.repo_tab_id, run.created_workspace_ids) == ("trunk", "w1", "w1:t1", ())
-    assert [(w.task_label, w.state) for w in engine.ledger.list_workers(run.run_id)] == [("api-pagination", WorkerState.PROVISIONING)]
+    assert [(w.task_label, w.state) for w in engine.ledger.list_workers(run.run_id)] == [("api-pagination", WorkerState.QUEUED)]
     assert engine.ledger.list_effects(run.run_id) == []
+    # The run's message limit is fixed with its plan snapshot, for every callback to read cheaply.
+    assert (engine.run_dir(run.run_id) / "limits.json").read_text() == '{"message_limit_bytes": 65536}\n'
 
 
 def _release(answers: dict[tuple[str, ...], Any], version: str, protocol: int, *, server: str | None = None) -> None:

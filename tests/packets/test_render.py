@@ -45,6 +45,7 @@ def _base(**overrides: object) -> Packet:
             "a needed edit falls outside the file claim",
         ),
         "callback_prefix": ("herdr", "agent", "prompt", "w1:p1"),
+        "report_dir": "/home/me/.local/state/orch/runs/w1_p1-20260101T000000Z/reports/feat-login-form",
     }
     fields.update(overrides)
     return build_packet(fields)
@@ -189,11 +190,13 @@ PARSE_ERRORS = [
      "expected 'Delegation packet for task feat-login-form (run w1:p1-20260101T000000Z)', found 'Delegation packet for task feat-login-form (run w9:p9-20260101T000000Z)'"),
     ("bad-bullet", _mutate("- tests/login/**", "* tests/login/**"), 32, "expected a '- ' bullet, found '* tests/login/**'"),
     ("no-backticks", _mutate("- `ruff check src/login`", "- ruff check src/login"), 41, "expected '- `<command>`', found '- ruff check src/login'"),
-    ("edited-rules", _mutate("Send without `--wait`.", "Send with `--wait`."), 55,
+    ("edited-rules", _mutate("Send without `--wait`.", "Send with `--wait`."), 56,
      "expected 'Send without `--wait`. Exit status 0 means the message was submitted, not read or accepted: never resend after success. On a non-zero exit, keep the exact error in your final response and do not retry in a loop.', found 'Send with `--wait`. Exit status 0 means the message was submitted, not read or accepted: never resend after success. On a non-zero exit, keep the exact error in your final response and do not retry in a loop.'"),
-    ("envelope-edited", _mutate("kind=<kind>", "kind=update"), 72,
+    ("envelope-edited", _mutate("kind=<kind>", "kind=update"), 73,
      "expected 'herdr agent prompt w1:p1 \"[herdr-orchestration run=w1:p1-20260101T000000Z task=feat-login-form from=login-form kind=<kind> reply-to=w1:p4]', found 'herdr agent prompt w1:p1 \"[herdr-orchestration run=w1:p1-20260101T000000Z task=feat-login-form from=login-form kind=update reply-to=w1:p4]'"),
-    ("no-trailing-newline", ISOLATED.rstrip("\n"), 74, "packet does not end where the format ends (one trailing newline)"),
+    ("edited-limit", _mutate("Messages over 65536 bytes", "Messages over many bytes"), 54,
+     "expected 'Messages over <n> bytes are kept aside unread: …', found 'Messages over many bytes are kept aside unread: put logs, diffs and anything large in a Markdown report inside your working directory or /home/me/.local/state/orch/runs/w1_p1-20260101T000000Z/reports/feat-login-form, and send its absolute path on a `Report:` line; a report path anywhere else is kept aside.'"),
+    ("no-trailing-newline", ISOLATED.rstrip("\n"), 75, "packet does not end where the format ends (one trailing newline)"),
     ("trailing-space", _mutate("Branch: feat/login-form", "Branch: feat/login-form "), 11, "invalid packet value: branch: 'feat/login-form ' is not a valid git ref name"),
     ("truncated", "Delegation packet for task a (run b)\n\nRun ID: b\n", 4, "expected 'Task label:' line, found ''"),
 ]

@@ -36,8 +36,20 @@ KEPT_ASIDE = [
      'run "w9:p9-20260101T000000Z" is not the current run "w1:p1-20260101T000000Z" nor any run the ledger knows'),
     ("stale-run", _envelope(run=OLD_RUN), Reason.STALE_RUN,
      'run "w1:p1-20251231T230000Z" is an earlier or finished run; the current run is "w1:p1-20260101T000000Z"'),
-    ("wrong-direction", _envelope("answer", sender="w1:p1", reply_to="w1:p1"), Reason.WRONG_DIRECTION,
+    # Identity before kind: a controller-shaped answer is first of all not from the task's worker.
+    ("controller-answer-echoed", _envelope("answer", sender="w1:p1", reply_to="w1:p1"), Reason.WRONG_SENDER,
+     'sender "w1:p1" is not "fix-login", the worker registered for task "fix-login"'),
+    ("wrong-direction", _envelope("answer"), Reason.WRONG_DIRECTION,
      'kind "answer" is sent by the controller (w1:p1), never to it; workers send update, question, blocked or result'),
+    ("oversize", _envelope(body="x" * 70000), Reason.OVERSIZE,
+     f"the message is {len(_envelope(body='x' * 70000))} bytes, over the 65536-byte limit (sha256 "
+     f"{__import__('hashlib').sha256(_envelope(body='x' * 70000).encode()).hexdigest()}); large content belongs in a report file, sent by path"),
+    ("empty-body", _envelope(body=""), Reason.EMPTY_BODY,
+     "the body is empty; send one header line followed by a concise message or a report path"),
+    ("injection", _envelope(body="ok\x1b[2K"), Reason.INJECTION,
+     "body line 1, column 3: an escape sequence (CSI \\x1b[2K); a message holds printable text, tabs and newlines only"),
+    ("report-outside", _envelope("result", body="Status: done\nReport: /etc/passwd"), Reason.REPORT_OUTSIDE,
+     'report path "/etc/passwd" is outside no directory (none is registered for this worker); reports belong in the worker\'s working directory or its report directory'),
     ("stop-echoed-by-worker", _envelope("stop"), Reason.WRONG_DIRECTION,
      'kind "stop" is sent by the controller (w1:p1), never to it; workers send update, question, blocked or result'),
     ("unknown-task", _envelope(task="fix-logout"), Reason.UNKNOWN_TASK,
@@ -58,7 +70,7 @@ KEPT_ASIDE = [
 @pytest.mark.parametrize(("case", "raw", "reason", "explanation"), KEPT_ASIDE, ids=[row[0] for row in KEPT_ASIDE])
 def test_message_is_kept_aside_with_one_precise_reason(case: str, raw: str, reason: Reason, explanation: str) -> None:
     verdict = validate(raw, VIEW)
-    message = None if reason is Reason.MALFORMED_HEADER else parse_message(raw)
+    message = None if reason in (Reason.MALFORMED_HEADER, Reason.OVERSIZE) else parse_message(raw)
     assert verdict == KeptAside(reason=reason, explanation=explanation, message=message)
 
 
@@ -66,7 +78,8 @@ def test_every_reason_is_covered_by_the_table_and_summarised() -> None:
     assert {row[2] for row in KEPT_ASIDE} == set(Reason)
     assert set(REASON_SUMMARIES) == set(Reason)
     assert [reason.value for reason in Reason] == [
-        "malformed_header", "unknown_run", "stale_run", "wrong_direction", "unknown_task", "wrong_sender", "wrong_reply_to", "duplicate",
+        "oversize", "malformed_header", "unknown_run", "stale_run", "unknown_task", "wrong_sender", "wrong_reply_to", "wrong_direction",
+        "empty_body", "injection", "report_outside", "duplicate",
     ]
 
 

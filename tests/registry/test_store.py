@@ -53,10 +53,10 @@ def new_worker(ledger: Ledger, task: str = "fix-login", **fields: object) -> Wor
     return ledger.add_worker(RUN_ID, task, name=f"{task}-w", kind="codex", objective=f"do {task}", **fields)
 
 
-def path_to(target: WorkerState) -> list[WorkerState]:
-    """The shortest legal path of states from provisioning to target (inclusive)."""
-    previous: dict[WorkerState, WorkerState | None] = {S.PROVISIONING: None}
-    queue = deque([S.PROVISIONING])
+def path_to(target: WorkerState, start: WorkerState = S.PROVISIONING) -> list[WorkerState]:
+    """The shortest legal path of states from start (provisioning) to target (inclusive)."""
+    previous: dict[WorkerState, WorkerState | None] = {start: None}
+    queue = deque([start])
     while queue:
         state = queue.popleft()
         for nxt in sorted(TRANSITIONS[state]):
@@ -73,7 +73,7 @@ def path_to(target: WorkerState) -> list[WorkerState]:
 
 def drive(ledger: Ledger, task: str, target: WorkerState) -> Worker:
     worker = ledger.get_worker(RUN_ID, task)
-    path = path_to(target)
+    path = path_to(target, worker.state)
     for current, new in pairwise(path):
         worker = ledger.transition(RUN_ID, task, current, new)
     return worker
@@ -84,7 +84,7 @@ def drive(ledger: Ledger, task: str, target: WorkerState) -> Worker:
 
 def test_open_creates_and_migrates_an_empty_file(ledger_path: Path, clock: Clock) -> None:
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == len(MIGRATIONS) == 3
+        assert ledger.schema_version == len(MIGRATIONS) == 4
     db = sqlite3.connect(ledger_path)
     names = db.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").fetchall()
     assert names == [
@@ -107,7 +107,7 @@ def test_reopening_keeps_data_and_does_not_migrate_again(ledger_path: Path, cloc
     with Ledger.open(ledger_path, now=clock) as ledger:
         created = ledger.create_run(RUN_ID, controller_target="w1:p1")
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == 3
+        assert ledger.schema_version == 4
         assert ledger.list_runs() == [created]
 
 
@@ -116,12 +116,28 @@ def test_connection_enforces_foreign_keys(ledger: Ledger) -> None:
         ledger._db.execute("INSERT INTO events (run_id, at, kind) VALUES ('nope', 'x', 'k')")
 
 
+def test_migration_4_lets_an_existing_ledger_hold_queued_and_skipped_workers(ledger_path: Path, clock: Clock) -> None:
+    ledger_path.parent.mkdir(parents=True)
+    old = sqlite3.connect(ledger_path, isolation_level=None)
+    for script in MIGRATIONS[:3]:
+        old.executescript(script)
+    old.execute("PRAGMA user_version = 3")
+    old.close()
+    with Ledger.open(ledger_path, now=clock) as ledger:
+        assert ledger.schema_version == 4
+        ledger.create_run(RUN_ID, controller_target="w1:p1")
+        ledger.add_worker(RUN_ID, "a", name="a", kind="codex", objective="x", initial=WorkerState.QUEUED)
+        skipped = ledger.transition(RUN_ID, "a", WorkerState.QUEUED, WorkerState.SKIPPED, cause={"after": "b"})
+        assert skipped.state is WorkerState.SKIPPED
+    assert sqlite3.connect(ledger_path).execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
 def test_a_newer_ledger_is_refused(ledger_path: Path, clock: Clock) -> None:
     ledger_path.parent.mkdir(parents=True)
     sqlite3.connect(ledger_path).execute("PRAGMA user_version = 7").connection.close()
     with pytest.raises(SchemaTooNew) as raised:
         Ledger.open(ledger_path, now=clock)
-    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (3)"
+    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (4)"
 
 
 def test_a_naive_clock_is_refused(ledger_path: Path) -> None:
@@ -359,7 +375,7 @@ def test_invalid_change_rolls_back_the_whole_transition(ledger: Ledger, run: Run
 def test_every_pair_through_the_store(ledger: Ledger, run: Run, source: WorkerState) -> None:
     for target in WorkerState:
         task = f"{source}-to-{target}"
-        new_worker(ledger, task)
+        new_worker(ledger, task, initial=S.QUEUED)
         drive(ledger, task, source)
         seq = ledger.events(RUN_ID)[-1].seq
         if target in TRANSITIONS[source]:

@@ -1,0 +1,102 @@
+"""Moving the fleet on between check-ins: integrate what a dependant waits for, free slots, start queued workers.
+
+Both doors call ``advance``: `orch run` after every check-in round, an agent controller through `orch observe`.
+Every herdr side effect underneath is an ``Engine.once`` effect of provisioning, dispatch, integration or retirement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.dispatch import dispatch
+from orchestrator.engine import Engine
+from orchestrator.integrate import integrate_run
+from orchestrator.provision import provision
+from orchestrator.retire import exit_for_slot
+from orchestrator.schedule import WORKING_STATES, admit, predecessors_done, slot_holders, waiting_reasons
+from registry import Run, WorkerState
+
+S = WorkerState
+
+# Finished workers whose agent may be exited to free a slot (blocked waits on the person; keep it as it is).
+FREEABLE = frozenset({S.ACCEPTED, S.REJECTED, S.FAILED, S.SUPERSEDED, S.RETAINED})
+
+
+class Step(BaseModel):
+    """One thing ``advance`` did, for the check-in output and the live display."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str | None
+    what: str  # started, skipped, queued, freed, kept, integrated, provision_failed, dispatch
+    text: str
+
+
+def advance(engine: Engine, run: Run, *, keep: Iterable[str] = ()) -> list[Step]:
+    """Integrate predecessors a queued worker waits for, exit finished agents when the queue needs their slots,
+    admit queued workers, then provision and dispatch them. Returns what it did, in order."""
+    ledger = engine.ledger
+    steps: list[Step] = []
+    queued = ledger.list_workers(run.run_id, states=(S.QUEUED,))
+    if queued:
+        plan = engine.plan_for(run)
+        planned = {p.task: p for p in plan.workers}
+        by_task = {w.task_label: w for w in ledger.list_workers(run.run_id)}
+        into = plan.plan.integration
+        if into.enabled and any(
+            by_task[t].final_disposition is S.ACCEPTED and not by_task[t].integrated_sha for w in queued for t in planned[w.task_label].after
+        ):
+            result = integrate_run(engine, run)
+            for item in result.items:
+                if item.outcome == "merged":
+                    steps.append(Step(task=item.task, what="integrated", text=f"merged into {into.branch} as {(item.integrated_sha or '')[:12]} for its dependants"))
+            if result.paused_by or result.stopped_at:
+                why = f"paused by {', '.join(result.paused_by)}" if result.paused_by else f"stopped at {result.stopped_at}"
+                steps.append(Step(task=None, what="queued", text=f"integration {why}: dependants wait"))
+            by_task = {w.task_label: w for w in ledger.list_workers(run.run_id)}
+        startable = [
+            w for w in queued
+            if predecessors_done(planned[w.task_label], by_task, into.enabled)
+            and not (planned[w.task_label].sibling_of and by_task[planned[w.task_label].sibling_of or ""].state is S.QUEUED)
+        ]  # fmt: skip
+        holders = slot_holders(engine, run)
+        short = len(startable) - max(0, plan.plan.defaults.concurrency - len(holders))
+        kept = set(keep)
+        for holder in holders:
+            if short <= 0:
+                break
+            if holder.state in WORKING_STATES or holder.state not in FREEABLE or holder.task_label in kept:
+                continue
+            why = exit_for_slot(engine, run, holder)
+            if why is None:
+                steps.append(Step(task=holder.task_label, what="freed", text=f"{holder.state.value}: agent exited to free its slot (pane and checkout kept until retirement)"))
+                short -= 1
+            else:
+                steps.append(Step(task=holder.task_label, what="kept", text=f"agent not exited, its slot stays in use: {why}"))
+    schedule = admit(engine, run)
+    steps += [Step(task=q.task, what="skipped", text=f"never started: {q.reason}") for q in schedule.skipped]
+    steps += [Step(task=t, what="started", text=f"admitted to slot {schedule.holding.index(t) + 1} of {schedule.concurrency}") for t in schedule.started]
+    if ledger.list_workers(run.run_id, states=(S.PROVISIONING,)):
+        provisioned = provision(engine, run)
+        for outcome in provisioned.workers:
+            if outcome.state == "failed" and outcome.task in schedule.started:
+                steps.append(Step(task=outcome.task, what="provision_failed", text=outcome.error or "provisioning failed"))
+    if ledger.list_workers(run.run_id, states=(S.READY,)):
+        dispatched = dispatch(engine, run)
+        for item in dispatched.workers:
+            if item.outcome not in ("accepted", "skipped"):
+                steps.append(Step(task=item.task, what="dispatch", text=f"{item.outcome}: {item.detail}"))
+    return steps
+
+
+def give_up_queued(engine: Engine, run: Run, reason: str) -> list[Step]:
+    """Skip every worker still queued when nothing left in the run can ever start it (the run is ending)."""
+    steps = []
+    reasons = waiting_reasons(engine, run)
+    for worker in engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)):
+        why = f"{reason}: it was {reasons.get(worker.task_label, 'queued')}"
+        engine.ledger.transition(run.run_id, worker.task_label, S.QUEUED, S.SKIPPED, cause={"phase": "schedule", "reason": why})
+        steps.append(Step(task=worker.task_label, what="skipped", text=f"never started: {why}"))
+    return steps
