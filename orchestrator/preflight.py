@@ -367,7 +367,7 @@ class _Preflight:
 
     def check_herdr(self) -> None:
         try:
-            version = self.herdr.version()
+            self.herdr.version()  # the binary runs at all; status --json below says which release it is
         except HerdrError as exc:
             binary = getattr(self.herdr, "binary", "herdr")
             raise _Stop(

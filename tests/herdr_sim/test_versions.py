@@ -3,6 +3,7 @@ HERDR_SIM_VERSION profile, and orch's handling of it through its herdr boundary.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -111,10 +112,8 @@ def test_082_row3_needs_repair_is_judged_only_for_the_kinds_the_plan_uses(tmp_pa
 def test_082_row4_a_prompt_to_an_agent_at_a_dialog(sim: SimServer, version: str, tmp_path: Path) -> None:
     herdr = boundary(sim)
     pane = workspace(sim, tmp_path)
-    try:
+    with contextlib.suppress(e.HerdrAgentNotReady):  # 0.8.2+ (row 6); 0.7.5 calls it started
         herdr.agent_start("trusty", kind="codex", pane=pane, timeout_ms=20000, args=("--sim-start-dialog", DIALOG))
-    except e.HerdrAgentNotReady:
-        pass
     eventually(lambda: herdr.agent_get("trusty").agent_status == "blocked", what="the agent at its dialog")
     if version == "0.7.5":
         herdr.agent_prompt("trusty", "hello")  # written into the dialog
@@ -311,3 +310,61 @@ def test_09_row16_panes_say_they_run_in_herdr(sim: SimServer, version: str, tmp_
     run_in(sim, pane, 'echo "tp=${TERM_PROGRAM:-none}"')
     expected = "tp=herdr" if version == "0.9" else "tp=none"
     eventually(lambda: expected in screen(sim, pane).splitlines(), what=expected)
+
+
+# --- every success answer of the 0.8.2 profile is a 0.8.2 success_response --------------------------------------------
+
+
+def test_082_every_success_json_validates_against_the_082_schema(tmp_path: Path, shared_dir: Path, git_repo_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import jsonschema
+
+    monkeypatch.setenv("HERDR_SIM_VERSION", "0.8.2")
+    doc = json.loads((shared_dir / "herdr-0.8.2" / "upstream" / "herdr-api.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator({**doc, "$ref": "#/schemas/success_response"})
+    repo = git_repo_factory(tmp_path / "repo")
+    checked: set[str] = set()
+    with SimServer(tmp_path / "sim", {"HERDR_SIM_SETTLE_MS": "300", "HERDR_SIM_VERSION": "0.8.2"}) as sim:
+
+        def call(*argv: str) -> dict[str, Any]:
+            done = sim.run(list(argv))
+            assert done.returncode == 0, (argv, done.stderr)
+            value = json.loads(done.stdout)
+            validator.validate(value)
+            checked.add(value["result"]["type"])
+            return dict(value["result"])
+
+        ws = call("workspace", "create", "--cwd", str(tmp_path), "--label", "w", "--no-focus")
+        pane = ws["root_pane"]["pane_id"]
+        call("workspace", "list")
+        call("workspace", "get", ws["workspace"]["workspace_id"])
+        tab = call("tab", "create", "--workspace", ws["workspace"]["workspace_id"], "--no-focus")
+        call("tab", "list")
+        call("tab", "rename", tab["tab"]["tab_id"], "renamed")
+        call("tab", "close", tab["tab"]["tab_id"])
+        call("pane", "list")
+        call("pane", "get", pane)
+        call("pane", "current", "--pane", pane)
+        call("pane", "layout", "--pane", pane)
+        split = call("pane", "split", "--pane", pane, "--direction", "down", "--no-focus")["pane"]["pane_id"]
+        call("pane", "rename", split, "side")
+        call("pane", "move", split, "--new-tab", "--workspace", ws["workspace"]["workspace_id"], "--no-focus")
+        created = call("worktree", "create", "--cwd", str(repo.path), "--branch", "feat/s", "--path", str(tmp_path / "wt"), "--no-focus", "--json")
+        call("worktree", "list", "--cwd", str(repo.path), "--json")
+        call("worktree", "open", "--cwd", str(repo.path), "--path", str(tmp_path / "wt"), "--no-focus", "--json")
+        agent_pane = created["root_pane"]["pane_id"]
+        call("agent", "start", "checked", "--kind", "codex", "--pane", agent_pane, "--timeout", "20000")
+        call("agent", "list")
+        call("agent", "get", "checked")
+        call("agent", "prompt", "checked", "hello", "--wait", "--timeout", "20000")
+        call("agent", "wait", "checked", "--timeout", "20000")
+        call("agent", "send-keys", "checked", "shift+tab")
+        call("agent", "rename", "checked", "checked2")
+        run_in(sim, pane, "echo matched-line")
+        call("pane", "wait-output", pane, "--match", "matched-line", "--timeout", "10000")
+        call("worktree", "remove", "--workspace", created["workspace"]["workspace_id"], "--force", "--json")
+        call("pane", "close", split)
+    assert checked == {
+        "workspace_created", "workspace_list", "workspace_info", "tab_created", "tab_list", "tab_info", "ok", "pane_list",
+        "pane_info", "pane_current", "pane_layout", "pane_move", "worktree_created", "worktree_list", "worktree_opened",
+        "agent_started", "agent_list", "agent_info", "agent_prompted", "output_matched", "worktree_removed",
+    }
