@@ -839,14 +839,38 @@ class Cli:
             if (failed := self.fire_fault(rid, "agent explain")) is not None:
                 return failed
             try:
-                pane = self.poll(lambda e: e.agent_target(f.positional[0]))
+                explained = self.poll(lambda e: self.explain(e, f.positional[0]))
             except ApiError as exc:
                 return self.error(rid, exc.code, exc.message)
-            # Screen-detection manifests are not simulated; herdr has this code for exactly that case.
-            del as_json
-            return self.error(rid, "agent_explain_unavailable",
-                              f"screen detection is not simulated for {pane.pane_id}")
+            text = explained.pop("_text")
+            if as_json:
+                emit(explained)
+            else:
+                sys.stdout.write(text)
+            return 0
         return self.group_help("agent", sub)
+
+    def explain(self, e: Engine, target: str) -> dict[str, Any]:
+        """src/app/api/agents.rs:174-243: full-lifecycle hook authority skips the screen; no known label is
+        agent_explain_unavailable; otherwise the screen rules (herdr_sim.detect) over a fresh capture."""
+        from herdr_sim import detect
+        pane = e.agent_target(target)
+        full = pane.hook_source == f"herdr:{pane.hook_agent}" and pane.hook_agent in ("pi", "opencode")
+        label = e.effective_label(pane)
+        kind = procs.parse_kind(label) if label else None
+        if full:
+            doc = {"agent": label, "state": pane.state, "matched_rule": None, "screen_detection_skipped": True,
+                   "screen_detection_skip_reason": "full_lifecycle_hook_authority", "evaluated_rules": []}
+            doc["_text"] = (f"agent: {label}\nstate: {pane.state}\nmanifest: none unknown\nrule: none\n"
+                            "screen_detection_skip_reason: full_lifecycle_hook_authority\n")
+        elif kind is None and pane.detected is None:
+            raise ApiError("agent_explain_unavailable", f"agent target {target} does not have a detected agent label")
+        else:
+            screen = "\n".join(e.tmux.capture(pane.tmux, history=False, joined=False, ansi=False))
+            found = detect.explain(kind or pane.detected or "", screen, detect.app_title(e.tmux.titles().get(pane.tmux, "")))
+            doc = found.to_json()
+            doc["_text"] = found.text()
+        return doc
 
     def check_name(self, e: Engine, name: str, own: Pane | None) -> None:
         if not AGENT_NAME_RE.match(name):

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from herdr_sim import procs, versions
+from herdr_sim import detect, procs, versions
 from herdr_sim.errors import ApiError
 from herdr_sim.ids import PANE_RE, b32
 from herdr_sim.paths import Paths
 from herdr_sim.state import Pane, Tab, World, Workspace
-from herdr_sim.tmux import Tmux
+from herdr_sim.tmux import Tmux, TmuxError
 
 AREA = {"x": 0, "y": 0, "width": 200, "height": 50}
 SCROLL = {"offset_from_bottom": 0, "max_offset_from_bottom": 0, "viewport_rows": 24}
@@ -554,6 +554,8 @@ class Engine:
         """The occupant left: drop hook authority, detection, name and launch; state becomes unknown."""
         pane.hook_source = None
         pane.hook_agent = None
+        pane.hook_state = pane.screen_state = None
+        pane.screen_blocker = False
         pane.name = None
         pane.interactive_ready = False
         pane.launch_kind = pane.launch_typed_at = pane.launch_deadline = None
@@ -587,9 +589,39 @@ class Engine:
             pane.name = None  # a different agent replaced the occupant
         pane.hook_source = source
         pane.hook_agent = label
+        pane.hook_state = state  # type: ignore[assignment]
         if label_changed:
             pane.revision += 1
-        self.set_state(pane, state, label_changed=label_changed)
+        self.set_state(pane, self.effective_state(pane), label_changed=label_changed)
+
+    def effective_state(self, pane: Pane) -> str:
+        """Hook authority first, except that a visible blocker on screen wins (src/terminal/state.rs:1837-1848);
+        without hooks, the screen decides."""
+        if pane.hook_agent is not None and pane.hook_state is not None:
+            if pane.screen_blocker and pane.hook_state != "blocked" and pane.detected == procs.parse_kind(pane.hook_agent):
+                return "blocked"
+            return pane.hook_state
+        if pane.detected is not None and pane.screen_state is not None:
+            return pane.screen_state
+        return pane.state
+
+    def detect_screens(self, titles: dict[str, str]) -> None:
+        """Screen detection for every pane running a known agent (herdr_sim.detect): screen-only agents get their
+        state from it, hook-reporting ones only a visible blocker."""
+        for pane in self.world.panes.values():
+            if pane.detected not in detect.RULES or pane.tmux not in titles or pane.detected_at is None:
+                continue
+            if self.now - pane.detected_at < detect.STARTUP_GRACE_S:
+                continue
+            try:
+                screen = "\n".join(self.tmux.capture(pane.tmux, history=False, joined=False, ansi=False))
+            except TmuxError:
+                continue
+            found = detect.explain(pane.detected, screen, detect.app_title(titles[pane.tmux]))
+            if found.rule is not None and found.rule.skip_update:
+                continue
+            pane.screen_state, pane.screen_blocker = found.state, found.visible_blocker  # type: ignore[assignment]
+            self.set_state(pane, self.effective_state(pane))
 
     def release(self, pane: Pane, source: str, agent: str) -> None:
         label = procs.parse_kind(agent.strip()) or agent.strip()
@@ -597,9 +629,14 @@ class Engine:
             pane.detected = None
             self.clear_agent(pane)
 
-    def reconcile(self) -> None:
-        """Catch up with reality: exited pane processes, detected agents, launch readiness and deadlines."""
-        live = self.tmux.panes()
+    def reconcile(self, *, screens: bool = False) -> None:
+        """Catch up with reality: exited pane processes, detected agents, launch readiness and deadlines.
+
+        ``screens``: also run screen detection (the server loop does, a few times a second, as herdr's own
+        detection loop does; single commands skip it, since every capture is a tmux process).
+        """
+        titles = self.tmux.titles()
+        live = set(titles)
         table = procs.scan() if self.world.panes else {}  # one /proc pass for every pane
         for pane in list(self.world.panes.values()):
             if pane.pane_id not in self.world.panes:
@@ -612,10 +649,15 @@ class Engine:
             if detected != pane.detected:
                 previous = pane.detected
                 pane.detected = detected
+                pane.detected_at = self.now if detected else None
+                pane.screen_state, pane.screen_blocker = None, False
                 pane.revision += 1
                 if previous and detected is None and not pane.launch_kind and (
                         pane.hook_agent in (None, previous)):
                     self.clear_agent(pane)
+        if screens:
+            self.detect_screens(titles)
+        for pane in list(self.world.panes.values()):
             if pane.launch_kind:
                 self.settle(pane)
 

@@ -88,10 +88,13 @@ def serve(paths: Paths, session: str | None) -> int:
     paths.ready.write_text(f"{os.getpid()}\n")
     print(f"herdr-sim server ready: home={paths.home} socket={sock}", flush=True)
     try:
+        tick = 0
         while not stop:
+            tick += 1
             try:
                 with store.transaction() as world:
-                    Engine(paths, world).reconcile()
+                    # Screen detection every other tick (0.4 s): each agent pane costs one tmux capture.
+                    Engine(paths, world).reconcile(screens=tick % 2 == 0)
             except Exception as exc:  # the loop must survive a transient tmux hiccup
                 print(f"herdr-sim: reconcile failed: {exc}", file=sys.stderr, flush=True)
             time.sleep(RECONCILE_S)

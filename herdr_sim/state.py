@@ -50,6 +50,11 @@ class Pane:
     hook_seqs: dict[str, int] = field(default_factory=dict)
     agent_session: dict[str, str] | None = None
     state: State = "unknown"
+    # The last hook-reported state, and what screen detection (herdr_sim.detect) last concluded.
+    hook_state: State | None = None
+    screen_state: State | None = None
+    screen_blocker: bool = False
+    detected_at: float | None = None
     seen: bool = True
     state_change_seq: int = 0
     detected: str | None = None

@@ -83,6 +83,16 @@ class Tmux:
                 live[parts[0]] = int(parts[1])
         return live
 
+    def titles(self) -> dict[str, str]:
+        """Live tmux panes: pane id → the title its application set (OSC 0/2), in one list-panes."""
+        out = self.run("list-panes", "-a", "-F", "#{pane_id}\t#{pane_dead}\t#{pane_title}", check=False)
+        live: dict[str, str] = {}
+        for line in out.splitlines():
+            parts = line.split("\t", 2)
+            if len(parts) == 3 and parts[1] == "0":
+                live[parts[0]] = parts[2]
+        return live
+
     def kill_pane(self, pane: str) -> None:
         """Kill the session holding this pane (and so its process)."""
         self.run("kill-pane", "-t", pane, check=False)

@@ -1,4 +1,4 @@
-"""Per-kind facts about interactive agents: executable, exit command, and how (if at all) to enter plan mode."""
+"""Per-kind facts about interactive agents: executable, exit command and plan mode (from the quirk table, orchestrator/quirks.py)."""
 
 from __future__ import annotations
 
@@ -8,23 +8,12 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.errors import OrchError
 from orchestrator.layout import HERDR_AGENT_KINDS
+from orchestrator.quirks import PlanMode, quirks
 
 if TYPE_CHECKING:
     from orchestrator.engine import Engine, NotDone
     from orchestrator.herdr_models import HerdrFeatures
     from registry import Effect, Run, Worker
-
-
-class PlanMode(BaseModel):
-    """How an agent enters plan mode: press ``key`` (herdr key syntax) until ``confirm_text`` is on screen."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: str
-    confirm_text: str
-    # Mode keys cycle through several modes; more presses than this means the mode is not where we expect it.
-    max_presses: int
-    source: str
 
 
 class AgentFacts(BaseModel):
@@ -41,28 +30,13 @@ class AgentFacts(BaseModel):
 # herdr types the kind name, except for these two (CONTRACT §8.5, src/detect/mod.rs:141-165).
 _EXECUTABLES = {"cursor": "cursor-agent", "kiro": "kiro-cli"}
 
-# `/exit` is the spec's retire ladder (§7) and what these agents' TUIs accept; kinds missing here get None,
-# so the retire phase must read the pane instead of typing a guess into it.
-_EXIT_COMMANDS = {"claude": "/exit", "codex": "/exit", "opencode": "/exit", "pi": "/exit", "gemini": "/exit"}
-
-# Only modes we can justify from the installed agent's own UI. Claude Code cycles its permission modes with
-# Shift+Tab (default -> "accept edits on" -> "plan mode on") and prints the active mode in its footer.
-# codex, opencode, pi and the rest have no plan mode orch can confirm from the screen: plan-first is refused for them.
-_PLAN_MODES = {
-    "claude": PlanMode(
-        key="shift+tab",
-        confirm_text="plan mode on",
-        max_presses=3,
-        source="Claude Code: Shift+Tab cycles permission modes; the footer shows `plan mode on`",
-    ),
-}
-
 AGENTS: dict[str, AgentFacts] = {
     kind: AgentFacts(
         kind=kind,
         executable=_EXECUTABLES.get(kind, kind),
-        exit_command=_EXIT_COMMANDS.get(kind),
-        plan_mode=_PLAN_MODES.get(kind),
+        # Kinds without a known exit command get None, so the retire phase reads the pane instead of typing a guess.
+        exit_command=quirks(kind).exit_command,
+        plan_mode=quirks(kind).plan_mode,
     )
     for kind in HERDR_AGENT_KINDS
 }

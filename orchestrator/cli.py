@@ -22,6 +22,8 @@ from orchestrator.errors import ExitCode, OrchError
 # Command name -> "module:attribute" of its click command; `orch --help` lists them in this order (sorted).
 COMMANDS: dict[str, str] = {
     "answer": "orchestrator.commands.observe:answer",
+    "approve": "orchestrator.commands.observe:approve",
+    "cancel": "orchestrator.commands.cancel:cancel",
     "completion": "orchestrator.commands.completion:completion",
     "demo": "orchestrator.commands.demo:demo",
     "dispatch": "orchestrator.commands.dispatch:dispatch",

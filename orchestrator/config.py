@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import re
@@ -124,6 +123,8 @@ def validation_problems(exc: ValidationError, locate: Locator, *, model: type[Ba
         where = locate(loc)
         what = _describe(error)
         if error["type"] == "extra_forbidden" and model is not None and loc and isinstance(loc[-1], str):
+            import difflib  # only for a misspelt key: every command reads settings, few meet one
+
             close = difflib.get_close_matches(loc[-1], fields_at(model, loc[:-1]), n=1, cutoff=0.6)
             if close:
                 what += f"; did you mean `{close[0]}`?"

@@ -88,6 +88,11 @@ _KINDS = (
         settle="orchestrator.agents:settle_plan_mode_key",
     ),
     EffectKind(
+        "dialog_keys", "provision, approve", "pane, the dialog's name (quirk table), the agent's keys for the answer", "herdr pane send-keys",
+        "the screen decides: the dialog gone is done; the dialog still shown is not done (the keys did not land, so sending them is the answer still owed)",
+        settle="orchestrator.dialogs:settle_dialog_keys",
+    ),
+    EffectKind(
         "agent_prompt", "dispatch, observe, retire",
         "target and the envelope kind (packet, answer, follow-up, stop, result request) with its text digest",
         "herdr agent prompt",

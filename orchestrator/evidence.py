@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator import claims, git
 from orchestrator.checks import CheckRun, run_command
+from packets.render import COMMIT_TRAILER_KEY
 
 Disposition = Literal["accepted", "rejected", "superseded", "blocked"]
 
@@ -58,6 +59,7 @@ class Subject(BaseModel):
     claim: tuple[str, ...]
     verification: tuple[str, ...]
     peers: tuple[PeerClaim, ...] = ()
+    task: str | None = None  # the worker's task label: on a shared branch, its commits are those whose trailer names it
 
     @property
     def requires_changes(self) -> bool:
@@ -110,6 +112,21 @@ def _owner(path: str, peers: tuple[PeerClaim, ...]) -> str:
     return f"{path} (claimed by {', '.join(owners)})" if owners else path
 
 
+def attribute(repo: Path, commits: list[str], task: str, workers: set[str]) -> tuple[list[str], list[tuple[str, list[str]]]]:
+    """Split a shared branch's commits: this task's own (its trailer names it), and those no worker can be tied to
+    (no trailer, several names, or a name that is no worker of the branch). Commits of the other workers are neither."""
+    own: list[str] = []
+    unattributed: list[tuple[str, list[str]]] = []
+    for sha in commits:
+        values = git.trailer_values(repo, sha, COMMIT_TRAILER_KEY)
+        names = set(values)
+        if len(names) != 1 or not names <= workers:
+            unattributed.append((sha, values))
+        elif names == {task}:
+            own.append(sha)
+    return own, unattributed
+
+
 def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = run_check) -> Verification:
     """Compare the claim with git and with a re-run of the checks; every reason names its evidence.
 
@@ -126,10 +143,21 @@ def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = run_check
     base = subject.base_sha[:12]
     commits = git.commits_between(subject.repo, subject.base_sha, head)
     changed = git.changed_paths(subject.repo, subject.base_sha, head)
-    # On a branch shared by sibling panes the diff holds every sibling's work too: a path inside a sibling's
-    # claim is that sibling's to answer for (its own verification checks it); anything else is this worker's.
-    siblings = subject.sibling_claims()
-    mine = [path for path in changed if not claims.covered(path, siblings) or claims.covered(path, subject.claim)]
+    shared = [peer.task for peer in subject.peers if peer.branch == subject.branch]
+    if shared and subject.task is not None:
+        # Sibling panes share the branch: each commit is its worker's by its trailer, so this worker answers for
+        # exactly the files its own commits changed, and its HEAD is its own newest commit.
+        commits, unattributed = attribute(subject.repo, commits, subject.task, {subject.task, *shared})
+        for sha, values in unattributed:
+            what = f"its {COMMIT_TRAILER_KEY} trailer names {', '.join(values)}" if values else f"it has no {COMMIT_TRAILER_KEY} trailer"
+            blocking.append(f"commit {sha[:12]} on {subject.branch} cannot be attributed to a worker of this branch ({what}); attribution fails closed")
+        changed = sorted({path for sha in commits for path in git.commit_paths(subject.repo, sha)})
+        head = commits[-1] if commits else head
+        mine = changed
+    else:
+        # Without a task to attribute by, the older rule: a path inside a sibling's claim is that sibling's to answer for.
+        siblings = subject.sibling_claims()
+        mine = [path for path in changed if not claims.covered(path, siblings) or claims.covered(path, subject.claim)]
     outside = claims.outside(mine, subject.claim)
 
     if outside:

@@ -90,6 +90,18 @@ def changed_paths(repo: Path | str, base: str, head: str) -> list[str]:
     return sorted(p for p in out.split("\0") if p)
 
 
+def trailer_values(repo: Path | str, sha: str, key: str) -> list[str]:
+    """The values of trailer ``key`` in one commit's message (git's own trailer parser), in order."""
+    out = run_git(["log", "-1", f"--format=%(trailers:key={key},valueonly,separator=%x00)", sha], cwd=repo).stdout
+    return [value.strip() for value in out.strip("\n").split("\0") if value.strip()]
+
+
+def commit_paths(repo: Path | str, sha: str) -> list[str]:
+    """Paths one commit changed against its first parent (every path of a root commit)."""
+    out = run_git(["diff-tree", "--no-commit-id", "--name-only", "--no-renames", "-r", "-z", "--root", "-m", "--first-parent", sha], cwd=repo).stdout
+    return sorted({p for p in out.split("\0") if p})
+
+
 def path_exists_at(repo: Path | str, rev: str, path: str) -> bool:
     """True when ``path`` exists in the tree of commit ``rev``."""
     return run_git(["cat-file", "-e", f"{rev}:{path}"], cwd=repo, check=False).returncode == 0

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -69,18 +68,14 @@ class InboxList(BaseModel):
     messages: tuple[InboxEntry, ...]
 
 
-# The scripted agents write check reports under <tmp>/herdr-sim-reports/<run id>/ (docs/scenarios.md).
-SIM_REPORTS = "herdr-sim-reports"
-
-
 def report_dir(engine: Engine, run: Run, task: str) -> Path:
     """The run's report directory for one worker, named in its packet: the one place outside its worktree it may write."""
     return engine.run_dir(run.run_id) / "reports" / task
 
 
 def report_roots(engine: Engine, run: Run, worker: Worker) -> tuple[Path, ...]:
-    """Where a worker may write reports: its checkout, its report directory, the scripted agents' temp folder."""
-    roots = [report_dir(engine, run, worker.task_label), Path(tempfile.gettempdir()) / SIM_REPORTS / run.run_id]
+    """Where a worker may write reports: its checkout and its report directory (both named in its packet)."""
+    roots = [report_dir(engine, run, worker.task_label)]
     if worker.worktree_path:
         roots.insert(0, Path(worker.worktree_path))
     return tuple(Path(os.path.realpath(root)) for root in roots)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -13,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
-from orchestrator.inbox import SIM_REPORTS, report_roots
+from orchestrator.inbox import report_roots
 from packets import build_controller_message
 from registry import Effect, Run, Worker, WorkerState
 
@@ -267,7 +266,7 @@ def read_report(engine: Engine, run: Run, worker: Worker, path: str, *, limit: i
         return ReportRead(path=path, reason="not an absolute path")
     real = Path(os.path.realpath(path))
     if not any(real.is_relative_to(root) for root in report_roots(engine, run, worker)):
-        return ReportRead(path=path, reason=f"outside the worker's checkout, its report directory and {Path(tempfile.gettempdir()) / SIM_REPORTS}")
+        return ReportRead(path=path, reason="outside the worker's checkout and its report directory")
     try:
         size = real.stat().st_size
         if not real.is_file():

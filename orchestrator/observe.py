@@ -8,7 +8,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator import messages
+from orchestrator.dialogs import approval_form, flat
 from orchestrator.engine import Engine
+from orchestrator.quirks import excerpt
 from orchestrator.errors import HerdrError, HerdrMissing, OrchError
 from orchestrator.fleet import advance
 from orchestrator.herdr_models import AgentInfo
@@ -31,7 +33,7 @@ ASK_FOR_RESULT = (
 )
 
 What = Literal[
-    "update", "answered", "needs_answer", "blocked", "blocked_ui", "result", "report", "asked_for_result",
+    "update", "answered", "needs_answer", "blocked", "blocked_ui", "approval", "result", "report", "asked_for_result",
     "settled_without_result", "working", "failed", "kept_aside", "send_failed", "herdr_unavailable", "gone",
     # The scheduler, from the check-in (orchestrator.fleet): queued workers started as slots free, or skipped.
     "started", "skipped", "queued", "slot_freed", "slot_kept", "integrated", "start_failed",
@@ -230,12 +232,22 @@ class _Round:
         if status == "working" and worker.state is S.DISPATCHED:
             worker = self._move(worker, S.WORKING, {"observed": "working"})
         elif status == "blocked":
+            if self.approval_form(worker):
+                return
             screen = self._read(target)
             tail = " / ".join([line.strip() for line in screen.splitlines() if line.strip()][-3:])
             self.note(task, "blocked_ui", f"herdr shows the agent blocked without a callback: {tail}")
             self.waiting.add(task)
             return
         output = self._read(target) if info is not None else ""
+        if status in ("idle", "done") and worker.state is S.WORKING:
+            shown = self.work_on_screen(target)
+            if shown is not None:
+                # Some agents report their turn over while a tool still runs: the screen (a spinner, a busy line)
+                # wins over herdr's idle, so the worker is neither asked for a result yet nor idle for the stall count.
+                self.note(task, "working", f"herdr says {status}, but the screen still shows work ({flat(shown)}); not asking for the result yet")
+                status, output = "working", output + "\n" + shown
+                self.herdr_states[task] = status
         seen = self.ledger.record_check_in(self.run.run_id, task, liveness_token(info.state_change_seq if info else None, output))
         asked_before = False
         # Ask only once the worker has stayed settled, unchanged, across two check-ins: a worker that just sent its
@@ -246,6 +258,42 @@ class _Round:
             reason = f"no change of state or output across {STALL_LIMIT} consecutive check-ins"
             # A settled worker that ignored the request for its result is not a stalled one: say what it failed to do.
             self._fail(seen, f"{status} without a result after being asked for it once; {reason}" if asked_before else reason)
+
+    def approval_form(self, worker: Worker) -> bool:
+        """A blocked agent at its kind's approval form: the worker is `blocked` with the form's text, for the person."""
+        task = worker.task_label
+        if worker.pane_id is None:
+            return False
+        try:
+            screen = self.engine.herdr.pane_read(worker.pane_id, source="visible")
+        except HerdrError:
+            return False
+        form = approval_form(worker, screen)
+        if form is None:
+            return False
+        text = excerpt(screen)
+        # orch never approves on its own: the form waits for `orch approve` (the person or the agent controller).
+        cause = {"observed": "blocked", "approval": form.name, "screen": text, "reason": f"{worker.kind} {form.name}: {flat(text)}"}
+        self._move(worker, S.BLOCKED, cause, pending_question=f"{worker.kind} {form.name}: {flat(text)}")
+        self.note(task, "approval", f"{worker.kind} {form.name}: {flat(text)} (decide, then `orch approve {task}` or `orch approve {task} --deny`)")
+        self.waiting.add(task)
+        return True
+
+    def work_on_screen(self, target: str) -> str | None:
+        """The evidence (`agent explain`'s matched rule) that the screen still shows work, or None."""
+        try:
+            explained = self.engine.herdr.agent_explain(target)
+        except HerdrError:
+            return None
+        rule = explained.matched_rule
+        if explained.state != "working" or not explained.visible_working or rule is None:
+            return None
+        for evaluated in explained.evaluated_rules:
+            if evaluated.get("id") == rule.id:
+                preview = (evaluated.get("evidence") or {}).get("region_preview")
+                if isinstance(preview, str) and preview:
+                    return f"{rule.id}: {preview}"
+        return rule.id
 
     def explain(self, worker: Worker, target: str) -> str | None:
         try:
@@ -287,9 +335,9 @@ class _Round:
         except HerdrError:
             return ""
 
-    def _move(self, worker: Worker, new: WorkerState, cause: dict[str, object]) -> Worker:
+    def _move(self, worker: Worker, new: WorkerState, cause: dict[str, object], **changes: object) -> Worker:
         try:
-            return self.ledger.transition(self.run.run_id, worker.task_label, worker.state, new, cause=cause)
+            return self.ledger.transition(self.run.run_id, worker.task_label, worker.state, new, cause=cause, **changes)
         except StaleState:
             return self.ledger.get_worker(self.run.run_id, worker.task_label)
 

@@ -8,7 +8,7 @@ from functools import partial
 from itertools import pairwise
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, field_validator
 
 from orchestrator.config import dotted, read_toml, validation_problems
 from orchestrator.errors import ConfigError
@@ -28,6 +28,7 @@ class Policy(BaseModel):
     branch_types: tuple[str, ...] = STANDARD_BRANCH_TYPES
     extra_branch_types: tuple[str, ...] = ()
     description_pattern: str | None = None
+    trust_run_worktrees: bool = True
     message_limit_bytes: int = DEFAULT_MESSAGE_LIMIT
 
 
@@ -49,6 +50,8 @@ class PolicyOverlay(BaseModel):
     """Extra types enabled for an established workflow, from `feature bugfix hotfix release ai copilot cursor claude codex`; default none."""
     description_pattern: StrictStr | None = None
     """Regular expression the branch description (after `<type>/`) must fully match, on top of lowercase kebab-case; default none."""
+    trust_run_worktrees: StrictBool | None = None
+    """Answer an agent's first-start trust dialog, with the agent's own keys, for a worktree this run created from the repository; default true. Off: the worker stops at the dialog, which is shown, and nothing is typed."""
     message_limit_bytes: StrictInt | None = Field(default=None, ge=MESSAGE_LIMIT_RANGE[0], le=MESSAGE_LIMIT_RANGE[1])
     """Largest inbound message a worker may send, in bytes (1024 to 1048576); default 65536 (a plan's `defaults.message_limit_bytes` overrides it)."""
 

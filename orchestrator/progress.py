@@ -32,14 +32,16 @@ def _elapsed(delta: timedelta) -> str:
     return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
 
 
+HEADERS = ("task", "state", "last callback", "elapsed")
+
+
 def format_rows(rows: Sequence[Row], now: datetime) -> list[str]:
-    """Aligned lines: task, state, last callback, time since the run started."""
-    width_task = max((len(r.task) for r in rows), default=0)
-    width_state = max((len(r.state) for r in rows), default=0)
-    return [
-        f"{r.task:<{width_task}}  {r.state:<{width_state}}  {r.last_callback or '-'}  {_elapsed(now - r.since)}".rstrip()
-        for r in rows
-    ]
+    """Aligned lines under a header line: task, state, last callback, time since the worker's row started."""
+    if not rows:
+        return []
+    table = [HEADERS, *((r.task, r.state, r.last_callback or "-", _elapsed(now - r.since)) for r in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(3)]
+    return [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}".rstrip() for a, b, c, d in table]
 
 
 class Progress:

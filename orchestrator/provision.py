@@ -22,6 +22,7 @@ from tabulate import tabulate
 from orchestrator import git
 from orchestrator.agents import facts, plan_mode_problem
 from orchestrator.checks import CheckRun, run_command
+from orchestrator.dialogs import DialogStop, answer_trust_dialog
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.errors import (
     HerdrAgentNotReady,
@@ -794,7 +795,14 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
     request = {"name": name, "kind": planned.kind, "pane": pane_id, "timeout_ms": timeout_ms, "args": list(args)}
 
     def act() -> Started:
-        started = herdr.agent_start(name, kind=planned.kind, pane=pane_id, timeout_ms=timeout_ms, args=args)
+        try:
+            started = herdr.agent_start(name, kind=planned.kind, pane=pane_id, timeout_ms=timeout_ms, args=args)
+        except HerdrAgentNotReady as exc:
+            # herdr 0.8.2 keeps the name of an agent blocked at start-up and answers agent_not_ready (DELTA #6):
+            # it started, and waits at a dialog the agent stage reads.
+            if "blocked" not in (exc.herdr_message or exc.message):
+                raise
+            return Started(name=name, pane_id=pane_id, agent_status="blocked", interactive_ready=False)
         agent = started.agent
         return Started(name=agent.name or name, pane_id=agent.pane_id, agent_status=agent.agent_status, interactive_ready=agent.interactive_ready)
 
@@ -871,6 +879,11 @@ def _agent_stage(rnd: _Round, job: _Job) -> None:
     assert worker.pane_id is not None
     timeout_ms = rnd.plan.plan.defaults.agent_start_timeout_s * 1000
     started = start_agent(engine, run, job.planned, worker.pane_id, timeout_ms=timeout_ms, agents=rnd.snapshot.agents)
+    if started.agent_status == "blocked":
+        note = _start_dialog(rnd, job, worker)
+        if note:
+            job.notes.append(note)
+        started = started.model_copy(update={"agent_status": "idle", "interactive_ready": True})
     if not started.interactive_ready:
         raise _Fail("agent", f"herdr did not report {job.planned.name} interactive-ready (status {started.agent_status})")
     (job.reused if started.reused else job.created).append("agent")
@@ -878,6 +891,27 @@ def _agent_stage(rnd: _Round, job: _Job) -> None:
         run.run_id, job.task, WorkerState.PROVISIONING, WorkerState.READY,
         cause={"phase": "provision", "agent_status": started.agent_status}, reply_target=job.planned.name,
     )  # fmt: skip
+
+
+def _start_dialog(rnd: _Round, job: _Job, worker: Worker) -> str | None:
+    """An agent blocked at start-up: its trust dialog is answered when policy allows and the run made the checkout."""
+    assert worker.pane_id is not None
+    policy = rnd.plan.policy
+    path = job.planned.worktree.path
+    created = any(_same_path(p, path) for w in rnd.engine.ledger.list_workers(rnd.run.run_id) for p in w.created_worktree_paths)
+    source = policy.sources.get("trust_run_worktrees", "default")
+    if not policy.policy.trust_run_worktrees:
+        allowed, why = False, f"policy trust_run_worktrees is off, from {source}"
+    elif not created:
+        allowed, why = False, f"{path} was not created by this run, so orch does not vouch for it"
+    else:
+        allowed, why = True, f"policy trust_run_worktrees, from {source}: a worktree this run created"
+    try:
+        return answer_trust_dialog(
+            rnd.engine, worker, worker.pane_id, allowed=allowed, why_not=why, wait_timeout_ms=rnd.plan.plan.defaults.wait_timeout_s * 1000
+        )
+    except DialogStop as stop:
+        raise _Fail("dialog", stop.message) from None
 
 
 def _fail(rnd: _Round, job: _Job, step: str, message: str) -> None:

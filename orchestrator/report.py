@@ -39,6 +39,11 @@ FACT_INTEGRATED = "integrated"
 FACT_RETAINED = "retained"
 # record_fact(run, "run_failed", detail={"reason": …}): the run itself could not proceed (preflight, fetch gate…).
 FACT_RUN_FAILED = "run_failed"
+# record_fact(run, "dialog", task_label=task, detail={"dialog", "kind", "answered", "keys", "reason", "screen"}): a
+# dialog on the agent's screen and what orch did about it (orchestrator/dialogs.py).
+FACT_DIALOG = "dialog"
+# record_fact(run, "transcript", task_label=task, detail={"path", …}): the worker's saved terminal history (orchestrator/transcripts.py).
+FACT_TRANSCRIPT = "transcript"
 # Effect kinds that close what a run created; a created item is closed when a confirmed one names it.
 CLOSING_EFFECTS: Mapping[str, tuple[str, ...]] = {
     "pane": ("pane_close",),
@@ -88,6 +93,8 @@ class WorkerItem(_Model):
     disposition: WorkerState | None
     integrated_sha: str | None
     seqs: tuple[int, ...]
+    dialogs: tuple[str, ...] = ()  # start-up and approval dialogs: what was on screen and how it was answered (or not)
+    transcript: str | None = None  # the terminal history saved before the pane closed
 
 
 class WorkerCallbacks(_Model):
@@ -256,10 +263,21 @@ def _worker_item(worker: Worker, journal: _Journal) -> WorkerItem:
     added = journal.of(worker.task_label, EventKind.WORKER_ADDED)
     last = transitions[-1] if transitions else (added[-1] if added else None)
     integrated = journal.last_change(worker.task_label, "integrated_sha") if worker.integrated_sha else None
+    dialogs = journal.of(worker.task_label, FACT_DIALOG)
+    transcripts = journal.of(worker.task_label, FACT_TRANSCRIPT)
     return WorkerItem(
         task=worker.task_label, name=worker.name, kind=worker.kind, state=worker.state,
-        disposition=worker.final_disposition, integrated_sha=worker.integrated_sha, seqs=_seqs(last, integrated),
+        disposition=worker.final_disposition, integrated_sha=worker.integrated_sha,
+        seqs=_seqs(last, integrated, *dialogs, *transcripts[-1:]), dialogs=tuple(_dialog_text(e.detail) for e in dialogs),
+        transcript=str(transcripts[-1].detail.get("path")) if transcripts else None,
     )  # fmt: skip
+
+
+def _dialog_text(detail: Mapping[str, Any]) -> str:
+    what = f"{detail.get('kind')} {detail.get('dialog') or 'unknown dialog'}"
+    if detail.get("answered"):
+        return f"{what} answered with {' '.join(detail.get('keys') or ())} ({detail.get('reason')})"
+    return f"{what} not answered, nothing typed ({detail.get('reason')})"
 
 
 def _controller(run: Run, journal: _Journal) -> Controller:
@@ -637,6 +655,10 @@ def render_markdown(report: Report, workers: Sequence[Worker]) -> str:
         out.append(f"- Check-ins without change: {worker.unchanged_check_ins}")
         out.append("- Retired: " + _join((_retired_text(r) for r in retired), "nothing created"))
         out.append("- Blockers: " + _join((_blocker_text(b) for b in blockers), "none"))
+        if item.dialogs:
+            out.append("- Dialogs: " + "; ".join(item.dialogs))
+        if item.transcript:
+            out.append(f"- Transcript: {item.transcript}")
         seqs = [*item.seqs, *callbacks.seqs, *verification.seqs, *(s for r in retired for s in r.seqs), *(s for b in blockers for s in b.seqs)]
         out += [f"- Ledger events: {_seq_text(seqs)}", ""]
     # Every entry is one line by design; worker text inside one (a question, a reason, reported checks) stays there.

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator import git, messages
 from orchestrator.agents import AGENTS
 from orchestrator.engine import Done, Engine, InFlightEffect, NotDone, Settlement
+from orchestrator.transcripts import save_transcript
 from orchestrator.schedule import AGENT_EXITED
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, OrchError, one_line
 from registry import Effect, Run, Worker
@@ -248,6 +249,8 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
         ladder.items.append(Item(kind="pane", id=pane, action="gone"))
         ladder.pane_done = True
         return
+    # Before the agent exits (a TUI's history may leave with it) and long before the pane closes.
+    save_transcript(engine, run, worker, pane)
     agent = _agent_in(engine, pane)
     if agent is not None:
         status, name = agent

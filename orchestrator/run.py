@@ -24,6 +24,7 @@ from orchestrator.messages import DECIDED
 from orchestrator.preflight import PreflightResult, finish_preflight, preflight
 from orchestrator.progress import Progress, Row
 from orchestrator.report import VERDICT_EXIT, Report, write_report
+from orchestrator.dialogs import pending_approval
 from orchestrator.retire import retire
 from orchestrator.verify import blocked_by_verification, stored_verification, verify_run
 from registry import EffectStatus, RegistryError, Run, RunStatus, Worker, WorkerState
@@ -173,6 +174,14 @@ def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequ
             progress.note(
                 f"{task} is blocked by verification, integration is paused: {why} -> fix its branch and `orch verify --task {task}`, "
                 f"or `orch verify --supersede {task} --reason TEXT`, then `orch resume {run.run_id}`",
+                engine.clock.now(),
+            )
+            continue
+        if pending_approval(ledger, worker) is not None:
+            # orch never approves on its own: the person answers the agent's form with its own keys.
+            progress.note(
+                f"{task} waits at an approval form: {worker.pending_question} -> `orch approve {task}` or `orch approve {task} --deny`, "
+                f"then `orch resume {run.run_id}`",
                 engine.clock.now(),
             )
             continue

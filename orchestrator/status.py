@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
+from orchestrator.transcripts import transcript_of
 from packets import inert_line
 from registry import InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
 
@@ -30,6 +31,7 @@ class WorkerStatus(_Model):
     last_callback_at: datetime | None
     last_callback_age_s: int | None
     pending_question: str | None
+    transcript: str | None = None  # the terminal history saved at retire (orchestrator/transcripts.py)
 
 
 class RunStatusView(_Model):
@@ -94,6 +96,7 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
     """The status of one run at ``now``."""
     run = ledger.get_run(run_id)
     inbox = ledger.list_inbox(run_id)
+    events = ledger.events(run_id)
     rows = []
     for worker in ledger.list_workers(run_id):
         last = _last_callback(worker, inbox)
@@ -104,7 +107,7 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
                 last_callback_id=last.id if last else None, last_callback_kind=last.kind if last else None,
                 last_callback_at=last.received_at if last else None,
                 last_callback_age_s=int((now - last.received_at).total_seconds()) if last else None,
-                pending_question=worker.pending_question,
+                pending_question=worker.pending_question, transcript=transcript_of(events, worker.task_label),
             )
         )  # fmt: skip
     return RunStatusView(
@@ -161,7 +164,9 @@ def render_status(view: RunStatusView) -> str:
         if rows
         else "no workers"
     )
-    return tabulate(header, tablefmt="plain") + "\n\n" + table + "\n"
+    kept = [f"  {w.task}: {w.transcript}" for w in view.workers if w.transcript]
+    transcripts = ("\ntranscripts:\n" + "\n".join(kept) + "\n") if kept else ""
+    return tabulate(header, tablefmt="plain") + "\n\n" + table + "\n" + transcripts
 
 
 def render_run_list(runs: RunList) -> str:

@@ -15,6 +15,18 @@ TITLE_PREFIX = "Delegation packet for task "
 CLAIM_INTRO = "You may create or change only these paths (glob patterns, relative to the working directory):"
 # An empty claim: the whole section is this one line.
 READ_ONLY_CLAIM = "None: this task is read-only. Do not create, change or delete any file, and make no commits."
+# Attribution: siblings share one checkout and branch, so each commit says whose it is (orchestrator.evidence reads it).
+COMMIT_TRAILER_KEY = "Orch-Task"
+COMMIT_RULE = (
+    "Commit only files you changed yourself, staged by path (never `git add -A`, `git add .` or `git commit -a`: another worker "
+    "may share this checkout), and end every commit message with the trailer line `" + COMMIT_TRAILER_KEY + ": {task}`. "
+    "Commits are attributed to workers by that trailer; on a shared branch a commit without it fails verification."
+)
+
+
+def commit_rule(task: str) -> str:
+    """The File claim's commit rule for one task (the trailer names the task label)."""
+    return COMMIT_RULE.format(task=task)
 VERIFICATION_INTRO = "Run each command from the working directory and paste its real output in your result:"
 STOP_INTRO = "Stop, send a `blocked` message and end your turn when:"
 # The rules a worker needs to use the callback correctly; fixed text, so the parser re-checks it verbatim.
@@ -101,7 +113,7 @@ def render_packet(packet: Packet) -> str:
         *(_bullets(p.exclusions) if p.exclusions else ["- none"]),
         "",
         "## File claim",
-        *([CLAIM_INTRO, *_bullets(p.file_claim)] if p.file_claim else [READ_ONLY_CLAIM]),
+        *([CLAIM_INTRO, *_bullets(p.file_claim), "", commit_rule(p.task_label)] if p.file_claim else [READ_ONLY_CLAIM]),
         "",
         "## Evidence required",
         *_bullets(p.evidence),
@@ -259,6 +271,8 @@ def parse_packet(text: str) -> Packet:
         r.expect(CLAIM_INTRO)
         r.mark("file_claim")
         fields["file_claim"] = r.bullets()
+        r.take()  # the commit rule names the task label: checked with the whole rendering below
+        r.expect("")
     r.expect("## Evidence required")
     r.mark("evidence")
     fields["evidence"] = r.bullets()

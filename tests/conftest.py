@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,7 +45,10 @@ def private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """
     tmp_path_factory.getbasetemp()  # fixed before TMPDIR changes
     root = Path(tempfile.mkdtemp(prefix="orch-tests-"))
-    previous = (os.environ.get("TMPDIR"), tempfile.tempdir)
+    previous = (os.environ.get("TMPDIR"), tempfile.tempdir, os.environ.get("PATH"))
+    # As if the venv were activated: `.venv/bin/python -m pytest` (the README's Quick start) finds the `orch` and
+    # `herdr-sim` scripts installed beside this interpreter before any other on PATH.
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     os.environ["TMPDIR"] = str(root)
     tempfile.tempdir = str(root)
     try:
@@ -55,6 +59,8 @@ def private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         else:
             os.environ["TMPDIR"] = previous[0]
         tempfile.tempdir = previous[1]
+        if previous[2] is not None:
+            os.environ["PATH"] = previous[2]
         if os.environ.get("ORCH_KEEP_TMP") != "1":
             shutil.rmtree(root, ignore_errors=True)
 

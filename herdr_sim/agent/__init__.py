@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 from herdr_sim.agent.console import Console
+from herdr_sim.agent.scenario import Behaviour, ScenarioError, load_behaviour
+from herdr_sim.agent.screens import paste_placeholder
 from herdr_sim.agent.worker import Agent, AgentCrash
 
 KINDS = ("codex", "claude", "opencode", "pi")
@@ -47,10 +49,18 @@ def _log_path(env: dict[str, str]) -> Path | None:
 def main(kind: str) -> None:
     """Run the scripted agent of this kind on the current tty until /exit, Ctrl-C at the prompt, or a scripted crash."""
     env = dict(os.environ)
-    console = Console(_log_path(env))
+    problem = None
+    try:
+        behaviour = load_behaviour(env, kind)
+    except ScenarioError as exc:
+        behaviour, problem = Behaviour(), str(exc)
+    placeholder = (lambda text, count: paste_placeholder(kind, text, count)) if behaviour.paste_collapse else None
+    console = Console(_log_path(env), placeholder)
     with console:
+        if problem:
+            console.say(f"Scenario error: {problem}")
         try:
-            code = Agent(kind, env, console, start_delay_ms=start_delay_ms(sys.argv[1:], env),
+            code = Agent(kind, env, console, start_delay_ms=start_delay_ms(sys.argv[1:], env), behaviour=behaviour,
                          start_dialog=start_dialog(sys.argv[1:], env)).run()
         except AgentCrash as crash:
             code = crash.exit_code

@@ -8,6 +8,7 @@ import select
 import sys
 import termios
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, UTC
 from pathlib import Path
@@ -38,18 +39,22 @@ class EndOfInput:
 Event = Submit | Interrupt | EndOfInput
 
 
-def _paste_summary(pasted: bytes) -> bytes:
+def _paste_summary(pasted: bytes, placeholder: Callable[[str, int], str | None] | None = None, count: int = 1) -> bytes:
     """What the input line shows for a paste: the text itself if one line, else a summary like real agent TUIs."""
-    lines = pasted.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").rstrip("\n").split("\n")
+    text = pasted.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").rstrip("\n")
+    lines = text.split("\n")
     if len(lines) == 1:
         return lines[0].encode()
-    return f"[Pasted: {lines[0]} +{len(lines) - 1} lines]".encode()
+    own = placeholder(text, count) if placeholder is not None else None
+    return (own or f"[Pasted: {lines[0]} +{len(lines) - 1} lines]").encode()
 
 
 class InputParser:
     """Turn tty bytes into events, as a line editor with bracketed paste would; returns what to echo."""
 
-    def __init__(self) -> None:
+    def __init__(self, placeholder: Callable[[str, int], str | None] | None = None) -> None:
+        self._placeholder = placeholder
+        self._pastes = 0
         self._pending = b""
         self._line = bytearray()
         self._in_paste = False
@@ -73,7 +78,8 @@ class InputParser:
                     break
                 self._line += buf[i:end]
                 self._in_paste = False
-                echo += _paste_summary(bytes(self._line[self._paste_from :]))
+                self._pastes += 1
+                echo += _paste_summary(bytes(self._line[self._paste_from :]), self._placeholder, self._pastes)
                 i = end + len(PASTE_END)
                 continue
             byte = buf[i : i + 1]
@@ -119,10 +125,12 @@ class InputParser:
 class Console:
     """The tty of the pane: puts it in a raw-ish mode, reads events, prints the transcript (and logs it)."""
 
-    def __init__(self, log_path: Path | None) -> None:
+    def __init__(self, log_path: Path | None, placeholder: Callable[[str, int], str | None] | None = None) -> None:
         self._fd = sys.stdin.fileno()
         self._saved: list | None = None  # type: ignore[type-arg]
-        self._parser = InputParser()
+        self._parser = InputParser(placeholder)
+        self._keys = b""
+        self._status: str | None = None
         self._queue: deque[Event] = deque()
         self._log_path = log_path
         if log_path is not None:
@@ -157,9 +165,85 @@ class Console:
         sys.stdout.flush()
 
     def say(self, text: str) -> None:
-        """Print transcript lines (and append them to the debug log)."""
+        """Print transcript lines (and append them to the debug log), keeping a busy line at the bottom."""
+        status = self._status
+        self.status(None)
         self.raw_write(text + "\n")
         self.log(text)
+        self.status(status)
+
+    def status(self, text: str | None) -> None:
+        """Show (or, with None, erase) the one-line busy indicator under the transcript, as agent TUIs do."""
+        if self._status is not None:
+            self.raw_write("\r\x1b[2K")
+        self._status = text
+        if text is not None:
+            self.raw_write(text)
+
+    def title(self, text: str) -> None:
+        """Set the terminal title (OSC 2), which herdr reads for detection."""
+        self.raw_write(f"\x1b]2;{text}\x07")
+
+    def draw(self, lines: list[str], *, replacing: int = 0, clear_screen: bool = False) -> int:
+        """Draw a modal block (erasing the previous ``replacing`` lines of it first); returns its height."""
+        if clear_screen:
+            self.raw_write("\x1b[2J\x1b[H")
+        elif replacing:
+            self.raw_write(f"\x1b[{replacing}A\r\x1b[J")
+        self.raw_write("".join(line + "\n" for line in lines))
+        self.log("\n".join(lines))
+        return len(lines)
+
+    def erase(self, height: int, *, clear_screen: bool = False) -> None:
+        """Take a modal block off the screen (the whole screen for a start-up dialog)."""
+        self.raw_write("\x1b[2J\x1b[H" if clear_screen else f"\x1b[{height}A\r\x1b[J")
+
+    def read_key(self) -> str:
+        """Block for one key as a TUI menu reads it: enter, esc, up, down, ctrl+c, ctrl+d, paste, or the character."""
+        while True:
+            key = self._next_key()
+            if key is not None:
+                return key
+            ready, _, _ = select.select([self._fd], [], [], None if not self._keys else 0.05)
+            if not ready:
+                if self._keys == b"\x1b":  # nothing followed: the Escape key itself
+                    self._keys = b""
+                    return "esc"
+                continue
+            try:
+                data = os.read(self._fd, 65536)
+            except OSError:
+                data = b""
+            if not data:
+                return "ctrl+d"
+            self._keys += data
+
+    def _next_key(self) -> str | None:
+        buf = self._keys
+        if not buf:
+            return None
+        if buf.startswith(PASTE_START):
+            end = buf.find(PASTE_END)
+            if end < 0:
+                return None
+            self._keys = buf[end + len(PASTE_END) :]
+            return "paste"
+        if buf.startswith(b"\x1b"):
+            for seq, name in ((b"\x1b[A", "up"), (b"\x1bOA", "up"), (b"\x1b[B", "down"), (b"\x1bOB", "down")):
+                if buf.startswith(seq):
+                    self._keys = buf[len(seq) :]
+                    return name
+            match = _CSI.match(buf)
+            if match is not None:
+                self._keys = buf[match.end() :]
+                return "other"
+            if len(buf) == 1 or PASTE_START.startswith(buf[: len(PASTE_START)]):
+                return None  # maybe the start of a sequence: wait a moment
+            self._keys = buf[1:]
+            return "esc"
+        self._keys = buf[1:]
+        byte = buf[:1]
+        return {b"\r": "enter", b"\n": "enter", b"\x03": "ctrl+c", b"\x04": "ctrl+d"}.get(byte, byte.decode("latin-1"))
 
     def log(self, text: str) -> None:
         """Append lines to the debug log only (nothing on screen)."""

@@ -71,6 +71,10 @@ class Packet(BaseModel):
     stop_conditions: tuple[str, ...]
     context_files: tuple[str, ...]
     callback: str
+    # The packet's File claim may ask for a commit trailer (`Orch-Task: <task>`); a worker following it adds it.
+    commit_trailer: str | None = None
+    # Where the packet says reports may go besides the working directory (None when it names no such place).
+    report_dir: str | None = None
 
 
 class Envelope(BaseModel):
@@ -145,6 +149,15 @@ def _unquote_command(item: str) -> str:
     return item
 
 
+# The Message Contract's rule naming where large content goes: "... inside your working directory or <dir>, and send ...".
+_REPORT_DIR = re.compile(r"inside your working directory or (?P<dir>/\S+), and send its absolute path")
+
+
+def _report_dir(body: list[str]) -> str | None:
+    found = next((match for line in body if (match := _REPORT_DIR.search(line))), None)
+    return found["dir"] if found else None
+
+
 def _callback(body: list[str]) -> str:
     start = next((i for i, line in enumerate(body) if line.strip() == "```sh"), None)
     if start is None:
@@ -199,7 +212,17 @@ def parse_packet(text: str) -> Packet:
         stop_conditions=_bullets(sections["Stop conditions"]),
         context_files=_bullets(sections.get("Context files", [])),
         callback=_callback(sections["Message Contract"]),
+        commit_trailer=_trailer(sections["File claim"]),
+        report_dir=_report_dir(sections["Message Contract"]),
     )
+
+
+_TRAILER = re.compile(r"end every commit message with the trailer line `([A-Za-z-]+: [^`]+)`")
+
+
+def _trailer(body: list[str]) -> str | None:
+    found = _TRAILER.search(" ".join(body))
+    return found.group(1) if found else None
 
 
 def escape_for_double_quotes(message: str) -> str:

@@ -108,6 +108,14 @@ class Send(BaseModel):
     reply_to: str | None = Field(default=None, alias="reply-to")
 
 
+class Approval(BaseModel):
+    """Stop at the kind's own approval form for a command; the answer keys decide (approve: go on; deny: end the turn)."""
+
+    model_config = _STRICT
+    do: Literal["approval"]
+    command: str
+
+
 class Result(BaseModel):
     """Send the `result`; `checks = "claimed"` reports every check as passed without running it."""
 
@@ -122,10 +130,22 @@ class Result(BaseModel):
 
 
 Step = Annotated[
-    Update | Write | Commit | Run | Verify | Question | Blocked | Stall | Ignore | Crash | Send | Result,
+    Update | Write | Commit | Run | Verify | Question | Blocked | Stall | Ignore | Crash | Send | Approval | Result,
     Field(discriminator="do"),
 ]
 _STEPS = TypeAdapter(list[Step])
+
+
+class Behaviour(BaseModel):
+    """How a kind behaves beyond its steps (`[agents.<kind>]`): the real agents' start-up and screen habits."""
+
+    model_config = _STRICT
+    trust_dialog: bool = False  # the first start in a directory stops at the kind's trust dialog
+    hooks: bool = True  # report state with `pane report-agent`; false: herdr knows it from its screen only
+    title_spinner: bool = False  # set the kind's terminal title, with a spinner while working (always when hooks = false)
+    idle_while_working: bool = False  # report idle during `run` steps while the busy line and title still spin
+    first_start_delay_ms: int = Field(default=0, ge=0)  # a slow first start in a directory
+    paste_collapse: bool = False  # show a multi-line paste as the kind's own placeholder
 
 
 def scenario_path(env: dict[str, str]) -> Path | None:
@@ -144,7 +164,7 @@ def _table(path: Path, section: str, label: str) -> list[Step] | None:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ScenarioError(f"cannot read scenario file {path}: {exc}") from None
-    unknown = sorted(set(data) - {"task", "follow-up"})
+    unknown = sorted(set(data) - {"task", "follow-up", "agents"})
     if unknown:
         raise ScenarioError(f"{path}: unknown top-level table [{unknown[0]}]")
     raw = data.get(section, {}).get(label)
@@ -193,3 +213,19 @@ def load_steps(env: dict[str, str], section: Literal["task", "follow-up"], label
         return steps
     return default_task_steps() if section == "task" else default_follow_up_steps()
 
+
+
+def load_behaviour(env: dict[str, str], kind: str) -> Behaviour:
+    """The `[agents.<kind>]` table of the scenario file in force (read at start-up), else the cooperative default."""
+    path = scenario_path(env)
+    if path is None or not path.is_file():
+        return Behaviour()
+    try:
+        raw = tomllib.loads(path.read_text()).get("agents", {}).get(kind, {})
+        return Behaviour.model_validate(raw)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ScenarioError(f"cannot read scenario file {path}: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ScenarioError(f"{path}: agents.{kind}.{where}: {first['msg']}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import tempfile
@@ -14,7 +15,10 @@ from pathlib import Path
 from herdr_sim.agent.console import Console, EndOfInput, Event, Interrupt, Submit
 from herdr_sim.agent.packet import Envelope, Packet, PacketError, classify, fill_callback, parse_envelope, parse_packet
 from herdr_sim.agent.result import Check, format_report, format_result, needs_report, tail
+from herdr_sim.agent import screens
 from herdr_sim.agent.scenario import (
+    Approval,
+    Behaviour,
     Blocked,
     Commit,
     Crash,
@@ -37,6 +41,7 @@ HERDR_TIMEOUT_S = 15
 CALLBACK_TIMEOUT_S = 60
 COMMAND_TIMEOUT_S = 600
 GIT_TIMEOUT_S = 60
+SCREEN_ONLY_THINK_S = 1.5
 
 
 class TurnInterrupted(Exception):
@@ -125,6 +130,7 @@ class Agent:
         now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         start_delay_ms: int = 0,
         sleep: Callable[[float], None] = time.sleep,
+        behaviour: Behaviour | None = None,
         start_dialog: str | None = None,
     ) -> None:
         self.kind = kind
@@ -137,13 +143,34 @@ class Agent:
         self._seq = 0
         self.start_delay_ms = start_delay_ms
         self.sleep = sleep
+        self.behaviour = behaviour or Behaviour()
+        self.cwd = os.getcwd()
+        self._frame = 0
+        self._busy_since: float | None = None
         self.start_dialog = start_dialog
 
     # --- herdr lifecycle -------------------------------------------------------------------------------------
 
+    def show(self, working: bool) -> None:
+        """What the screen says about the turn: the title (spinner while busy) and, for screen-read agents, a busy line."""
+        self._frame += 1
+        title = screens.title(self.kind, self.cwd, working, self._frame)
+        if title is not None and (self.behaviour.title_spinner or not self.behaviour.hooks or self.behaviour.idle_while_working):
+            self.console.title(title)
+        if working and self._busy_since is None:
+            self._busy_since = time.monotonic()
+        elif not working:
+            self._busy_since = None
+        shows_busy = not self.behaviour.hooks or self.behaviour.idle_while_working
+        if shows_busy:
+            since = self._busy_since
+            self.console.status(None if since is None else screens.busy_line(self.kind, int(time.monotonic() - since)))
+
     def report(self, state: str, message: str | None = None) -> None:
         """Report lifecycle state the way a herdr integration hook does; failures are logged, never fatal."""
-        if not self.pane_id:
+        if state != "blocked":
+            self.show(state == "working")
+        if not self.pane_id or not self.behaviour.hooks:
             return
         # A millisecond clock keeps seq increasing across restarts in the same pane (herdr drops stale seqs).
         self._seq = max(self._seq + 1, self.now_ms())
@@ -161,14 +188,83 @@ class Agent:
 
     # --- the prompt loop -------------------------------------------------------------------------------------
 
+    def _known(self, what: str) -> bool:
+        """Whether this kind already did `what` (started, trusted) in the working directory; remembers it from now on."""
+        home = self.env.get("HERDR_SIM_HOME")
+        if not home:
+            return True
+        path = Path(home) / "agents" / f"{what}-{self.kind}.txt"
+        known = path.is_file() and self.cwd in path.read_text().splitlines()
+        return known
+
+    def _remember(self, what: str) -> None:
+        home = self.env.get("HERDR_SIM_HOME")
+        if home:
+            path = Path(home) / "agents" / f"{what}-{self.kind}.txt"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a") as handle:
+                handle.write(self.cwd + "\n")
+
+    def choose(self, dialog: screens.Dialog, *, clear_screen: bool = False) -> int | None:
+        """Show a modal dialog and read keys until an option is confirmed; None for Ctrl-C / end of input."""
+        selected = 0
+        height = self.console.draw(dialog.render(selected), clear_screen=clear_screen)
+        while True:
+            key = self.console.read_key()
+            if key in ("ctrl+c", "ctrl+d"):
+                chosen = None
+                break
+            if key == "enter":
+                chosen = selected
+                break
+            if key == "esc":
+                chosen = dialog.cancel
+                break
+            if key.lower() in dialog.shortcuts:
+                chosen = dialog.shortcuts[key.lower()]
+                break
+            if key in ("up", "down"):
+                selected = (selected + (1 if key == "down" else -1)) % len(dialog.options)
+                height = self.console.draw(dialog.render(selected), replacing=height)
+            # anything else (a paste, other keys) is ignored by the menu
+        self.console.erase(height, clear_screen=clear_screen)
+        self.console.log(f"dialog answer: {'none' if chosen is None else dialog.options[chosen]}")
+        return chosen
+
+    def start_up(self) -> bool:
+        """Slow starts and the first-run trust dialog; False when the person declined to trust the directory."""
+        first = not self._known("started")
+        if first:
+            self._remember("started")
+        delay = self.start_delay_ms or (self.behaviour.first_start_delay_ms if first else 0)
+        if delay:
+            # A slow start: a loading indicator (herdr reads it as working) and no report until the delay is over,
+            # so `agent start` keeps waiting and its --timeout is reachable.
+            self.console.log(f"slow start: {delay} ms")
+            title = screens.title(self.kind, self.cwd, True)
+            if title is not None:
+                self.console.title(title)
+            self.console.status(screens.busy_line(self.kind, 0))
+            self.sleep(delay / 1000)
+            self.console.status(None)
+        dialog = screens.trust_dialog(self.kind, self.cwd) if self.behaviour.trust_dialog else None
+        if dialog is not None and not self._known("trusted"):
+            # No hook report yet: like the real agents, the dialog comes before the integration's first event.
+            if self.choose(dialog, clear_screen=True) != 0:
+                return False
+            self._remember("trusted")
+        return True
+
     def run(self) -> int:
         """Serve prompts until /exit, Ctrl-C at the prompt, or end of input; return the exit status."""
-        if self.start_delay_ms:
-            # A slow start: nothing on screen and no report until the delay is over (reaches agent start timeouts).
-            self.console.log(f"slow start: {self.start_delay_ms} ms")
-            self.sleep(self.start_delay_ms / 1000)
+        if not self.behaviour.hooks:
+            self.console.log("screen only: no hook reports")
+        if not self.start_up():
+            self.console.say("Bye.")
+            return 1
         if self.start_dialog:
-            # A first-run dialog (e.g. a trust prompt): blocked until someone presses Enter in the pane.
+            # A start-up dialog the agent reports as blocked through its hook (herdr 0.8.2's agent_not_ready path,
+            # docs/simulator.md); it waits until someone presses Enter in the pane.
             self.console.say(self.start_dialog)
             self.console.say("Press Enter to continue")
             self.report("blocked", "start-up dialog")
@@ -286,6 +382,10 @@ class Agent:
         task = self.task
         assert task is not None
         self.report("working")
+        if not self.behaviour.hooks:
+            # Real turns take seconds; herdr samples screens a few times a second, so a screen-only agent's turn
+            # must stay visible long enough to be seen working.
+            self.sleep(SCREEN_ONLY_THINK_S)
         try:
             while task.position < len(task.steps):
                 step = task.steps[task.position]
@@ -298,7 +398,7 @@ class Agent:
             return
         except TurnInterrupted as stop:
             task.position, task.pending = len(task.steps), None
-            self.console.say("• Stopped by the controller." if stop.reason == "stop" else "• Interrupted.")
+            self.console.say({"stop": "• Stopped by the controller.", "denied": "• Waiting for instructions."}.get(stop.reason, "• Interrupted."))
         self.console.say("• Turn complete.")
         self.report("idle")
 
@@ -385,8 +485,28 @@ class Agent:
                 if value is not None
             }
             self.send(step.kind, self.fill(step.message), overrides)
+        elif isinstance(step, Approval):
+            self.approval(self.fill(step.command))
         elif isinstance(step, Result):
             self.send_result(step)
+
+    def approval(self, command: str) -> None:
+        """Stop mid-turn at the kind's approval form; approve goes on, deny or Ctrl-C ends the turn."""
+        form = screens.approval_form(self.kind, command)
+        if form is None:
+            self.console.say(f"• {self.kind} asks no approval; running `{command}`")
+            return
+        status = self._busy_since
+        self.console.status(None)
+        chosen = self.choose(form)
+        self._busy_since = status
+        self.show(True)
+        if chosen is None:
+            raise TurnInterrupted("interrupt")
+        if chosen == form.cancel:
+            self.console.say(f"• Denied: {command}")
+            raise TurnInterrupted("denied")
+        self.console.say(f"• Approved: {command}")
 
     def write(self, path: str, content: str, append: bool) -> None:
         """Write a file relative to the working directory."""
@@ -406,8 +526,21 @@ class Agent:
         )
 
     def commit(self, message: str) -> None:
-        """Stage everything and commit; remember the SHA."""
-        self.git("add", "-A")
+        """Stage and commit; remember the SHA.
+
+        A packet that asks for a commit trailer is followed as a careful agent would: stage only this worker's own
+        files (its claim and whatever it wrote, by path: a sibling may share the checkout) and end the message with
+        the trailer. An older packet without the rule gets the old behaviour: stage everything.
+        """
+        assert self.task is not None
+        trailer = self.task.packet.commit_trailer
+        if trailer is None:
+            self.git("add", "-A")
+        else:
+            # One pathspec at a time: git refuses a whole `add` when any pathspec matches nothing.
+            for spec in (*self.task.packet.file_claim, *self.task.written):
+                self.git("add", "-A", "--", spec)
+            message = f"{message}\n\n{trailer}"
         done = self.git("commit", "-q", "-m", message)
         if done.returncode != 0:
             self.console.say(f"• git commit failed (exit {done.returncode}):\n{(done.stdout + done.stderr).rstrip()}")
@@ -415,7 +548,7 @@ class Agent:
         sha = self.git("rev-parse", "HEAD").stdout.strip()
         assert self.task is not None
         self.task.commits.append(sha)
-        self.console.say(f"• Committed {sha[:7]} {message}")
+        self.console.say(f"• Committed {sha[:7]} {message.splitlines()[0]}")
 
     def run_command(self, command: str) -> Check:
         """Run a shell command in the working directory, interruptibly; show its output tail."""
@@ -429,11 +562,19 @@ class Agent:
             text=True,
         )
         deadline = time.monotonic() + COMMAND_TIMEOUT_S
+        if self.behaviour.idle_while_working:
+            # Some real agents report their turn over while a tool still runs; the screen keeps showing the work.
+            self.report("idle")
+            self.show(True)
+        ticks = 0
         while True:
             try:
                 output, _ = proc.communicate(timeout=0.05)
                 break
             except subprocess.TimeoutExpired:
+                ticks += 1
+                if ticks % 10 == 0:
+                    self.show(True)  # the spinner turns, the busy line counts seconds
                 if time.monotonic() > deadline:
                     proc.kill()
                     output, _ = proc.communicate()
@@ -445,6 +586,8 @@ class Agent:
                     proc.kill()
                     proc.communicate()
                     raise
+        if self.behaviour.idle_while_working:
+            self.report("working")
         check = Check(command=command, exit_code=proc.returncode, output=output)
         self.console.say(f"  => exit {check.exit_code}")
         for line in tail(output):
@@ -457,8 +600,15 @@ class Agent:
         return [self.run_command(command) for command in self.task.packet.verification]
 
     def changed_files(self) -> list[str]:
-        """Files that differ from the base (committed or not), plus untracked ones."""
+        """Files that differ from the base (committed or not), plus untracked ones; with attribution, only its own."""
         assert self.task is not None
+        if self.task.packet.commit_trailer is not None:
+            # A sibling may share the checkout: report what this worker's own commits changed, and what it wrote.
+            own: set[str] = set(self.task.written)
+            for sha in self.task.commits:
+                listed = self.git("diff-tree", "--no-commit-id", "--name-only", "-r", "--root", sha)
+                own |= set(listed.stdout.split("\n")) if listed.returncode == 0 else set()
+            return sorted(own - {""})
         diff = self.git("diff", "--name-only", self.task.packet.base_sha)
         if diff.returncode != 0:
             return sorted(self.task.written)
@@ -476,7 +626,9 @@ class Agent:
             task.checks = checks
         report = None
         if step.report or needs_report(checks):
-            path = Path(tempfile.gettempdir()) / "herdr-sim-reports" / task.packet.run_id / f"{task.packet.task_label}.md"
+            # Where the packet says reports go (outside the worktree, so it never dirties it); else the temp dir.
+            folder = Path(task.packet.report_dir) if task.packet.report_dir else Path(tempfile.gettempdir()) / "herdr-sim-reports" / task.packet.run_id
+            path = folder / f"{task.packet.task_label}.md"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(format_report(task=task.packet.task_label, run=task.packet.run_id, checks=checks))
             report = str(path)

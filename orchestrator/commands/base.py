@@ -29,7 +29,9 @@ def engine_from(ctx: click.Context) -> Engine:
 
         def echo_call(call: Any) -> None:
             if verbose:
-                click.echo(f"herdr: {' '.join(call.argv)} -> {call.returncode}", err=True)  # all calls, git's too: the run's orch.log
+                from packets.inert import inert_line  # argv carries message texts: one line, escaped
+
+                click.echo(f"herdr: {inert_line(' '.join(call.argv))} -> {call.returncode}", err=True)  # all calls, git's too: the run's orch.log
 
         engine = Engine.from_env(dict(os.environ), herdr_binary=obj.get("herdr"), echo=progress_echo, on_call=echo_call, defer_herdr=True, log_calls=True)
         obj["engine"] = engine

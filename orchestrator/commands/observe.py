@@ -1,4 +1,4 @@
-"""`orch observe`, `orch answer`, `orch send`: check-in rounds over a run, and messages from the controller to one worker."""
+"""`orch observe`, `orch answer`, `orch send`, `orch approve`: check-in rounds, messages to one worker, answers to its agent's forms."""
 
 from __future__ import annotations
 
@@ -70,3 +70,23 @@ def send(ctx: click.Context, run_id: str | None, kind: str, urgent: bool, as_jso
     engine = engine_from(ctx)
     sent = send_message(engine, engine.find_run(run_id), task, "follow-up" if kind == "follow-up" else "stop", text, urgent=urgent)
     emit(sent, as_json, _render_sent)
+
+
+@click.command("approve")
+@run_option
+@click.option("--deny", is_flag=True, help="Decline instead: the agent's own cancel key.")
+@json_option
+@click.argument("task")
+@click.pass_context
+def approve(ctx: click.Context, run_id: str | None, deny: bool, as_json: bool, task: str) -> None:
+    """Answer the approval form TASK's agent waits at, with that agent's own keys (orch never approves on its own).
+
+    \b
+    Example:
+      orch approve fix-login
+      orch approve fix-login --deny
+    """
+    from orchestrator.dialogs import approve as approve_form, render_approved
+
+    engine = engine_from(ctx)
+    emit(approve_form(engine, engine.find_run(run_id), task, "deny" if deny else "approve"), as_json, render_approved)

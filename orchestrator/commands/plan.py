@@ -11,6 +11,7 @@ import click
 
 from orchestrator.commands.base import echo_json
 from orchestrator.config import Settings
+from orchestrator.dryrun import plan_commands, render_commands
 from orchestrator.plan import Plan, check_report, load_plan, render_check
 
 
@@ -28,14 +29,23 @@ def plan() -> None:
 @plan.command("check")
 @click.argument("plan_file", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def plan_check(plan_file: Path, as_json: bool) -> None:
+@click.option("--commands", "commands", is_flag=True, help="Print every herdr and git command a run would make (happy path), in order; nothing runs.")
+def plan_check(plan_file: Path, as_json: bool, commands: bool) -> None:
     """Validate PLAN_FILE and show what would be provisioned; nothing is changed.
 
     \b
     Example:
       orch plan check plan.toml
+      orch plan check plan.toml --commands
     """
     resolved = load_plan(plan_file, Settings.from_env())
+    if commands:
+        listed = plan_commands(resolved)
+        if as_json:
+            echo_json({"plan": resolved.source, "commands": [{"tool": c.tool, "argv": list(c.argv), "cwd": c.cwd, "why": c.why} for c in listed if c.tool != "#"]})
+        else:
+            click.echo(render_commands(listed), nl=False)
+        return
     if as_json:
         echo_json(check_report(resolved))
     else:

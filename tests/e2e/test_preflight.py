@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from registry import Ledger, WorkerState
 
 pytestmark = pytest.mark.e2e
 
-ORCH = ["python3", "-m", "orchestrator"]
+ORCH = [sys.executable, "-m", "orchestrator"]
 
 PLAN = """\
 organization = "acme"

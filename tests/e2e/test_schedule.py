@@ -263,3 +263,66 @@ def test_the_agent_controllers_check_in_frees_the_slot_of_a_finished_worker_and_
     assert agents == {"second"}
     assert engine.ledger.get_worker(run_id, "second").state in (WorkerState.DISPATCHED, WorkerState.WORKING)  # its packet was taken
     engine.close()
+
+
+SIBLINGS = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+checkin_interval_s = 1
+
+[[workers]]
+task = "owner"
+objective = "Write part a."
+deliverable = "src/a/ committed on feat/shared."
+branch = "feat/shared"
+claim = ["src/a/"]
+
+[[workers]]
+task = "sibling"
+objective = "Write part b."
+deliverable = "src/b/ committed on feat/shared."
+branch = "feat/shared"
+claim = ["src/b/"]
+"""
+
+# The sibling also edits a file inside the owner's claim, in its own (attributed) commit.
+SIBLING_SCENARIOS = """
+[[task.sibling]]
+do = "write"
+path = "src/b/b.txt"
+content = "b\\n"
+
+[[task.sibling]]
+do = "write"
+path = "src/a/not-mine.txt"
+content = "b was here\\n"
+
+[[task.sibling]]
+do = "commit"
+
+[[task.sibling]]
+do = "result"
+"""
+
+
+def test_a_sibling_that_edits_its_siblings_claim_is_not_accepted_and_the_file_is_named(world: Any) -> None:
+    world.write_scenarios(SIBLING_SCENARIOS)
+    plan = world.write_plan(SIBLINGS)
+
+    done = world.orch("run", str(plan), "--json", timeout=600)
+
+    outcome = json.loads(done.stdout)
+    assert (outcome["finished"], outcome["report"]["verdict"]) == (False, "PARTIAL"), done.stderr
+    engine = world.engine()
+    workers = {w.task_label: w for w in engine.ledger.list_workers(outcome["run_id"])}
+    assert (workers["owner"].final_disposition, workers["sibling"].final_disposition) == (WorkerState.ACCEPTED, WorkerState.BLOCKED)
+    [verdict] = [item for item in outcome["report"]["verification"] if item["task"] == "sibling"]
+    assert verdict["reasons"] == ["edited outside its claim: src/a/not-mine.txt (claimed by owner) (integration paused for a decision)"]
+    # Each worker's completion metadata is its own: the owner's head is its own commit, carrying its own trailer.
+    owner_head = workers["owner"].head_sha
+    assert world.repo.git("log", "-1", "--format=%(trailers:key=Orch-Task,valueonly)", owner_head) == "owner"
+    assert world.repo.git("diff-tree", "--no-commit-id", "--name-only", "-r", owner_head).splitlines() == ["src/a/sim-owner.txt"]
+    engine.close()

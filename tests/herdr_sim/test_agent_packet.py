@@ -242,7 +242,7 @@ def test_load_steps_falls_back_to_sim_home_then_default(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "error"),
     [
-        ('[[task.x]]\ndo = "dance"\n', "{path}: task.x[0]: Input tag 'dance' found using 'do' does not match any of the expected tags: 'update', 'write', 'commit', 'run', 'verify', 'question', 'blocked', 'stall', 'ignore', 'crash', 'send', 'result'"),
+        ('[[task.x]]\ndo = "dance"\n', "{path}: task.x[0]: Input tag 'dance' found using 'do' does not match any of the expected tags: 'update', 'write', 'commit', 'run', 'verify', 'question', 'blocked', 'stall', 'ignore', 'crash', 'send', 'approval', 'result'"),
         ('[[task.x]]\ndo = "update"\n', "{path}: task.x[0.update.message]: Field required"),
         ('[[task.x]]\ndo = "run"\ncommand = "true"\ncwd = "/"\n', "{path}: task.x[0.run.cwd]: Extra inputs are not permitted"),
         ("[tasks.x]\n", "{path}: unknown top-level table [tasks]"),
@@ -260,3 +260,14 @@ def test_load_steps_missing_explicit_file(tmp_path: Path) -> None:
     with pytest.raises(ScenarioError) as caught:
         load_steps({"HERDR_SIM_SCENARIOS": str(tmp_path / "nope.toml")}, "task", "x")
     assert str(caught.value) == f"scenario file {tmp_path / 'nope.toml'} does not exist"
+
+
+def test_parse_packet_reads_the_report_dir_the_message_contract_names() -> None:
+    rule = (
+        "Messages over 65536 bytes are kept aside unread: put logs, diffs and anything large in a Markdown report inside "
+        "your working directory or /state/runs/r/reports/feature-a, and send its absolute path on a `Report:` line; "
+        "a report path anywhere else is kept aside."
+    )
+    text = sample_packet().replace("Keep large output in a Markdown file and send its path.", "", 1).replace("## Message Contract\n", f"## Message Contract\n{rule}\n", 1)
+    assert parse_packet(text).report_dir == "/state/runs/r/reports/feature-a"
+    assert parse_packet(sample_packet()).report_dir is None

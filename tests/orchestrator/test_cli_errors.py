@@ -166,6 +166,8 @@ def test_status_and_report_on_an_empty_ledger_say_how_to_start(tmp_path: Path, m
 # One failing command line per command with --json (a new command must add its own): stdout is then one JSON document.
 JSON_FAILURES = {
     "answer": (["answer", "--run", RUN, "nope", "yes"], 1),
+    "approve": (["approve", "--run", RUN, "nope"], 1),
+    "cancel": (["cancel", "nope"], 1),
     "demo": (["demo", "--no-such-option"], 2),
     "dispatch": (["dispatch", "--run", "nope"], 1),
     "inbox add": (["inbox", "add", "--run", RUN], 1),

@@ -206,3 +206,44 @@ def test_a_timed_out_pipeline_is_killed_with_its_children(tmp_path: Path) -> Non
     run = run_command("echo started; sleep 30 | cat", cwd=tmp_path, timeout=0.5)
 
     assert (run.exit_code, run.output_tail, run.error) == (None, "started", "timed out after 0.5s")
+
+
+# --- attribution on a shared branch (sibling panes in one checkout) -------------------------------------------------
+
+
+def _sibling(repo: Any, base: str, task: str, claim: str, peer: str, peer_claim: str) -> Subject:
+    return Subject(
+        repo=repo.path, branch="feat/api-docs", base_sha=base, claim=(claim,), verification=(), task=task,
+        peers=(PeerClaim(task=peer, branch="feat/api-docs", claim=(peer_claim,)),),
+    )  # fmt: skip
+
+
+def test_siblings_are_judged_on_their_own_commits_and_one_editing_the_others_claim_is_out_of_claim(worker_branch: Any) -> None:
+    repo, base, worktree = worker_branch
+    docs = repo.commit("docs: api\n\nOrch-Task: api-docs", {"docs/api.md": "# API\n"}, cwd=worktree)
+    tests = repo.commit("tests: api\n\nOrch-Task: api-tests", {"tests/test_api.py": "pass\n", "docs/api.md": "# API (by tests)\n"}, cwd=worktree)
+
+    docs_result = verify(_sibling(repo, base, "api-docs", "docs/", "api-tests", "tests/"), ResultClaim(commits=(docs,)))
+    tests_result = verify(_sibling(repo, base, "api-tests", "tests/", "api-docs", "docs/"), ResultClaim(commits=(tests,)))
+
+    assert (docs_result.disposition, docs_result.reasons, docs_result.commits, docs_result.changed_files, docs_result.head_sha) == (
+        "accepted", (), (docs,), ("docs/api.md",), docs,
+    )
+    assert (tests_result.disposition, tests_result.reasons, tests_result.commits, tests_result.outside_claim, tests_result.head_sha) == (
+        "blocked", ("edited outside its claim: docs/api.md (claimed by api-docs) (integration paused for a decision)",),
+        (tests,), ("docs/api.md",), tests,
+    )
+
+
+def test_a_commit_no_sibling_can_be_tied_to_fails_closed_for_every_worker_of_the_branch(worker_branch: Any) -> None:
+    repo, base, worktree = worker_branch
+    repo.commit("docs: api\n\nOrch-Task: api-docs", {"docs/api.md": "# API\n"}, cwd=worktree)
+    stray = repo.commit("someone's change", {"tests/test_api.py": "pass\n"}, cwd=worktree)
+    other = repo.commit("another\n\nOrch-Task: intruder", {"tests/test_more.py": "pass\n"}, cwd=worktree)
+
+    result = verify(_sibling(repo, base, "api-docs", "docs/", "api-tests", "tests/"), ResultClaim())
+
+    assert (result.disposition, result.reasons) == ("blocked", (
+        f"commit {stray[:12]} on feat/api-docs cannot be attributed to a worker of this branch (it has no Orch-Task trailer); attribution fails closed",
+        f"commit {other[:12]} on feat/api-docs cannot be attributed to a worker of this branch (its Orch-Task trailer names intruder); attribution fails closed",
+    ))

@@ -93,17 +93,21 @@ def test_reports_are_read_only_inside_allowed_roots_and_under_the_limit(engine: 
     (tmp_path / "wt" / "REPORT.md").write_text("# ok\n")
     (tmp_path / "secret.md").write_text("secret\n")
     (tmp_path / "wt" / "link.md").symlink_to(tmp_path / "secret.md")
+    reports = engine.run_dir(RUN) / "reports" / "feature-a"
+    reports.mkdir(parents=True)
+    (reports / "checks.md").write_text("x" * 11)
     sim = Path(tempfile.gettempdir()) / "herdr-sim-reports" / RUN
     sim.mkdir(parents=True, exist_ok=True)
-    (sim / "feature-a.md").write_text("x" * 11)
-    roots = f"outside the worker's checkout, its report directory and {Path(tempfile.gettempdir()) / 'herdr-sim-reports'}"
+    (sim / "feature-a.md").write_text("# not a place the packet names\n")
+    roots = "outside the worker's checkout and its report directory"
     assert [read_report(engine, run, worker, str(p), limit=10) for p in (
-        tmp_path / "wt" / "REPORT.md", tmp_path / "secret.md", tmp_path / "wt" / "link.md", sim / "feature-a.md",
+        tmp_path / "wt" / "REPORT.md", tmp_path / "secret.md", tmp_path / "wt" / "link.md", reports / "checks.md", sim / "feature-a.md",
     )] + [read_report(engine, run, worker, "REPORT.md")] == [
         ReportRead(path=str(tmp_path / "wt" / "REPORT.md"), text="# ok\n"),
         ReportRead(path=str(tmp_path / "secret.md"), reason=roots),
         ReportRead(path=str(tmp_path / "wt" / "link.md"), reason=roots),
-        ReportRead(path=str(sim / "feature-a.md"), reason="11 bytes, more than the 10-byte limit"),
+        ReportRead(path=str(reports / "checks.md"), reason="11 bytes, more than the 10-byte limit"),
+        ReportRead(path=str(sim / "feature-a.md"), reason=roots),
         ReportRead(path="REPORT.md", reason="not an absolute path"),
     ]  # fmt: skip
     (sim / "feature-a.md").unlink()

@@ -13,7 +13,9 @@ from orchestrator.engine import Engine
 from orchestrator.errors import HerdrError
 from orchestrator.herdr_models import AgentExplain, AgentInfo, AgentPrompted
 from orchestrator.inbox import add_message
-from orchestrator.observe import Observation, liveness_token, match_answer, observe, render_observe
+from orchestrator.dialogs import approve
+from orchestrator.errors import OrchError
+from orchestrator.observe import Observation, check_in, liveness_token, match_answer, observe, render_observe
 from orchestrator.plan import Answer
 from registry import Run, WorkerState
 
@@ -70,8 +72,24 @@ class FakeHerdr:
     def agent_read(self, target: str, *, source: str = "recent", lines: int | None = None) -> str:
         return self.screens.get(target, "")
 
+    keys: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    visible: dict[str, str] = field(default_factory=dict)
+    working_evidence: str | None = None
+
     def agent_explain(self, target: str) -> AgentExplain:
+        if self.working_evidence is not None:
+            return AgentExplain(
+                state="working", visible_working=True, matched_rule={"id": "title_spinner", "priority": 1100, "region": "osc_title", "state": "working"},
+                evaluated_rules=({"id": "title_spinner", "evidence": {"region_preview": self.working_evidence}},),
+            )  # fmt: skip
         return AgentExplain(state=self.explain_state, fallback_reason="no integration hook reported")
+
+    def pane_read(self, pane: str, *, source: str = "recent", lines: int | None = None) -> str:
+        return self.visible.get(pane, "")
+
+    def pane_send_keys(self, pane: str, *keys: str) -> None:
+        self.keys.append((pane, keys))
+        self.visible[pane] = "• Approved"
 
     def agent_prompt(self, target: str, text: str, **_: object) -> AgentPrompted:
         self.prompts.append((target, text))
@@ -270,3 +288,48 @@ def test_unknown_state_repaired_by_explain_is_not_a_failure(engine: Engine, herd
     herdr.explain_state = "working"
     observe(engine, run_of(engine), once=True)
     assert state(engine, "feature-a") is S.WORKING
+
+
+CODEX_FORM = (
+    "• Wrote src/a/x.py\n  Would you like to run the following command?\n\n  $ make deploy\n\n"
+    "› 1. Yes, proceed (y)\n  3. No, and tell Codex what to do differently (esc)\n\n  Press enter to confirm or esc to cancel\n"
+)
+
+
+def test_an_approval_form_makes_the_worker_blocked_with_its_text_and_orch_types_nothing(engine: Engine, herdr: FakeHerdr) -> None:
+    herdr.states["w1:pa"] = "blocked"
+    herdr.visible["w1:pa"] = CODEX_FORM
+
+    notes, waiting, _ = check_in(engine, run_of(engine))
+
+    assert [(n.task, n.what, n.text) for n in notes] == [(
+        "feature-a", "approval",
+        "codex approval form: • Wrote src/a/x.py / Would you like to run the following command? / $ make deploy / › 1. Yes, proceed (y) / "
+        "3. No, and tell Codex what to do differently (esc) / Press enter to confirm or esc to cancel "
+        "(decide, then `orch approve feature-a` or `orch approve feature-a --deny`)",
+    )]  # fmt: skip
+    worker = engine.ledger.get_worker(RUN, "feature-a")
+    assert (worker.state, waiting, herdr.keys, herdr.prompts) == (S.BLOCKED, {"feature-a"}, [], [])
+    assert worker.pending_question is not None and worker.pending_question.startswith("codex approval form: • Wrote src/a/x.py")
+
+    approved = approve(engine, run_of(engine), "feature-a", "approve")
+
+    assert (approved.form, approved.keys, approved.state, herdr.keys) == ("approval form", ("enter",), S.WORKING, [("w1:pa", ("enter",))])
+    # Answered once: a second approve finds no form to answer, and nothing more is typed.
+    with pytest.raises(OrchError) as caught:
+        approve(engine, run_of(engine), "feature-a", "approve")
+    assert (caught.value.message, len(herdr.keys)) == ("feature-a is not waiting at an approval form (state working)", 1)
+
+
+def test_an_idle_worker_whose_screen_still_shows_work_is_not_asked_for_its_result(engine: Engine, herdr: FakeHerdr) -> None:
+    herdr.states["w1:pa"] = "idle"
+    herdr.working_evidence = "⠙ Claude Code"
+    for _ in range(3):
+        notes, _, states = check_in(engine, run_of(engine))
+        herdr.working_evidence = "⠹ Claude Code" if herdr.working_evidence == "⠙ Claude Code" else "⠙ Claude Code"  # the spinner turns
+
+    assert herdr.prompts == []
+    assert [n.text for n in notes if n.task == "feature-a"] == [
+        "herdr says idle, but the screen still shows work (title_spinner: ⠙ Claude Code); not asking for the result yet"
+    ]
+    assert (states["feature-a"], state(engine, "feature-a")) == ("working", S.WORKING)

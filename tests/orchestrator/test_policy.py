@@ -51,6 +51,7 @@ def test_organization_then_repository_then_plan(tmp_path: Path) -> None:
         "branch_types": "default",
         "extra_branch_types": "feverup.toml",
         "description_pattern": "feverup-api.toml",
+        "trust_run_worktrees": "default",
         "message_limit_bytes": "default",
     }
 

@@ -39,9 +39,27 @@ def test_terminal_redraws_the_same_lines_in_place() -> None:
     view.update(rows(("api-docs", "result", "result"), ("cli", "working", "update")), START + timedelta(seconds=3725))
 
     assert out.getvalue() == (
-        "api-docs  working  -  0m05s\n"
-        "cli       ready    -  0m05s\n"
-        "\x1b[1A\x1b[2K\x1b[1A\x1b[2K"
-        "api-docs  result   result  1h02m\n"
-        "cli       working  update  1h02m\n"
+        "task      state    last callback  elapsed\n"
+        "api-docs  working  -              0m05s\n"
+        "cli       ready    -              0m05s\n"
+        "\x1b[1A\x1b[2K\x1b[1A\x1b[2K\x1b[1A\x1b[2K"
+        "task      state    last callback  elapsed\n"
+        "api-docs  result   result         1h02m\n"
+        "cli       working  update         1h02m\n"
+    )
+
+
+def test_a_note_quoting_worker_text_is_inert_and_cannot_pass_for_a_progress_line() -> None:
+    out = io.StringIO()
+    view = Progress(out, live=True)
+
+    view.update(rows(("api-docs", "question", "question"),), START)
+    view.note("api-docs asked: ok?\x1b[1A\x1b[2K\n08:00:00 api-docs: accepted", START)
+
+    assert out.getvalue() == (
+        "task      state     last callback  elapsed\n"
+        "api-docs  question  question       0m00s\n"
+        "\x1b[1A\x1b[2K\x1b[1A\x1b[2K"  # the view's own redraw (header and row), the only escapes on the stream
+        "08:00:00 api-docs asked: ok?\\x1b[1A\\x1b[2K\n"
+        "    08:00:00 api-docs: accepted\n"
     )

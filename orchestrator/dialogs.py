@@ -1,0 +1,185 @@
+"""Dialogs on an agent's screen: the trust dialog at start (answered only as policy allows) and approval forms mid-turn.
+
+orch answers a dialog only with the keys of the quirk table (orchestrator/quirks.py), only through ``Engine.once``
+(one recorded effect per answer), and only when the policy or a person said so; any other dialog is reported with
+its screen text and nothing is typed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.errors import HerdrError, OrchError
+from orchestrator.quirks import Screen, excerpt, quirks
+from packets import inert_line
+from registry import EventKind, Ledger, Run, StaleState, WorkerState
+
+if TYPE_CHECKING:
+    from orchestrator.engine import CannotTell, Done, Engine, NotDone
+    from registry import Effect, Worker
+
+FACT_DIALOG = "dialog"  # record_fact(run, "dialog", task_label=…, detail={"dialog", "kind", "answered", "keys", "reason", "screen"})
+
+
+class DialogKeys(BaseModel):
+    """Keys sent to a pane to answer a dialog."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pane_id: str
+    dialog: str
+    keys: tuple[str, ...]
+
+
+class DialogStop(OrchError):
+    """The agent waits at a dialog orch may not (or cannot) answer; the message shows the dialog's text."""
+
+
+def flat(text: str) -> str:
+    """Screen text as one inert line, its lines joined with ` / ` (it is the agent's text)."""
+    # Worker text: every control or format character is shown escaped, never obeyed (packets.inert_line).
+    lines = [inert_line(" ".join(line.split())) for line in text.splitlines()]
+    # Box-drawing rules carry no words; they only widen the line.
+    return " / ".join(line for line in lines if line and line.strip("─━═-"))
+
+
+def send_keys(engine: Engine, worker: Worker, pane_id: str, screen: Screen, keys: tuple[str, ...], key: str) -> DialogKeys:
+    """Send a dialog's keys once (``Engine.once``): an in-flight answer is settled by reading the screen back."""
+
+    def act() -> DialogKeys:
+        engine.herdr.pane_send_keys(pane_id, *keys)
+        return DialogKeys(pane_id=pane_id, dialog=screen.name, keys=keys)
+
+    request = {"pane": pane_id, "dialog": screen.name, "keys": list(keys)}
+    return engine.once(worker.run_id, worker.task_label, "dialog_keys", key, request, act, model=DialogKeys,
+                       settle=lambda: _read_back(engine, pane_id, screen, keys))  # fmt: skip
+
+
+def _read_back(engine: Engine, pane_id: str, screen: Screen, keys: tuple[str, ...]) -> Done[DialogKeys] | NotDone | CannotTell:
+    from orchestrator.engine import CannotTell, Done, NotDone
+
+    try:
+        shown = engine.herdr.pane_read(pane_id, source="visible")
+    except HerdrError as exc:
+        return CannotTell(f"did the keys {' '.join(keys)} answer the {screen.name} in pane {pane_id}? herdr could not read it: {exc.message}", f"herdr pane read {pane_id}")
+    if screen.matches(shown):
+        return NotDone(f"the {screen.name} is still on the screen of pane {pane_id}")
+    return Done(DialogKeys(pane_id=pane_id, dialog=screen.name, keys=keys), f"the {screen.name} is gone from pane {pane_id}")
+
+
+def settle_dialog_keys(engine: Engine, run: Run, effect: Effect) -> Done[DialogKeys] | NotDone | CannotTell:
+    """Read-back of an answer left in flight: the dialog gone from the screen is done, still shown is not done."""
+    from orchestrator.engine import CannotTell
+
+    request = effect.request
+    worker = engine.ledger.get_worker(run.run_id, effect.task_label or "")
+    kinds = quirks(worker.kind)
+    screens = [s for s in (kinds.trust_dialog, *kinds.approval_forms) if s is not None and s.name == request.get("dialog")]
+    if not screens:
+        return CannotTell(f"which dialog did effect {effect.id} answer? {worker.kind} has no {request.get('dialog')} in the quirk table", "orch status")
+    return _read_back(engine, str(request["pane"]), screens[0], tuple(request.get("keys") or ()))
+
+
+def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed: bool, why_not: str, wait_timeout_ms: int) -> str | None:
+    """An agent blocked at start: answer its trust dialog when ``allowed``, else raise DialogStop with the screen text.
+
+    Returns a note for the provisioning outcome, or None when the screen shows no dialog at all (nothing to do).
+    """
+    kinds = quirks(worker.kind)
+    shown = engine.herdr.pane_read(pane_id, source="visible")
+    text = excerpt(shown)
+    trust = kinds.trust_dialog
+    if trust is None or not trust.matches(shown):
+        engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
+            "dialog": None, "kind": worker.kind, "answered": False, "reason": "not a dialog orch knows", "screen": text})  # fmt: skip
+        raise DialogStop(f"{worker.name} ({worker.kind}) is blocked at start-up by a dialog orch does not know; nothing was typed. Screen: {flat(text)}")
+    if not allowed:
+        engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
+            "dialog": trust.name, "kind": worker.kind, "answered": False, "reason": why_not, "screen": text})  # fmt: skip
+        raise DialogStop(
+            f"{worker.name} ({worker.kind}) stopped at its {trust.name} dialog and nothing was typed ({why_not}). Screen: {flat(text)}",
+            hint="answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then re-run",
+        )
+    send_keys(engine, worker, pane_id, trust, trust.accept_keys, f"{worker.task_label}:trust_dialog")
+    engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
+        "dialog": trust.name, "kind": worker.kind, "answered": True, "keys": list(trust.accept_keys), "reason": why_not, "screen": text})  # fmt: skip
+    info = engine.herdr.agent_wait(worker.name, until=("idle", "done"), timeout_ms=wait_timeout_ms)
+    if info.agent_status not in ("idle", "done"):
+        raise DialogStop(f"{worker.name} answered its {trust.name} dialog but is {info.agent_status}, not idle")
+    return f"answered the {worker.kind} {trust.name} dialog with {' '.join(trust.accept_keys)} ({why_not})"
+
+
+Decision = Literal["approve", "deny"]
+
+
+def approval_form(worker: Worker, screen: str) -> Screen | None:
+    """The approval or permission form of the worker's kind on this screen, if any."""
+    return quirks(worker.kind).approval_on(screen)
+
+
+def answer_approval(engine: Engine, worker: Worker, decision: Decision, number: int) -> tuple[Screen, DialogKeys]:
+    """Answer the approval form the worker's agent shows with its own keys; the form must still be on screen."""
+    if worker.pane_id is None:
+        raise OrchError(f"{worker.task_label} has no pane recorded; there is no form to answer")
+    shown = engine.herdr.pane_read(worker.pane_id, source="visible")
+    form = approval_form(worker, shown)
+    if form is None:
+        raise OrchError(
+            f"{worker.task_label}: {worker.name}'s screen shows no {worker.kind} approval form orch knows; nothing was sent",
+            hint="read the pane (`herdr agent read`) and answer it there",
+        )
+    keys = form.accept_keys if decision == "approve" else form.decline_keys
+    sent = send_keys(engine, worker, worker.pane_id, form, keys, f"{worker.task_label}:approval:{number}")
+    return form, sent
+
+
+class Approved(BaseModel):
+    """What `orch approve` did: the form, the decision, the keys sent, the worker's state after."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    task: str
+    form: str
+    decision: Decision
+    keys: tuple[str, ...]
+    state: WorkerState
+
+
+def pending_approval(ledger: Ledger, worker: Worker) -> tuple[int, dict[str, object]] | None:
+    """(journal seq, cause) of the approval form a blocked worker waits at, or None when it waits for something else."""
+    if worker.state is not WorkerState.BLOCKED:
+        return None
+    for event in reversed(ledger.events(worker.run_id, task_label=worker.task_label)):
+        if event.kind == EventKind.TRANSITION and event.to_state is WorkerState.BLOCKED:
+            cause = (event.detail or {}).get("cause") or {}
+            return (event.seq, cause) if isinstance(cause, dict) and cause.get("approval") else None
+    return None
+
+
+def approve(engine: Engine, run: Run, task: str, decision: Decision) -> Approved:
+    """Answer the approval form TASK's agent waits at, with the agent's own keys; the worker goes back to work."""
+    ledger = engine.ledger
+    worker = ledger.get_worker(run.run_id, task)
+    pending = pending_approval(ledger, worker)
+    if pending is None:
+        raise OrchError(f"{task} is not waiting at an approval form (state {worker.state})", hint="`orch status` shows what each worker waits for")
+    seq, cause = pending
+    form, sent = answer_approval(engine, worker, decision, seq)
+    ledger.record_fact(run.run_id, FACT_DIALOG, task_label=task, detail={
+        "dialog": form.name, "kind": worker.kind, "answered": True, "keys": list(sent.keys),
+        "reason": f"{'approved' if decision == 'approve' else 'denied'} through `orch approve`", "screen": cause.get("screen")})  # fmt: skip
+    try:
+        worker = ledger.transition(run.run_id, task, WorkerState.BLOCKED, WorkerState.WORKING,
+                                   cause={"phase": "approve", "decision": decision, "form": form.name, "keys": list(sent.keys)}, pending_question=None)  # fmt: skip
+    except StaleState:
+        worker = ledger.get_worker(run.run_id, task)
+    return Approved(run_id=run.run_id, task=task, form=form.name, decision=decision, keys=sent.keys, state=worker.state)
+
+
+def render_approved(result: Approved) -> str:
+    """One line: what was answered and how."""
+    verb = "approved" if result.decision == "approve" else "denied"
+    return f"{result.task}: {verb} the {result.form} with {' '.join(result.keys)} (worker {result.state})\n"

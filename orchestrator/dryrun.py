@@ -1,0 +1,221 @@
+"""`orch plan check --commands`: every herdr and git command a run of the plan would make on its happy path, in order.
+
+The herdr argv is built by ``HerdrCli`` itself through a recording runner (so the listing cannot drift from what orch
+sends); ids herdr assigns are placeholders (`<pane:TASK>`, `<workspace:TASK>`…). The happy path: every gate passes,
+the repo workspace and its tab are new, each agent takes its packet and sends one result, every worker is accepted on
+its first verification. Questions, retries, read-back repairs and check-ins add commands that are not listed.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from orchestrator.herdr import HerdrCli
+from orchestrator.plan import ResolvedPlan, ResolvedWorker
+from orchestrator.retire import default_exit_command
+
+Add = Callable[..., None]
+
+PACKET = "<packet:{task}>"
+CONTROLLER = "<controller-pane>"
+BASE = "<base-sha>"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command of the run: which tool, its argv after the tool's name, where it runs (git), and why."""
+
+    tool: str  # "herdr" or "git"
+    argv: tuple[str, ...]
+    why: str
+    cwd: str | None = None
+
+    def line(self) -> str:
+        """The command as one shell-quoted line."""
+        where = f"(in {self.cwd}) " if self.cwd else ""
+        return f"{where}{shlex.join((self.tool, *self.argv))}  # {self.why}"
+
+
+class _Recorded(Exception):
+    """Raised by the recording runner with the argv HerdrCli built: nothing is ever run."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        super().__init__()
+        self.argv = tuple(argv)
+
+
+def _record(argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> Any:
+    raise _Recorded(argv)
+
+
+def _herdr_argv(call: str, *args: object, **kwargs: object) -> tuple[str, ...]:
+    cli = HerdrCli("herdr", runner=_record, sleep=lambda _s: None)
+    try:
+        getattr(cli, call)(*args, **kwargs)
+    except _Recorded as recorded:
+        return recorded.argv[1:]
+    raise AssertionError(f"HerdrCli.{call} ran no herdr command")
+
+
+def plan_commands(resolved: ResolvedPlan) -> list[Command]:
+    """The ordered commands of one run of ``resolved`` on its happy path."""
+    plan, repo = resolved.plan, resolved.repo
+    checkout = str(repo.checkout)
+    out: list[Command] = []
+
+    def herdr(why: str, call: str, *args: object, **kwargs: object) -> None:
+        out.append(Command("herdr", _herdr_argv(call, *args, **kwargs), why))
+
+    def git(why: str, *argv: str, cwd: str = checkout) -> None:
+        out.append(Command("git", tuple(argv), why, cwd))
+
+    repo_ws = "<workspace:repo>"
+    herdr("preflight: herdr version", "version")
+    herdr("preflight: commands this herdr has", "api_schema_methods")
+    herdr("preflight: server running", "status")
+    herdr("preflight: session", "session_list")
+    herdr("preflight: integrations", "integration_status")
+    herdr("preflight: the controller pane", "pane_current")
+    herdr("preflight: agents already running", "agent_list")
+    git("preflight: the checkout", "rev-parse", "--show-toplevel")
+    git("preflight: its branch", "rev-parse", "--abbrev-ref", "HEAD")
+    git("preflight: the base ref", "rev-parse", "--verify", "--quiet", f"{plan.base}^{{commit}}")
+    herdr("preflight: workspaces", "workspace_list")
+    herdr("preflight: panes", "pane_list")
+    herdr("preflight: the repo workspace (new)", "workspace_create", cwd=checkout, label=repo.workspace)
+    herdr("preflight: its tabs", "tab_list", workspace=repo_ws)
+    herdr("preflight: first tab label", "tab_rename", "<tab:repo>", repo.first_tab)
+
+    cap = plan.defaults.concurrency
+    waves = _waves(resolved, cap)
+    exited: set[str] = set()
+    for number, tasks in enumerate(waves, start=1):
+        workers = [w for t in tasks for w in resolved.workers if w.task == t]
+        head = f"schedule wave {number} (at most {cap} at once): {', '.join(tasks)}"
+        out.append(Command("#", (), head))
+        herdr("provision: worktrees", "worktree_list", workspace=repo_ws)
+        herdr("provision: tabs", "tab_list", workspace=repo_ws)
+        herdr("provision: panes", "pane_list", workspace=repo_ws)
+        herdr("provision: agents", "agent_list")
+        git("provision: remotes (fetch gate)", "remote")
+        for w in workers:
+            _provision(w, resolved, herdr, git, repo_ws)
+        for w in workers:
+            _dispatch(w, herdr)
+        for w in workers:
+            _verify(w, git)
+        if plan.integration.enabled and plan.integration.branch:
+            for w in workers:
+                git(f"integrate: merge {w.task}", "merge", "--no-ff", "--no-edit", "-m", f"<merge message:{w.task}>", f"<head:{w.task}>",
+                    cwd="<run-folder>/integration")
+                git(f"integrate: prove {w.task} landed", "merge-base", "--is-ancestor", f"<head:{w.task}>", f"refs/heads/{plan.integration.branch}",
+                    cwd="<run-folder>/integration")
+        if number < len(waves):
+            # A queued worker waits for these slots: the finished agents exit now, their panes stay.
+            for w in workers[: len(waves[number])]:
+                _exit_agent(w, herdr, f"free {w.task}'s slot")
+                exited.add(w.task)
+    out.append(Command("#", (), "retire"))
+    for w in resolved.workers:
+        pane = f"<pane:{w.task}>"
+        herdr(f"retire {w.task}: its pane", "pane_get", pane)
+        if w.task not in exited:
+            _exit_agent(w, herdr, f"retire {w.task}")
+        herdr(f"retire {w.task}: close its pane", "pane_close", pane)
+    for w in resolved.workers:
+        if w.placement == "worktree":
+            git(f"retire {w.task}: anything uncommitted", "status", "--porcelain", "--untracked-files=all", cwd=str(w.worktree.path))
+            if plan.integration.enabled:
+                herdr(f"retire {w.task}: worktrees", "worktree_list", cwd=checkout)
+                herdr(f"retire {w.task}: remove its checkout (integrated)", "worktree_remove", f"<workspace:{w.task}>")
+            else:
+                out.append(Command("#", (), f"retire {w.task}: its checkout is kept (integration off: its commits exist only on {w.worktree.branch})"))
+    return out
+
+
+def _exit_agent(w: ResolvedWorker, add: Add, why: str) -> None:
+    pane = f"<pane:{w.task}>"
+    add(f"{why}: is its agent at rest", "agent_get", pane)
+    add(f"{why}: exit its agent", "pane_send_text", pane, _exit(w))
+    add(f"{why}: submit", "pane_send_keys", pane, "Enter")
+    add(f"{why}: the agent is gone", "agent_get", pane)
+    add(f"{why}: the shell is back", "pane_read", pane, source="recent", lines=40)
+
+
+def _exit(w: ResolvedWorker) -> str:
+    return default_exit_command(w.kind) or "<exit command>"
+
+
+def _waves(resolved: ResolvedPlan, cap: int) -> list[list[str]]:
+    """The scheduler's admissions when every worker is accepted as soon as it runs: in plan order, at most ``cap`` at a
+    time, each once its `after` tasks finished in an earlier wave and its branch owner started."""
+    done: set[str] = set()
+    waves: list[list[str]] = []
+    left = [w for w in resolved.workers]
+    while left:
+        wave: list[str] = []
+        for w in left:
+            if len(wave) == cap:
+                break
+            owner_started = w.sibling_of is None or w.sibling_of in done or w.sibling_of in wave
+            if set(w.after) <= done and owner_started:
+                wave.append(w.task)
+        if not wave:
+            break  # cannot happen for a valid plan (cycles are plan errors)
+        waves.append(wave)
+        done |= set(wave)
+        left = [w for w in left if w.task not in done]
+    return waves
+
+
+def _provision(w: ResolvedWorker, resolved: ResolvedPlan, add_herdr: Add, add_git: Add, repo_ws: str) -> None:
+    layout, task = w.worktree, w.task
+    pane = f"<pane:{task}>"
+    if w.placement == "worktree":
+        add_git(f"provision {task}: fetch gate, base", "rev-parse", "--verify", "--quiet", f"{resolved.plan.base}^{{commit}}")
+        add_herdr(f"provision {task}: its worktree tab", "worktree_create", workspace=repo_ws, branch=layout.branch, base=BASE,
+                  path=layout.path, label=layout.label)
+        add_herdr(f"provision {task}: into the repo workspace", "pane_move_new_tab", f"<root-pane:{task}>", workspace=repo_ws, label=layout.label)
+        add_herdr(f"provision {task}: read back the tab", "tab_list", workspace=repo_ws)
+        add_git(f"provision {task}: read back the branch", "rev-parse", "--abbrev-ref", "HEAD", cwd=str(layout.path))
+        add_git(f"provision {task}: read back the checkout", "rev-parse", "--show-toplevel", cwd=str(layout.path))
+    else:
+        owner = f"<pane:{w.sibling_of}>"
+        add_herdr(f"provision {task}: the owner's pane size", "pane_layout", owner)
+        add_herdr(f"provision {task}: a sibling pane", "pane_split", owner, direction="right", cwd=str(layout.path))
+    add_herdr(f"provision {task}: start guard", "pane_get", pane)
+    add_git(f"provision {task}: start guard", "rev-parse", "--show-toplevel", cwd=str(layout.path))
+    add_herdr(f"provision {task}: start {w.kind}", "agent_start", w.name, kind=w.kind, pane=pane,
+              timeout_ms=resolved.plan.defaults.agent_start_timeout_s * 1000, args=w.worker.agent_args)
+
+
+def _dispatch(w: ResolvedWorker, add: Add) -> None:
+    add(f"dispatch {w.task}: resolve its agent", "agent_get", w.name)
+    add(f"dispatch {w.task}: its packet", "agent_prompt", w.name, PACKET.format(task=w.task))
+    add(f"dispatch {w.task}: acceptance", "agent_wait", w.name, until=("working",), timeout_ms=5000)
+    add(f"check-in: {w.task}'s state", "agent_list")
+    add(f"check-in: {w.task}'s screen", "agent_read", w.name, source="recent-unwrapped", lines=60)
+
+
+def _verify(w: ResolvedWorker, add: Add) -> None:
+    head = f"<head:{w.task}>"
+    add(f"verify {w.task}: its head", "rev-parse", "--verify", "--quiet", f"refs/heads/{w.worktree.branch}^{{commit}}")
+    add(f"verify {w.task}: its commits", "rev-list", "--reverse", f"{BASE}..{head}")
+    add(f"verify {w.task}: its changed files", "diff", "--name-only", "--no-renames", "-z", BASE, head)
+    if w.worker.verify:
+        add(f"verify {w.task}: a scratch checkout for its checks", "worktree", "add", "--detach", "--quiet", "<scratch>", head)
+        add(f"verify {w.task}: remove the scratch checkout", "worktree", "remove", "--force", "<scratch>")
+
+
+def render_commands(commands: Sequence[Command]) -> str:
+    """One line per command, a blank line and a heading before each scheduling wave."""
+    lines: list[str] = []
+    for command in commands:
+        if command.tool == "#":
+            lines += ["", f"# {command.why}"]
+        else:
+            lines.append(command.line())
+    return "\n".join(lines).lstrip("\n") + "\n"

@@ -1,0 +1,47 @@
+"""Transcripts kept as evidence: a worker's recent terminal history saved to the run folder before its pane closes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from orchestrator.errors import HerdrError
+
+if TYPE_CHECKING:
+    from orchestrator.engine import Engine
+    from registry import Event, Run, Worker
+
+FACT_TRANSCRIPT = "transcript"  # record_fact(run, "transcript", task_label=task, detail={"path", "pane", "lines"})
+# herdr caps a recent read at 1000 rows; that much history is the record of what the worker did and said.
+TRANSCRIPT_LINES = 1000
+
+
+def transcript_path(engine: Engine, run: Run, task: str) -> Path:
+    """Where a worker's transcript lives: ``<run folder>/transcripts/<task>.txt``."""
+    return engine.run_dir(run.run_id) / "transcripts" / f"{task}.txt"
+
+
+def save_transcript(engine: Engine, run: Run, worker: Worker, pane: str) -> str | None:
+    """Save the pane's recent history (a read, no side effect on herdr) and record where; None if it cannot be read.
+
+    Called before the agent exits and its pane closes, on every retire round, so the file always holds the
+    latest history; the fact is recorded once per path.
+    """
+    try:
+        text = engine.herdr.pane_read(pane, source="recent", lines=TRANSCRIPT_LINES)
+    except HerdrError:
+        return None
+    path = transcript_path(engine, run, worker.task_label)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    known = any(e.kind == FACT_TRANSCRIPT and (e.detail or {}).get("path") == str(path) for e in engine.ledger.events(run.run_id, task_label=worker.task_label))
+    if not known:
+        engine.ledger.record_fact(run.run_id, FACT_TRANSCRIPT, task_label=worker.task_label, detail={"path": str(path), "pane": pane, "lines": TRANSCRIPT_LINES})
+    return str(path)
+
+
+def transcript_of(events: Iterable[Event], task: str) -> str | None:
+    """The last transcript path the journal records for a task."""
+    found = [e for e in events if e.kind == FACT_TRANSCRIPT and e.task_label == task]
+    return str((found[-1].detail or {}).get("path")) if found else None

@@ -1,0 +1,246 @@
+"""Real agents' habits end to end: trust dialogs at first start, approval forms mid-turn, screen-only and
+idle-while-working agents, transcripts kept at retire (herdr_sim.agent behaviours, orchestrator/quirks.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+PLAN = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+{policy}
+[defaults]
+checkin_interval_s = 1
+
+[[workers]]
+task = "api-docs"
+kind = "codex"
+objective = "Document the widgets API."
+deliverable = "docs/api.md committed on docs/api-guide."
+branch = "docs/api-guide"
+claim = ["docs/"]
+verify = ["ls docs"]
+
+[[workers]]
+task = "cli-help"
+kind = "claude"
+objective = "Improve the CLI help text."
+deliverable = "src/cli/ changes committed on feat/cli-help."
+branch = "feat/cli-help"
+claim = ["src/cli/"]
+verify = ["ls src/cli"]
+"""
+
+TRUSTING = """
+[agents.codex]
+trust_dialog = true
+
+[agents.claude]
+trust_dialog = true
+"""
+
+
+def _ledger_facts(world: Any, run_id: str, kind: str) -> list[dict[str, Any]]:
+    engine = world.engine()
+    try:
+        return [{"task": e.task_label, **e.detail} for e in engine.ledger.events(run_id) if e.kind == kind]
+    finally:
+        engine.close()
+
+
+def test_trust_dialogs_at_first_start_are_answered_and_recorded_when_policy_allows(world: Any) -> None:
+    world.write_scenarios(TRUSTING)
+    plan = world.write_plan(PLAN.format(policy=""))
+
+    done = world.orch("run", str(plan), "--json")
+
+    outcome = json.loads(done.stdout)
+    assert (done.returncode, outcome["report"]["verdict"]) == (0, "PASS"), done.stderr
+    facts = sorted(_ledger_facts(world, outcome["run_id"], "dialog"), key=lambda f: f["task"])
+    assert [(f["task"], f["kind"], f["dialog"], f["answered"], f["keys"]) for f in facts] == [
+        ("api-docs", "codex", "trust directory", True, ["enter"]),
+        ("cli-help", "claude", "trust folder", True, ["enter"]),
+    ]
+    assert facts[0]["screen"].splitlines()[0].startswith("> You are in ")
+    # Every worker's terminal history was saved before its pane closed, and the report names the file.
+    engine = world.engine()
+    run_dir = engine.run_dir(outcome["run_id"])
+    engine.close()
+    for task in ("api-docs", "cli-help"):
+        transcript = run_dir / "transcripts" / f"{task}.txt"
+        assert "Sent result." in transcript.read_text()
+    markdown = (run_dir / "report.md").read_text()
+    assert f"- Transcript: {run_dir}/transcripts/api-docs.txt" in markdown.splitlines()
+    assert "- Dialogs: codex trust directory answered with enter (policy trust_run_worktrees, from default: a worktree this run created)" in markdown.splitlines()
+    status = world.orch("status", "--run", outcome["run_id"]).stdout
+    assert status.endswith(f"transcripts:\n  api-docs: {run_dir}/transcripts/api-docs.txt\n  cli-help: {run_dir}/transcripts/cli-help.txt\n")
+
+
+def test_trust_dialogs_are_surfaced_and_nothing_is_typed_when_policy_says_no(world: Any) -> None:
+    world.write_scenarios(TRUSTING)
+    plan = world.write_plan(PLAN.format(policy="[policy]\ntrust_run_worktrees = false\n"))
+
+    done = world.orch("run", str(plan), "--json")
+
+    outcome = json.loads(done.stdout)
+    assert outcome["report"]["verdict"] == "FAIL", done.stderr
+    run_id = outcome["run_id"]
+    facts = sorted(_ledger_facts(world, run_id, "dialog"), key=lambda f: f["task"])
+    assert [(f["task"], f["dialog"], f["answered"], f["reason"]) for f in facts] == [
+        ("api-docs", "trust directory", False, "policy trust_run_worktrees is off, from plan [policy]"),
+        ("cli-help", "trust folder", False, "policy trust_run_worktrees is off, from plan [policy]"),
+    ]
+    engine = world.engine()
+    try:
+        assert [e.kind for e in engine.ledger.list_effects(run_id) if e.kind == "dialog_keys"] == []
+        blockers = {b["task"]: b["text"] for b in outcome["report"]["blockers"]}
+    finally:
+        engine.close()
+    assert blockers["api-docs"].startswith(
+        "api-docs (codex) stopped at its trust directory dialog and nothing was typed "
+        "(policy trust_run_worktrees is off, from plan [policy]). Screen: > You are in "
+    )
+    assert blockers["cli-help"].endswith("❯ 1. Yes, I trust this folder / 2. No, exit / Enter to confirm · Esc to cancel")
+    # The agents still wait at their dialogs: no key reached them (the simulator remembers every trusted directory).
+    assert not list((world.sim.home / "agents").glob("trusted-*.txt"))
+
+
+ONE_WORKER = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+checkin_interval_s = 1
+
+[[workers]]
+task = "cli-help"
+kind = "{kind}"
+objective = "Improve the CLI help text."
+deliverable = "src/cli/ changes committed on feat/cli-help."
+branch = "feat/cli-help"
+claim = ["src/cli/"]
+verify = ["ls src/cli"]
+"""
+
+APPROVAL = """
+[agents.claude]
+trust_dialog = true
+
+[[task.cli-help]]
+do = "write"
+path = "src/cli/help.txt"
+content = "usage: widgets [--help]\\n"
+
+[[task.cli-help]]
+do = "approval"
+command = "make deploy"
+
+[[task.cli-help]]
+do = "commit"
+message = "cli: help text"
+
+[[task.cli-help]]
+do = "result"
+"""
+
+
+def test_an_approval_form_mid_turn_is_a_blocked_worker_answered_through_orch(world: Any) -> None:
+    world.write_scenarios(APPROVAL)
+    plan = world.write_plan(ONE_WORKER.format(kind="claude"))
+
+    stopped = world.orch("run", str(plan), "--json")
+
+    outcome = json.loads(stopped.stdout)
+    run_id = outcome["run_id"]
+    assert (outcome["finished"], outcome["stopped_at"]) == (False, "waiting for the person: cli-help"), stopped.stderr
+    waits = [line.split(" ", 1)[1] for line in stopped.stderr.splitlines() if "waits at an approval form" in line]
+    assert waits == [
+        "cli-help waits at an approval form: claude permission prompt: • Wrote src/cli/help.txt / Bash command / make deploy / Do you want to proceed? / ❯ 1. Yes / "
+        "2. Yes, and don't ask again for this command / 3. No, and tell Claude what to do differently (esc) / "
+        f"Esc to cancel · Tab to amend · ctrl+e to explain -> `orch approve cli-help` or `orch approve cli-help --deny`, then `orch resume {run_id}`"
+    ]
+    # Nothing was typed into the form while it waited.
+    engine = world.engine()
+    try:
+        assert [e.kind for e in engine.ledger.list_effects(run_id) if e.kind == "dialog_keys"] == ["dialog_keys"]  # the trust dialog only
+    finally:
+        engine.close()
+
+    approved = world.orch("approve", "cli-help", "--run", run_id)
+    assert (approved.returncode, approved.stdout) == (0, "cli-help: approved the permission prompt with enter (worker working)\n"), approved.stderr
+    again = world.orch("approve", "cli-help", "--run", run_id)
+    # The worker went back to work (and may have sent its result already): there is no form to answer twice.
+    assert again.returncode == 1
+    assert re.fullmatch(r"orch: cli-help is not waiting at an approval form \(state (working|result)\)\nhint: `orch status` shows what each worker waits for\n", again.stderr)
+
+    resumed = world.orch("resume", run_id, "--json")
+    assert json.loads(resumed.stdout)["report"]["verdict"] == "PASS", resumed.stderr
+    assert world.repo.git("show", "feat/cli-help:src/cli/help.txt") == "usage: widgets [--help]"
+    facts = _ledger_facts(world, run_id, "dialog")
+    assert [(f["dialog"], f["answered"], f["keys"], f["reason"]) for f in facts] == [
+        ("trust folder", True, ["enter"], "policy trust_run_worktrees, from default: a worktree this run created"),
+        ("permission prompt", True, ["enter"], "approved through `orch approve`"),
+    ]
+
+
+SCREEN_ONLY = """
+[agents.{kind}]
+hooks = false
+"""
+
+
+def test_a_worker_without_hook_integration_is_tracked_from_its_screen_alone(world: Any) -> None:
+    world.write_scenarios(SCREEN_ONLY.format(kind="pi"))
+    plan = world.write_plan(ONE_WORKER.format(kind="pi"))
+
+    done = world.orch("run", str(plan), "--json")
+
+    outcome = json.loads(done.stdout)
+    assert (done.returncode, outcome["report"]["verdict"]) == (0, "PASS"), done.stderr
+    # The agent never reported a state: herdr (the simulator) knew it only from its screen.
+    logs = "".join(p.read_text() for p in (world.sim.home / "agents").glob("*.log"))
+    assert "report-agent" not in logs
+    assert "screen only: no hook reports" in logs
+
+
+IDLE_WHILE_WORKING = """
+[agents.claude]
+idle_while_working = true
+
+[[task.cli-help]]
+do = "write"
+path = "src/cli/help.txt"
+content = "usage\\n"
+
+[[task.cli-help]]
+do = "commit"
+
+[[task.cli-help]]
+do = "run"
+command = "sleep 5"
+
+[[task.cli-help]]
+do = "result"
+checks = "claimed"
+"""
+
+
+def test_an_agent_idle_while_still_working_is_not_asked_for_its_result(world: Any) -> None:
+    world.write_scenarios(IDLE_WHILE_WORKING)
+    plan = world.write_plan(ONE_WORKER.format(kind="claude"))
+
+    done = world.orch("run", str(plan), "--json")
+
+    outcome = json.loads(done.stdout)
+    assert outcome["report"]["verdict"] == "PASS", done.stderr
+    engine = world.engine()
+    try:
+        asked = [e.key for e in engine.ledger.list_effects(outcome["run_id"]) if "ask-result" in e.key]
+    finally:
+        engine.close()
+    assert asked == []
+    # (without the screen check, the idle report during `sleep 5` earns an ask-result follow-up)
