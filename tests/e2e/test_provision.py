@@ -15,7 +15,7 @@ from herdr_sim.testing import eventually
 from orchestrator.engine import Engine
 from orchestrator.herdr_models import WorktreeListResult
 from orchestrator.plan import load_plan
-from orchestrator.provision import ProvisionResult, provision, render_provision
+from orchestrator.provision import ProvisionResult, provision, render_provision, start_agent
 from registry import Run, WorkerState
 
 RUN_ID = "w1:p1-20260101T000000Z"
@@ -313,29 +313,38 @@ DIALOG = "Do you trust the contents of this directory?"
 
 
 def test_an_agent_blocked_at_start_up_is_diagnosed_from_its_screen_and_a_rerun_picks_it_up(world: Any) -> None:
-    """../herdr-0.8.2/DELTA.md row 6: 0.8.2+ answer agent_not_ready and keep the name; 0.7.5 calls the agent ready."""
+    """../herdr-0.8.2/DELTA.md row 6: 0.8.2+ answer agent_not_ready and keep the name; 0.7.5 calls the agent ready.
+
+    A dialog orch does not know is never answered blindly (orchestrator/dialogs.py): the worker fails with the screen.
+    The agent keeps its name, so once the person answers it, starting the worker again picks up that agent."""
     plan = ONE.replace('claim = ["src/api/**"]', f'claim = ["src/api/**"]\nagent_args = ["--sim-start-dialog", "{DIALOG}"]')
     engine, run = prepare_run(world, plan)
 
     result = provision(engine, run)
 
     worker = result.workers[0]
-    if not versions.current().start_blocked_not_ready:
-        assert (worker.state, engine.ledger.get_worker(RUN_ID, "api-pagination").state) == ("ready", WorkerState.READY)
-        return
     pane = worker.pane_id
-    assert worker.state == "provisioning"
+    assert worker.state == "failed"  # 0.7.5 calls the agent ready, orch still sees it blocked and reads the dialog
     assert worker.error == (
-        f'api-pagination is blocked at start-up, at a dialog in pane {pane} (its screen: "$ codex --sim-start-dialog \'{DIALOG}\'" / '
-        f'"{DIALOG}" / "Press Enter to continue"); answer it there, then run `orch provision` again: it picks up the named agent'
+        "api-pagination (codex) is blocked at start-up by a dialog orch does not know; nothing was typed. "
+        f"Screen: $ codex --sim-start-dialog '{DIALOG}' / {DIALOG} / Press Enter to continue"
     )
+    agent = world.herdr("agent", "get", "api-pagination")["result"]["agent"]
+    pending = versions.current().start_blocked_not_ready
+    assert (agent["pane_id"], agent["agent_status"], agent.get("launch_pending", False)) == (pane, "blocked", pending)  # the name is kept
+    assert pane is not None
+    planned = engine.plan_for(run).workers[0]
+    if pending:
+        with pytest.raises(Exception, match=r"^api-pagination is blocked at start-up, at a dialog in pane"):
+            start_agent(engine, run, planned, pane, timeout_ms=20000)  # still at its dialog: diagnosed, nothing started
+
     world.herdr("pane", "send-keys", pane, "Enter")  # the person answers the dialog
     eventually(lambda: world.herdr("agent", "get", "api-pagination")["result"]["agent"].get("interactive_ready"), what="the agent ready after its dialog")
     before = len(mutations(engine))
 
-    again = provision(engine, world.engine().ledger.get_run(RUN_ID))
+    again = start_agent(engine, run, planned, pane, timeout_ms=20000)
 
-    assert (again.workers[0].state, again.workers[0].pane_id, "agent" in again.workers[0].reused) == ("ready", pane, True)
+    assert (again.name, again.pane_id, again.interactive_ready, again.reused) == ("api-pagination", pane, True, True)
     assert "agent start" not in mutations(engine)[before:]
 
 
