@@ -78,7 +78,7 @@ def main() -> int:
             "inbox add": lambda n: [orch, "inbox", "add", "--run", RUN, _callback(n)],
         }
         baseline = [sys.executable, "-c", "import click"]
-        for name, argv in commands.items():  # warm-up: bytecode, page cache
+        for argv in commands.values():  # warm-up: bytecode, page cache
             _time(argv(-1), env)
         _time(baseline, env)
         samples: dict[str, list[tuple[float, float]]] = {"import click": [], **{name: [] for name in commands}}

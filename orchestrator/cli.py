@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "completion": "orchestrator.commands.completion:completion",
     "demo": "orchestrator.commands.demo:demo",
     "dispatch": "orchestrator.commands.dispatch:dispatch",
+    "doctor": "orchestrator.commands.doctor:doctor",
     "inbox": "orchestrator.commands.inbox:inbox",
     "integrate": "orchestrator.commands.verify:integrate",
     "observe": "orchestrator.commands.observe:observe",

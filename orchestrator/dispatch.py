@@ -35,6 +35,7 @@ from orchestrator.errors import (
     one_line,
 )
 from orchestrator.herdr_models import AgentInfo, AgentStatus
+from orchestrator.inbox import catch_up
 from orchestrator.plan import ResolvedPlan
 from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
 
@@ -342,6 +343,9 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
         item.worker = worker
     except StaleState:
         item.worker = engine.ledger.get_worker(run.run_id, item.task)
+    effect = _latest_effect(engine, run.run_id, item.key)
+    if effect is not None:
+        item.worker = catch_up(engine, run, item.task, effect.intended_at)
 
 
 def _prompt(engine: Engine, name: str, text: str, *, wait: bool, timeout_ms: int) -> PromptOutcome:

@@ -34,7 +34,7 @@ class EffectKind:
 _KINDS = (
     EffectKind(
         "workspace_create", "preflight", "cwd and label of the repo workspace", "herdr workspace create",
-        "done if a workspace labelled for the repo that was not there before is listed; else not done",
+        "done if a workspace other than the controller's serves the checkout (the create is intended only when none did); else not done",
         settle="orchestrator.preflight:settle_workspace_create",
     ),
     EffectKind(
@@ -44,8 +44,9 @@ _KINDS = (
     ),
     EffectKind(
         "worktree_create", "provision", "branch, base SHA, Layout Contract path, label", "herdr worktree create",
-        "done if `worktree list` shows the branch checked out at the path (the run records it, its workspace and pane as created); "
-        "not done if the branch is not checked out anywhere",
+        "done if `worktree list` shows the branch checked out at the path (recorded as the run's, with the workspace herdr opened "
+        "for it); not done if the branch is checked out nowhere",
+        "the branch checked out at another path: a question (remove or move that checkout, then resume)",
         settle="orchestrator.provision:settle_worktree_create",
     ),
     EffectKind(
@@ -55,19 +56,20 @@ _KINDS = (
     ),
     EffectKind(
         "pane_move", "provision", "the pane as created, the repo workspace, the tab label", "herdr pane move --new-tab",
-        "done if the pane (its pre-move id is an alias) is now in the repo workspace; not done if it is still elsewhere",
+        "done if the pane (its pre-move id stays an alias) is in the repo workspace (recorded as the run's when its workspace was); "
+        "not done if it is still elsewhere",
         "the pane gone altogether: the worker fails with that reason (its checkout is kept)",
         settle="orchestrator.provision:settle_pane_move",
     ),
     EffectKind(
         "workspace_close", "provision", "the emptied side workspace", "herdr workspace close",
-        "done if the workspace is no longer listed; else not done",
+        "done if `workspace get` says not found; else not done",
         settle="orchestrator.provision:settle_workspace_close",
     ),
     EffectKind(
         "setup", "provision", "the plan's setup commands and the checkout", "the commands, run by orch",
-        "never re-run by guess: not done (run now) only when the checkout is exactly as created (no changes)",
-        "setup that changed the checkout and was cut short: a question (`orch retire --abandon TASK` or run it by hand)",
+        "never re-run by guess: not done only while the checkout has no changes",
+        "setup cut short after it changed the checkout: a question (run it by hand, or `orch retire --abandon TASK --reason TEXT`)",
         settle="orchestrator.provision:settle_setup",
     ),
     EffectKind(
@@ -78,13 +80,13 @@ _KINDS = (
     ),
     EffectKind(
         "agent_start", "provision", "agent name, kind, pane, timeout, args", "herdr agent start",
-        "done if `agent get NAME` is in the pane; not done if no agent has the name and the pane is a bare shell",
-        "the name held by another pane: the worker fails with that reason",
+        "done if `agent get NAME` is in the worker's pane; not done if no agent has the name",
+        "the name held by an agent in another pane: a question (close that agent, then resume)",
         settle="orchestrator.provision:settle_agent_start",
     ),
     EffectKind(
         "plan_mode_key", "dispatch", "agent and key", "herdr agent send-keys",
-        "the screen decides: plan mode confirmed on screen is done; otherwise not done (one more press is harmless until the screen confirms)",
+        "not done: the plan-mode loop reads the screen before every press, so a mode already on costs no further key",
         settle="orchestrator.agents:settle_plan_mode_key",
     ),
     EffectKind(
@@ -96,19 +98,20 @@ _KINDS = (
         "agent_prompt", "dispatch, observe, retire",
         "target and the envelope kind (packet, answer, follow-up, stop, result request) with its text digest",
         "herdr agent prompt",
-        "done if the agent's state_change_seq moved past the baseline recorded before sending, its screen shows the text, "
-        "or a callback of the worker arrived after the send was intended; not done if the agent is idle and unchanged "
-        "well after the call was launched and the text is not on its screen",
-        "an agent that is gone or whose screen cannot be read: one question, answered with `orch resume --settle ID=sent|unsent`",
+        "done if a callback of the worker arrived after the send was intended, the agent's state_change_seq moved past the "
+        "baseline recorded before sending, or its screen shows the text; not done if the agent is gone, or idle/done, unmoved "
+        "and without the text on screen 3 s or more after the send was intended (a crash, or a herdr process killed by a signal)",
+        "the call ran to orch's time limit (or answered garbage) and nothing shows it landed, or the agent is busy without "
+        "evidence: one question, answered with `orch resume RUN --settle ID=sent` or `ID=unsent`",
         settle="orchestrator.messages:settle_prompt",
     ),
     EffectKind(
-        "pane_send_text", "retire", "pane and the agent's exit command", "herdr pane send-text",
+        "pane_send_text", "retire, schedule (exiting a finished agent to free its slot)", "pane and the agent's exit command", "herdr pane send-text",
         "done if no agent runs in the pane any more or the command is on its screen; else not done",
         settle="orchestrator.retire:settle_pane_send_text",
     ),
     EffectKind(
-        "pane_send_keys", "retire", "pane and keys", "herdr pane send-keys",
+        "pane_send_keys", "retire, schedule (exiting a finished agent to free its slot)", "pane and keys", "herdr pane send-keys",
         "done if no agent runs in the pane any more; else not done (Enter again on an exiting agent is harmless)",
         settle="orchestrator.retire:settle_pane_send_keys",
     ),
@@ -119,7 +122,7 @@ _KINDS = (
     ),
     EffectKind(
         "worktree_remove", "retire", "checkout path and how (herdr workspace or git)", "herdr worktree remove / git worktree remove",
-        "done if the checkout is gone from `git worktree list`; else not done",
+        "done if the checkout's directory is gone; else not done",
         settle="orchestrator.retire:settle_worktree_remove",
     ),
     EffectKind(
@@ -155,10 +158,22 @@ def settle_in_flight(engine: Engine, run: Run) -> list[CannotTell]:
     the next attempt key when it gets there); what read-back cannot decide stays in flight and its question is returned.
     """
     from orchestrator.engine import CannotTell
+    from orchestrator.errors import HerdrError
 
     questions = []
     for effect in engine.ledger.in_flight(run.run_id):
-        answer = engine.settle_effect(run, effect)
+        try:
+            answer = engine.settle_effect(run, effect)
+        except HerdrError:
+            continue  # e.g. the pane is gone: left in flight, its phase meets the same error and records it
         if isinstance(answer, CannotTell):
             questions.append(answer)
     return questions
+
+
+def effect_table() -> str:
+    """The table docs/ledger.md shows (tests/test_docs.py keeps the two in step)."""
+    rows = ["| kind | request (the intent under its key) | made by | read-back settles it | left for the person |", "|---|---|---|---|---|"]
+    for k in _KINDS:
+        rows.append(f"| `{k.kind}` | {k.request} | {k.made_by} | {k.settled_by} | {k.left or 'nothing: read-back always decides'} |")
+    return "\n".join(rows) + "\n"

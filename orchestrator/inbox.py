@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -295,3 +296,24 @@ def render_list(listing: InboxList) -> str:
         lines.append(f"#{m.id} {m.received_at} {verdict} {m.kind or '-'} task={m.task or '-'} from={m.sender or '-'} [{handled}]")
         lines.append(f"    {inert_line((m.reason or '') if m.verdict is InboxVerdict.KEPT_ASIDE else m.first_line)}")
     return "\n".join(lines) + "\n"
+
+
+def catch_up(engine: Engine, run: Run, task: str, since: datetime) -> Worker:
+    """Move a worker by a callback that arrived before the worker was marked as prompted.
+
+    A fast agent (or a packet settled by read-back after a crash) can send its question, block or result while the
+    ledger still has the worker ready, or in the result a follow-up is answering: the callback was recorded on the
+    worker, but could not move it. Once the prompt is recorded, the latest such callback received after ``since``
+    (when the prompt was intended) moves it, so the work is not asked for again.
+    """
+    worker = engine.ledger.get_worker(run.run_id, task)
+    if worker.last_callback_id is None or worker.state not in (S.DISPATCHED, S.WORKING):
+        return worker
+    message = engine.ledger.get_inbound(worker.last_callback_id)
+    target = _TARGET.get(message.kind or "")
+    if target is None or message.received_at <= since or not is_legal(worker.state, target):
+        return worker
+    try:
+        return engine.ledger.transition(run.run_id, task, worker.state, target, cause={"inbox_id": message.id, "kind": message.kind, "late": True})
+    except StaleState:
+        return engine.ledger.get_worker(run.run_id, task)

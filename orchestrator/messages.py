@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
-from orchestrator.inbox import report_roots
+from orchestrator.inbox import catch_up, report_roots
 from packets import build_controller_message
 from registry import Effect, Run, Worker, WorkerState
 
@@ -123,6 +123,9 @@ def send_message(
         worker = engine.ledger.transition(
             run.run_id, task, worker.state, after, cause={"message": kind, "target": target}, **changes
         )
+        sent = engine.ledger.find_effect(run.run_id, key)
+        if sent is not None:
+            worker = catch_up(engine, run, task, sent.intended_at)
     else:
         engine.ledger.record_fact(run.run_id, "message_sent", task_label=task, detail={"kind": kind, "target": target, "text": text})
     return SentMessage(
@@ -245,8 +248,9 @@ def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseMo
 
 
 def _landmark(text: str) -> str:
-    """The part of a prompt's text its screen must show if it landed: its longest line (squashed), at most 60 characters."""
-    lines = [_squash(line) for line in text.splitlines() if line.strip()]
+    """The part of a prompt's text its screen must show if it landed: its longest line (squashed), at most 60
+    characters, never the envelope header (every message to the worker repeats it, so it proves nothing)."""
+    lines = [_squash(line) for line in text.splitlines() if line.strip() and not line.startswith("[herdr-orchestration ")]
     return max(lines, key=len)[:60] if lines else _squash(text)
 
 

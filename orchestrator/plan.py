@@ -680,7 +680,7 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
     )
 
 
-def _table(rows: list[tuple[str, ...]], headers: tuple[str, ...], width: int | None) -> str:
+def _table(rows: Sequence[Sequence[str]], headers: Sequence[str], width: int | None) -> str:
     """A table, or (wider than ``width``) one block per row: its first cell, then `header  value` lines."""
     table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
     if width is None or max(len(line) for line in table.splitlines()) <= width:

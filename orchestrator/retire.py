@@ -347,12 +347,11 @@ def exit_for_slot(
         return f"agent is {status}; {command} not sent"
     key = f"{task}:free-slot"
     try:
+        # Settled like the ladder's own keystrokes (orchestrator.effects: settle_pane_send_text / _keys).
         engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command},
-                    lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent,
-                    settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+                    lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent)  # fmt: skip
         engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"]},
-                    lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent,
-                    settle=lambda: Sent(pane_id=pane) if _agent_in(engine, pane) is None else None)  # fmt: skip
+                    lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent)  # fmt: skip
     except (HerdrCommandError, InFlightEffect) as exc:
         return f"{command} could not be sent: {one_line(exc.message)}"
     back = _await_shell(engine, pane, command, exit_timeout_s)
@@ -532,6 +531,15 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
     tracking = next((w.open_workspace_id for w in listed if _real(w.path) == _real(path)), None)
     if tracking is not None and tracking not in ours:
         return Item(kind="worktree", id=path, action="kept", reason=f"open in workspace {tracking}, which this run did not create")
+    # Never pull a checkout from under an open pane (one the ledger does not know as the run's, say): only the
+    # workspace herdr's own `worktree remove` closes with it may still hold one.
+    try:
+        panes = engine.herdr.pane_list()
+    except HerdrCommandError as exc:
+        return Item(kind="worktree", id=path, action="kept", reason=f"herdr pane list failed: {one_line(exc.message)}")
+    inside = [p.pane_id for p in panes if p.workspace_id != tracking and _within(p.cwd or p.foreground_cwd, path)]
+    if inside:
+        return Item(kind="worktree", id=path, action="kept", reason=f"pane {', '.join(inside)} is still open in it")
     owner = owners[0].task_label
     key = f"{owner}:retire:worktree_remove:{path}"
     try:
@@ -587,6 +595,13 @@ def _abandoned(engine: Engine, run: Run, task: str) -> bool:
 
 def _real(path: Path | str) -> str:
     return os.path.realpath(path)
+
+
+def _within(cwd: str | None, path: str) -> bool:
+    if not cwd:
+        return False
+    real, root = _real(cwd), _real(path)
+    return real == root or real.startswith(root.rstrip("/") + "/")
 
 
 def _git_remove(repo: Path | str, path: str) -> Removed:

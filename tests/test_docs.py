@@ -245,3 +245,9 @@ def test_every_herdr_error_code_is_explained() -> None:
 
     guide = GUIDE.read_text()
     assert sorted(code for code in HERDR_ERROR_BY_CODE if f"`{code}`" not in guide) == []
+
+
+def test_the_ledger_doc_shows_the_effect_table_of_the_code() -> None:
+    from orchestrator.effects import effect_table
+
+    assert effect_table() in (ROOT / "docs" / "ledger.md").read_text(), "regenerate the table in docs/ledger.md from orchestrator.effects.effect_table()"

@@ -12,6 +12,10 @@ ENVELOPE_HEADER = re.compile(
 )
 ENVELOPE_PREFIX = "[herdr-orchestration "
 PACKET_PREFIX = "Delegation packet for task "
+# orch doctor's probe: a task whose only step is one message through the Message Contract (docs/simulator.md).
+PROBE_FIRST_LINE = re.compile(r"^Probe from orch doctor for task (?P<task>\S+) \(run (?P<run>\S+)\)$")
+PROBE_PREFIX = "Probe from orch doctor for task "
+PROBE_STEP = re.compile(r"Your only step: send one `(?P<kind>[a-z-]+)` message whose text is exactly `(?P<message>[^`]+)`")
 
 # Header key (as written in the packet) -> field name; every one is required.
 _HEADER_KEYS = {
@@ -99,6 +103,8 @@ def classify(text: str) -> str:
         return "envelope"
     if text.lstrip("\n").startswith(PACKET_PREFIX):
         return "packet"
+    if text.lstrip("\n").startswith(PROBE_PREFIX):
+        return "probe"
     return "chat"
 
 
@@ -215,6 +221,33 @@ def parse_packet(text: str) -> Packet:
         commit_trailer=_trailer(sections["File claim"]),
         report_dir=_report_dir(sections["Message Contract"]),
     )
+
+
+class Probe(BaseModel):
+    """orch doctor's probe: which run and task, the one message to send, and the command that sends it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    task_label: str
+    kind: str
+    message: str
+    callback: str
+
+
+def parse_probe(text: str) -> Probe:
+    """Read a probe as strictly as a packet: its title, its one step, and a Message Contract ```sh block."""
+    lines = text.replace("\r\n", "\n").strip("\n").split("\n")
+    first = PROBE_FIRST_LINE.match(lines[0].strip())
+    if first is None:
+        raise PacketError(f"not a probe: {lines[0].strip()}")
+    header, sections = _split_sections(lines[1:])
+    step = next((match for line in header if (match := PROBE_STEP.search(line))), None)
+    if step is None:
+        raise PacketError("the probe names no step (Your only step: send one `<kind>` message whose text is exactly `<text>`)")
+    if "Message Contract" not in sections:
+        raise PacketError("missing section: ## Message Contract")
+    return Probe(run_id=first["run"], task_label=first["task"], kind=step["kind"], message=step["message"], callback=_callback(sections["Message Contract"]))
 
 
 _TRAILER = re.compile(r"end every commit message with the trailer line `([A-Za-z-]+: [^`]+)`")

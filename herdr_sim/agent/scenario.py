@@ -214,6 +214,14 @@ def load_steps(env: dict[str, str], section: Literal["task", "follow-up"], label
     return default_task_steps() if section == "task" else default_follow_up_steps()
 
 
+def load_probe_steps(env: dict[str, str], label: str, kind: str, message: str) -> list[Step]:
+    """A probe's steps: its task label's scenario if the file has one (e.g. a forged sender), else its one message."""
+    path = scenario_path(env)
+    steps = _table(path, "task", label) if path is not None and path.is_file() else None
+    if steps is not None:
+        return steps
+    return _STEPS.validate_python([{"do": "send", "kind": kind, "message": message}])
+
 
 def load_behaviour(env: dict[str, str], kind: str) -> Behaviour:
     """The `[agents.<kind>]` table of the scenario file in force (read at start-up), else the cooperative default."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from herdr_sim.agent.console import Console, EndOfInput, Event, Interrupt, Submit
-from herdr_sim.agent.packet import Envelope, Packet, PacketError, classify, fill_callback, parse_envelope, parse_packet
+from herdr_sim.agent.packet import Envelope, Packet, PacketError, classify, fill_callback, parse_envelope, parse_packet, parse_probe
 from herdr_sim.agent.result import Check, format_report, format_result, needs_report, tail
 from herdr_sim.agent import screens
 from herdr_sim.agent.scenario import (
@@ -33,6 +33,7 @@ from herdr_sim.agent.scenario import (
     Update,
     Verify,
     Write,
+    load_probe_steps,
     load_steps,
 )
 
@@ -297,6 +298,8 @@ class Agent:
             self.start_task(text)
         elif sort == "envelope":
             self.on_envelope(text)
+        elif sort == "probe":
+            self.start_probe(text)
         else:
             self.note_turn("I only act on delegation packets and run-scoped [herdr-orchestration ...] messages.")
 
@@ -328,6 +331,32 @@ class Agent:
         self.console.say(
             f"• Read packet: task {packet.task_label}, run {packet.run_id}, branch {packet.branch}, claim {claim}"
         )
+        self.run_turn()
+
+    def start_probe(self, text: str) -> None:
+        """orch doctor's probe: a task in this directory whose only step is the one message it names."""
+        try:
+            probe = parse_probe(text)
+        except PacketError as exc:
+            self.note_turn(f"Cannot read this probe: {exc}")
+            return
+        try:
+            steps = load_probe_steps(self.env, probe.task_label, probe.kind, probe.message)
+        except ScenarioError as exc:
+            self.note_turn(f"Scenario error: {exc}")
+            return
+        if steps and isinstance(steps[0], Ignore):
+            self.console.log(f"ignoring probe for task {probe.task_label} (scenario step ignore)")
+            return
+        # The probe is a task without a branch, claim or checks: only what sending its message needs is filled in.
+        packet = Packet(
+            run_id=probe.run_id, task_label=probe.task_label, worker_name="", worker_target="", controller_target="",
+            worker_kind=self.kind, repository=self.cwd, working_directory=self.cwd, branch="", base_ref="", base_sha="",
+            execution_mode="direct", objective="", deliverable="", scope=(), exclusions=(), file_claim=(), evidence=(),
+            verification=(), stop_conditions=(), context_files=(), callback=probe.callback,
+        )  # fmt: skip
+        self.task = Task(packet=packet, steps=steps)
+        self.console.say(f"• Read probe: task {probe.task_label}, run {probe.run_id}: send one {probe.kind}")
         self.run_turn()
 
     def on_envelope(self, text: str) -> None:

@@ -14,6 +14,7 @@ import collections
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,7 +33,7 @@ SETTLE_MS = "100"  # herdr's own agent settle is 3 s; the matrix needs hundreds 
 INTERVAL = "0.3"  # seconds between check-ins
 RESUMES = 6  # a converging run reports after one resume; a few more show a stall is not just slowness
 # Calls that change nothing in herdr: SIGTERM/SIGINT cases use only the others ("every mutating call").
-READS = {("version",), ("--help",), ("status",), ("session", "list"), ("integration", "status"), ("api", "schema"),
+READS = {("version",), ("--version",), ("--help",), ("status",), ("session", "list"), ("integration", "status"), ("api", "schema"),
          ("workspace", "list"), ("workspace", "get"), ("tab", "list"), ("tab", "get"), ("pane", "list"), ("pane", "get"),
          ("pane", "current"), ("pane", "layout"), ("pane", "read"), ("worktree", "list"), ("agent", "list"), ("agent", "get"),
          ("agent", "read"), ("agent", "wait"), ("agent", "explain")}
@@ -177,6 +178,10 @@ def run_case(case: Case, keep: bool = False) -> Outcome:
                     break
             if attempt == RESUMES:
                 break
+            if "no unfinished run in the ledger" in last.stderr:
+                # Stopped before its run was recorded: nothing was made, and the message says to run the plan again.
+                steps.append(orch(["run", str(plan), "--json", "--interval", INTERVAL], None))
+                continue
             steps.append(orch(["resume", "--json", "--interval", INTERVAL], case.resume_crash if attempt == 0 else None))
         outcome.calls = read_log(root / "herdr.log")
         outcome.started = read_log(root / "calls.log")
@@ -300,17 +305,17 @@ def mutating(calls: Sequence[dict[str, Any]]) -> list[int]:
     return numbers
 
 
-def cases_for(clean: Outcome, resume_probe: dict[int, int]) -> list[Case]:
+def cases_for(clean: Outcome, resume_probe: dict[int, int], every: int = 1) -> list[Case]:
     """Every call twice (before/after) with SIGKILL; every mutating call with SIGTERM and SIGINT; second crashes."""
     run_pid = clean.started[0]["pid"] if clean.started else None
     own = [c for c in clean.started if c["pid"] == run_pid]
     total = len(own)
-    cases = [Case(f"kill-{when}-{n}", f"{n}:{when}:KILL") for n in range(1, total + 1) for when in ("before", "after")]
-    for n in mutating(own):
+    cases = [Case(f"kill-{when}-{n}", f"{n}:{when}:KILL") for n in range(1, total + 1, every) for when in ("before", "after")]
+    for n in mutating(own)[::every]:
         cases.append(Case(f"term-{n}", f"{n}:before:TERM"))
         cases.append(Case(f"int-{n}", f"{n}:before:INT"))
     for first, resume_total in sorted(resume_probe.items()):
-        for m in range(1, resume_total + 1):
+        for m in range(1, resume_total + 1, every):
             cases.append(Case(f"kill-after-{first}-resume-kill-after-{m}", f"{first}:after:KILL", f"{m}:after:KILL"))
     return cases
 
@@ -321,7 +326,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", help="run only these cases (names as printed), e.g. kill-after-14")
     parser.add_argument("--second", type=int, default=6, help="first-crash points whose resume is crashed again at every call")
     parser.add_argument("--keep", action="store_true", help="keep the stages of failing cases (debugging)")
+    parser.add_argument("--every", type=int, default=1, help="only every Nth call (a quicker, partial matrix while debugging)")
     args = parser.parse_args(argv)
+    # A background job of a non-interactive shell starts with SIGINT ignored, and children inherit that: orch would
+    # never see the matrix's Ctrl-C. Children of this process start with the default action instead.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     for name, value in demo._GIT_ISOLATION.items():
         os.environ[name] = value
     began = time.monotonic()
@@ -340,7 +349,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             for first, done in zip(picks, pool.map(lambda n: run_case(Case(f"probe-{n}", f"{n}:after:KILL")), picks), strict=True):
                 probe[first] = max(1, done.resume_calls)
-        cases = cases_for(clean, probe)
+        cases = cases_for(clean, probe, args.every)
     print(f"crash matrix: {len(cases)} cases on {args.jobs} jobs", file=sys.stderr)
     results: list[Outcome] = []
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:

@@ -97,6 +97,8 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
         *(f"runs/{run_dir.name}/packets/{task}.md" for task in ("area-tests", "greeting", "usage-docs")),
         f"runs/{run_dir.name}/plan.toml", f"runs/{run_dir.name}/report.md", f"runs/{run_dir.name}/reports",
         *(f"runs/{run_dir.name}/reports/{task}" for task in ("area-tests", "greeting", "usage-docs")),
+        f"runs/{run_dir.name}/transcripts",
+        *(f"runs/{run_dir.name}/transcripts/{task}.txt" for task in ("area-tests", "greeting", "usage-docs")),
     ]  # fmt: skip
     shown = subprocess.run([*ORCH, "report", "--run", run_id], env={**env, "ORCH_HOME": str(state)},
                            capture_output=True, text=True, timeout=60)

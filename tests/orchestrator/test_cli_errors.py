@@ -74,6 +74,10 @@ CASES = {
         ["preflight", "{tmp}/nope.toml"], 1,
         "orch: {tmp}/nope.toml: no such file\nhint: `orch plan check PLAN` shows every problem\n",
     ),
+    "plan file missing, doctor": (
+        ["doctor", "{tmp}/nope.toml"], 1,
+        "orch: {tmp}/nope.toml: no such file\nhint: `orch plan check PLAN` shows every problem\n",
+    ),
     "plan with a typo": (
         ["plan", "check", "{tmp}/typo.toml", "--json"], 1,
         "orch: {tmp}/typo.toml: workers[0] (busy).objective: is required\n"
@@ -170,6 +174,7 @@ JSON_FAILURES = {
     "cancel": (["cancel", "nope"], 1),
     "demo": (["demo", "--no-such-option"], 2),
     "dispatch": (["dispatch", "--run", "nope"], 1),
+    "doctor": (["doctor", "{tmp}/nope.toml"], 1),
     "inbox add": (["inbox", "add", "--run", RUN], 1),
     "inbox list": (["inbox", "list", "--run", "nope"], 1),
     "integrate": (["integrate", "--run", "nope"], 1),

@@ -158,3 +158,31 @@ def test_a_callback_reads_the_saved_limit_and_loads_no_plan_code(home: Path) -> 
                           capture_output=True, text=True, timeout=60, env={**os.environ, "ORCH_HOME": str(home)})  # fmt: skip
     assert done.stdout.startswith("kept aside #1 (oversize): the message is 5106 bytes, over the 4096-byte limit")
     assert done.stderr.splitlines()[-1] == "[]"
+
+
+def test_a_result_that_arrived_before_the_packet_was_recorded_moves_the_worker_once_it_is(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from orchestrator.clock import FakeClock
+    from orchestrator.config import Settings
+    from orchestrator.engine import Engine
+    from orchestrator.inbox import catch_up
+    from registry import InboxVerdict
+
+    clock = FakeClock()
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path, src_root=tmp_path)
+    engine = Engine(settings=settings, herdr=None, clock=clock)  # type: ignore[arg-type]
+    ledger = engine.ledger
+    run = ledger.create_run(RUN, controller_target="w1:p1")
+    ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id="w1:pa")
+    ledger.transition(RUN, "feature-a", S.PROVISIONING, S.READY)
+    sent_at = clock.now()
+    clock.advance(2)
+    # The callback lands while the ledger still says ready (a crash right after the packet went out): kept on the worker.
+    result = ledger.record_inbound(RUN, "raw", source="test", verdict=InboxVerdict.ACCEPTED, fingerprint="f", task_label="feature-a", kind="result")
+    ledger.update_worker(RUN, "feature-a", fact="callback", last_callback_id=result.id)
+    ledger.transition(RUN, "feature-a", S.READY, S.DISPATCHED)
+
+    assert catch_up(engine, run, "feature-a", sent_at + timedelta(seconds=5)).state is S.DISPATCHED  # older than the prompt: no
+    assert catch_up(engine, run, "feature-a", sent_at).state is S.RESULT
+    engine.close()

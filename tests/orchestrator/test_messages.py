@@ -5,16 +5,17 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
-from orchestrator.engine import Engine
-from orchestrator.errors import HerdrError, OrchError
+from orchestrator.engine import CannotTell, Engine
+from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
-from orchestrator.messages import ReportRead, read_report, send_message
-from registry import EffectStatus, WorkerState
+from orchestrator.messages import ReportRead, read_report, send_message, settle_prompt
+from registry import Effect, EffectStatus, InboxVerdict, WorkerState
 
 S = WorkerState
 RUN = "w1:p1-20261130T080000Z"
@@ -111,3 +112,79 @@ def test_reports_are_read_only_inside_allowed_roots_and_under_the_limit(engine: 
         ReportRead(path="REPORT.md", reason="not an absolute path"),
     ]  # fmt: skip
     (sim / "feature-a.md").unlink()
+
+
+# --- read-back of a prompt an earlier process left in flight (orchestrator.messages.settle_prompt) ---
+
+
+@dataclass
+class ScreenHerdr(FakeHerdr):
+    """An agent whose seq and screen a test sets; a prompt lands on the screen and moves the seq."""
+
+    seq: int = 1
+    screen: str = "› "
+    gone: bool = False
+
+    def agent_get(self, target: str) -> AgentInfo:
+        if self.gone:
+            raise HerdrNotFound("herdr agent get: agent_not_found: no agent", code="agent_not_found")
+        return AgentInfo(terminal_id="t", agent_status=self.status, workspace_id="w1", tab_id="w1:t1", pane_id=target,
+                         focused=False, revision=1, state_change_seq=self.seq)  # fmt: skip
+
+    def agent_read(self, target: str, *, source: str = "recent", lines: int | None = None) -> str:
+        return self.screen
+
+
+def _in_flight_answer(engine: Engine) -> Effect:
+    """The answer's effect as a crash right after it was intended leaves it (baseline seq 1)."""
+    text = f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nKeep English only."
+    return engine.ledger.intend(RUN, "feature-a", "agent_prompt", "feature-a:answer:k",
+                                {"target": "w1:pa", "kind": "answer", "text": text, "baseline_seq": 1})  # fmt: skip
+
+
+def _settled(engine: Engine, effect: Effect) -> tuple[str, str]:
+    answer = settle_prompt(engine, engine.ledger.get_run(RUN), effect)
+    return type(answer).__name__, getattr(answer, "how", None) or getattr(answer, "question", "")
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        (lambda h: setattr(h, "seq", 3), ("Done", "state_change_seq moved from 1 to 3")),
+        (lambda h: setattr(h, "screen", "› Keep English only.\n  Working…"), ("Done", "its screen shows the text")),
+        (lambda h: None, ("NotDone", "w1:pa is idle, state_change_seq still 1, the text not on its screen 3s after the send was intended")),
+        (lambda h: setattr(h, "gone", True), ("NotDone", "no agent w1:pa: nothing can have received the answer")),
+    ],
+)
+def test_prompt_read_back_decides_from_seq_screen_and_elapsed_time(tmp_path: Path, setup: Any, expected: tuple[str, str]) -> None:
+    herdr = ScreenHerdr()
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path, src_root=tmp_path)
+    clock = FakeClock()
+    engine = Engine(settings=settings, herdr=herdr, clock=clock)  # type: ignore[arg-type]
+    engine.ledger.create_run(RUN, controller_target="w1:p1")
+    engine.ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id="w1:pa", reply_target="w1:pa")
+    effect = _in_flight_answer(engine)
+    setup(herdr)
+    assert _settled(engine, effect) == expected
+    engine.close()
+
+
+def test_a_callback_after_the_send_proves_the_prompt_landed(engine: Engine) -> None:
+    effect = _in_flight_answer(engine)
+    engine.clock.advance(1)  # type: ignore[attr-defined]
+    engine.ledger.record_inbound(RUN, "raw", source="test", verdict=InboxVerdict.ACCEPTED, fingerprint="f1", task_label="feature-a", kind="update")
+    assert _settled(engine, effect) == ("Done", "callback #1 (update) arrived after the send was intended")
+
+
+def test_a_prompt_that_timed_out_without_a_trace_is_one_question_with_the_command_that_answers_it(engine: Engine, herdr: FakeHerdr) -> None:
+    effect = _in_flight_answer(engine)
+    engine.ledger.record_fact(RUN, "effect_unknown", task_label="feature-a", detail={"effect_id": effect.id, "error": "HerdrTimeout"})
+    engine.herdr.agent_read = lambda *a, **k: "› "  # type: ignore[attr-defined]
+    answer = settle_prompt(engine, engine.ledger.get_run(RUN), effect)
+    assert answer == CannotTell(
+        "the answer to w1:pa ended without an answer (HerdrTimeout) and w1:pa (idle) shows no sign of it: did it arrive? "
+        "Read its pane (`herdr agent read w1:pa`)",
+        f"orch resume {RUN} --settle 1=sent (or 1=unsent)",
+    )
+    engine.ledger.record_fact(RUN, "effect_decided", task_label="feature-a", detail={"effect_id": effect.id, "answer": "unsent"})
+    assert _settled(engine, effect) == ("NotDone", "the person said it was not sent")

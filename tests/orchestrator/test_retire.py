@@ -31,6 +31,7 @@ class FakePane:
     stops: bool = True  # a `stop` envelope ends its turn (it goes idle)
     screen: list[str] = field(default_factory=lambda: ["› "])
     typed: str = ""
+    cwd: str | None = None
 
 
 class FakeHerdr:
@@ -50,7 +51,7 @@ class FakeHerdr:
     def _info(self, pane_id: str) -> dict[str, Any]:
         p = self.panes[pane_id]
         return {"pane_id": pane_id, "terminal_id": "t", "workspace_id": p.workspace, "tab_id": f"{p.workspace}:t1", "focused": False,
-                "agent_status": p.status if p.agent else "unknown", "revision": 0, "agent": p.agent}  # fmt: skip
+                "agent_status": p.status if p.agent else "unknown", "revision": 0, "agent": p.agent, "cwd": p.cwd}  # fmt: skip
 
     def pane_get(self, pane_id: str) -> PaneInfo:
         self._pane(pane_id)
@@ -92,8 +93,8 @@ class FakeHerdr:
         del self.panes[pane_id]
 
     def pane_list(self, *, workspace: str | None = None) -> tuple[PaneInfo, ...]:
-        found = [pid for pid, p in self.panes.items() if p.workspace == workspace]
-        if not found:
+        found = [pid for pid, p in self.panes.items() if workspace is None or p.workspace == workspace]
+        if not found and workspace is not None:
             raise HerdrNotFound(f"workspace {workspace} not found", code="workspace_not_found")
         return tuple(PaneInfo.model_validate(self._info(pid)) for pid in found)
 
@@ -386,6 +387,24 @@ def test_pane_not_created_by_the_run_is_left_open(world: Any) -> None:
         "  pane w1:p2: untouched (not created by this run)\n"
     )
     assert "w1:p2" in world.herdr.panes
+
+
+def test_a_checkout_is_never_removed_while_a_pane_is_open_in_it(world: Any) -> None:
+    # The ledger does not know the pane as the run's (as after a crash that lost the record): it stays, and so
+    # does the checkout it is open in.
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p2", created_pane=False, worktree=True)
+    world.herdr.panes["w1:p2"].cwd = str(path)
+
+    result = retire(world.engine, run_of(world))
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        f"feature-a (feature-a): retained: worktree {path}: pane w1:p2 is still open in it\n"
+        "  agent w1:p2: exited\n"
+        "  pane w1:p2: untouched (not created by this run)\n"
+        f"  worktree {path}: kept (pane w1:p2 is still open in it)\n"
+    )
+    assert path is not None and path.exists()
 
 
 def test_sibling_checkout_waits_for_its_last_worker(world: Any) -> None:

@@ -39,6 +39,39 @@ def test_resume_refuses_a_run_driven_by_an_agent_controller(tmp_path: Path) -> N
     engine.close()
 
 
+def test_resume_with_nothing_recorded_says_that_running_the_plan_again_is_right(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
+
+    with pytest.raises(OrchError) as raised:
+        resume_run(engine, None, Progress(io.StringIO()))
+
+    assert (raised.value.message, raised.value.hint) == (
+        "no unfinished run in the ledger: a run stopped before it was recorded created nothing in herdr or git",
+        "re-run `orch run PLAN`: it starts from the beginning",
+    )
+    engine.close()
+
+
+def test_resume_settle_answers_only_a_prompt_left_in_flight_and_changes_nothing_otherwise(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
+    engine.ledger.create_run(RUN, controller_target="w1:p1", fields={"controller_kind": "run"})
+    engine.ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x")
+    done = engine.ledger.intend(RUN, "feature-a", "agent_prompt", "feature-a:dispatch:1", {"target": "feature-a"})
+    engine.ledger.confirm(done, {})
+
+    for decisions, expected in (
+        ({7: "sent"}, f"run {RUN} has no effect 7"),
+        ({done.id: "sent"}, f"effect {done.id} is not a prompt of run {RUN} left in flight (agent_prompt, confirmed)"),
+    ):
+        with pytest.raises(OrchError) as raised:
+            resume_run(engine, None, Progress(io.StringIO()), decisions=decisions)
+        assert raised.value.message == expected
+    assert [e.kind for e in engine.ledger.events(RUN) if e.kind == "effect_decided"] == []
+    engine.close()
+
+
 def test_a_run_stopped_by_a_verification_block_says_what_the_person_decides(tmp_path: Path) -> None:
     settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
     engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(datetime(2026, 11, 30, 8, 0, tzinfo=UTC)), env={})

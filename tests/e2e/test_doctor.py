@@ -1,0 +1,196 @@
+"""`orch doctor PLAN` on the simulator: a healthy setup passes; each broken piece fails with its one line."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+PLAN = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+{policy}
+[[workers]]
+task = "api-docs"
+kind = "codex"
+objective = "Document the widgets API."
+deliverable = "docs/api.md committed on docs/api-guide."
+branch = "docs/api-guide"
+claim = ["docs/"]
+verify = ["ls docs"]
+
+[[workers]]
+task = "cli-help"
+kind = "claude"
+objective = "Improve the CLI help text."
+deliverable = "src/cli/ changes committed on feat/cli-help."
+branch = "feat/cli-help"
+claim = ["src/cli/"]
+verify = ["ls src/cli"]
+"""
+
+TRUSTING = """
+[agents.codex]
+trust_dialog = true
+
+[agents.claude]
+trust_dialog = true
+"""
+
+
+def _timed(text: str) -> str:
+    """Probe times, scratch dirs and run ids vary: `in N.Ns` reads `in T`, the probes' temp dir `SCRATCH`, the run `RUN`."""
+    text = re.sub(r"\S*/orch-doctor-[^/ ]+/", "SCRATCH/", text)
+    text = re.sub(r"\bw[0-9]+:p[0-9]+-[0-9]{8}T[0-9]{6}Z\b", "RUN", text)
+    return re.sub(r" in [0-9]+\.[0-9]s$", " in T", text, flags=re.MULTILINE)
+
+
+def test_doctor_passes_on_a_healthy_setup_and_leaves_nothing_behind(world: Any) -> None:
+    world.write_scenarios(TRUSTING)
+    plan = world.write_plan(PLAN.format(policy=""))
+    workspaces_before = world.herdr("workspace", "list")["result"]["workspaces"]
+
+    done = world.orch("doctor", str(plan))
+
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert _timed(done.stdout) == (
+        f"orch doctor {plan}: 2 agent kinds\n"
+        "codex: PASS in T\n"
+        "  installed: yes (`codex`)\n"
+        "  integration: current (v6)\n"
+        "  trust dialog: trust directory, answered with enter\n"
+        "  prompt: accepted\n"
+        "  callback: update #1 accepted\n"
+        "  cleanup: agent exited, workspace closed, scratch worktree removed\n"
+        "claude: PASS in T\n"
+        "  installed: yes (`claude`)\n"
+        "  integration: current (v7)\n"
+        "  trust dialog: trust folder, answered with enter\n"
+        "  prompt: accepted\n"
+        "  callback: update #2 accepted\n"
+        "  cleanup: agent exited, workspace closed, scratch worktree removed\n"
+        "doctor: every agent kind passed (codex, claude); the fleet can start\n"
+    )
+    # Nothing of the probes is left: no workspace, no agent, no worktree, no run in the person's ledger.
+    assert world.herdr("workspace", "list")["result"]["workspaces"] == workspaces_before
+    assert world.herdr("agent", "list")["result"]["agents"] == []
+    assert len(world.repo.git("worktree", "list").splitlines()) == 1
+    assert not (world.orch_home / "ledger.sqlite3").exists()
+
+
+ONE_CLAUDE = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+{policy}
+[[workers]]
+task = "cli-help"
+kind = "claude"
+objective = "Improve the CLI help text."
+deliverable = "src/cli/ changes committed on feat/cli-help."
+branch = "feat/cli-help"
+claim = ["src/cli/"]
+verify = ["ls src/cli"]
+"""
+
+
+def _failed(world: Any, plan: Any, done: Any, facts: str, failure: str, hint: str) -> None:
+    """A one-kind doctor that failed: the whole report, its one `orch:` line and hint, exit 1, nothing left behind."""
+    assert (done.returncode, _timed(done.stdout)) == (1, (
+        f"orch doctor {plan}: 1 agent kind\n"
+        "claude: FAIL in T\n"
+        f"{facts}"
+        f"  failure: {failure}\n"
+        "doctor: 1 of 1 agent kind failed (claude); fix it before the fleet\n"
+    )), done.stderr
+    assert _timed(done.stderr) == f"orch: {failure}\nhint: {hint}\n"
+    assert world.herdr("agent", "list")["result"]["agents"] == []
+    assert len(world.repo.git("worktree", "list").splitlines()) == 1
+
+
+def test_doctor_fails_for_a_kind_that_is_not_installed(world: Any) -> None:
+    (world.sim.paths.bin / "claude").unlink()
+    plan = world.write_plan(ONE_CLAUDE.format(policy=""))
+
+    done = world.orch("doctor", str(plan))
+
+    _failed(world, plan, done,
+            "  installed: no (`claude`)\n  integration: current (v7)\n  trust dialog: not reached\n  prompt: not sent\n  callback: none\n",
+            "claude: not installed: `claude` is not on PATH",
+            "install the agent so its executable is on PATH in herdr's panes, then run `orch doctor` again")  # fmt: skip
+
+    # Under --json: the same report as one document, with the failure object every orch command prints.
+    as_json = world.orch("doctor", str(plan), "--json")
+    report = json.loads(as_json.stdout)
+    line = "claude: not installed: `claude` is not on PATH"
+    hint = "install the agent so its executable is on PATH in herdr's panes, then run `orch doctor` again"
+    assert (as_json.returncode, report["ok"], report["failure"]) == (1, False, {
+        "ok": False, "error": "DoctorFailed", "reason": line, "problems": [line], "hint": hint, "exit_code": 1})
+    assert report["kinds"] == [{
+        "kind": "claude", "ok": False, "executable": "claude", "installed": False, "executable_path": None,
+        "integration": "current (v7)", "dialog": None, "dialog_answered": False, "dialog_keys": [], "prompt_accepted": False,
+        "callback": None, "seconds": report["kinds"][0]["seconds"], "cleanup": [], "failure": line, "hint": hint}]
+    assert as_json.stderr == f"orch: {line}\nhint: {hint}\n"
+
+
+def test_doctor_fails_for_a_kind_without_its_herdr_integration(make_world: Any) -> None:
+    world = make_world(integrations="codex")
+    plan = world.write_plan(ONE_CLAUDE.format(policy=""))
+
+    done = world.orch("doctor", str(plan))
+
+    _failed(world, plan, done,
+            "  installed: yes (`claude`)\n  integration: not installed\n  trust dialog: not reached\n  prompt: not sent\n  callback: none\n",
+            "claude: no current herdr integration (not installed): lifecycle detection would not be authoritative",
+            "ask the person to run `herdr integration install claude` (orch never installs one: it changes durable machine state)")  # fmt: skip
+
+
+def test_doctor_fails_when_no_valid_callback_arrives(world: Any) -> None:
+    # The agent follows the probe, but its message says it comes from someone else: validation keeps it aside.
+    world.write_scenarios('[[task.doctor-claude]]\ndo = "send"\nkind = "update"\nmessage = "probe ok"\nfrom = "someone-else"\n')
+    plan = world.write_plan(ONE_CLAUDE.format(policy=""))
+
+    done = world.orch("doctor", str(plan), "--timeout", "5")
+
+    _failed(world, plan, done,
+            "  installed: yes (`claude`)\n  integration: current (v7)\n  trust dialog: none\n  prompt: accepted\n  callback: none\n"
+            "  cleanup: agent exited, workspace closed, scratch worktree removed\n",
+            'claude: no valid callback within 5s; the callback path does not work (1 kept aside, first: wrong_sender: sender "someone-else" is not "orch-doctor-claude", the worker registered for task "doctor-claude")',
+            "the probe's callback must reach `orch inbox add` from the agent's shell: run it there by hand to see why not")  # fmt: skip
+
+
+def test_doctor_fails_at_a_dialog_orch_may_not_answer(world: Any) -> None:
+    world.write_scenarios(TRUSTING)
+    plan = world.write_plan(ONE_CLAUDE.format(policy="[policy]\ntrust_run_worktrees = false\n"))
+
+    done = world.orch("doctor", str(plan))
+
+    _failed(world, plan, done,
+            "  installed: yes (`claude`)\n  integration: current (v7)\n  trust dialog: trust folder, not answered\n  prompt: not sent\n  callback: none\n"
+            "  cleanup: agent was blocked: closed with its workspace, workspace closed, scratch worktree removed\n",
+            "claude: stopped at a dialog orch cannot answer: orch-doctor-claude (claude) stopped at its trust folder dialog and nothing was typed "
+            "(policy trust_run_worktrees is off, from plan [policy]). Screen: SCRATCH/worktrees/claude / Quick safety check: Is this a project you "
+            "created or one you trust? If not, take a moment to / review what's in this folder first. / Claude Code'll be able to read, edit, and "
+            "execute files here. / ❯ 1. Yes, I trust this folder / 2. No, exit / Enter to confirm · Esc to cancel",
+            "answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then run `orch doctor` again")  # fmt: skip
+    # The agent still waited at its dialog when its workspace closed: no key reached it.
+    assert not list((world.sim.home / "agents").glob("trusted-*.txt"))
+
+
+def test_doctor_fails_at_an_approval_form_and_never_approves_it(world: Any) -> None:
+    # A real agent may ask before running the callback command; orch doctor never answers such a form.
+    world.write_scenarios('[[task.doctor-claude]]\ndo = "approval"\ncommand = "orch inbox add"\n\n'
+                          '[[task.doctor-claude]]\ndo = "send"\nkind = "update"\nmessage = "probe ok"\n')
+    plan = world.write_plan(ONE_CLAUDE.format(policy=""))
+
+    done = world.orch("doctor", str(plan))
+
+    _failed(world, plan, done,
+            "  installed: yes (`claude`)\n  integration: current (v7)\n  trust dialog: none\n  prompt: accepted\n  callback: none\n"
+            "  cleanup: agent was blocked: closed with its workspace, workspace closed, scratch worktree removed\n",
+            "claude: stopped at a dialog orch cannot answer: the probe waits at its permission prompt and orch never approves on its own. "
+            "Screen: • Read probe: task doctor-claude, run RUN: send one update / Bash command / orch inbox add / Do you want to proceed? / "
+            "❯ 1. Yes / 2. Yes, and don't ask again for this command / 3. No, and tell Claude what to do differently (esc) / "
+            "Esc to cancel · Tab to amend · ctrl+e to explain",
+            "orch doctor never approves anything: let the agent run `orch` without asking (its permission settings), then run `orch doctor` again")  # fmt: skip
