@@ -102,7 +102,7 @@ def packet_fields(engine: Engine, run: Run, plan: ResolvedPlan, planned: Resolve
     entry = planned.worker
     base_sha = worker.base_sha or run.base_sha
     if not base_sha:
-        raise OrchError(f"run {run.run_id} has no base SHA for {planned.task}", hint="run `orch preflight` first: it resolves the base ref")
+        raise OrchError(f"run {run.run_id} has no base SHA for {planned.task}", hint="run `orch preflight PLAN` first: it resolves the base ref")
     return {
         "run_id": run.run_id,
         "task_label": planned.task,

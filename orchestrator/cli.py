@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "demo": "orchestrator.commands.demo:demo",
     "dispatch": "orchestrator.commands.dispatch:dispatch",
     "doctor": "orchestrator.commands.doctor:doctor",
+    "finish": "orchestrator.commands.finish:finish",
     "inbox": "orchestrator.commands.inbox:inbox",
     "integrate": "orchestrator.commands.verify:integrate",
     "observe": "orchestrator.commands.observe:observe",

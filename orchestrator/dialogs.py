@@ -165,7 +165,7 @@ def approve(engine: Engine, run: Run, task: str, decision: Decision) -> Approved
     worker = ledger.get_worker(run.run_id, task)
     pending = pending_approval(ledger, worker)
     if pending is None:
-        raise OrchError(f"{task} is not waiting at an approval form (state {worker.state})", hint="`orch status` shows what each worker waits for")
+        raise OrchError(f"{task} is not waiting at an approval form (state {worker.state})", hint=f"`orch status --run {run.run_id}` shows what each worker waits for")
     seq, cause = pending
     form, sent = answer_approval(engine, worker, decision, seq)
     ledger.record_fact(run.run_id, FACT_DIALOG, task_label=task, detail={

@@ -242,7 +242,7 @@ def _started(effect: Effect | None) -> bool:
 
 def _not_sendable(worker: Worker) -> str:
     if worker.state is WorkerState.PROVISIONING:
-        return "still provisioning: run `orch provision` first"
+        return f"still provisioning: run `orch provision --run {worker.run_id}` first"
     if worker.state is WorkerState.QUEUED:
         return "queued: it starts when a slot frees and its predecessors are done"
     if worker.state is WorkerState.SKIPPED:

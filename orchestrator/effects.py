@@ -69,7 +69,7 @@ _KINDS = (
     EffectKind(
         "setup", "provision", "the plan's setup commands and the checkout", "the commands, run by orch",
         "never re-run by guess: not done only while the checkout has no changes",
-        "setup cut short after it changed the checkout: a question (run it by hand, or `orch retire --abandon TASK --reason TEXT`)",
+        "setup cut short after it changed the checkout: a question (run it by hand, or `orch retire --run RUN_ID --abandon TASK --reason TEXT`)",
         settle="orchestrator.provision:settle_setup",
     ),
     EffectKind(
@@ -102,7 +102,7 @@ _KINDS = (
         "baseline recorded before sending, or its screen shows the text; not done if the agent is gone, or idle/done, unmoved "
         "and without the text on screen 3 s or more after the send was intended (a crash, or a herdr process killed by a signal)",
         "the call ran to orch's time limit (or answered garbage) and nothing shows it landed, or the agent is busy without "
-        "evidence: one question, answered with `orch resume RUN --settle ID=sent` or `ID=unsent`",
+        "evidence: one question, answered with `orch resume RUN_ID --settle ID=sent` or `orch resume RUN_ID --settle ID=unsent`",
         settle="orchestrator.messages:settle_prompt",
     ),
     EffectKind(

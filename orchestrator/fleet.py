@@ -53,8 +53,8 @@ def advance(engine: Engine, run: Run, *, keep: Iterable[str] = ()) -> list[Step]
                 if item.outcome == "merged":
                     steps.append(Step(task=item.task, what="integrated", text=f"merged into {into.branch} as {(item.integrated_sha or '')[:12]} for its dependants"))
             if result.paused_by or result.stopped_at:
-                why = f"paused by {', '.join(result.paused_by)}" if result.paused_by else f"stopped at {result.stopped_at}"
-                steps.append(Step(task=None, what="queued", text=f"integration {why}: dependants wait"))
+                held = f"paused by {', '.join(result.paused_by)}" if result.paused_by else f"stopped at {result.stopped_at}"
+                steps.append(Step(task=None, what="queued", text=f"integration {held}: dependants wait"))
             by_task = {w.task_label: w for w in ledger.list_workers(run.run_id)}
         startable = [
             w for w in queued
@@ -85,9 +85,9 @@ def advance(engine: Engine, run: Run, *, keep: Iterable[str] = ()) -> list[Step]
                 steps.append(Step(task=outcome.task, what="provision_failed", text=outcome.error or "provisioning failed"))
     if ledger.list_workers(run.run_id, states=(S.READY,)):
         dispatched = dispatch(engine, run)
-        for item in dispatched.workers:
-            if item.outcome not in ("accepted", "skipped"):
-                steps.append(Step(task=item.task, what="dispatch", text=f"{item.outcome}: {item.detail}"))
+        for sent in dispatched.workers:
+            if sent.outcome not in ("accepted", "skipped"):
+                steps.append(Step(task=sent.task, what="dispatch", text=f"{sent.outcome}: {sent.detail}"))
     return steps
 
 

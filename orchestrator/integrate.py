@@ -7,15 +7,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator import git
+from orchestrator import claims, git
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
-from orchestrator.errors import OrchError
-from orchestrator.verify import blocked_by_verification
+from orchestrator.errors import ExitCode, OrchError
+from orchestrator.verify import blocked_by_verification, stored_verification
 from registry import Effect, Run, Worker, WorkerState
 
 S = WorkerState
 
-Outcome = Literal["accepted", "merged", "already integrated", "conflict", "not merged"]
+Outcome = Literal["accepted", "merged", "already integrated", "conflict", "held", "not merged"]
+# The journal fact every enabled integrate call leaves (orchestrator.report FACT_INTEGRATION reads it for Blockers).
+FACT_INTEGRATION = "integration"
 
 
 class MergeConflict(OrchError):
@@ -55,6 +57,18 @@ class IntegrationItem(BaseModel):
     outcome: Outcome
     integrated_sha: str | None = None
     conflicts: tuple[str, ...] = ()
+    held_by: tuple[str, ...] = ()
+    overlap: tuple[str, ...] = ()
+
+
+class IntegrateFailure(BaseModel):
+    """Why `orch integrate` exits 1 (held-back work or a conflict) and what to do next."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reason: str
+    hint: str
+    exit_code: int = int(ExitCode.FAILURE)
 
 
 class Pending(BaseModel):
@@ -80,11 +94,12 @@ class IntegrateResult(BaseModel):
     not_accepted: tuple[Pending, ...]
     paused_by: tuple[str, ...]
     stopped_at: str | None
+    failure: IntegrateFailure | None = None
 
     @property
     def complete(self) -> bool:
-        """Nothing is paused or stopped (report-only mode is complete by definition: it merges nothing)."""
-        return not self.enabled or (not self.paused_by and self.stopped_at is None)
+        """Nothing accepted is held back or stopped (report-only mode is complete by definition: it merges nothing)."""
+        return self.failure is None
 
 
 def integration_worktree(engine: Engine, run: Run) -> Path:
@@ -191,6 +206,56 @@ def _merge(engine: Engine, run: Run, worker: Worker, head: str, worktree: Path, 
     )  # fmt: skip
 
 
+def held_back(workers: list[Worker]) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    """Accepted task -> (the verification-blocked tasks holding it back, the files they share).
+
+    The decision (docs/ARCHITECTURE.md, Integration): a verification block holds back only accepted work that
+    touches what the blocked worker touched (a file both changed, or a file of its out-of-claim edit that the
+    accepted worker's claim covers). Independent work merges: holding it back would gain nothing, since the person's
+    decision about the blocked worker cannot change it. A blocked worker whose changes are unknown (its evidence
+    could not be reproduced) holds back everything: independence cannot be shown.
+    """
+    blocked = [w for w in workers if blocked_by_verification(w)]
+    held: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    for worker in workers:
+        if worker.final_disposition is not S.ACCEPTED:
+            continue
+        mine = set(found.changed_files) if (found := stored_verification(worker)) else set()
+        by: list[str] = []
+        files: set[str] = set()
+        for other in blocked:
+            theirs = stored_verification(other)
+            if theirs is None or not theirs.changed_files or not mine:
+                by.append(other.task_label)
+                continue
+            shared = (mine & set(theirs.changed_files)) | {f for f in theirs.outside_claim if claims.covered(f, worker.claimed_files)}
+            if shared:
+                by.append(other.task_label)
+                files |= shared
+        if by:
+            held[worker.task_label] = (tuple(by), tuple(sorted(files)))
+    return held
+
+
+def _failure(run: Run, into: str, items: list[IntegrationItem], stopped: str | None) -> IntegrateFailure | None:
+    held = [i for i in items if i.outcome == "held"]
+    if stopped is not None:
+        conflict = next(i for i in items if i.task == stopped)
+        return IntegrateFailure(
+            reason=f"merging {stopped} into {into} conflicts in {', '.join(conflict.conflicts) or 'the index'}: merge aborted, integration stopped there",
+            hint=f"send the work back: `orch send --run {run.run_id} {stopped} --kind follow-up TEXT` (rebase onto {into}), then `orch verify --run {run.run_id} --task {stopped}`",
+        )
+    if held:
+        by = sorted({b for i in held for b in i.held_by})
+        listed = "; ".join(f"{i.task} (shares {', '.join(i.overlap)} with {', '.join(i.held_by)})" if i.overlap else f"{i.task} (held by {', '.join(i.held_by)})" for i in held)
+        first = by[0]
+        return IntegrateFailure(
+            reason=f"integration paused for {listed}: {', '.join(by)} {'is' if len(by) == 1 else 'are'} blocked by verification",
+            hint=f"ask the person, then `orch send --run {run.run_id} {first} --kind follow-up TEXT` or `orch verify --run {run.run_id} --supersede {first} --reason TEXT`, and integrate again",
+        )
+    return None
+
+
 def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
     """Report accepted work (default) or, with the plan's opt-in, merge it one worker at a time in plan order."""
     settings = engine.plan_for(run).plan.integration
@@ -206,22 +271,25 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
         return IntegrateResult(**base, worktree=None, items=items, stopped_at=None)
     into = settings.branch
     assert into is not None  # the plan model requires a branch when enabled
-    if paused:
-        # Spec §6: an out-of-claim edit or unreproducible evidence pauses integration entirely until a person decides.
-        items = tuple(IntegrationItem(task=w.task_label, branch=w.branch, head_sha=w.head_sha, outcome="not merged") for w in accepted)
-        return IntegrateResult(**base, worktree=None, items=items, stopped_at=None)
-    if not run.repo_path or not run.base_sha:
-        raise OrchError(f"run {run.run_id} has no repository path or base SHA recorded; cannot create {into}")
-    worktree = _ensure_worktree(engine, run, run.repo_path, into, run.base_sha)
-
+    held = held_back(workers)
     results: list[IntegrationItem] = []
     stopped: str | None = None
+    worktree: Path | None = None
     for worker in accepted:
         head = worker.head_sha
         item = IntegrationItem(task=worker.task_label, branch=worker.branch, head_sha=head, outcome="not merged")
+        if worker.task_label in held:
+            # Spec §6 pauses integration for an out-of-claim edit: here, of what that edit touches (held_back).
+            by, files = held[worker.task_label]
+            results.append(item.model_copy(update={"outcome": "held", "held_by": by, "overlap": files, "integrated_sha": worker.integrated_sha}))
+            continue
         if stopped is not None or head is None:
             results.append(item)
             continue
+        if worktree is None:
+            if not run.repo_path or not run.base_sha:
+                raise OrchError(f"run {run.run_id} has no repository path or base SHA recorded; cannot create {into}")
+            worktree = _ensure_worktree(engine, run, run.repo_path, into, run.base_sha)
         if worker.integrated_sha and git.is_ancestor(worktree, head, f"refs/heads/{into}"):
             results.append(item.model_copy(update={"outcome": "already integrated", "integrated_sha": worker.integrated_sha}))
             continue
@@ -244,7 +312,13 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
             cause={"phase": "integrate", "head_sha": head, "into": into, "proof": "merge-base --is-ancestor"},
         )  # fmt: skip
         results.append(item.model_copy(update={"outcome": "merged", "integrated_sha": done.integrated_sha}))
-    return IntegrateResult(**base, worktree=str(worktree), items=tuple(results), stopped_at=stopped)
+    conflicts = next((list(i.conflicts) for i in results if i.outcome == "conflict"), [])
+    engine.ledger.record_fact(
+        run.run_id, FACT_INTEGRATION,
+        detail={"paused_by": list(paused), "held": [{"task": i.task, "by": list(i.held_by), "files": list(i.overlap)} for i in results if i.outcome == "held"],
+                "stopped_at": stopped, "conflicts": conflicts},
+    )  # fmt: skip
+    return IntegrateResult(**base, worktree=str(worktree) if worktree else None, items=tuple(results), stopped_at=stopped, failure=_failure(run, into, results, stopped))
 
 
 # --- rendering -----------------------------------------------------------------------------------------------------
@@ -258,7 +332,10 @@ def _item_line(item: IntegrationItem, width: int, result: IntegrateResult) -> st
         return f"  {item.task:<{width}}  {where}  {item.outcome} as {(item.integrated_sha or '')[:12]}"
     if item.outcome == "conflict":
         return f"  {item.task:<{width}}  {where}  conflict in {', '.join(item.conflicts)}: merge aborted, integration stopped here"
-    why = "paused" if result.paused_by else f"stopped at {result.stopped_at}" if result.stopped_at else "no verified head SHA"
+    if item.outcome == "held":
+        shares = f" (shares {', '.join(item.overlap)})" if item.overlap else ""
+        return f"  {item.task:<{width}}  {where}  held back by {', '.join(item.held_by)}{shares}"
+    why = f"stopped at {result.stopped_at}" if result.stopped_at else "no verified head SHA"
     return f"  {item.task:<{width}}  {where}  not merged ({why})"
 
 
@@ -268,15 +345,17 @@ def render_integrate(result: IntegrateResult) -> str:
     if not result.enabled:
         head = f"integrate {result.run_id}: integration is off in the plan; nothing merged"
         lines = [head + (", accepted work:" if result.items else ", nothing accepted yet")]
-    elif result.paused_by:
+    elif result.items and all(i.outcome == "held" for i in result.items):
         lines = [f"integrate {result.run_id}: paused, nothing merged into {result.integration_branch}"]
     else:
-        lines = [f"integrate {result.run_id} into {result.integration_branch} (worktree {result.worktree}):"]
+        lines = [f"integrate {result.run_id} into {result.integration_branch} (worktree {result.worktree or 'not created'}):"]
         if not result.items:
             lines[0] = f"integrate {result.run_id}: nothing accepted to merge into {result.integration_branch}"
     lines.extend(_item_line(item, width, result) for item in result.items)
     if result.not_accepted:
         lines.append("not accepted: " + ", ".join(f"{p.task} ({p.disposition or p.state})" for p in result.not_accepted))
     if result.paused_by:
-        lines.append("integration paused: blocked by verification: " + ", ".join(result.paused_by))
+        held = [i.task for i in result.items if i.outcome == "held"]
+        pause = f"holds back {', '.join(held)}" if held else "holds back no accepted work (none touches the same files)"
+        lines.append("blocked by verification: " + ", ".join(result.paused_by) + f"; {pause}")
     return "\n".join(lines) + "\n"

@@ -54,12 +54,12 @@ def _refuse(worker: Worker, kind: Kind) -> None:
     if kind == "answer" and state not in (S.QUESTION, S.BLOCKED):
         raise OrchError(
             f"worker {task} asked nothing to answer (state {state})",
-            hint=f"`orch answer` replies to a pending question or block; `orch send {task} --kind follow-up TEXT` sends new instructions",
+            hint=f"`orch answer` replies to a pending question or block; `orch send --run {worker.run_id} {task} --kind follow-up TEXT` sends new instructions",
         )
     if kind != "answer" and state in _FINISHED:
         raise OrchError(
             f"worker {task} is finished (state {state}); a {kind} would reach no task of this run",
-            hint="`orch status` shows its disposition; give new work to a new run",
+            hint=f"`orch status --run {worker.run_id}` shows its disposition; give new work to a new run",
         )
 
 
@@ -100,7 +100,7 @@ def send_message(
         allowed = "idle, done or working" if may_interrupt else "idle or done"
         raise OrchError(
             f"worker {task} is {status} in herdr; a {kind} goes only to a worker that is {allowed}",
-            hint="`orch observe --once` shows what it is doing; a stop or `--urgent` follow-up may interrupt a working worker",
+            hint=f"`orch observe --run {run.run_id} --once` shows what it is doing; a stop or `--urgent` follow-up may interrupt a working worker",
         )
     existing = engine.ledger.find_effect(run.run_id, key)
     if existing is not None:
@@ -203,7 +203,7 @@ def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseMo
         info = engine.herdr.agent_get(target)
     except HerdrNotFound:
         if said == "sent":
-            return CannotTell(f"{target} is gone, so the {kind} cannot be replayed", f"give the worker up with `orch retire --abandon {effect.task_label} --reason TEXT`")
+            return CannotTell(f"{target} is gone, so the {kind} cannot be replayed", f"give the worker up with `orch retire --run {effect.run_id} --abandon {effect.task_label} --reason TEXT`")
         return NotDone(f"no agent {target}: nothing can have received the {kind}")
     if said == "sent":
         return done(info, "the person said it was sent", "the person")

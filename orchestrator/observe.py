@@ -166,7 +166,8 @@ class _Round:
             if not self.question(worker, body, message):
                 return  # answered later, once the worker has settled
         elif message.kind == "blocked":
-            self.note(task, "blocked", f"{body} (decide, then `orch answer {task} TEXT` or `orch send {task} --kind stop TEXT`)", message.id)
+            run = self.run.run_id
+            self.note(task, "blocked", f"{body} (decide, then `orch answer --run {run} {task} TEXT` or `orch send --run {run} {task} --kind stop TEXT`)", message.id)
         elif message.kind == "result":
             self.result(worker, body, message)
         self.ledger.mark_handled(message.id)
@@ -175,7 +176,7 @@ class _Round:
         task = worker.task_label
         planned = match_answer(self.answers(task), body)
         if planned is None or worker.state is not S.QUESTION:
-            self.note(task, "needs_answer", f"{body} (answer with `orch answer {task} TEXT`)", message.id)
+            self.note(task, "needs_answer", f"{body} (answer with `orch answer --run {self.run.run_id} {task} TEXT`)", message.id)
             return True
         info = self.agent(worker)
         status = info.agent_status if info else None
@@ -196,7 +197,7 @@ class _Round:
         report = parse_result(body)
         summary = (
             f"status {report.status or '?'}, {len(report.commits)} commit(s), {len(report.changed_files)} changed file(s), "
-            f"{len(report.checks)} check(s); ready for `orch verify {task}`"
+            f"{len(report.checks)} check(s); ready for `orch verify --run {self.run.run_id} --task {task}`"
         )
         if report.problems:
             summary += "; unreadable: " + "; ".join(report.problems)
@@ -275,7 +276,7 @@ class _Round:
         # orch never approves on its own: the form waits for `orch approve` (the person or the agent controller).
         cause = {"observed": "blocked", "approval": form.name, "screen": text, "reason": f"{worker.kind} {form.name}: {flat(text)}"}
         self._move(worker, S.BLOCKED, cause, pending_question=f"{worker.kind} {form.name}: {flat(text)}")
-        self.note(task, "approval", f"{worker.kind} {form.name}: {flat(text)} (decide, then `orch approve {task}` or `orch approve {task} --deny`)")
+        self.note(task, "approval", f"{worker.kind} {form.name}: {flat(text)} (decide, then `orch approve --run {self.run.run_id} {task}` or `orch approve --run {self.run.run_id} {task} --deny`)")
         self.waiting.add(task)
         return True
 

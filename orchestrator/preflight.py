@@ -319,7 +319,7 @@ class _Preflight:
         if self.run_id is not None:
             # The run holds what preflight already created (e.g. a workspace); keep it, resumable, never delete it.
             self.engine.ledger.set_run_status(self.run_id, RunStatus.INTERRUPTED, stopped_at=f"preflight: {name}")
-            hint = f"{hint + '; ' if hint else ''}run {self.run_id} records what preflight created; re-run `orch preflight` for a new run"
+            hint = f"{hint + '; ' if hint else ''}run {self.run_id} records what preflight created; re-run `orch preflight PLAN` for a new run"
         return PreflightResult(
             ok=False,
             checks=tuple(self.checks),
@@ -588,7 +588,7 @@ class _Preflight:
                 break
             self.engine.clock.sleep(1.0)
         else:
-            raise OrchError(f"run id {run_id} is already taken", hint="run `orch preflight` again")
+            raise OrchError(f"run id {run_id} is already taken", hint="run `orch preflight PLAN` again")
         snapshot = self.engine.run_dir(run_id) / "plan.toml"
         snapshot.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(self.plan_path, snapshot)

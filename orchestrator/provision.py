@@ -316,7 +316,7 @@ def settle_setup(engine: Engine, run: Run, effect: Effect) -> Settlement[SetupRu
         return NotDone(f"{cwd} has no changes: the setup commands left no trace")
     return CannotTell(
         f"the setup of {effect.task_label} was cut short and {cwd} has changes: did setup finish?",
-        f"run the plan's setup in {cwd} by hand, or give the worker up with `orch retire --abandon {effect.task_label} --reason TEXT`",
+        f"run the plan's setup in {cwd} by hand, or give the worker up with `orch retire --run {effect.run_id} --abandon {effect.task_label} --reason TEXT`",
     )
 
 
@@ -946,13 +946,13 @@ def _failure_reason(engine: Engine, worker: Worker) -> str | None:
 def provision(engine: Engine, run: Run) -> ProvisionResult:
     """Provision every worker of the run still in ``provisioning``; re-running creates nothing new."""
     if not run.workspace_id:
-        raise OrchError(f"run {run.run_id} has no repo workspace recorded", hint="run `orch preflight` first")
+        raise OrchError(f"run {run.run_id} has no repo workspace recorded", hint="run `orch preflight PLAN` first")
     plan = engine.plan_for(run)
     ledger = engine.ledger
     rows = {w.task_label: w for w in ledger.list_workers(run.run_id)}
     missing = [p.task for p in plan.workers if p.task not in rows]
     if missing:
-        raise OrchError(f"run {run.run_id} has no ledger entry for {', '.join(missing)}", hint="`orch preflight` registers every plan worker")
+        raise OrchError(f"run {run.run_id} has no ledger entry for {', '.join(missing)}", hint="`orch preflight PLAN` registers every plan worker")
     # The cap and `after`: only workers the scheduler admits (queued -> provisioning) are provisioned.
     scheduled = admit(engine, run, plan)
     rows = {w.task_label: w for w in ledger.list_workers(run.run_id)}

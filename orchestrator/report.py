@@ -39,6 +39,20 @@ FACT_INTEGRATED = "integrated"
 FACT_RETAINED = "retained"
 # record_fact(run, "run_failed", detail={"reason": …}): the run itself could not proceed (preflight, fetch gate…).
 FACT_RUN_FAILED = "run_failed"
+# record_fact(run, "abandoned", task_label=task, detail={"reason": …}) (orch retire --abandon): the person gave the work up.
+FACT_ABANDONED = "abandoned"
+# record_fact(run, "message_sent", task_label=task, detail={"kind": "stop", …}) (orchestrator.messages): a message that
+# moved no state; a `stop` is the person's decision on a question or block.
+FACT_MESSAGE_SENT = "message_sent"
+# record_fact(run, "integration", detail={"paused_by": [task…], "held": [{"task", "by", "files"}…], "stopped_at", "conflicts"})
+# (orchestrator.integrate, every call with integration enabled): the latest one says what integration holds back.
+FACT_INTEGRATION = "integration"
+# Entering one of these ends a wait on the person (an answer, a follow-up, a new result, a decision, a failure);
+# retire's own states (retiring, retired, retained) do not: the question is still unanswered.
+RESOLVING: frozenset[WorkerState] = frozenset(
+    {WorkerState.DISPATCHED, WorkerState.WORKING, WorkerState.RESULT, WorkerState.VERIFYING, WorkerState.ACCEPTED,
+     WorkerState.REJECTED, WorkerState.SUPERSEDED, WorkerState.FAILED}
+)  # fmt: skip
 # record_fact(run, "dialog", task_label=task, detail={"dialog", "kind", "answered", "keys", "reason", "screen"}): a
 # dialog on the agent's screen and what orch did about it (orchestrator/dialogs.py).
 FACT_DIALOG = "dialog"
@@ -160,14 +174,25 @@ class RetiredItem(_Model):
     seqs: tuple[int, ...]
 
 
+BlockerKind = Literal["run_failed", "question", "blocked", "verification_blocked", "integration_paused", "failed", "in_flight", "skipped"]
+
+
 class Blocker(_Model):
-    """Something that needs a person: a blocked or failed worker, a pending question, an in-flight effect, a run failure."""
+    """Something that needs a person: an open question or block, a verification block, paused integration, a failure."""
 
     task: str | None
     name: str | None
-    kind: Literal["run_failed", "blocked", "failed", "question", "in_flight", "skipped"]
+    kind: BlockerKind
     text: str
     seqs: tuple[int, ...]
+
+
+class Wait(_Model):
+    """An unresolved wait of one worker on the person, read from its history (whatever state retire left it in)."""
+
+    kind: Literal["question", "blocked", "verification_blocked"]
+    text: str
+    seq: int
 
 
 class Report(_Model):
@@ -249,6 +274,34 @@ class _Journal:
             if e.task_label == task and isinstance(e.detail.get("changes"), dict) and field in e.detail["changes"]
         ]
         return found[-1] if found else None
+
+
+def open_wait(events: Sequence[Event], worker: Worker) -> Wait | None:
+    """The worker's unresolved wait on the person, from its history: the last question, block or verification block
+    not followed by an answer, a follow-up, a new result, a decision (stop, supersede, abandon) or a failure."""
+    wait: Wait | None = None
+    for event in events:
+        if event.task_label != worker.task_label:
+            continue
+        if event.kind == EventKind.TRANSITION and event.to_state is not None:
+            cause = event.detail.get("cause")
+            changes = event.detail.get("changes")
+            if event.to_state is WorkerState.QUESTION or (event.to_state is WorkerState.BLOCKED and event.from_state is not WorkerState.VERIFYING):
+                asked = changes.get("pending_question") if isinstance(changes, Mapping) else None
+                kind: Literal["question", "blocked"] = "question" if event.to_state is WorkerState.QUESTION else "blocked"
+                wait = Wait(kind=kind, text=asked if isinstance(asked, str) and asked.strip() else "no text recorded", seq=event.seq)
+            elif event.to_state is WorkerState.BLOCKED:
+                wait = Wait(kind="verification_blocked", text=_reason(cause if isinstance(cause, Mapping) else None) or "no reason recorded", seq=event.seq)
+            elif event.to_state in RESOLVING:
+                wait = None
+        elif event.kind == FACT_ABANDONED or (event.kind == FACT_MESSAGE_SENT and event.detail.get("kind") == "stop"):
+            wait = None
+        elif wait is not None and wait.kind != "verification_blocked" and isinstance(event.detail.get("changes"), Mapping):
+            # A second question or block while the first is open replaces its text (inbox: update_worker).
+            asked = event.detail["changes"].get("pending_question")
+            if isinstance(asked, str) and asked.strip():
+                wait = wait.model_copy(update={"text": asked})
+    return None if wait is None else wait.model_copy(update={"text": " ".join(wait.text.split())})
 
 
 def _seqs(*events: Event | None) -> tuple[int, ...]:
@@ -446,15 +499,11 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
     ]
     for worker in workers:
         task = worker.task_label
-        if worker.state is WorkerState.BLOCKED:
-            into = journal.last_into(task, WorkerState.BLOCKED)
-            asked = journal.last_change(task, "pending_question") if worker.pending_question else None
-            text = worker.pending_question or _reason(into.detail if into else None) or "no decision recorded"
-            out.append(Blocker(task=task, name=worker.name, kind="blocked", text=" ".join(text.split()), seqs=_seqs(into, asked)))
-        elif worker.pending_question and worker.state is WorkerState.QUESTION:
-            # A question outlives nothing: once the worker moved on (answered, failed, retired) it no longer blocks.
+        wait = open_wait(journal.events, worker)
+        if wait is not None:
             asked = journal.last_change(task, "pending_question")
-            out.append(Blocker(task=task, name=worker.name, kind="question", text=" ".join(worker.pending_question.split()), seqs=_seqs(asked)))
+            seqs = tuple(sorted({wait.seq, *((asked.seq,) if asked is not None and asked.seq > wait.seq else ())}))
+            out.append(Blocker(task=task, name=worker.name, kind=wait.kind, text=wait.text, seqs=seqs))
         if worker.state is WorkerState.SKIPPED or (worker.state is WorkerState.RETIRED and journal.last_into(task, WorkerState.SKIPPED)):
             # Never started: the scheduler's cause names the predecessor and the chain back to the one that ended.
             into = journal.last_into(task, WorkerState.SKIPPED)
@@ -465,6 +514,7 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
             # The unchanged check-ins behind a liveness failure are evidence too.
             check_ins = journal.of(task, EventKind.CHECK_IN)[-worker.unchanged_check_ins :] if worker.unchanged_check_ins else []
             out.append(Blocker(task=task, name=worker.name, kind="failed", text=text, seqs=_seqs(into, *check_ins)))
+    out += _integration_blockers(workers, journal)
     names = {w.task_label: w.name for w in workers}
     for effect in effects:
         if effect.status is EffectStatus.INTENDED:
@@ -477,6 +527,33 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
                 )
             )  # fmt: skip
     return tuple(out)
+
+
+def _integration_blockers(workers: Sequence[Worker], journal: _Journal) -> list[Blocker]:
+    """What the latest integration held back and why (paused by a verification block, or stopped by a conflict),
+    for the accepted work that is still not integrated."""
+    found = [e for e in journal.events if e.kind == FACT_INTEGRATION]
+    if not found:
+        return []
+    last = found[-1]
+    by_task = {w.task_label: w for w in workers}
+    out: list[Blocker] = []
+    held = last.detail.get("held")
+    for entry in held if isinstance(held, list) else []:
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("task"), str):
+            continue
+        worker = by_task.get(entry["task"])
+        if worker is None or worker.integrated_sha:
+            continue
+        by = ", ".join(b for b in entry.get("by", []) if isinstance(b, str)) or "a blocked worker"
+        files = ", ".join(f for f in entry.get("files", []) if isinstance(f, str))
+        text = f"not merged: paused by {by}" + (f" (both change {files})" if files else "")
+        out.append(Blocker(task=worker.task_label, name=worker.name, kind="integration_paused", text=text, seqs=(last.seq,)))
+    stopped = last.detail.get("stopped_at")
+    if isinstance(stopped, str) and (worker := by_task.get(stopped)) is not None and not worker.integrated_sha:
+        conflicts = ", ".join(c for c in last.detail.get("conflicts", []) if isinstance(c, str)) or "the index"
+        out.append(Blocker(task=stopped, name=worker.name, kind="integration_paused", text=f"merge conflict in {conflicts}: integration stopped here", seqs=(last.seq,)))
+    return out
 
 
 def _verdict(
@@ -507,7 +584,7 @@ def _verdict(
             owner = item.name or "run"
             reasons.append(f"{owner} {item.what} {item.id} is open" + (f" ({item.reason})" if item.reason else " with no reason recorded"))
     # Blocked and failed workers are already "not accepted" above; their evidence is on the Blockers line.
-    reasons.extend(_blocker_text(b) for b in blockers if b.kind in ("question", "in_flight"))
+    reasons.extend(_blocker_text(b) for b in blockers if b.kind in ("question", "in_flight", "integration_paused"))
     return (RunVerdict.PARTIAL, tuple(reasons)) if reasons else (RunVerdict.PASS, ())
 
 
@@ -601,7 +678,8 @@ def _blocker_text(b: Blocker) -> str:
         return f"run failed: {b.text}"
     if b.kind == "in_flight":
         return b.text
-    return f"{b.name} {b.kind}: {b.text}"
+    label = {"verification_blocked": "blocked by verification", "integration_paused": "integration paused"}.get(b.kind, b.kind)
+    return f"{b.name} {label}: {b.text}"
 
 
 def compact_lines(report: Report) -> list[str]:

@@ -21,6 +21,8 @@ from orchestrator.engine import Done, Engine, InFlightEffect, NotDone, Settlemen
 from orchestrator.transcripts import save_transcript
 from orchestrator.schedule import AGENT_EXITED
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, OrchError, one_line
+from orchestrator.report import Wait, open_wait
+from packets import inert_line
 from registry import Effect, Run, Worker
 from registry.machine import WorkerState
 from registry.records import EventKind
@@ -47,11 +49,13 @@ SHELL_PROMPT = re.compile(r"[$#%>❯]$")
 ABANDONED_FACT = "abandoned"
 RETAINED_FACT = "retained"
 KEPT_ON_REQUEST = "kept on request"
-NEVER_STARTED = "failed before its agent started; kept for inspection (`orch retire --abandon {task} --reason …` removes it)"
+# A worker waiting on the person keeps its agent, pane and worktree: the person's answer must reach somebody.
+WAIT_WORDS = {"question": "a question", "blocked": "a block", "verification_blocked": "a verification block"}
+NEVER_STARTED = "failed before its agent started; kept for inspection (`orch retire --run {run} --abandon {task} --reason TEXT` removes it)"
 
 ItemKind = Literal["agent", "pane", "worktree", "workspace"]
 Action = Literal["stopped", "exited", "closed", "removed", "kept", "untouched", "gone"]
-Outcome = Literal["retired", "retained", "already_retired", "not_retired"]
+Outcome = Literal["retired", "retained", "waiting", "already_retired", "not_retired"]
 
 
 class _Model(BaseModel):
@@ -182,7 +186,7 @@ def _check_input(run: Run, by_task: Mapping[str, Worker], tasks: Sequence[str] |
     """Bad input is one line and changes nothing."""
     for task in [*(tasks or ()), *sorted(keep), *abandon]:
         if task not in by_task:
-            raise OrchError(f"run {run.run_id} has no task {task}", hint="`orch status` lists the run's tasks")
+            raise OrchError(f"run {run.run_id} has no task {task}", hint=f"`orch status --run {run.run_id}` lists the run's tasks")
     both = sorted(keep & set(abandon))
     if both:
         raise OrchError(f"task {both[0]} is both kept and abandoned; choose one")
@@ -200,6 +204,14 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
 
     if before is S.RETIRED:
         return done("already_retired", None)
+    wait = open_wait(ledger.events(run.run_id, task_label=task), worker) if before in (S.QUESTION, S.BLOCKED) else None
+    if wait is not None and task not in abandon:
+        # Never exit a worker whose question or block is still open: the decision would reach nobody.
+        reason = waiting_reason(run, task, wait) + ("; kept on request" if task in keep else "")
+        for item in (worker.pane_id, worker.worktree_path):
+            if item is not None:
+                ledger.record_fact(run.run_id, RETAINED_FACT, task_label=task, detail={"item": item, "what": "worker", "reason": f"waits on the person ({WAIT_WORDS[wait.kind]})"})
+        return done("waiting", reason)
     if task in keep:
         if before is S.RETAINED:
             return done("retained", KEPT_ON_REQUEST)
@@ -219,7 +231,7 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
     elif state is S.FAILED and not _ever_dispatched(engine, run, task):
         # Provisioning failed (a setup command, a read-back gate): its checkout and tab are the evidence the
         # person needs, and nothing in them is the worker's. Keep them until the person gives the task up.
-        reason = NEVER_STARTED.format(task=task)
+        reason = NEVER_STARTED.format(run=run.run_id, task=task)
         ledger.record_fact(run.run_id, RETAINED_FACT, task_label=task, detail={"item": worker.worktree_path or worker.pane_id or task, "what": "worker", "reason": reason})
         ledger.transition(run.run_id, task, state, S.RETAINED, cause={"phase": "retire", "reason": reason})
         return done("retained", reason, S.RETAINED)
@@ -230,6 +242,16 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
     # Each entry into retiring is a new round: a retained worker retried later sends /exit again instead of replaying.
     rounds = sum(1 for e in ledger.events(run.run_id, task_label=task) if e.kind == EventKind.TRANSITION and e.to_state is S.RETIRING)
     return _Ladder(worker=worker, before=before, round=rounds)
+
+
+def waiting_reason(run: Run, task: str, wait: Wait) -> str:
+    """Why retire kept a waiting worker, and the exact commands that end the wait."""
+    abandon = f"orch retire --run {run.run_id} --abandon {task} --reason TEXT"
+    if wait.kind == "verification_blocked":
+        decide = f"`orch send --run {run.run_id} {task} --kind follow-up TEXT` or `orch verify --run {run.run_id} --supersede {task} --reason TEXT`"
+    else:
+        decide = f"`orch answer --run {run.run_id} {task} TEXT`"
+    return f"waits on the person ({WAIT_WORDS[wait.kind]}: {wait.text}); decide with {decide}, or give it up with `{abandon}`"
 
 
 def _ever_dispatched(engine: Engine, run: Run, task: str) -> bool:
@@ -678,11 +700,12 @@ def _settle(engine: Engine, run: Run, ladder: _Ladder) -> WorkerRetirement:
 
 def render_retire(result: RetireResult) -> str:
     """The human rendering: one line per worker, then what was done or kept, with reasons."""
-    labels = {"retired": "retired", "retained": "retained", "already_retired": "already retired", "not_retired": "not retired"}
+    labels = {"retired": "retired", "retained": "retained", "waiting": "kept", "already_retired": "already retired", "not_retired": "not retired"}
     lines = [f"Retire {result.run_id}"]
     for worker in result.workers:
         head = f"{worker.task} ({worker.name}): {labels[worker.outcome]}"
-        lines.append(head + (f": {worker.reason}" if worker.reason else ""))
+        # A waiting worker's reason quotes its question: worker text, made inert.
+        lines.append(head + (f": {inert_line(worker.reason)}" if worker.reason else ""))
         lines += [f"  {_render_item(item)}" for item in worker.items]
     if result.workspaces:
         lines.append("Run workspaces:")
@@ -691,4 +714,4 @@ def render_retire(result: RetireResult) -> str:
 
 
 def _render_item(item: Item) -> str:
-    return f"{item.kind} {item.id}: {item.action}" + (f" ({item.reason})" if item.reason else "")
+    return f"{item.kind} {item.id}: {item.action}" + (f" ({inert_line(item.reason)})" if item.reason else "")

@@ -172,21 +172,21 @@ def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequ
             # The worker is done; the decision is the person's, about its evidence (an answer would reach nobody waiting).
             why = "; ".join(found.reasons) or "no reason recorded"
             progress.note(
-                f"{task} is blocked by verification, integration is paused: {why} -> fix its branch and `orch verify --task {task}`, "
-                f"or `orch verify --supersede {task} --reason TEXT`, then `orch resume {run.run_id}`",
+                f"{task} is blocked by verification, integration is paused: {why} -> fix its branch and `orch verify --run {run.run_id} --task {task}`, "
+                f"or `orch verify --run {run.run_id} --supersede {task} --reason TEXT`, then `orch resume {run.run_id}`",
                 engine.clock.now(),
             )
             continue
         if pending_approval(ledger, worker) is not None:
             # orch never approves on its own: the person answers the agent's form with its own keys.
             progress.note(
-                f"{task} waits at an approval form: {worker.pending_question} -> `orch approve {task}` or `orch approve {task} --deny`, "
+                f"{task} waits at an approval form: {worker.pending_question} -> `orch approve --run {run.run_id} {task}` or `orch approve --run {run.run_id} {task} --deny`, "
                 f"then `orch resume {run.run_id}`",
                 engine.clock.now(),
             )
             continue
-        question = worker.pending_question or "(see `orch inbox list`)"
-        progress.note(f"{task} waits for you: {question} -> `orch answer {task} TEXT`, then `orch resume {run.run_id}`", engine.clock.now())
+        question = worker.pending_question or f"(see `orch inbox list --run {run.run_id}`)"
+        progress.note(f"{task} waits for you: {question} -> `orch answer --run {run.run_id} {task} TEXT`, then `orch resume {run.run_id}`", engine.clock.now())
     stopped = "waiting for the person: " + ", ".join(w.task_label for w in waiting)
     ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
     report, _ = write_report(engine, ledger.get_run(run.run_id))

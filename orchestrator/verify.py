@@ -18,6 +18,7 @@ from orchestrator.inbox import result_claim
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
 from registry import Run, StaleState, Worker, WorkerState
+from registry.machine import LIVE_STATES
 
 S = WorkerState
 
@@ -200,7 +201,13 @@ def _result(engine: Engine, run: Run, verdicts: list[WorkerVerdict], others: lis
     return VerifyResult(
         run_id=run.run_id,
         verdicts=tuple(verdicts),
-        not_verified=tuple(NotVerified(task=w.task_label, state=w.state) for w in latest if w.task_label in {o.task_label for o in others}),
+        # Workers still without a result of their own: one already decided (accepted, rejected, blocked by an earlier
+        # verify, superseded) or retired was verified, just not by this call.
+        not_verified=tuple(
+            NotVerified(task=w.task_label, state=w.state)
+            for w in latest
+            if w.task_label in {o.task_label for o in others} and w.final_disposition is None and w.state in LIVE_STATES
+        ),
         integration_paused_by=tuple(w.task_label for w in latest if blocked_by_verification(w)),
     )
 

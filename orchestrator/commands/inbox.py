@@ -8,7 +8,7 @@ import click
 
 from orchestrator.commands.base import emit, engine_from, json_option, run_option
 from orchestrator.errors import OrchError
-from orchestrator.inbox import add_message, inbound_text, list_messages, message_limit, read_inbound, render_added, render_list
+from orchestrator.inbox import inbound_text, list_messages, message_limit, read_inbound, render_list
 
 
 @click.group()
@@ -24,34 +24,49 @@ def inbox() -> None:
 
 @inbox.command("add")
 @run_option
-@click.option("--source", default="cli", show_default=True, help="How the message arrived (kept with it in the ledger).")
+@click.option("--source", default="cli", show_default=True, help="How the messages arrived (kept with them in the ledger).")
+@click.option("--check-in", "check", is_flag=True, help="Then run one check-in and say what to do next.")
 @json_option
 @click.argument("text", required=False)
 @click.pass_context
-def inbox_add(ctx: click.Context, run_id: str | None, source: str, as_json: bool, text: str | None) -> None:
-    """Validate one Message Contract envelope (TEXT, or stdin with `-`) and record it.
+def inbox_add(ctx: click.Context, run_id: str | None, source: str, check: bool, as_json: bool, text: str | None) -> None:
+    """Validate Message Contract envelopes (TEXT, or stdin with `-`) and record each; `--check-in` then acts on them.
 
-    Exits 0 whenever the message was recorded, even when it is kept aside (stale, unknown or mismatched):
-    a worker's callback must not fail because of what it said. Exits 1 only when nothing could be recorded.
+    Stdin may hold any number of envelopes: it is split at each `[herdr-orchestration …]` header line and every
+    message is validated and recorded on its own. Exits 0 whenever they were recorded, even when some are kept aside
+    (stale, unknown or mismatched): a worker's callback must not fail because of what it said. Exits 1 only when
+    nothing could be recorded. With `--check-in`, one check-in follows (questions the plan answers are answered,
+    a settled worker without a result is asked once for it), and `next` says what to do: answer, decide, wait,
+    verify or finish.
 
     \b
     Example:
       orch inbox add --run w1:p1-20260101T000000Z "[herdr-orchestration run=w1:p1-20260101T000000Z task=fix-login from=fix-login kind=update reply-to=w1:p2]
       Parser done, starting on tests"
-      pbpaste | orch inbox add -
+      pbpaste | orch inbox add --check-in -
     """
     if text is None:
         raise OrchError("no message given", hint="pass the envelope as TEXT, or `-` to read it from stdin")
+    from orchestrator.handover import BATCH_MAX
+
     engine = engine_from(ctx)
     run = engine.find_run(run_id)
     limit = message_limit(engine, run)
-    # Both doors measure the same bytes against the same limit; stdin is never held beyond the limit.
-    inbound = read_inbound(sys.stdin.buffer, limit) if text == "-" else inbound_text(text, limit)
+    # Both doors measure the same bytes; a batch may hold BATCH_MAX messages, each measured against the limit on its
+    # own (orchestrator.handover), so the input is never held beyond BATCH_MAX times the limit.
+    batch = limit * BATCH_MAX
+    inbound = read_inbound(sys.stdin.buffer, batch) if text == "-" else inbound_text(text, batch)
     if inbound.complete and not inbound.text.strip():
         # Nothing to judge: recording it would only add an empty kept-aside message to the inbox.
-        raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add - < callback.txt`")
-    added = add_message(engine, run, inbound, source=source, limit=limit)
-    emit(added, as_json, render_added)
+        raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add --run RUN_ID - < callback.txt`")
+    if check:
+        from orchestrator.door import hand_over, render_handover  # the check-in reads herdr and plans: only when asked
+
+        emit(hand_over(engine, run, inbound, source=source, limit=limit), as_json, render_handover)
+    else:
+        from orchestrator.handover import hand_over as record_all, render_handed
+
+        emit(record_all(engine, run, inbound, source=source, limit=limit), as_json, render_handed)
 
 
 @inbox.command("list")

@@ -56,8 +56,9 @@ def integrate(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
     Merges go into the plan's integration branch, checked out in a worktree of its own under the run's folder
     (created from the run's base SHA when missing), in plan order, each with `git merge --no-ff` of the verified
     head and proved by `git merge-base --is-ancestor` before the ledger records it. A conflict aborts that merge
-    and stops there; a worker blocked by verification pauses integration entirely. Never pushes, never touches
-    your checkout or branch. Exit 1 when paused or stopped by a conflict (the report is still printed).
+    and stops there; a worker blocked by verification holds back the accepted work that touches the same files.
+    Never pushes, never touches your checkout or branch. Exit 1 when work is held back or a conflict stopped it:
+    the result is still printed, and stderr (`failure` under --json) says why and what to do.
 
     \b
     Example:
@@ -67,5 +68,7 @@ def integrate(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
     engine = engine_from(ctx)
     result = integrate_run(engine, engine.find_run(run_id))
     emit(result, as_json, render_integrate)
-    if not result.complete:
+    if result.failure is not None:
+        click.echo(f"orch: {result.failure.reason}", err=True)
+        click.echo(f"hint: {result.failure.hint}", err=True)
         ctx.exit(int(ExitCode.FAILURE))

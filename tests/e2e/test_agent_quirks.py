@@ -161,7 +161,7 @@ def test_an_approval_form_mid_turn_is_a_blocked_worker_answered_through_orch(wor
     assert waits == [
         "cli-help waits at an approval form: claude permission prompt: • Wrote src/cli/help.txt / Bash command / make deploy / Do you want to proceed? / ❯ 1. Yes / "
         "2. Yes, and don't ask again for this command / 3. No, and tell Claude what to do differently (esc) / "
-        f"Esc to cancel · Tab to amend · ctrl+e to explain -> `orch approve cli-help` or `orch approve cli-help --deny`, then `orch resume {run_id}`"
+        f"Esc to cancel · Tab to amend · ctrl+e to explain -> `orch approve --run {run_id} cli-help` or `orch approve --run {run_id} cli-help --deny`, then `orch resume {run_id}`"
     ]
     # Nothing was typed into the form while it waited.
     engine = world.engine()
@@ -175,7 +175,7 @@ def test_an_approval_form_mid_turn_is_a_blocked_worker_answered_through_orch(wor
     again = world.orch("approve", "cli-help", "--run", run_id)
     # The worker went back to work (and may have sent its result already): there is no form to answer twice.
     assert again.returncode == 1
-    assert re.fullmatch(r"orch: cli-help is not waiting at an approval form \(state (working|result)\)\nhint: `orch status` shows what each worker waits for\n", again.stderr)
+    assert re.fullmatch(r"orch: cli-help is not waiting at an approval form \(state (working|result)\)\nhint: `orch status --run \S+` shows what each worker waits for\n", again.stderr)
 
     resumed = world.orch("resume", run_id, "--json")
     assert json.loads(resumed.stdout)["report"]["verdict"] == "PASS", resumed.stderr

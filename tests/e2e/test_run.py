@@ -169,7 +169,7 @@ setup = ["echo installing; exit 3"]
     run_id = json.loads(world.orch("status", "--all", "--json").stdout)["runs"][-1]["run_id"]
     shown = world.orch("report", "--run", run_id).stdout.replace(str(world.src_root), "<src>").replace(run_id, "<run>")
     shown = re.sub(r"pane w1:p[2-9]", "pane w1:pN", re.sub(r"workspace w[2-9]", "workspace wN", shown))
-    kept = "failed before its agent started; kept for inspection (`orch retire --abandon broken-setup --reason …` removes it)"
+    kept = "failed before its agent started; kept for inspection (`orch retire --run <run> --abandon broken-setup --reason TEXT` removes it)"
     checkout = "<src>/acme/widgets.worktrees/widgets-feat-broken-setup"
     assert shown == (
         "Herdr: PARTIAL\n"

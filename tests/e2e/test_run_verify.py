@@ -212,12 +212,12 @@ def test_an_out_of_claim_edit_pauses_integration(world: Any) -> None:
         "greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet open (worker is accepted); greet workspace <ws:greet> open (worker is accepted); "
         "docs pane <pane:docs> open (worker is blocked); "
         "docs worktree <src>/acme/widgets.worktrees/widgets-docs-greet open (worker is blocked); docs workspace <ws:docs> open (worker is blocked)\n"
-        f"Blockers: docs blocked: {pause}\n"
+        f"Blockers: docs blocked by verification: {pause}\n"
     )
     assert outcome["report"]["verdict_reasons"][:2] == ["greet is accepted but not integrated", "docs is blocked/blocked, not accepted"]
     assert re.sub(r"^\d\d:\d\d:\d\d ", "", done.stderr.splitlines()[-1]) == (
-        f"docs is blocked by verification, integration is paused: {pause} -> fix its branch and `orch verify --task docs`, "
-        f"or `orch verify --supersede docs --reason TEXT`, then `orch resume {outcome['run_id']}`"
+        f"docs is blocked by verification, integration is paused: {pause} -> fix its branch and `orch verify --run {outcome['run_id']} --task docs`, "
+        f"or `orch verify --run {outcome['run_id']} --supersede docs --reason TEXT`, then `orch resume {outcome['run_id']}`"
     )
     assert world.repo.git("branch", "--list", "chore/integrate-widgets") == ""
     assert world.engine().ledger.get_worker(outcome["run_id"], "greet").integrated_sha is None

@@ -30,9 +30,11 @@ import pytest
 from collections.abc import Callable
 from typing import Any
 
+import click
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
+from orchestrator.errors import ExitCode
 from herdr_sim import versions
 from herdr_sim.testing import eventually
 
@@ -40,35 +42,64 @@ SKILL = Path(__file__).resolve().parents[2] / "SKILL.md"
 PLACEHOLDER = re.compile(r"<(plan\.toml|run-id|task|text|message)>")
 DUMMY = {"plan.toml": "plan.toml", "run-id": "w1:p1-20260101T000000Z", "task": "greeting", "text": "why", "message": "x"}
 
-# The keys SKILL.md tells the agent to read in each command's --json output (top level; nested ones below).
-DOCUMENTED_KEYS: dict[str, tuple[str, ...]] = {
-    "plan check": ("workers",),
-    "preflight": ("ok", "run_id", "controller", "checks", "failure"),
-    "provision": ("workers",),
-    "dispatch": ("prompts_sent", "workers"),
-    "inbox add": ("verdict", "reason_code", "reason", "task", "kind", "state_after"),
-    "observe": ("observations", "workers", "active"),
-    "answer": ("kind", "target", "state"),
-    "status": ("status", "verdict", "stopped_at", "workers"),
-    "inbox list": ("messages",),
-    "verify": ("verdicts", "not_verified", "integration_paused_by"),
-    "send": ("kind", "target", "state"),
-    "integrate": ("enabled", "items", "not_accepted", "paused_by", "stopped_at"),
-    "retire": ("workers", "workspaces"),
-    "report": ("verdict", "verdict_reasons", "workers", "callbacks", "verification", "retired", "blockers"),
+# SKILL.md's fenced commands, in document order, each named by its subcommand (a variant by its distinguishing option).
+FENCED = (
+    "plan check", "preflight", "provision", "dispatch", "inbox add", "observe", "answer", "status", "inbox list",
+    "verify", "send", "finish", "finish --abandon",
+)  # fmt: skip
+# The keys SKILL.md tells the agent to read in each command's --json output: (path, keys); a path is dotted through
+# objects, and every item of a list on the way is checked.
+_REPORT = ("verdict", "verdict_reasons", "workers", "callbacks", "verification", "retired", "blockers")
+_INTEGRATE = ("enabled", "items", "not_accepted", "paused_by", "stopped_at", "failure")
+_OBSERVE = ("observations", "workers", "active")
+_OBSERVE_WORKER = ("task", "state", "herdr_state", "unchanged_check_ins", "pending_question")
+_FINISH = (
+    ("", ("integrate", "retire", "report", "report_text", "finished", "waiting", "exit_code")),
+    ("integrate", _INTEGRATE),
+    ("integrate.items", ("task", "branch", "head_sha", "outcome", "integrated_sha", "conflicts", "held_by", "overlap")),
+    ("integrate.failure", ("reason", "hint")),
+    ("retire", ("workers", "workspaces")),
+    ("retire.workers", ("task", "state", "outcome", "reason", "items")),
+    ("retire.workers.items", ("kind", "id", "action", "reason")),
+    ("report", _REPORT),
+    ("report.workers", ("task", "state", "disposition", "integrated_sha")),
+    ("report.callbacks", ("workers", "kept_aside")),
+    ("report.callbacks.workers", ("accepted", "missing_result")),
+    ("report.verification", ("task", "checks", "disposition", "reasons")),
+    ("report.retired", ("what", "id", "status", "reason")),
+    ("report.blockers", ("task", "kind", "text")),
+    ("waiting", ("task", "kind", "text", "commands")),
+)
+DOCUMENTED: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    "plan check": (("", ("workers",)), ("workers", ("task", "kind", "placement", "branch", "tab_label", "worktree", "claim"))),
+    "preflight": (("", ("ok", "run_id", "controller", "checks", "failure")), ("controller", ("target",)), ("checks", ("name", "ok", "evidence", "notes"))),
+    "provision": (("", ("workers",)), ("workers", ("task", "state", "pane_id", "tab_label", "worktree_path", "created", "reused", "notes", "error"))),
+    "dispatch": (("", ("prompts_sent", "workers")), ("workers", ("task", "outcome", "state", "detail", "diagnosis"))),
+    "inbox add": (
+        ("", ("messages", "check_in", "next")),
+        ("messages", ("verdict", "reason_code", "reason", "task", "kind", "state_after")),
+        ("check_in", _OBSERVE),
+        ("check_in.observations", ("task", "what", "text")),
+        ("check_in.workers", _OBSERVE_WORKER),
+        ("next", ("do", "task", "command", "why")),
+    ),
+    "observe": (("", _OBSERVE), ("observations", ("task", "what", "text")), ("workers", _OBSERVE_WORKER)),
+    "answer": (("", ("kind", "target", "state")),),
+    "status": (("", ("status", "verdict", "stopped_at", "workers")), ("workers", ("task", "state", "disposition", "pane", "last_callback_kind", "pending_question"))),
+    "inbox list": (("", ("messages",)), ("messages", ("id", "verdict", "reason_code", "task", "kind", "sender", "handled", "first_line"))),
+    "verify": (
+        ("", ("verdicts", "not_verified", "integration_paused_by")),
+        ("verdicts", ("task", "verification")),
+        ("verdicts.verification", ("disposition", "reasons", "checks", "outside_claim")),
+    ),
+    "send": (("", ("kind", "target", "state")),),
+    "finish": _FINISH,
+    "finish --abandon": _FINISH,
+    # Named in prose as running alone, with the same keys as inside `orch finish`.
+    "integrate": (("", _INTEGRATE),),
+    "retire": (("", ("workers", "workspaces")),),
+    "report": (("", _REPORT),),
 }
-NESTED_KEYS: dict[str, tuple[str, ...]] = {
-    "plan check": ("task", "kind", "placement", "branch", "tab_label", "worktree", "claim"),
-    "provision": ("task", "state", "pane_id", "tab_label", "worktree_path", "created", "reused", "notes", "error"),
-    "dispatch": ("task", "outcome", "state", "detail", "diagnosis"),
-    "observe": ("task", "state", "herdr_state", "unchanged_check_ins", "pending_question"),
-    "status": ("task", "state", "disposition", "pane", "last_callback_kind", "pending_question"),
-    "inbox list": ("id", "verdict", "reason_code", "task", "kind", "sender", "handled", "first_line"),
-    "retire": ("task", "state", "outcome", "reason", "items"),
-    "report": ("task", "state", "disposition", "integrated_sha"),
-}
-# The list each nested key set is read from.
-NESTED_IN = {"inbox list": "messages"}
 
 # The controller agent: herdr-sim's scripted agent, except that it shows every prompt in full (see the docstring).
 CONTROLLER_AGENT = '''#!{python}
@@ -194,10 +225,11 @@ def inline_commands(text: str) -> list[str]:
 
 
 def key_of(command: str) -> str:
-    """The subcommand path a command runs: `inbox add`, `observe`, …"""
+    """The subcommand path a command runs (`inbox add`, `observe`, …), `finish --abandon` for that variant."""
     words = shlex.split(command.splitlines()[0].split("<<")[0])[1:]
     groups = {"plan", "inbox"}
-    return " ".join(words[:2]) if words[0] in groups else words[0]
+    key = " ".join(words[:2]) if words[0] in groups else words[0]
+    return f"{key} --abandon" if key == "finish" and "--abandon" in words else key
 
 
 def fill(command: str, values: dict[str, str]) -> str:
@@ -233,16 +265,52 @@ def test_every_orch_command_in_skill_md_parses_and_every_subcommand_exists() -> 
         # --help is eager: click rejects unknown options and extra arguments first, then prints help and exits 0.
         done = runner.invoke(cli, [*argv[1:], "--help"])
         assert done.exit_code == 0, f"{command}\n{done.output}"
+        # Every command that works on a run names it (Conventions: pass --run anyway); a bare name in prose is no command.
+        mention = len(argv) <= len(key_of(command).split(" --")[0].split()) + 1
+        if key_of(command).split(" --")[0] in RUN_COMMANDS and not mention:
+            assert "--run" in argv, command
     named = {key_of(fill(command, DUMMY)) for command in commands}
     for sub in named:
-        done = runner.invoke(cli, [*sub.split(), "--help"])
+        done = runner.invoke(cli, [*sub.split(" --")[0].split(), "--help"])
         assert done.exit_code == 0, f"orch {sub}: {done.output}"
-    # The brief's door: these are shown as runnable commands, each once, in this order.
-    assert [key_of(c) for c in fenced_commands(text)] == list(DOCUMENTED_KEYS)
-    assert {"resume", "run", "plan schema"} <= named
-    for keys in (*DOCUMENTED_KEYS.values(), *NESTED_KEYS.values()):
-        for key in keys:
-            assert re.search(rf"`(?:[\w.]+\.)?{key}(?:\[\])?(?:\.[\w.]+)?`", text), key
+    # The door: these are shown as runnable commands, each once, in this order.
+    assert tuple(key_of(c) for c in fenced_commands(text)) == FENCED
+    assert {"resume", "run", "plan schema", "integrate", "retire", "report"} <= named
+    for shapes in DOCUMENTED.values():
+        for _path, keys in shapes:
+            for key in keys:
+                assert re.search(rf"`(?:[\w.]+\.)?{key}(?:\[\])?(?:\.[\w.]+)?`", text), key
+
+
+def test_skill_md_conventions_match_the_code() -> None:
+    """What the Conventions section promises: the exit codes, --run's default, the read-only commands."""
+    text = SKILL.read_text()
+    conventions = text[text.index("## Conventions") : text.index("## 1. Plan")]
+    codes = {int(m.group(1)) for m in re.finditer(r"(\d+) (?:done|a failure|a usage|herdr missing|an internal|the run is|interrupted)", conventions)}
+    assert codes == {int(c) for c in ExitCode}
+    assert "`--run` defaults to the newest unfinished run of this pane" in conventions
+    for name in RUN_COMMANDS:
+        option = next(p for p in _command(name).params if p.name == "run_id")
+        assert option.help == "Run id (default: the newest unfinished run of this pane).", name
+    assert "A run ends with `orch finish`" in conventions
+    for read_only in re.findall(r"`orch ([a-z ]+?)`", conventions.split("Read-only:")[1].split("\n")[0]):
+        assert read_only in ("plan check", "status", "inbox list", "report"), read_only
+
+
+def _command(name: str) -> Any:
+    command: Any = cli
+    ctx = click.Context(cli)
+    for word in name.split():
+        command = command.get_command(ctx, word)
+    return command
+
+
+# Subcommands with a --run option (the ones whose SKILL.md commands must name their run).
+RUN_COMMANDS = tuple(
+    name
+    for name in ("provision", "dispatch", "inbox add", "observe", "answer", "status", "inbox list", "verify", "send", "finish", "integrate", "retire", "report")
+    if any(p.name == "run_id" for p in _command(name).params)
+)
 
 
 # --- the run ---
@@ -257,43 +325,31 @@ class SkillAgent:
         self.values = {"plan.toml": str(plan)}
         self.env = dict(world.env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{world.env['PATH']}")
         self.ran: list[str] = []
-        self.handed_over = 0
+        self.calls = 0  # every `orch` call the agent made
+        self.handed_over = 0  # callbacks received (and handed over) so far
+
+    def _bash(self, key: str, values: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        command = fill(self.templates[key], {**self.values, **values})
+        self.calls += 1
+        return subprocess.run(["bash", "-c", command], env=self.env, cwd=self.world.repo.path, capture_output=True, text=True, timeout=300)
 
     def run(self, key: str, ok: tuple[int, ...] = (0,), **values: str) -> dict[str, Any]:
-        command = fill(self.templates[key], {**self.values, **values})
-        done = subprocess.run(["bash", "-c", command], env=self.env, cwd=self.world.repo.path, capture_output=True, text=True, timeout=300)
-        assert done.returncode in ok, f"{command}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
+        done = self._bash(key, values)
+        assert done.returncode in ok, f"{key}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
         if key not in self.ran:
             self.ran.append(key)
         result: dict[str, Any] = json.loads(done.stdout)
-        self.check_keys(key, result)
+        check_keys(key, result)
         return result
-
-    def try_run(self, key: str, **values: str) -> dict[str, Any] | None:
-        """A command that may be refused for a reason the agent retries later (e.g. the worker still working)."""
-        command = fill(self.templates[key], {**self.values, **values})
-        done = subprocess.run(["bash", "-c", command], env=self.env, cwd=self.world.repo.path, capture_output=True, text=True, timeout=300)
-        if done.returncode != 0:
-            assert "worker" in done.stderr and "in herdr" in done.stderr, done.stderr
-            return None
-        if key not in self.ran:
-            self.ran.append(key)
-        return json.loads(done.stdout)
-
-    @staticmethod
-    def check_keys(key: str, result: dict[str, Any]) -> None:
-        assert set(DOCUMENTED_KEYS[key]) <= set(result), (key, sorted(result))
-        items = result.get(NESTED_IN.get(key, "workers"))
-        if key in NESTED_KEYS and items:
-            for item in items:
-                assert set(NESTED_KEYS[key]) <= set(item), (key, sorted(item))
 
     def prompts(self) -> list[str]:
         """Every prompt the controller agent received, in full, from its pane."""
-        screen = self.world.herdr("agent", "read", "controller", "--source", "recent-unwrapped", "--lines", "1000")
+        screen = self.world.herdr("agent", "read", "controller", "--source", "recent-unwrapped", "--lines", "2000")
         found: list[str] = []
         current: list[str] | None = None
         for line in screen.splitlines():
+            # A prompt that arrived while the agent was busy is printed right after its next `› ` input marker.
+            line = line.removeprefix("› ")
             if line == "• Prompt received:":
                 current = []
             elif line == "• End of prompt." and current is not None:
@@ -303,62 +359,65 @@ class SkillAgent:
                 current.append(line[2:])
         return found
 
-    def next_callbacks(self, timeout_s: float = 60) -> list[str]:
-        """Wait (polling the pane, as an agent waits for its next prompt) until new callbacks arrived."""
-        try:
-            seen = eventually(lambda: (found if len(found := self.prompts()) > self.handed_over else None), "no new callback", timeout_s, 0.3)
-        except AssertionError:
-            seen = self.prompts()  # none arrived: the caller sees an empty list and says what it expected
+    def next_callbacks(self, moving: list[str], timeout_s: float = 90) -> list[str]:
+        """Wait, as an agent waits for its next prompt, until a callback arrived; then take every one received so far.
+
+        A worker sends its callback before its turn ends: once the workers that were moving have settled in herdr,
+        every callback they sent is among the controller's prompts, so one handover carries them all.
+        """
+        eventually(lambda: len(self.prompts()) > self.handed_over or None, self.stuck, timeout_s, 0.3)
+        for task in moving:
+            self.world.herdr("agent", "wait", task, "--until", "idle", "--until", "done", "--until", "blocked", "--timeout", "60000")
+        self.world.herdr("agent", "wait", "controller", "--timeout", "10000")
+        seen = self.prompts()
         new, self.handed_over = seen[self.handed_over :], len(seen)
         return new
 
-    def settle(self, tasks: list[str]) -> None:
-        """Wait, as the agent waits for its next prompt, until these workers are settled in herdr.
+    def stuck(self) -> str:
+        """What the run looks like when no callback comes (for the failure message)."""
+        status = self.world.orch("status", "--run", self.values.get("run-id", ""))
+        screen = self.world.herdr("agent", "read", "controller", "--source", "recent-unwrapped", "--lines", "60")
+        return f"no new callback after {self.handed_over}:\n{status.stdout}{status.stderr}\n--- controller screen ---\n{screen}\n--- "
 
-        A worker sends its callback before its turn ends, so once herdr shows it settled the callback is in the
-        controller's prompts: handed over before the check-in, it is never mistaken for a missing result.
-        """
-        for task in tasks:
-            self.world.herdr("agent", "wait", task, "--timeout", "60000")
-        self.world.herdr("agent", "wait", "controller", "--timeout", "10000")
+    def hand_over(self, messages: list[str]) -> dict[str, Any]:
+        """§5: every callback received, whole and unchanged, one after the other in one heredoc, then the check-in."""
+        for message in messages:
+            assert message.startswith("[herdr-orchestration run="), message
+        return self.run("inbox add", message="\n".join(messages))
 
-    def observe_until(self, done: Callable[[dict[str, Any]], bool], moving: list[str], answer_after: set[str] = frozenset()) -> None:  # type: ignore[assignment]
-        """§5: hand every callback over, check in once, answer what needs an answer, until ``done(workers)``.
-
-        Questions the plan does not answer are answered once the tasks in ``answer_after`` sent their result.
-        """
-        deadline = time.monotonic() + 180
-        needs: set[str] = set()
+    def callbacks_until(self, stop: Callable[[dict[str, Any]], bool], moving: list[str]) -> dict[str, Any]:
+        """Hand callbacks over as they come until ``stop(handover)``; the last handover."""
+        deadline = time.monotonic() + 240
         while True:
-            self.settle(moving)
-            for message in self.next_callbacks(timeout_s=0):
-                assert message.startswith("[herdr-orchestration run="), message
-                added = self.run("inbox add", message=message)
-                assert added["verdict"] == "accepted", added
-            seen = self.run("observe")
-            needs |= {o["task"] for o in seen["observations"] if o["what"] == "needs_answer"}
-            assert not {o["what"] for o in seen["observations"]} & {"failed", "kept_aside", "blocked", "gone", "asked_for_result"}, seen
-            states = {w["task"]: w for w in seen["workers"]}
-            if all(states[t]["state"] in ("result", "accepted") for t in answer_after):
-                for task in sorted(needs):
-                    if states[task]["state"] == "question" and self.try_run("answer", task=task, text=ANSWER) is not None:
-                        needs.discard(task)
-            moving = [task for task, w in states.items() if w["state"] in ("dispatched", "working")]
-            if done(states):
-                return
-            assert time.monotonic() < deadline, seen
+            handed = self.hand_over(self.next_callbacks(moving))
+            assert {m["verdict"] for m in handed["messages"]} == {"accepted"}, handed["messages"]
+            if stop(handed):
+                return handed
+            moving = [w["task"] for w in handed["check_in"]["workers"] if w["state"] in ("dispatched", "working")]
+            assert time.monotonic() < deadline, handed
 
 
-@pytest.mark.xfail(
-    versions.current().enter_after_answer_ms is not None, strict=False,
-    reason="herdr 0.8.2 writes Enter 300 ms after answering (../herdr-0.8.2/DELTA.md row 5): two workers' callbacks to "
-    "the controller agent within that window can merge into one line, which the inbox keeps aside; seen on the 0.8.2 lane",
-)
-def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: Path) -> None:
-    text = SKILL.read_text()
-    plan = world.write_plan(next(body for lang, body in fenced_blocks(text) if lang == "toml"))
-    world.write_scenarios(SCENARIOS)
-    # The person starts their controller agent in the pane they work in (see the module docstring).
+def _at(value: Any, path: str) -> list[Any]:
+    """Every value at a dotted path (lists on the way are flattened)."""
+    found = [value]
+    for part in [p for p in path.split(".") if p]:
+        nxt: list[Any] = []
+        for item in found:
+            items = item if isinstance(item, list) else [item]
+            nxt += [i[part] for i in items if isinstance(i, dict) and i.get(part) is not None]
+        found = nxt
+    return [i for v in found for i in (v if isinstance(v, list) else [v])]
+
+
+def check_keys(key: str, result: dict[str, Any]) -> None:
+    """Every key SKILL.md names for this command is in its JSON output."""
+    for path, keys in DOCUMENTED[key]:
+        for item in _at(result, path):
+            assert set(keys) <= set(item), (key, path, sorted(item))
+
+
+def start_controller_agent(world: Any, tmp_path: Path) -> None:
+    """The person starts their controller agent in the pane they work in (see the module docstring)."""
     bin_dir = tmp_path / "controller-bin"
     bin_dir.mkdir()
     (bin_dir / "claude").write_text(CONTROLLER_AGENT.replace("{python}", sys.executable))
@@ -368,20 +427,42 @@ def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: 
     started = world.herdr("agent", "start", "controller", "--kind", "claude", "--pane", world.controller_pane)
     assert started["result"]["agent"]["agent_status"] in ("idle", "done")
 
-    agent = SkillAgent(world, fenced_commands(text), plan)
+
+def start_run(agent: SkillAgent, world: Any) -> str:
+    """§1-4: plan check, preflight, provision, dispatch; the run id."""
     checked = agent.run("plan check")
-    assert [(w["task"], w["kind"], w["tab_label"]) for w in checked["workers"]] == [
-        ("greeting", "codex", "widgets-feat-greeting"), ("api-docs", "claude", "widgets-docs-api-guide")]
     pre = agent.run("preflight")
     assert (pre["ok"], pre["failure"], pre["controller"]["target"]) == (True, None, world.controller_pane)
     agent.values["run-id"] = run_id = pre["run_id"]
     provisioned = agent.run("provision")
-    assert [(w["task"], w["state"]) for w in provisioned["workers"]] == [("greeting", "ready"), ("api-docs", "ready")]
+    assert [(w["task"], w["state"]) for w in provisioned["workers"]] == [(w["task"], "ready") for w in checked["workers"]]
     dispatched = agent.run("dispatch")
-    assert (dispatched["prompts_sent"], [w["outcome"] for w in dispatched["workers"]]) == (2, ["accepted", "accepted"])
+    assert dispatched["prompts_sent"] == len(checked["workers"]), dispatched
+    return str(run_id)
+
+
+def next_do(handed: dict[str, Any]) -> list[tuple[str, str | None]]:
+    return [(n["do"], n["task"]) for n in handed["next"]]
+
+
+@pytest.mark.xfail(
+    versions.current().enter_after_answer_ms is not None, strict=False,
+    reason="herdr 0.8.2 writes Enter 300 ms after answering (../herdr-0.8.2/DELTA.md row 5): two workers' callbacks to "
+    "the controller agent within that window can merge into one line; seen on the 0.8.2 lane before the door's batching",
+)
+def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: Path) -> None:
+    text = SKILL.read_text()
+    plan = world.write_plan(next(body for lang, body in fenced_blocks(text) if lang == "toml"))
+    world.write_scenarios(SCENARIOS)
+    start_controller_agent(world, tmp_path)
+    agent = SkillAgent(world, fenced_commands(text), plan)
+    run_id = start_run(agent, world)
 
     # greeting asks what the plan does not answer (the agent answers); api-docs asks what it does (orch answers).
-    agent.observe_until(lambda w: w["greeting"]["state"] == w["api-docs"]["state"] == "result", ["greeting", "api-docs"], answer_after={"api-docs"})
+    handed = agent.callbacks_until(lambda h: ("answer", "greeting") in next_do(h), ["greeting", "api-docs"])
+    sent = agent.run("answer", task="greeting", text=ANSWER)
+    assert (sent["kind"], sent["state"]) == ("answer", "working")
+    handed = agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["greeting", "api-docs"])
     status = agent.run("status")
     assert [(w["task"], w["state"]) for w in status["workers"]] == [("greeting", "result"), ("api-docs", "result")]
     listed = agent.run("inbox list")
@@ -389,26 +470,212 @@ def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: 
 
     verified = agent.run("verify")
     assert {v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]} == {"greeting": "accepted", "api-docs": "rejected"}, json.dumps(verified, indent=1)
-    # Rejected: send it back (the controller writes no work product), observe, verify again.
+    # Rejected: send it back (the controller writes no work product), hand its new result over, verify again.
     sent = agent.run("send", task="api-docs", text=FOLLOW_UP)
     assert (sent["kind"], sent["state"]) == ("follow-up", "dispatched")
-    agent.observe_until(lambda w: w["api-docs"]["state"] == "result", ["api-docs"])
+    handed = agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["api-docs"])
     verified = agent.run("verify")
-    assert {v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]} == {"api-docs": "accepted"}
+    assert ({v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]}, verified["not_verified"]) == ({"api-docs": "accepted"}, [])
+    seen = agent.run("observe")
+    assert seen["active"] is False
 
-    integrated = agent.run("integrate")
-    assert (integrated["enabled"], [i["task"] for i in integrated["items"]]) == (False, ["greeting", "api-docs"])
-    retired = agent.run("retire")
-    assert {w["task"] for w in retired["workers"]} == {"greeting", "api-docs"}
-    report = agent.run("report")
-    assert (report["verdict"], report["verdict_reasons"], report["blockers"]) == ("PASS", [], [])
+    finished = agent.run("finish")
+    assert (finished["finished"], finished["waiting"], finished["exit_code"]) == (True, [], 0)
+    assert (finished["report"]["verdict"], finished["report"]["verdict_reasons"], finished["report"]["blockers"]) == ("PASS", [], [])
+    assert [(i["task"], i["outcome"]) for i in finished["integrate"]["items"]] == [("greeting", "accepted"), ("api-docs", "accepted")]
+    # Integration is off in this plan: each branch holds the only copy of its commits, so its checkout is kept, with why.
+    assert {w["task"]: (w["outcome"], w["reason"].split(":")[-2]) for w in finished["retire"]["workers"]} == {
+        "greeting": ("retained", " not integrated"), "api-docs": ("retained", " not integrated")}
+    assert finished["report_text"].startswith("Herdr: PASS\n")
 
-    assert agent.ran == list(DOCUMENTED_KEYS)  # every fenced command ran, first in SKILL.md's order
-    shown = world.orch("report", "--run", run_id)
-    assert shown.returncode == 0 and shown.stdout.startswith("Herdr: PASS\n"), shown.stdout
+    # The run is over: its report is final, and the default run of this pane is gone with it.
+    assert world.engine().ledger.get_run(run_id).status.value == "finished"
+    assert "Run status: finished. Exit code: 0." in (world.engine().run_dir(run_id) / "report.md").read_text().splitlines()
     assert world.repo.git("show", "feat/greeting:src/greet/hello.txt") == ANSWER
     assert world.repo.git("show", "docs/api-guide:docs/notes.md") == "Page size: 50 by default, 200 at most."
     # The controller kept focus, and its agent is still there, named as the person started it.
     assert world.herdr("pane", "get", world.controller_pane)["result"]["pane"]["focused"] is True
     assert world.herdr("agent", "get", "controller")["result"]["agent"]["pane_id"] == world.controller_pane
 
+
+FIVE_PLAN = """\
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+concurrency = 5
+
+[integration]
+enabled = true
+branch = "chore/integrate-widgets"
+
+[[workers]]
+task = "ask"
+objective = "Add a colour flag to the CLI."
+deliverable = "src/cli/ committed on feat/cli-colour."
+branch = "feat/cli-colour"
+claim = ["src/cli/"]
+verify = ["ls src/cli"]
+
+[[workers]]
+task = "token"
+objective = "Wire the staging API client."
+deliverable = "src/api/ committed on feat/staging."
+branch = "feat/staging"
+claim = ["src/api/"]
+verify = ["ls src/api"]
+
+[[workers]]
+task = "claims"
+objective = "Write the release notes."
+deliverable = "notes/ committed on docs/notes."
+branch = "docs/notes"
+claim = ["notes/"]
+verify = ["grep -q released notes/notes.md"]
+
+[[workers]]
+task = "outside"
+objective = "Add the changelog generator."
+deliverable = "tools/ committed on feat/changelog."
+branch = "feat/changelog"
+claim = ["tools/"]
+verify = ["ls tools"]
+
+[[workers]]
+task = "clean"
+objective = "Document the pagination API."
+deliverable = "docs/ committed on docs/pagination."
+branch = "docs/pagination"
+claim = ["docs/"]
+verify = ["test -f docs/pagination.md"]
+
+[[workers.answers]]
+when = "page size"
+answer = "50 by default, 200 at most."
+"""
+
+FIVE_SCENARIOS = """
+[[task.ask]]
+do = "question"
+message = "Should the flag be spelled --color or --colour?"
+
+[[task.ask]]
+do = "write"
+path = "src/cli/flag.txt"
+
+[[task.token]]
+do = "blocked"
+message = "Need a token for the staging API."
+
+[[task.claims]]
+do = "write"
+path = "notes/notes.md"
+content = "draft\\n"
+
+[[task.claims]]
+do = "commit"
+message = "notes: draft"
+
+[[task.claims]]
+do = "result"
+checks = "claimed"
+
+[[task.outside]]
+do = "write"
+path = "tools/changelog.sh"
+content = "echo changelog\\n"
+
+[[task.outside]]
+do = "write"
+path = "README.md"
+content = "drive-by edit\\n"
+append = true
+
+[[task.outside]]
+do = "commit"
+message = "tools: changelog"
+
+[[task.outside]]
+do = "verify"
+
+[[task.outside]]
+do = "result"
+
+[[task.clean]]
+do = "question"
+message = "Which page size should the docs show?"
+
+[[task.clean]]
+do = "write"
+path = "docs/pagination.md"
+content = "Page size: {answer}\\n"
+
+[[task.clean]]
+do = "commit"
+message = "docs: pagination"
+
+[[task.clean]]
+do = "verify"
+
+[[task.clean]]
+do = "result"
+"""
+
+
+def test_skill_md_drives_a_five_worker_run_to_partial_in_six_calls_plus_one_per_callback(world: Any, tmp_path: Path) -> None:
+    """The issue-12 run: a question the plan does not answer, a block needing a token, a false claim of a check,
+    an edit outside the claim, clean work (after a question the plan answers); the controller decides nothing for
+    the user, so the run ends PARTIAL with every decision still open and its worker still there."""
+    text = SKILL.read_text()
+    world.write_scenarios(FIVE_SCENARIOS)
+    start_controller_agent(world, tmp_path)
+    agent = SkillAgent(world, fenced_commands(text), world.write_plan(FIVE_PLAN))
+    tasks = ["ask", "token", "claims", "outside", "clean"]
+    run_id = start_run(agent, world)
+
+    handed = agent.callbacks_until(lambda h: next_do(h)[-1] == ("verify", None), tasks)
+    # What waits on the user is surfaced in `next`, with the exact command once they decide.
+    assert {(n["do"], n["task"], n["command"]) for n in handed["next"] if n["do"] != "verify"} <= {
+        ("answer", "ask", f"orch answer --run {run_id} ask TEXT"), ("decide", "token", f"orch answer --run {run_id} token TEXT"),
+    }
+    verified = agent.run("verify")
+    dispositions = {v["task"]: (v["verification"]["disposition"], v["verification"]["reasons"]) for v in verified["verdicts"]}
+    assert dispositions == {
+        "claims": ("rejected", [
+            "check `grep -q released notes/notes.md` failed on re-run (exit 1)",
+            "worker reported `grep -q released notes/notes.md` passing, but it does not pass on re-run",
+        ]),
+        "outside": ("blocked", ["edited outside its claim: README.md (integration paused for a decision)"]),
+        "clean": ("accepted", []),
+    }, json.dumps(verified, indent=1)
+    assert ([(w["task"], w["state"]) for w in verified["not_verified"]], verified["integration_paused_by"]) == (
+        [("ask", "question"), ("token", "blocked")], ["outside"])
+
+    finished = agent.run("finish", ok=(10,))
+    report = finished["report"]
+    assert (finished["finished"], finished["exit_code"], report["verdict"]) == (False, 10, "PARTIAL")
+    # Integration pauses only what it must: clean shares no file with outside's edit, so it is merged.
+    assert [(i["task"], i["outcome"]) for i in finished["integrate"]["items"]] == [("clean", "merged")]
+    assert {w["task"]: w["outcome"] for w in finished["retire"]["workers"]} == {
+        "ask": "waiting", "token": "waiting", "claims": "retained", "outside": "waiting", "clean": "retired"}
+    blockers = (
+        "Blockers: ask question: Should the flag be spelled --color or --colour?; "
+        "token blocked: Need a token for the staging API.; "
+        "outside blocked by verification: edited outside its claim: README.md (integration paused for a decision)"
+    )
+    assert finished["report_text"].splitlines()[-1] == blockers
+    assert [(w["task"], w["kind"]) for w in finished["waiting"]] == [("ask", "question"), ("token", "blocked"), ("outside", "verification_blocked")]
+    # report.md was written after retire and says the same.
+    markdown = (world.engine().run_dir(run_id) / "report.md").read_text()
+    assert blockers in markdown.splitlines()
+    # Every worker waiting on a decision still has its agent, in its own pane; the controller kept focus.
+    ledger = world.engine().ledger
+    for task in ("ask", "token", "outside"):
+        agent_info = world.herdr("agent", "get", task)["result"]["agent"]
+        assert agent_info["pane_id"] == ledger.get_worker(run_id, task).pane_id, task
+    assert world.herdr("pane", "get", world.controller_pane)["result"]["pane"]["focused"] is True
+    assert ledger.get_run(run_id).stopped_at == "waiting for the person: ask, token, outside"
+
+    # The call budget: six calls plus one per callback the controller received.
+    assert agent.calls <= 6 + agent.handed_over, (agent.calls, agent.handed_over)

@@ -136,4 +136,4 @@ def test_missing_base_sha_is_one_line(tmp_path: Path) -> None:
         brief(engine, run, "api-tests")
 
     assert (caught.value.message, caught.value.hint) == (
-        f"run {RUN_ID} has no base SHA for api-tests", "run `orch preflight` first: it resolves the base ref")
+        f"run {RUN_ID} has no base SHA for api-tests", "run `orch preflight PLAN` first: it resolves the base ref")

@@ -95,12 +95,12 @@ CASES = {
     "answer to a worker that asked nothing": (
         ["answer", "--run", RUN, "busy", "yes"], 1,
         "orch: worker busy asked nothing to answer (state working)\n"
-        "hint: `orch answer` replies to a pending question or block; `orch send busy --kind follow-up TEXT` sends new instructions\n",
+        f"hint: `orch answer` replies to a pending question or block; `orch send --run {RUN} busy --kind follow-up TEXT` sends new instructions\n",
     ),
     "stop to a finished worker": (
         ["send", "--run", RUN, "done", "--kind", "stop", "Stop."], 1,
         "orch: worker done is finished (state accepted); a stop would reach no task of this run\n"
-        "hint: `orch status` shows its disposition; give new work to a new run\n",
+        f"hint: `orch status --run {RUN}` shows its disposition; give new work to a new run\n",
     ),
     "follow-up to an unprovisioned worker": (
         ["send", "--run", RUN, "fresh", "--kind", "follow-up", "More."], 1,
@@ -108,12 +108,12 @@ CASES = {
     ),
     "inbox add with empty stdin": (
         ["inbox", "add", "--run", RUN, "-"], 1,
-        "orch: the message is empty\nhint: pass the envelope as TEXT, or pipe it in: `orch inbox add - < callback.txt`\n",
+        "orch: the message is empty\nhint: pass the envelope as TEXT, or pipe it in: `orch inbox add --run RUN_ID - < callback.txt`\n",
     ),
     "verify an unknown task": (["verify", "--run", RUN, "--task", "nope"], 1, f"orch: run {RUN} has no task nope\n"),
     "retire keeping an unknown task": (
         ["retire", "--run", RUN, "--keep", "nope"], 1,
-        f"orch: run {RUN} has no task nope\nhint: `orch status` lists the run's tasks\n",
+        f"orch: run {RUN} has no task nope\nhint: `orch status --run {RUN}` lists the run's tasks\n",
     ),
     "outside herdr": (
         ["preflight", "{tmp}/typo.toml"], 1,
@@ -175,6 +175,7 @@ JSON_FAILURES = {
     "demo": (["demo", "--no-such-option"], 2),
     "dispatch": (["dispatch", "--run", "nope"], 1),
     "doctor": (["doctor", "{tmp}/nope.toml"], 1),
+    "finish": (["finish", "--run", "nope"], 1),
     "inbox add": (["inbox", "add", "--run", RUN], 1),
     "inbox list": (["inbox", "list", "--run", "nope"], 1),
     "integrate": (["integrate", "--run", "nope"], 1),

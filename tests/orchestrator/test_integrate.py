@@ -5,7 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import json
+
 import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import cli
 
 from orchestrator.errors import OrchError
 from orchestrator.integrate import integrate_run, integration_worktree, render_integrate
@@ -113,24 +118,60 @@ def test_a_conflict_aborts_that_merge_and_stops_integration_with_the_ledger_tell
     assert fleet.repo.git("status", "--porcelain", cwd=worktree) == ""
 
 
-def test_a_worker_blocked_by_verification_pauses_integration_entirely(tmp_path: Path, git_repo: Any) -> None:
+def test_a_verification_block_holds_back_only_accepted_work_that_touches_the_same_files(tmp_path: Path, git_repo: Any) -> None:
     fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
     docs = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
     fleet.result("api-docs", body([docs], ["docs/api.md"], [("test -f docs/api.md", 0)]))
+    # greeting edits setup.cfg, outside its claim: blocked. api-docs shares nothing with it, so it merges.
     greeting = fleet.commit("greeting", {"src/greet.py": "print('hello')\n", "setup.cfg": "[x]\n"})
     fleet.result("greeting", body([greeting], ["setup.cfg", "src/greet.py"], []))
     verify_run(fleet.engine, fleet.run)
 
     result = integrate_run(fleet.engine, fleet.run)
 
+    worktree = integration_worktree(fleet.engine, fleet.run).resolve()
+    merged = fleet.repo.git("rev-parse", INTO)
+    assert render_integrate(result) == (
+        f"integrate {RUN_ID} into {INTO} (worktree {worktree}):\n"
+        f"  api-docs  docs/api @ {docs[:12]}  merged as {merged[:12]}\n"
+        "not accepted: greeting (blocked), survey (working)\n"
+        "blocked by verification: greeting; holds back no accepted work (none touches the same files)\n"
+    )
+    assert (result.paused_by, result.failure) == (("greeting",), None)
+
+
+def test_accepted_work_sharing_a_file_with_a_blocked_worker_is_held_back_and_explained(tmp_path: Path, git_repo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
+    # greeting also edits docs/api.md, which is api-docs' claim: what the person decides about greeting may change it.
+    docs = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.result("api-docs", body([docs], ["docs/api.md"], [("test -f docs/api.md", 0)]))
+    greeting = fleet.commit("greeting", {"src/greet.py": "print('hello')\n", "docs/api.md": "# Greeting API\n"})
+    fleet.result("greeting", body([greeting], ["docs/api.md", "src/greet.py"], []))
+    verify_run(fleet.engine, fleet.run)
+
+    result = integrate_run(fleet.engine, fleet.run)
+
     assert render_integrate(result) == (
         f"integrate {RUN_ID}: paused, nothing merged into {INTO}\n"
-        f"  api-docs  docs/api @ {docs[:12]}  not merged (paused)\n"
+        f"  api-docs  docs/api @ {docs[:12]}  held back by greeting (shares docs/api.md)\n"
         "not accepted: greeting (blocked), survey (working)\n"
-        "integration paused: blocked by verification: greeting\n"
+        "blocked by verification: greeting; holds back api-docs\n"
+    )
+    assert result.failure is not None and (result.failure.reason, result.failure.hint) == (
+        "integration paused for api-docs (shares docs/api.md with greeting): greeting is blocked by verification",
+        f"ask the person, then `orch send --run {RUN_ID} greeting --kind follow-up TEXT` or "
+        f"`orch verify --run {RUN_ID} --supersede greeting --reason TEXT`, and integrate again",
     )
     assert fleet.repo.git("branch", "--list", INTO) == ""
     assert not integration_worktree(fleet.engine, fleet.run).exists()
+    fact = [e for e in fleet.engine.ledger.events(RUN_ID) if e.kind == "integration"][-1]
+    assert fact.detail == {"paused_by": ["greeting"], "held": [{"task": "api-docs", "by": ["greeting"], "files": ["docs/api.md"]}], "stopped_at": None, "conflicts": []}
+    # The exit 1 explains itself: `orch:` and `hint:` on stderr, the same as the JSON's failure object.
+    for name, value in fleet.engine.env.items():
+        monkeypatch.setenv(name, value)
+    shown = CliRunner().invoke(cli, ["integrate", "--run", RUN_ID, "--json"])
+    assert (shown.exit_code, shown.stderr) == (1, f"orch: {result.failure.reason}\nhint: {result.failure.hint}\n")
+    assert json.loads(shown.stdout)["failure"] == {"reason": result.failure.reason, "hint": result.failure.hint, "exit_code": 1}
 
 
 def test_the_integration_branch_checked_out_by_the_person_is_refused(tmp_path: Path, git_repo: Any) -> None:

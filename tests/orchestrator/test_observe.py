@@ -192,8 +192,8 @@ def test_unanswerable_question_and_blocked_are_surfaced_and_kept(engine: Engine,
     result = observe(engine, run_of(engine), once=True)
     assert render_observe(result) == (
         f"Run {RUN}: 1 check-in round\n"
-        "  [1] feature-b needs answer #1: Tabs or spaces? (answer with `orch answer feature-b TEXT`)\n"
-        "  [1] feature-a blocked #2: Need a token for the staging API. (decide, then `orch answer feature-a TEXT` or `orch send feature-a --kind stop TEXT`)\n"
+        f"  [1] feature-b needs answer #1: Tabs or spaces? (answer with `orch answer --run {RUN} feature-b TEXT`)\n"
+        f"  [1] feature-a blocked #2: Need a token for the staging API. (decide, then `orch answer --run {RUN} feature-a TEXT` or `orch send --run {RUN} feature-a --kind stop TEXT`)\n"
         "Workers:\n"
         "  feature-a (feature-a): blocked, herdr blocked, unchanged check-ins 0\n"
         "  feature-b (feature-b): question, herdr idle, unchanged check-ins 0\n"
@@ -212,7 +212,7 @@ def test_result_recorded_with_its_parsed_checks(engine: Engine, herdr: FakeHerdr
     herdr.states["w1:pa"] = "idle"
     result = observe(engine, run_of(engine), once=True)
     assert [(o.task, o.what, o.text) for o in result.observations if o.task == "feature-a"] == [
-        ("feature-a", "result", "status done, 0 commit(s), 1 changed file(s), 1 check(s); ready for `orch verify feature-a`")
+        ("feature-a", "result", f"status done, 0 commit(s), 1 changed file(s), 1 check(s); ready for `orch verify --run {RUN} --task feature-a`")
     ]
     worker = engine.ledger.get_worker(RUN, "feature-a")
     assert worker.reported_checks is not None and '"command":"pytest -q"' in worker.reported_checks
@@ -306,7 +306,7 @@ def test_an_approval_form_makes_the_worker_blocked_with_its_text_and_orch_types_
         "feature-a", "approval",
         "codex approval form: • Wrote src/a/x.py / Would you like to run the following command? / $ make deploy / › 1. Yes, proceed (y) / "
         "3. No, and tell Codex what to do differently (esc) / Press enter to confirm or esc to cancel "
-        "(decide, then `orch approve feature-a` or `orch approve feature-a --deny`)",
+        f"(decide, then `orch approve --run {RUN} feature-a` or `orch approve --run {RUN} feature-a --deny`)",
     )]  # fmt: skip
     worker = engine.ledger.get_worker(RUN, "feature-a")
     assert (worker.state, waiting, herdr.keys, herdr.prompts) == (S.BLOCKED, {"feature-a"}, [], [])

@@ -385,7 +385,7 @@ def test_a_failure_after_the_run_exists_keeps_the_run_interrupted_with_what_it_c
     assert (result.checks[-1].name, result.failure.reason, result.failure.hint, result.run_id) == (
         "repo tab",
         "herdr tab rename: tab_not_found: tab w1:t1 not found",
-        "run w1:p1-20261130T080000Z records what preflight created; re-run `orch preflight` for a new run",
+        "run w1:p1-20261130T080000Z records what preflight created; re-run `orch preflight PLAN` for a new run",
         "w1:p1-20261130T080000Z",
     )
     run = engine.ledger.get_run("w1:p1-20261130T080000Z")

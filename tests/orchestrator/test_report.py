@@ -168,6 +168,40 @@ def test_a_run_whose_only_worker_waits_for_the_person_is_partial_not_failed(ledg
     assert (report.verdict, report.verdict_reasons[0]) == (RunVerdict.PARTIAL, "no worker accepted yet")
 
 
+def test_blockers_come_from_history_whatever_state_retire_left_the_worker_in(ledger: Ledger) -> None:
+    new_run(ledger, PARTIAL_RUN)
+    provision(ledger, PARTIAL_RUN, "api", "widgets-api", "codex", "w1:p2", worktree=False)
+    verified(ledger, PARTIAL_RUN, "api", "widgets-api", [("pytest -q", 0)], S.ACCEPTED)
+    # A worker's own block (it needs a token), then kept by `orch retire --keep`: the token is still not given.
+    provision(ledger, PARTIAL_RUN, "deploy", "widgets-deploy", "codex", "w1:p3", worktree=False)
+    blocked = callback(ledger, PARTIAL_RUN, "deploy", "widgets-deploy", "blocked", body="Need a token for the staging API.")
+    ledger.transition(PARTIAL_RUN, "deploy", S.WORKING, S.BLOCKED, cause={"inbox_id": blocked}, last_callback_id=blocked, pending_question="Need a token\n for the staging API.")
+    ledger.transition(PARTIAL_RUN, "deploy", S.BLOCKED, S.RETAINED, cause={"phase": "retire", "reason": "kept on request"})
+    # A verification block (an edit outside the claim), retired by an older retire that did not keep decisions open.
+    provision(ledger, PARTIAL_RUN, "docs", "widgets-docs", "claude", "w1:p4", worktree=False)
+    verified(ledger, PARTIAL_RUN, "docs", "widgets-docs", [("make docs", 0)], S.BLOCKED, ["edited outside its claim: README.md (integration paused for a decision)"])
+    retire(ledger, PARTIAL_RUN, "docs", "w1:p4", worktree=False)
+    # A question answered, and a block the person stopped: neither waits any more.
+    provision(ledger, PARTIAL_RUN, "cli", "widgets-cli", "pi", "w1:p5", worktree=False)
+    asked = callback(ledger, PARTIAL_RUN, "cli", "widgets-cli", "question", body="Which flag name?")
+    ledger.transition(PARTIAL_RUN, "cli", S.WORKING, S.QUESTION, cause={"inbox_id": asked}, pending_question="Which flag name?")
+    ledger.transition(PARTIAL_RUN, "cli", S.QUESTION, S.WORKING, cause={"message": "answer"}, pending_question=None)
+    provision(ledger, PARTIAL_RUN, "db", "widgets-db", "pi", "w1:p6", worktree=False)
+    ledger.transition(PARTIAL_RUN, "db", S.WORKING, S.BLOCKED, cause={"inbox_id": 0}, pending_question="Drop the table?")
+    ledger.record_fact(PARTIAL_RUN, "message_sent", task_label="db", detail={"kind": "stop", "target": "w1:p6", "text": "no"})
+    ledger.record_fact(PARTIAL_RUN, "integration", detail={"paused_by": ["docs"], "held": [{"task": "api", "by": ["docs"], "files": ["README.md"]}], "stopped_at": None, "conflicts": []})
+
+    report = build_report(ledger, PARTIAL_RUN, integration_required=True)
+
+    assert render_report(report).splitlines()[-1] == (
+        "Blockers: widgets-deploy blocked: Need a token for the staging API.; "
+        "widgets-docs blocked by verification: edited outside its claim: README.md (integration paused for a decision); "
+        "widgets-api integration paused: not merged: paused by docs (both change README.md)"
+    )
+    assert [(b.task, b.kind) for b in report.blockers] == [("deploy", "blocked"), ("docs", "verification_blocked"), ("api", "integration_paused")]
+    assert report.verdict is RunVerdict.PARTIAL
+
+
 @pytest.fixture
 def ledger(tmp_path: Path) -> Iterator[Ledger]:
     with Ledger.open(tmp_path / "orch" / "ledger.sqlite3", now=Tick()) as opened:

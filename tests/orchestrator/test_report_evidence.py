@@ -45,5 +45,5 @@ def test_rejected_and_blocked_workers_carry_their_reasons(tmp_path: Path) -> Non
         "worker reported `make docs` passing, but it does not pass on re-run); "
         "cli: `ls src/cli` exit 0 -> blocked (edited outside its claim: README.md (integration paused for a decision))\n"
         "Retired: nothing created\n"
-        "Blockers: cli blocked: edited outside its claim: README.md (integration paused for a decision)\n"
+        "Blockers: cli blocked by verification: edited outside its claim: README.md (integration paused for a decision)\n"
     )

@@ -514,3 +514,32 @@ def test_cli_abandon_without_reason_is_one_line() -> None:
     done = subprocess.run([sys.executable, "-m", "orchestrator", "retire", "--abandon", "feature-a"], capture_output=True, text=True, timeout=60)
 
     assert (done.returncode, done.stdout, done.stderr) == (1, "", "orch: --abandon needs --reason: say why the work is given up\n")
+
+
+def test_workers_waiting_on_the_person_keep_their_agent_unless_abandoned(world: Any) -> None:
+    ledger = world.engine.ledger
+    for task in ("token", "ask", "outside"):
+        add_worker(world, task, S.WORKING, pane=f"w2:p{len(ledger.list_workers(RUN)) + 2}")
+    ledger.transition(RUN, "token", S.WORKING, S.BLOCKED, cause={"inbox_id": 1}, pending_question="Need a token for the staging API.")
+    ledger.transition(RUN, "ask", S.WORKING, S.QUESTION, cause={"inbox_id": 2}, pending_question="Formal or casual?")
+    for step in (S.RESULT, S.VERIFYING):
+        ledger.transition(RUN, "outside", ledger.get_worker(RUN, "outside").state, step, cause={"test": True})
+    ledger.transition(RUN, "outside", S.VERIFYING, S.BLOCKED, cause={"phase": "verify", "disposition": "blocked", "reasons": ["edited outside its claim: README.md"]})
+
+    result = retire(world.engine, run_of(world))
+
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        f"token (token): kept: waits on the person (a block: Need a token for the staging API.); decide with `orch answer --run {RUN} token TEXT`, "
+        f"or give it up with `orch retire --run {RUN} --abandon token --reason TEXT`\n"
+        f"ask (ask): kept: waits on the person (a question: Formal or casual?); decide with `orch answer --run {RUN} ask TEXT`, "
+        f"or give it up with `orch retire --run {RUN} --abandon ask --reason TEXT`\n"
+        f"outside (outside): kept: waits on the person (a verification block: edited outside its claim: README.md); decide with "
+        f"`orch send --run {RUN} outside --kind follow-up TEXT` or `orch verify --run {RUN} --supersede outside --reason TEXT`, "
+        f"or give it up with `orch retire --run {RUN} --abandon outside --reason TEXT`\n"
+    )
+    assert [w.state for w in ledger.list_workers(RUN)] == [S.BLOCKED, S.QUESTION, S.BLOCKED]
+    assert all(p.agent is not None for p in world.herdr.panes.values()) and world.herdr.calls == []
+
+    abandoned = retire(world.engine, run_of(world), tasks=["token"], abandon={"token": "no token will be issued"})
+    assert [(w.task, w.outcome) for w in abandoned.workers] == [("token", "retired")]

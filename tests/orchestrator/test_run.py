@@ -88,7 +88,7 @@ def test_a_run_stopped_by_a_verification_block_says_what_the_person_decides(tmp_
 
     assert stream.getvalue() == (
         "08:00:00 docs is blocked by verification, integration is paused: edited outside its claim: README.md (integration paused for a decision) "
-        "-> fix its branch and `orch verify --task docs`, or `orch verify --supersede docs --reason TEXT`, "
+        f"-> fix its branch and `orch verify --run {RUN} --task docs`, or `orch verify --run {RUN} --supersede docs --reason TEXT`, "
         f"then `orch resume {RUN}`\n"
     )
     assert (outcome.finished, outcome.stopped_at) == (False, "waiting for the person: docs")

@@ -46,6 +46,8 @@ def test_a_truthful_result_is_accepted_and_the_evidence_is_stored(fleet: Fleet) 
         {"phase": "verify", "decided_by": "evidence", "disposition": "accepted", "reasons": [], "head_sha": sha,
          "checks": [{"command": "test -f docs/api.md", "exit_code": 0, "error": None}]},
     )  # fmt: skip
+    # Verifying again: the accepted worker is decided, not "not verified".
+    assert [(w.task, w.state) for w in verify_run(fleet.engine, fleet.run).not_verified] == [("greeting", S.WORKING), ("survey", S.WORKING)]
 
 
 def test_claimed_checks_it_did_not_run_are_rejected(fleet: Fleet) -> None:
