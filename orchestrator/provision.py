@@ -185,10 +185,10 @@ def _screen(engine: Engine, pane_id: str) -> str:
         return ""
 
 
-def _blocked(name: str, pane_id: str, screen: str) -> _Blocked:
+def _blocked(name: str, pane_id: str, screen: str, run_id: str) -> _Blocked:
     return _Blocked(
         f"{name} is blocked at start-up, at a dialog in pane {pane_id} (its screen: {_last_lines(screen)}); answer it there, "
-        "then run `orch provision` again: it picks up the named agent"
+        f"then run `orch provision --run {run_id}` again: it picks up the named agent"
     )
 
 
@@ -785,7 +785,7 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
         if existing.pane_id != pane_id:
             raise _Fail("agent", f"agent name {name} is already used by pane {existing.pane_id}, not this worker's pane {pane_id}; orch never renames a worker")
         if not existing.interactive_ready and existing.agent_status == "blocked":
-            raise _blocked(name, pane_id, _screen(engine, pane_id))  # still at its start-up dialog
+            raise _blocked(name, pane_id, _screen(engine, pane_id), run.run_id)  # still at its start-up dialog
         return Started(name=name, pane_id=pane_id, agent_status=existing.agent_status, interactive_ready=existing.interactive_ready, reused=True)
     occupant = next((a for a in listed if a.pane_id == pane_id), None)
     if occupant is not None:
@@ -820,7 +820,7 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
         # (../herdr-0.8.2/DELTA.md row 6). Read the screen instead of failing blindly; the worker stays provisioning.
         screen = _screen(engine, pane_id)
         if "blocked during startup" in (exc.herdr_message or "") or _agent_blocked(herdr, name, pane_id):
-            raise _blocked(name, pane_id, screen) from None
+            raise _blocked(name, pane_id, screen, run.run_id) from None
         raise _Fail("agent", f"agent start failed: {exc.message}; its pane shows {_last_lines(screen)}") from None
     except HerdrWaitExpired as exc:
         screen = _screen(engine, pane_id)
