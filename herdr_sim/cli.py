@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # Only light modules at import time: --version, --help and usage errors never load the state or the engine.
-from herdr_sim import HERDR_VERSION, alive, help as helptext, procs
+from herdr_sim import alive, help as helptext, procs, versions
 from herdr_sim.errors import ApiError
 from herdr_sim.ids import AGENT_NAME_RE, SESSION_RE
 from herdr_sim.paths import Paths, resolve_home
@@ -240,6 +240,7 @@ class Cli:
         env_socket = os.environ.get("HERDR_SOCKET_PATH")
         # src/session.rs active_api_socket_path: an explicit --session beats HERDR_SOCKET_PATH, which beats the name.
         self.socket = Path(env_socket) if env_socket and not explicit else self.paths.socket_for(session)
+        self.profile = versions.current()
 
     @property
     def store(self) -> Store:
@@ -253,11 +254,19 @@ class Cli:
 
     # ---- plumbing -----------------------------------------------------------------------------
 
-    def require_server(self) -> None:
+    def require_server(self, rid: str = "cli:request") -> None:
+        """No server: 0.7.5's Rust `Error: Os {…}`; 0.8.2+ a JSON `server_not_running` (src/cli/server_not_running.rs:27-40)."""
+        if self.socket.exists() and alive.running(self.paths):
+            return
+        if self.profile.no_server_json:
+            # src/cli/server_not_running.rs:42-53: the session's attach command, or plain `herdr` for a socket override.
+            own = self.socket == self.paths.socket_for(self.session_name)
+            attach = f"herdr session attach {self.session_name}" if own and self.session_name else "herdr"
+            raise SystemExit(self.error(rid, "server_not_running",
+                                        f"no herdr server is running at {self.socket}; run `{attach}` to start or attach it"))
         if not self.socket.exists():
             raise SystemExit(self._os_error(2, "NotFound", "No such file or directory"))
-        if not alive.running(self.paths):
-            raise SystemExit(self._os_error(111, "ConnectionRefused", "Connection refused"))
+        raise SystemExit(self._os_error(111, "ConnectionRefused", "Connection refused"))
 
     @staticmethod
     def _os_error(code: int, kind: str, message: str) -> int:
@@ -266,7 +275,7 @@ class Cli:
 
     def request(self, req_id: str, command: str, fn: Callable[[Engine], Any], *, quiet: bool = False) -> int:
         """Run fn under the lock and print its result as herdr does (or nothing when quiet)."""
-        self.require_server()
+        self.require_server("cli:request" if quiet else req_id)
         from herdr_sim import faults
         from herdr_sim.engine import Engine
         delay = 0
@@ -349,6 +358,11 @@ class Cli:
                 return {"type": "workspace_created", "workspace": e.workspace_info(ws), "tab": e.tab_info(tab),
                         "root_pane": e.pane_info(pane)}
             return self.request(rid, cmd, create)
+        if sub == "close" and self.profile.workspace_group_close and "--group" in args[1:]:
+            args = [a for a in args if a != "--group"]
+            return self.by_id("workspace", sub, args, lambda e: (e.resolve_ws, e.close_workspace, e.focus_workspace, e.workspace_info))
+        if sub == "close" and self.profile.workspace_group_close:
+            return self.by_id("workspace", sub, args, lambda e: (e.resolve_ws, lambda ws: self._close_no_group(e, ws), e.focus_workspace, e.workspace_info))
         if sub in ("get", "close", "focus", "rename"):
             return self.by_id("workspace", sub, args, lambda e: (e.resolve_ws, e.close_workspace, e.focus_workspace, e.workspace_info))
         return self.group_help("workspace", sub)
@@ -394,6 +408,14 @@ class Cli:
             return self.by_id("tab", sub, args, lambda e: (e.resolve_tab, e.close_tab, e.focus_tab, e.tab_info))
         return self.group_help("tab", sub)
 
+    @staticmethod
+    def _close_no_group(e: Engine, ws: Any) -> None:
+        """0.9 (#2874): a primary workspace with open linked-worktree workspaces closes only with `--group`."""
+        if ws.group_parent is None and e.group_members(ws):
+            raise ApiError("workspace_group_close_required",
+                           f"workspace {ws.workspace_id} has open worktree workspaces; use `workspace close {ws.workspace_id} --group`")
+        e.close_workspace(ws)
+
     def by_id(self, noun: str, sub: str, args: list[str], ops: Callable[[Engine], tuple[Any, Any, Any, Any]]) -> int:
         """`<noun> get|close|focus|rename <id> [label…]`: the same grammar and answers for workspaces and tabs."""
         if not args or (sub != "rename" and len(args) != 1) or (sub == "rename" and len(args) < 2):
@@ -421,15 +443,25 @@ class Cli:
         return pane
 
     def read_text(self, e: Engine, pane: Pane, source: str, lines: int | None, ansi: bool) -> str:
+        return self.read(e, pane, source, lines, ansi)[0]
+
+    def read(self, e: Engine, pane: Pane, source: str, lines: int | None, ansi: bool) -> tuple[str, bool]:
+        """The text of a read and whether older rows were left out (0.8.0's `truncated`, #1717)."""
         history = source in ("recent", "recent-unwrapped")
         rows = e.tmux.capture(pane.tmux, history=history, joined=source == "recent-unwrapped", ansi=ansi)
         while rows and not rows[-1].strip():
             rows.pop()
+        total = len(rows)
         if history:
             rows = rows[-min(lines or 80, 1000):]
         elif lines is not None:
             rows = rows[-lines:] if lines else []
-        return "\n".join(rows) + ("\n" if rows else "")
+        if history and self.profile.alt_screen_scroll and e.status(pane) in ("idle", "done") and e.is_agent(pane) \
+                and e.tmux.alternate_on(pane.tmux):
+            # 0.8.x collects an idle alternate-screen agent's history by scrolling its viewport
+            # (v0.8.2 src/server/headless.rs:3397-3454): reads take seconds. HERDR_SIM_ALT_READ_MS sets the cost.
+            time.sleep(int(os.environ.get("HERDR_SIM_ALT_READ_MS", "1500")) / 1000)
+        return "\n".join(rows) + ("\n" if rows else ""), len(rows) < total
 
     def parse_read(self, args: list[str], agent: bool) -> tuple[str, str, int | None, bool]:
         # src/cli/pane.rs:443-496, src/cli/agent.rs:725-774: the first word is the target whatever it looks like;
@@ -481,7 +513,9 @@ class Cli:
             f = Flags(args, values=("--pane",), bools=("--current",))
             if f.positional or ("--pane" in f.values and "--current" in f.bools):
                 raise Usage(f"usage: herdr pane {sub} [--pane ID|--current]")
-            own = os.environ.get("HERDR_PANE_ID", "").strip() if sub == "current" else ""
+            # 0.8.2 (#2297, src/cli/pane.rs:227-250): `layout --current` is the caller too, not the UI-focused pane.
+            caller = sub == "current" or (self.profile.current_is_caller and "--current" in f.bools)
+            own = os.environ.get("HERDR_PANE_ID", "").strip() if caller else ""
 
             def where(e: Engine) -> dict[str, Any]:
                 raw = f.values.get("--pane") or own
@@ -584,18 +618,35 @@ class Cli:
             name = tmux_key(key)
             if name is None:
                 raise ApiError("invalid_key", f"unsupported key {key}")
+            if name == "S-Tab":
+                # v0.7.5 src/config/keybinds.rs:1232-1235, src/pane/input.rs:16,208: Shift is dropped, a plain Tab goes
+                # out; 0.8.2 (commit adb50cba, #1561) sends a real Shift+Tab, which tmux calls BTab (it would type
+                # "S-Tab" literally).
+                name = "BTab" if self.profile.shift_tab else "Tab"
             mapped.append(name)
         return mapped
 
     def pane_report(self, sub: str, args: list[str]) -> int:
-        if not args or args[0].startswith("--"):
-            raise Usage(f"usage: herdr pane {sub} <pane_id> --source ID --agent LABEL"
-                        + (" --state idle|working|blocked|unknown" if sub == "report-agent" else ""))
+        usage = (f"usage: herdr pane {sub} <pane_id> --source ID --agent LABEL"
+                 + (" --state idle|working|blocked|unknown" if sub == "report-agent" else ""))
         values = ("--source", "--agent", "--seq") + (
             ("--state", "--message", "--agent-session-id", "--agent-session-path") if sub == "report-agent" else ())
-        f = Flags(args[1:], values=values)
-        if f.positional:
-            raise Usage(f"unknown option: {f.positional[0]}")
+        if self.profile.report_agent_any_order:
+            # 0.9 (#2926): options may come before the pane id, and `--option=value` is accepted.
+            split: list[str] = []
+            for arg in args:
+                name, eq, value = arg.partition("=")
+                split += [name, value] if eq and name in values else [arg]
+            f = Flags(split, values=values)
+            if len(f.positional) != 1:
+                raise Usage(usage if not f.positional else f"unknown option: {f.positional[1]}")
+            args = f.positional
+        else:
+            if not args or args[0].startswith("--"):
+                raise Usage(usage)
+            f = Flags(args[1:], values=values)
+            if f.positional:
+                raise Usage(f"unknown option: {f.positional[0]}")
         if sub == "report-agent" and "--state" in f.values and f.values["--state"] not in (
                 "idle", "working", "blocked", "unknown"):
             raise Custom(f"invalid pane agent state: {f.values['--state']} "
@@ -688,9 +739,9 @@ class Cli:
             try:
                 pattern = re.compile(f.values["--regex"])
             except re.error as exc:
-                self.require_server()
+                self.require_server(rid)
                 return self.error(rid, "invalid_regex", f"invalid regex: {exc}")
-        self.require_server()
+        self.require_server(rid)
         if (failed := self.fire_fault(rid, "pane wait-output")) is not None:
             return failed
         deadline = None if timeout is None else time.monotonic() + timeout / 1000
@@ -710,14 +761,15 @@ class Cli:
     def _match(self, e: Engine, raw: str, source: str, lines: int | None, ansi: bool, needle: str | None,
                pattern: re.Pattern[str] | None) -> dict[str, Any] | None:
         pane = self.pane_or_error(e, raw)
-        text = self.read_text(e, pane, source, lines, ansi)
+        text, truncated = self.read(e, pane, source, lines, ansi)
         for line in text.split("\n"):
             if (needle is not None and needle in line) or (pattern is not None and pattern.search(line)):
+                read = {"pane_id": pane.pane_id, "workspace_id": pane.workspace_id, "tab_id": pane.tab_id,
+                        "source": source, "format": "ansi" if ansi else "text", "text": text, "revision": 0,
+                        # 0.7.5 always says false (src/app/api/panes.rs:1189-1203); 0.8.0 tells the truth (#1717).
+                        "truncated": truncated and self.profile.read_truncated_field}
                 return {"type": "output_matched", "pane_id": pane.pane_id, "revision": pane.revision,
-                        "matched_line": line,
-                        "read": {"pane_id": pane.pane_id, "workspace_id": pane.workspace_id, "tab_id": pane.tab_id,
-                                 "source": source, "format": "ansi" if ansi else "text", "text": text,
-                                 "revision": 0, "truncated": False}}
+                        "matched_line": line, "read": read}
         return None
 
     # ---- agents -------------------------------------------------------------------------------
@@ -783,7 +835,7 @@ class Cli:
                 # src/cli/agent.rs:68-82
                 raise Usage(f"invalid --format: {f.values['--format']} (expected text or json)")
             as_json = "--json" in f.bools or f.values.get("--format") == "json"
-            self.require_server()
+            self.require_server(rid)
             if (failed := self.fire_fault(rid, "agent explain")) is not None:
                 return failed
             try:
@@ -887,13 +939,21 @@ class Cli:
             pane.revision += 1
             return {"type": "agent_started", "agent": e.agent_info(pane), "argv": argv}
         launch_deadline: list[float] = []  # the server's own deadline for this launch (wall clock)
-        self.require_server()
+        self.require_server(rid)
         if (failed := self.fire_fault(rid, "agent start")) is not None:
             return failed
-        try:
-            started = self.poll(start)
-        except ApiError as exc:
-            return self.error(rid, exc.code, exc.message)
+        busy_until = time.monotonic() + self.profile.start_busy_retry_ms / 1000
+        while True:
+            try:
+                started = self.poll(start)
+                break
+            except ApiError as exc:
+                # 0.8.2 (#2410, src/cli/agent.rs:336-404): agent_pane_busy is retried for 2 s while the pane's
+                # shell is still starting (not yet at its prompt, nothing else in the foreground).
+                starting = exc.code == "agent_pane_busy" and self.poll(lambda e: self._shell_starting(e, pane_raw))
+                if not starting or time.monotonic() >= busy_until:
+                    return self.error(rid, exc.code, exc.message)
+                time.sleep(POLL_S)
         deadline = time.monotonic() + (timeout or 30000) / 1000
         terminal = started["agent"]["terminal_id"]
 
@@ -911,6 +971,9 @@ class Cli:
                 return "err", ("timeout", "timed out waiting for agent startup")
             if pane.interactive_ready:
                 return "ok", e.agent_info(pane)
+            if self.profile.start_blocked_not_ready and e.status(pane) == "blocked" and pane.launch_kind:
+                # v0.8.2 src/cli/agent.rs:589-612: the name stays, the CLI gives up on the launch.
+                return "err", ("agent_not_ready", f"agent {name} is blocked during startup and is not ready for prompts")
             return "wait", None
         while True:
             status, value = self.poll(check)
@@ -923,6 +986,12 @@ class Cli:
             if time.monotonic() >= deadline:
                 return self.error(rid, "timeout", "timed out waiting for agent startup")
             time.sleep(POLL_S)
+
+    @staticmethod
+    def _shell_starting(e: Engine, raw: str) -> bool:
+        pane = e.world.panes.get(raw)
+        return pane is not None and not e.is_agent(pane) and procs.foreground(pane.shell_pid) == [pane.shell_pid] \
+            and not procs.shell_at_prompt(pane.shell_pid)
 
     def parse_until(self, values: list[str]) -> tuple[str, ...]:
         for value in values:
@@ -939,7 +1008,7 @@ class Cli:
         until = self.parse_until(f.multi["--until"])
         timeout = parse_timeout(f.values["--timeout"]) if "--timeout" in f.values else None
         rid = "cli:agent:wait"
-        self.require_server()
+        self.require_server(rid)
         if (failed := self.fire_fault(rid, "agent wait")) is not None:
             return failed
         try:
@@ -997,41 +1066,58 @@ class Cli:
         timeout = parse_timeout(f.values["--timeout"]) if "--timeout" in f.values else None
         rid = "cli:agent:prompt"
 
+        profile = self.profile
+        enter_later = profile.enter_after_answer_ms
+        called = time.monotonic()
+
         def prompt(e: Engine) -> dict[str, Any]:
             pane = e.agent_target(target)
             if not text:
                 raise ApiError("empty_agent_prompt", "agent prompt text must not be empty")
+            if profile.prompt_refuses_blocked and e.status(pane) == "blocked":
+                # v0.8.2 src/app/api/agents.rs:82-91 (#2788): nothing is written to an agent at a dialog.
+                raise ApiError("agent_blocked", f"agent {target} is blocked and requires interactive input")
             pane = self.promptable(e, target)
             pin = self._pin(e, target)
             e.world.prompt_counter += 1
             e.tmux.paste(pane.tmux, text, f"herdr-sim-{e.world.prompt_counter}")
-            e.tmux.send_keys(pane.tmux, ["Enter"])
-            return {"pin": pin, "agent": e.agent_info(pane)}
-        self.require_server()
+            if enter_later is None:
+                e.tmux.send_keys(pane.tmux, ["Enter"])
+            return {"pin": pin, "agent": e.agent_info(pane), "tmux": pane.tmux}
+        self.require_server(rid)
         if (failed := self.fire_fault(rid, "agent prompt")) is not None:
             return failed
         try:
             done = self.poll(prompt)
         except ApiError as exc:
             return self.error(rid, exc.code, exc.message)
+        if enter_later is not None:
+            # 0.8.2 answers first and writes Enter 300 ms later (src/app/api/agents.rs:13, ~121-126, #1878).
+            procs.send_keys_later(self.paths.tmux_socket, done["tmux"], ["Enter"], enter_later)
         if not wait:
             emit({"id": rid, "result": {"type": "agent_prompted", "agent": done["agent"]}})
             return 0
         pin = done["pin"]
-        start = time.monotonic()
+        # 0.9 (#3506, #3685): the caller's timeout includes the submission; before, it started after it.
+        start = called if profile.strict_prompt_gate else time.monotonic()
         deadline = None if timeout is None else start + timeout / 1000
         baseline = pin["seq"]
         if pin["status"] != "working":
-            gate = start + min(timeout if timeout is not None else 5000, 5000) / 1000
+            gate = time.monotonic() + min(timeout if timeout is not None else 5000, 5000) / 1000
             while True:
                 info = self.poll(lambda e: self._observe(e, pin))
                 if info is None:
                     return self.error(rid, "agent_not_running", "agent is no longer running in the target pane")
-                if info["state_change_seq"] > baseline:
+                # 0.9: only an observed working or blocked passes the gate; an unrelated idle/done change does not.
+                passes = info["state_change_seq"] > baseline and (
+                    not profile.strict_prompt_gate or info["agent_status"] in ("working", "blocked"))
+                if passes:
                     if info["agent_status"] in until:
                         emit({"id": rid, "result": {"type": "agent_prompted", "agent": info}})
                         return 0
                     break
+                if deadline is not None and time.monotonic() >= deadline:
+                    return self.error(rid, "timeout", "timed out waiting for agent status")
                 if time.monotonic() >= gate:
                     if timeout is not None and timeout <= 5000:
                         return self.error(rid, "timeout", "timed out waiting for agent status")
@@ -1058,6 +1144,8 @@ class Cli:
             "open": (("--workspace", "--cwd", "--path", "--branch", "--label"), ("--focus", "--no-focus", "--json")),
             "remove": (("--workspace",), ("--force", "--json")),
         }[sub]
+        if self.profile.trust_repository:
+            bools += ("--trust-repository",)  # 0.9 (#3044): trust the resolved repo path for this one request
         f = Flags(args, values=values, bools=bools)
         if f.positional:
             raise Usage(f"unknown option: {f.positional[0]}")
@@ -1097,10 +1185,11 @@ class Cli:
             print("usage: herdr status [server|client] [--json]", file=sys.stderr)
             return 2
         up = self.up_at(self.socket)
-        client = {"version": HERDR_VERSION, "channel": "stable", "protocol": 17,
+        version, protocol = self.profile.version, self.profile.protocol
+        client = {"version": version, "channel": "stable", "protocol": protocol,
                   "binary": str(self.paths.bin / "herdr"), "session": self.session_name}
         srv: dict[str, Any] = {"status": "running" if up else "not_running", "running": up,
-                               "version": HERDR_VERSION if up else None, "protocol": 17 if up else None,
+                               "version": version if up else None, "protocol": protocol if up else None,
                                "capabilities": {"live_handoff": True, "detached_server_daemon": True} if up else None,
                                "compatible": True if up else None, "socket": str(self.socket),
                                "session": self.session_name, "restart_needed": False}
@@ -1110,13 +1199,13 @@ class Cli:
             return 0
         lines = []
         if rest != ["server"]:
-            lines += ["client:", f"  version: {HERDR_VERSION}", "  channel: stable", "  protocol: 17"]
+            lines += ["client:", f"  version: {version}", "  channel: stable", f"  protocol: {protocol}"]
         if not rest:
             lines.append("")
         if rest != ["client"]:
             lines.append("server:")
             if up:
-                lines += ["  status: running", f"  version: {HERDR_VERSION}", "  protocol: 17", "  compatible: yes"]
+                lines += ["  status: running", f"  version: {version}", f"  protocol: {protocol}", "  compatible: yes"]
             else:
                 lines.append("  status: not running")
             lines.append(f"  socket: {self.socket}")
@@ -1181,7 +1270,7 @@ class Cli:
             return 2
         # Real herdr prints the schema embedded in its binary: no server needed (src/cli/api.rs).
         from herdr_sim import schema
-        doc = schema.document()
+        doc = schema.document(self.profile)
         print(json.dumps(doc, indent=None if args else 2, separators=(",", ":") if args else None))
         return 0
 
@@ -1230,8 +1319,13 @@ def main(argv: list[str] | None = None) -> int:
         print("herdr-sim: the interactive TUI is not simulated; use a subcommand", file=sys.stderr)
         return 2
     top, rest = args[0], args[1:]
+    try:
+        profile = versions.current()
+    except versions.UnknownVersion as exc:
+        print(f"herdr-sim: {exc}", file=sys.stderr)
+        return 2
     if top in ("--version", "-V"):
-        print(f"herdr {HERDR_VERSION}")
+        print(f"herdr {profile.version}")
         return 0
     if top in ("--help", "-h"):
         print(helptext.MAIN, end="")

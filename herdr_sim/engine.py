@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from herdr_sim import detect, procs
+from herdr_sim import detect, procs, versions
 from herdr_sim.errors import ApiError
 from herdr_sim.ids import PANE_RE, b32
 from herdr_sim.paths import Paths
@@ -38,7 +38,8 @@ class Engine:
     def __init__(self, paths: Paths, world: World, now: float | None = None) -> None:
         self.paths = paths
         self.world = world
-        self.tmux = Tmux(paths.tmux_socket)
+        self.profile = versions.current()
+        self.tmux = Tmux(paths.tmux_socket, self.profile.width, self.profile.height)
         self.now = time.time() if now is None else now
 
     # ---- lookup -------------------------------------------------------------------------------
@@ -233,7 +234,7 @@ class Engine:
         info["agent_status"] = self.status(pane) if self.is_agent(pane) else "unknown"
         if pane.agent_session:
             info["agent_session"] = dict(pane.agent_session)
-        info["scroll"] = dict(SCROLL)
+        info["scroll"] = {**SCROLL, "viewport_rows": self.profile.height}
         info["revision"] = pane.revision
         return info
 
@@ -288,6 +289,8 @@ class Engine:
             "PATH": f"{self.paths.bin}:{os.environ.get('PATH', '/usr/bin:/bin')}",
             "PS1": "$ ",
         })
+        if self.profile.term_program:
+            env.update({"TERM_PROGRAM": "herdr", "TERM_PROGRAM_VERSION": self.profile.version})  # 0.9 DELTA row 16
         return env
 
     def spawn(self, ws: Workspace, tab_id: str, cwd: str, env: dict[str, str]) -> Pane:
@@ -392,6 +395,12 @@ class Engine:
 
     def close_tab(self, tab: Tab) -> None:
         ws = self.ws(tab.tab_id.split(":")[0])
+        if len(ws.tabs) == 1 and self.profile.last_tab_closes_workspace:
+            # v0.8.2 src/app/api/tabs.rs:227-274: the last tab takes its workspace, unless that closes a group.
+            if ws.group_parent is None and self.group_members(ws):
+                raise ApiError("confirmation_required", "closing this tab would close a worktree group")
+            self.close_workspace(ws)
+            return
         if len(ws.tabs) == 1:
             raise ApiError("tab_close_failed", "cannot close the last tab in a workspace")
         for pid in self.tab_panes(tab):
@@ -657,6 +666,19 @@ class Engine:
         assert pane.launch_kind is not None and pane.launch_typed_at is not None
         kind_seen = pane.hook_agent == pane.launch_kind or pane.detected == pane.launch_kind
         settled = (self.now - pane.launch_typed_at) * 1000 >= self.world.settle_ms
+        if self.profile.start_blocked_not_ready:
+            # v0.8.2 src/terminal/state.rs:1969-1991: blocked at start-up keeps the name with no deadline (the
+            # launch stays pending) until the agent is idle; only then is it interactive-ready.
+            if kind_seen and pane.state == "blocked":
+                pane.launch_deadline = None
+                return
+            if pane.launch_deadline is None and kind_seen and pane.state == "idle":
+                pane.launch_kind = pane.launch_typed_at = None
+                pane.interactive_ready = True
+                pane.revision += 1
+                return
+            if pane.launch_deadline is None:
+                return
         if kind_seen and pane.state in ("idle", "blocked") and settled:
             pane.launch_kind = pane.launch_typed_at = pane.launch_deadline = None
             pane.interactive_ready = True

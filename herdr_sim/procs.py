@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 KINDS = ("pi", "claude", "codex", "gemini", "cursor", "devin", "agy", "cline", "omp", "mastracode", "opencode",
@@ -141,3 +143,18 @@ def descendants(root: int) -> list[int]:
             out.append(child)
             todo.append(child)
     return out
+
+
+_SEND_LATER = (
+    "import subprocess, sys, time; time.sleep(float(sys.argv[1])); "
+    "subprocess.run(['tmux', '-S', sys.argv[2], '-f', '/dev/null', 'send-keys', '-t', sys.argv[3], '--', *sys.argv[4:]], "
+    "capture_output=True, timeout=10)"
+)
+
+
+def send_keys_later(tmux_socket: Path, pane: str, keys: list[str], delay_ms: int) -> None:
+    """Write keys to a tmux pane after the answer went out (herdr 0.8.2's delayed Enter), from a detached helper."""
+    subprocess.Popen(
+        [sys.executable, "-S", "-c", _SEND_LATER, str(delay_ms / 1000), str(tmux_socket), pane, *keys],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )

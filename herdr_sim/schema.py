@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from herdr_sim.versions import Profile
+
 METHODS = (
     "ping", "server.status", "workspace.list", "workspace.create", "workspace.get", "workspace.close",
     "tab.list", "tab.create", "tab.rename", "tab.close", "pane.current", "pane.list", "pane.get", "pane.layout",
@@ -14,15 +16,15 @@ METHODS = (
 )
 
 
-def document() -> dict[str, Any]:
-    """The schema document with upstream's top-level shape."""
+def document(profile: Profile) -> dict[str, Any]:
+    """The schema document with upstream's top-level shape, for one release's protocol and method list."""
     request = {"type": "object", "required": ["id", "method"], "properties": {"id": {"type": "string"}},
                "oneOf": [{"type": "object", "required": ["method", "params"],
                           "properties": {"method": {"const": m, "type": "string"}, "params": {"type": "object"}}}
-                         for m in METHODS]}
+                         for m in (*METHODS, *profile.extra_methods)]}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "protocol": 17,
+        "protocol": profile.protocol,
         "schema_version": 1,
         "title": "herdr socket API (herdr-sim subset)",
         "schemas": {

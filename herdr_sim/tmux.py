@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 TIMEOUT = 10.0
-WIDTH, HEIGHT = 120, 40
+WIDTH, HEIGHT = 120, 40  # herdr 0.8.2's headless size; 0.7.5's is 80x24 (herdr_sim.versions)
 SHELL_ARGV = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "bash", "--norc", "--noprofile"]
+ARGV_ENV = ("PATH", "TERM_PROGRAM", "TERM_PROGRAM_VERSION")  # variables tmux would override in a new pane
 
 
 class TmuxError(RuntimeError):
@@ -20,6 +22,8 @@ class Tmux:
     """Runs tmux against one private socket with no user config."""
 
     socket: Path
+    width: int = WIDTH
+    height: int = HEIGHT
 
     def run(self, *args: str, check: bool = True, input_text: str | None = None) -> str:
         """Run one tmux command; raise TmuxError on failure when check is set."""
@@ -51,10 +55,21 @@ class Tmux:
 
     def new_pane(self, session: str, cwd: str, env: dict[str, str]) -> tuple[str, int]:
         """Create a session whose single pane runs a plain bash; return (tmux pane id, shell pid)."""
-        args = ["new-session", "-d", "-s", session, "-x", str(WIDTH), "-y", str(HEIGHT), "-c", cwd]
+        args = ["new-session", "-d", "-s", session, "-x", str(self.width), "-y", str(self.height), "-c", cwd]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
-        args += ["-P", "-F", "#{pane_id} #{pane_pid}", "--", *SHELL_ARGV]
+        # tmux replaces a new pane's PATH with the PATH of the client that ran the command and sets its own
+        # TERM_PROGRAM (spawn.c), whatever -e says; `env NAME=…` in the pane's own argv is the only way the pane gets
+        # herdr's values (<home>/bin first on PATH; herdr 0.9's TERM_PROGRAM=herdr, else the outer terminal's).
+        assigns, unsets = [], []
+        for name in ARGV_ENV:
+            value = env.get(name, os.environ.get(name) if name != "PATH" else None)
+            if value is not None:
+                assigns.append(f"{name}={value}")
+            elif name != "PATH":
+                unsets += ["-u", name]
+        shell = [*SHELL_ARGV[:-3], *unsets, *assigns, *SHELL_ARGV[-3:]]
+        args += ["-P", "-F", "#{pane_id} #{pane_pid}", "--", *shell]
         out = self.run(*args).split()
         return out[0], int(out[1])
 
@@ -107,6 +122,10 @@ class Tmux:
         """Paste text, bracketed only when the application enabled bracketed paste (tmux -p decides)."""
         self.run("load-buffer", "-b", buffer, "-", input_text=text)
         self.run("paste-buffer", "-p", "-d", "-r", "-b", buffer, "-t", pane)
+
+    def alternate_on(self, pane: str) -> bool:
+        """Whether the pane's application switched to the alternate screen."""
+        return self.run("display", "-p", "-t", pane, "#{alternate_on}", check=False).strip() == "1"
 
     def cursor_mode(self, pane: str) -> str:
         """Whether the pane's application enabled bracketed paste ('1' or '0')."""

@@ -12,6 +12,7 @@ from orchestrator.quirks import PlanMode, quirks
 
 if TYPE_CHECKING:
     from orchestrator.engine import Engine, NotDone
+    from orchestrator.herdr_models import HerdrFeatures
     from registry import Effect, Run, Worker
 
 
@@ -49,10 +50,13 @@ def facts(kind: str) -> AgentFacts:
         raise OrchError(f"{kind!r} is not a herdr agent kind ({', '.join(HERDR_AGENT_KINDS)})") from None
 
 
-def plan_mode_problem(kind: str) -> str | None:
-    """Why a worker of this kind cannot run plan-first, or None when orch knows how to enter and confirm plan mode."""
-    if facts(kind).plan_mode is None:
+def plan_mode_problem(kind: str, features: HerdrFeatures | None = None) -> str | None:
+    """Why a worker of this kind cannot run plan-first (on this herdr, when given), or None when orch can enter it."""
+    mode = facts(kind).plan_mode
+    if mode is None:
         return f"plan-first needs a plan mode orch can enter and confirm on screen; {kind} has no known plan mode (use mode = \"direct\" or a kind with one: {', '.join(k for k, f in AGENTS.items() if f.plan_mode)})"
+    if features is not None and mode.key == "shift+tab" and not features.shift_tab:
+        return f"plan-first needs herdr 0.8.2 or later: herdr {features.version} sends shift+tab as a plain Tab, so {kind}'s plan mode cannot be entered (use mode = \"direct\" or upgrade herdr)"
     return None
 
 

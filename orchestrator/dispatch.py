@@ -21,6 +21,7 @@ from orchestrator.agents import enter_plan_mode
 from orchestrator.briefing import Briefing, brief
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.errors import (
+    HerdrAgentBlocked,
     HerdrAgentNotRunning,
     HerdrError,
     HerdrNotFound,
@@ -28,6 +29,7 @@ from orchestrator.errors import (
     HerdrProtocolError,
     HerdrTargetAmbiguous,
     HerdrTimeout,
+    HerdrUnavailable,
     HerdrWaitExpired,
     OrchError,
     one_line,
@@ -47,7 +49,8 @@ SENDABLE = ("idle", "done")
 # No answer, or one we cannot read: whether herdr wrote the prompt is unknown (engine.once leaves it in flight).
 UNKNOWN: tuple[type[HerdrError], ...] = (HerdrTimeout, HerdrProtocolError)
 
-Outcome = Literal["accepted", "stalled", "unknown", "skipped", "failed"]
+# blocked: herdr (0.8.2+) refused the prompt because the agent sits at a dialog; nothing was written.
+Outcome = Literal["accepted", "stalled", "unknown", "skipped", "blocked", "failed"]
 Suggestion = Literal["approval_prompt", "shell_prompt", "agent_prompt", "nothing", "unrecognised"]
 
 
@@ -325,8 +328,12 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
     except (HerdrNotFound, HerdrTargetAmbiguous) as exc:
         _fail(engine, run, item, exc)
         return
+    except HerdrAgentBlocked as exc:
+        # Nothing was written (herdr checks before typing), so a later dispatch may send it: show the dialog now.
+        item.report = _report(item, "blocked", f"{exc.message}; answer it in the pane, then dispatch again", diagnosis=_diagnose(engine, item))
+        return
     except HerdrError as exc:
-        if exc.code is None:
+        if exc.code is None or isinstance(exc, HerdrUnavailable):
             raise  # herdr unreachable or broken: the whole dispatch stops here
         item.report = _report(item, "skipped", f"not sent: {exc.message}")
         return
@@ -402,7 +409,9 @@ def _await_working(engine: Engine, item: _Item, gate_ms: int) -> Acceptance | No
     try:
         info = engine.herdr.agent_wait(name, until=("working",), timeout_ms=gate_ms)
         return Acceptance(via="agent wait", status=info.agent_status, state_change_seq=info.state_change_seq, baseline_seq=item.baseline)
-    except (HerdrWaitExpired, HerdrAgentNotRunning, HerdrNotFound):
+    except (HerdrWaitExpired, HerdrAgentNotRunning, HerdrNotFound, HerdrTimeout):
+        # HerdrTimeout: herdr's `agent wait` can overrun its own timeout (herdr#4280) and our wall clock kills it; a
+        # wait is a read, so the `agent get` below decides instead of one worker aborting the fleet's confirmation.
         pass
     try:
         info = engine.herdr.agent_get(name)

@@ -145,6 +145,10 @@ class HerdrAgentNotReady(HerdrCommandError):
     """The agent cannot take input: not a known kind, launch pending, or no longer the foreground process."""
 
 
+class HerdrAgentBlocked(HerdrCommandError):
+    """Not sent: the agent is at a dialog (approval, question, trust) and herdr 0.8.2+ wrote nothing to it."""
+
+
 class HerdrAgentNotRunning(HerdrCommandError):
     """The agent being waited on went away (pane closed, exited, moved or replaced)."""
 
@@ -167,6 +171,10 @@ class HerdrPromptStalled(HerdrWaitExpired):
 
 class HerdrConfirmationRequired(HerdrCommandError):
     """Closing would close a worktree group; herdr closed nothing."""
+
+
+class HerdrGroupCloseRequired(HerdrConfirmationRequired):
+    """herdr 0.9+: closing a primary workspace with open worktree workspaces needs ``--group``; nothing was closed."""
 
 
 class HerdrWorktreeCreateFailed(HerdrCommandError):
@@ -205,4 +213,10 @@ HERDR_ERROR_BY_CODE: dict[str, type[HerdrError]] = {
     "dirty_worktree_requires_force": HerdrDirtyWorktree,
     "server_unavailable": HerdrUnavailable,
     "protocol_mismatch": HerdrProtocolError,
+    # herdr 0.8.x (../herdr-0.8.2/DELTA.md rows 2, 4, 6): the no-server case became a JSON error, a prompt to an agent
+    # at a dialog is refused, and agent_not_ready also means "blocked during startup".
+    "server_not_running": HerdrUnavailable,
+    "agent_blocked": HerdrAgentBlocked,
+    # herdr 0.9 (../herdr-0.9.1/DELTA.md row 8).
+    "workspace_group_close_required": HerdrGroupCloseRequired,
 }

@@ -23,6 +23,7 @@ import tenacity
 
 from orchestrator.errors import (
     HERDR_ERROR_BY_CODE,
+    HerdrAgentBlocked,
     HerdrCall,
     HerdrCallLost,
     HerdrCommandError,
@@ -45,6 +46,7 @@ from orchestrator.herdr_models import (
     AgentStatus,
     ErrorBody,
     ErrorEnvelope,
+    HerdrFeatures,
     HerdrStatus,
     HerdrVersion,
     IntegrationEntry,
@@ -62,6 +64,7 @@ from orchestrator.herdr_models import (
     SplitDirection,
     SuccessEnvelope,
     TabCreated,
+    VersionSupport,
     TabInfo,
     TabInfoResult,
     TabListResult,
@@ -83,6 +86,12 @@ WAIT_MARGIN_S = 15.0
 # herdr's default agent start timeout (CONTRACT §8.5).
 AGENT_START_DEFAULT_MS = 30_000
 
+# The herdr releases orch is tested against (tests/e2e runs on each simulator profile); 0.9 means every 0.9.x.
+TESTED_VERSIONS = ("0.7.5", "0.8.2", "0.9.x")
+MINIMUM_VERSION = (0, 7, 5)
+# shift+tab reaches the agent as Shift+Tab from here on (../herdr-0.8.2/DELTA.md row 7, commit adb50cba).
+SHIFT_TAB_VERSION = (0, 8, 2)
+
 Env = Mapping[str, str]
 PathArg = str | os.PathLike[str]
 
@@ -94,8 +103,12 @@ _INTEGRATION_LINE = re.compile(
     r"(?P<not_installed>not installed)"
     r"|current \((?:v(?P<current>\d+)|(?P<current_legacy>legacy))\)"
     r"|outdated \((?:v(?P<outdated>\d+)|(?P<outdated_legacy>legacy)) < v(?P<expected>\d+)\)"
+    # herdr 0.8.2 src/cli/integration.rs:50-56: installed >= expected but still Outdated (grok, opencode).
+    r"|needs repair \((?:v(?P<repair>\d+)|(?P<repair_legacy>legacy))\)"
     r") \((?P<path>.*)\)$"
 )
+# Any other `<target>: <state> (<path>)` line: a state a newer herdr added. Kept and quoted, never a parse failure.
+_INTEGRATION_ANY = re.compile(r"^(?P<target>[^:\s]+): (?P<state>.*?)(?: \((?P<path>[^()]*)\))?$")
 
 R = TypeVar("R", bound=pydantic.BaseModel)
 
@@ -227,6 +240,7 @@ class Herdr(Protocol):
     calls: list[HerdrCall]
 
     def version(self) -> HerdrVersion: ...
+    def features(self) -> HerdrFeatures: ...
     def help_text(self) -> str: ...
     def status(self) -> HerdrStatus: ...
     def session_list(self) -> SessionList: ...
@@ -298,6 +312,7 @@ class HerdrCli:
         self.clock = clock
         self.on_call = on_call
         self.calls: list[HerdrCall] = []
+        self._features: HerdrFeatures | None = None
 
     # --- discovery and preflight (local commands: no server needed) ---
 
@@ -309,6 +324,20 @@ class HerdrCli:
         if match is None:
             raise _protocol(call, f"unexpected version line {text!r}")
         return HerdrVersion(text=text, version=match["version"])
+
+    def features(self) -> HerdrFeatures:
+        """What this herdr can do, from the running server's version (the client's when none runs); asked once."""
+        if self._features is None:
+            status = self.status()
+            version = (status.server.version if status.server.running else None) or status.client.version
+            parsed = parse_version(version)
+            self._features = HerdrFeatures(
+                version=version,
+                support=version_support(version),
+                # An unparsable (future) version is assumed to keep what 0.8.2 fixed.
+                shift_tab=parsed is None or parsed >= SHIFT_TAB_VERSION,
+            )
+        return self._features
 
     def help_text(self) -> str:
         """``herdr --help`` (plain ``herdr`` would launch the TUI)."""
@@ -325,7 +354,7 @@ class HerdrCli:
     def integration_status(self) -> tuple[IntegrationEntry, ...]:
         """``herdr integration status``: one text line per integration target, parsed (CONTRACT §4)."""
         call = self._run(["integration", "status"], retry_reads=True)
-        return tuple(_parse_integration_line(call, line) for line in call.stdout.splitlines() if line.strip())
+        return tuple(_parse_integration_line(line) for line in call.stdout.splitlines() if line.strip())
 
     def api_schema_methods(self) -> tuple[str, ...]:
         """The socket method names in ``herdr api schema --json``, in schema order."""
@@ -646,6 +675,24 @@ class HerdrCli:
         return call
 
 
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """``0.8.2`` (or ``0.8.2-preview.x``) as a tuple; None when it is not three numbers."""
+    match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)(?:[-+].*)?", text.strip())
+    return (int(match[1]), int(match[2]), int(match[3])) if match else None
+
+
+def version_support(version: str) -> VersionSupport:
+    """Whether orch is tested against this herdr version, refuses it (older than 0.7.5), or has not seen it."""
+    parsed = parse_version(version)
+    if parsed is None:
+        return "unparsed"
+    if parsed < MINIMUM_VERSION:
+        return "older"
+    if parsed in ((0, 7, 5), (0, 8, 2)) or parsed[:2] == (0, 9):
+        return "tested"
+    return "untested"
+
+
 def echo_line(call: HerdrCall) -> str:
     """One line per herdr call for ``--verbose`` echoing: the argv (newlines escaped), exit code and duration."""
     argv = shlex.join(call.argv).replace("\n", "\\n")
@@ -665,6 +712,11 @@ def error_for(call: HerdrCall) -> HerdrError:
         if body is not None:
             cls = HERDR_ERROR_BY_CODE.get(body.code, HerdrCommandError)
             message = one_line(body.message)
+            if body.code == "server_not_running":
+                # 0.8.x's JSON form of the no-server case: the same error, words and hint as 0.7.5's `Error: Os`.
+                return HerdrUnavailable(f"{call.command}: herdr server is not running ({body.code}: {message})", call=call, code=body.code, herdr_message=body.message, hint=_START_HINT)
+            if cls is HerdrAgentBlocked:
+                return HerdrAgentBlocked(f"{call.command}: not sent: the agent is at a dialog ({body.code}: {message})", call=call, code=body.code, herdr_message=body.message, hint="answer the dialog in the agent's pane, then send again")
             hint = _BUG_HINT if cls is HerdrProtocolError else None
             return cls(f"{call.command}: {body.code}: {message}", call=call, code=body.code, herdr_message=body.message, hint=hint)
         first = stderr_lines[0].strip() if stderr_lines else ""
@@ -672,7 +724,7 @@ def error_for(call: HerdrCall) -> HerdrError:
         if os_error is not None:
             kind = os_error["kind"]
             reason = "herdr server is not running" if kind in ("NotFound", "ConnectionRefused") else f"cannot reach the herdr server ({kind})"
-            return HerdrUnavailable(f"{call.command}: {reason}", call=call, hint="start herdr (or check --session / HERDR_SESSION / HERDR_SOCKET_PATH)")
+            return HerdrUnavailable(f"{call.command}: {reason}", call=call, hint=_START_HINT)
         if _CUSTOM_ERROR.match(first):
             return HerdrUsageError(f"{call.command}: herdr rejected a value orch passed: {one_line(first)}", call=call, hint=_BUG_HINT)
     detail = one_line(call.stderr) or "no output"
@@ -680,6 +732,7 @@ def error_for(call: HerdrCall) -> HerdrError:
 
 
 _BUG_HINT = "this is a bug in orch or an incompatible herdr; the full herdr call is in the log"
+_START_HINT = "start herdr (or check --session / HERDR_SESSION / HERDR_SOCKET_PATH)"
 _REMOTE_FLAGS = ("--remote", "--remote-keybindings", "--handoff")
 _REMOTE_FLAG_PREFIXES = ("--remote=", "--remote-keybindings=")
 _U32_MAX = 2**32 - 1
@@ -707,23 +760,32 @@ def _validation_summary(exc: pydantic.ValidationError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
-def _parse_integration_line(call: HerdrCall, line: str) -> IntegrationEntry:
-    match = _INTEGRATION_LINE.match(line.rstrip())
+def _parse_integration_line(line: str) -> IntegrationEntry:
+    text = line.rstrip()
+    match = _INTEGRATION_LINE.match(text)
     if match is None:
-        raise _protocol(call, f"unexpected integration status line {line!r}")
+        # A state this orch does not know (herdr adds them: 0.8.2's `needs repair`): keep the line to quote it; the
+        # preflight judges only the kinds the plan uses.
+        other = _INTEGRATION_ANY.match(text)
+        target = other["target"] if other else text.strip()
+        return IntegrationEntry(target=target, state="unknown", path=(other["path"] or "") if other else "", line=text.strip())
+    target, path = match["target"], match["path"]
     if match["not_installed"]:
-        return IntegrationEntry(target=match["target"], state="not_installed", path=match["path"])
+        return IntegrationEntry(target=target, state="not_installed", path=path)
     if match["current"] or match["current_legacy"]:
         version = match["current"]
-        return IntegrationEntry(target=match["target"], state="current", installed_version=int(version) if version else None, legacy=version is None, path=match["path"])
+        return IntegrationEntry(target=target, state="current", installed_version=int(version) if version else None, legacy=version is None, path=path)
+    if match["repair"] or match["repair_legacy"]:
+        version = match["repair"]
+        return IntegrationEntry(target=target, state="needs_repair", installed_version=int(version) if version else None, legacy=version is None, path=path)
     version = match["outdated"]
     return IntegrationEntry(
-        target=match["target"],
+        target=target,
         state="outdated",
         installed_version=int(version) if version else None,
         legacy=version is None,
         expected_version=int(match["expected"]),
-        path=match["path"],
+        path=path,
     )
 
 

@@ -465,14 +465,19 @@ class SessionList(Wire):
 
 
 class IntegrationEntry(Wire):
-    """One line of ``integration status``; ``installed_version`` is None when not installed or legacy."""
+    """One line of ``integration status``; ``installed_version`` is None when not installed, legacy or unknown.
+
+    ``needs_repair`` is herdr 0.8.2's ``needs repair (vN)``; ``unknown`` is any state this orch does not know yet
+    (a newer herdr), kept with its whole ``line`` so it can be quoted instead of failing the parse.
+    """
 
     target: str
-    state: Literal["not_installed", "current", "outdated"]
+    state: Literal["not_installed", "current", "outdated", "needs_repair", "unknown"]
     installed_version: int | None = None
     legacy: bool = False
     expected_version: int | None = None
     path: str
+    line: str = ""
 
     @property
     def is_usable(self) -> bool:
@@ -513,3 +518,18 @@ class HerdrVersion(Wire):
 
     text: str
     version: str
+
+
+VersionSupport = Literal["tested", "untested", "older", "unparsed"]
+
+
+class HerdrFeatures(Wire):
+    """What the herdr orch talks to can do: decided in orchestrator.herdr from the server's version, never by callers.
+
+    The engine asks these questions instead of comparing version strings (../herdr-0.8.2/DELTA.md, ../herdr-0.9.1/DELTA.md).
+    """
+
+    version: str  # the server's version when it runs, else the client's
+    support: VersionSupport
+    # `send-keys shift+tab` reaches the agent as Shift+Tab (0.8.2 DELTA row 7; 0.7.5 sends a plain Tab).
+    shift_tab: bool

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import Done, Engine, NotDone, Settlement
 from orchestrator.errors import ConfigError, ExitCode, HerdrError, HerdrNotFound, OrchError
 from orchestrator.git import rev_parse, run_git
+from orchestrator.herdr import MINIMUM_VERSION, TESTED_VERSIONS, version_support
 from orchestrator.herdr_models import (
     AgentInfo,
     HerdrStatus,
@@ -23,6 +24,7 @@ from orchestrator.herdr_models import (
     PaneInfo,
     SessionList,
     TabInfo,
+    VersionSupport,
     WorkspaceCreated,
     WorkspaceInfo,
 )
@@ -190,6 +192,10 @@ def describe_integration(entry: IntegrationEntry) -> str:
         return f"current ({installed})"
     if entry.state == "outdated":
         return f"outdated ({installed} < v{entry.expected_version})"
+    if entry.state == "needs_repair":
+        return f"needs repair ({installed})"
+    if entry.state == "unknown":
+        return f"a state orch does not know: {quote(entry.line)}"
     return "not installed"
 
 
@@ -207,6 +213,18 @@ def pick_default_branch(origin_head: str | None, base: str, local: set[str], rem
             return candidate, "the local branch"
     # Nothing names it; main is the safer guess for the "never start an agent on the default branch" rule.
     return "main", "no origin/HEAD, base branch, main or master found"
+
+
+_MINIMUM = ".".join(str(n) for n in MINIMUM_VERSION)
+_INSTALL_HINT = f"install herdr {', '.join(TESTED_VERSIONS[:-1])} or {TESTED_VERSIONS[-1]}, or point orch at it with `orch --herdr PATH` or ORCH_HERDR"
+
+
+def _untested(version: str, support: VersionSupport, what: str) -> list[str]:
+    """The warning for a herdr orch was not tested against (preflight proceeds: the capabilities gate passed)."""
+    if support == "tested" or (what == "server" and support == "older"):
+        return []
+    tested = ", ".join(TESTED_VERSIONS)
+    return [f"herdr {version} ({what}) is not a version orch is tested against ({tested}); proceeding because its api schema has every method orch uses"]
 
 
 def _count(n: int, noun: str) -> str:
@@ -349,7 +367,7 @@ class _Preflight:
 
     def check_herdr(self) -> None:
         try:
-            version = self.herdr.version()
+            self.herdr.version()  # the binary runs at all; status --json below says which release it is
         except HerdrError as exc:
             binary = getattr(self.herdr, "binary", "herdr")
             raise _Stop(
@@ -358,7 +376,16 @@ class _Preflight:
                 "install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
                 exc.exit_code,
             ) from None
-        self.ok("herdr", version.text)
+        self.status = self.herdr.status()
+        client = self.status.client
+        support = version_support(client.version)
+        if support == "older":
+            raise _Stop(
+                f"herdr {client.version} client, protocol {client.protocol}: older than {_MINIMUM}",
+                f"this herdr is {client.version}; orch needs herdr {_MINIMUM} or later",
+                _INSTALL_HINT,
+            )
+        self.ok("herdr", f"herdr {client.version} client, protocol {client.protocol}", _untested(client.version, support, "client"))
 
     def check_capabilities(self) -> None:
         try:
@@ -384,7 +411,7 @@ class _Preflight:
         self.ok("capabilities", f"all {len(REQUIRED_COMMANDS)} herdr commands the run uses are in herdr api schema")
 
     def check_server(self) -> None:
-        status = self.herdr.status()
+        status = self.status or self.herdr.status()
         self.status = status
         server = status.server
         if not server.running:
@@ -394,14 +421,27 @@ class _Preflight:
                 "start herdr from a shell outside herdr, then run orch from one of its panes",
                 ExitCode.HERDR_UNAVAILABLE,
             )
-        if server.compatible is not True or server.protocol != status.client.protocol:
+        # herdr itself says whether client and server fit: 0.7.5/0.8.2 need equal protocols, 0.9 negotiates
+        # capabilities, so a client and server of different versions may be compatible (../herdr-0.9.1/DELTA.md row 11).
+        if server.compatible is not True:
             raise _Stop(
                 f"server protocol {server.protocol}, client protocol {status.client.protocol}, not compatible",
                 f"the herdr server (version {server.version}, protocol {server.protocol}) is not compatible with this herdr CLI (protocol {status.client.protocol})",
                 "restart the herdr server with the installed herdr (`herdr server stop`, then `herdr`)",
             )
+        version = server.version or "unknown"
+        support = version_support(version)
+        if support == "older":
+            raise _Stop(
+                f"running herdr {version}, protocol {server.protocol}: older than {_MINIMUM}",
+                f"the herdr server is {version}; orch needs herdr {_MINIMUM} or later",
+                "restart the herdr server with a newer herdr (`herdr server stop`, then `herdr`)",
+            )
         notes = ["the server runs an older herdr build than the CLI; restart it when convenient"] if status.update.restart_needed else []
-        self.ok("server", f"running herdr {server.version}, protocol {server.protocol}, compatible", notes)
+        if version != status.client.version:
+            notes.append(f"the server ({version}) and this CLI ({status.client.version}) are different herdr versions; orch goes by the server's")
+        notes += _untested(version, support, "server")
+        self.ok("server", f"running herdr {version}, protocol {server.protocol}, compatible", notes)
 
     def check_session(self) -> None:
         assert self.plan is not None and self.status is not None

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
 from orchestrator import git
-from orchestrator.agents import plan_mode_problem
+from orchestrator.agents import facts, plan_mode_problem
 from orchestrator.checks import CheckRun, run_command
 from orchestrator.dialogs import DialogStop, answer_trust_dialog
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, Settlement
@@ -30,9 +30,11 @@ from orchestrator.errors import (
     HerdrNameTaken,
     HerdrNotFound,
     HerdrPaneBusy,
+    HerdrWaitExpired,
     HerdrWorktreeCreateFailed,
     OrchError,
 )
+from orchestrator.layout import quote
 from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, SplitDirection, TabInfo, WorktreeInfo
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from orchestrator.schedule import admit, render_schedule
@@ -156,6 +158,38 @@ class _Fail(Exception):
         super().__init__(message)
         self.step = step
         self.message = message
+
+
+class _Blocked(Exception):
+    """The agent started but waits at a dialog: the worker stays in provisioning so a re-run picks up the named agent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+# A shell's "not found" for the typed agent command: bash/dash/sh (`x: command not found`, `x: not found`), zsh
+# (`command not found: x`), fish (`Unknown command: x`).
+_NOT_FOUND = ("{exe}: command not found", "{exe}: not found", "command not found: {exe}", "Unknown command: {exe}")
+
+
+def _last_lines(text: str, count: int = 4) -> str:
+    """The pane's last non-empty lines, quoted as one line (worker text never reaches a terminal raw)."""
+    return " / ".join(quote(line.strip()) for line in [ln for ln in text.splitlines() if ln.strip()][-count:]) or "nothing"
+
+
+def _screen(engine: Engine, pane_id: str) -> str:
+    try:
+        return engine.herdr.pane_read(pane_id, source="recent", lines=40)
+    except HerdrError:
+        return ""
+
+
+def _blocked(name: str, pane_id: str, screen: str, run_id: str) -> _Blocked:
+    return _Blocked(
+        f"{name} is blocked at start-up, at a dialog in pane {pane_id} (its screen: {_last_lines(screen)}); answer it there, "
+        f"then run `orch provision --run {run_id}` again: it picks up the named agent"
+    )
 
 
 # --- the shared reads of one provisioning round ---
@@ -750,6 +784,8 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
     if existing is not None:
         if existing.pane_id != pane_id:
             raise _Fail("agent", f"agent name {name} is already used by pane {existing.pane_id}, not this worker's pane {pane_id}; orch never renames a worker")
+        if not existing.interactive_ready and existing.agent_status == "blocked":
+            raise _blocked(name, pane_id, _screen(engine, pane_id), run.run_id)  # still at its start-up dialog
         return Started(name=name, pane_id=pane_id, agent_status=existing.agent_status, interactive_ready=existing.interactive_ready, reused=True)
     occupant = next((a for a in listed if a.pane_id == pane_id), None)
     if occupant is not None:
@@ -779,8 +815,30 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
         raise _Fail("agent", f"agent name {name} is already used by pane {agent.pane_id}, not this worker's pane {pane_id}; orch never renames a worker") from None
     except HerdrPaneBusy as exc:
         raise _Fail("agent", f"pane {pane_id} stayed busy (not an idle shell) through every retry: {exc.herdr_message or exc.message}") from None
+    except HerdrAgentNotReady as exc:
+        # herdr 0.8.2+: blocked at start-up (a trust or first-run dialog) keeps the name and answers agent_not_ready
+        # (../herdr-0.8.2/DELTA.md row 6). Read the screen instead of failing blindly; the worker stays provisioning.
+        screen = _screen(engine, pane_id)
+        if "blocked during startup" in (exc.herdr_message or "") or _agent_blocked(herdr, name, pane_id):
+            raise _blocked(name, pane_id, screen, run.run_id) from None
+        raise _Fail("agent", f"agent start failed: {exc.message}; its pane shows {_last_lines(screen)}") from None
+    except HerdrWaitExpired as exc:
+        screen = _screen(engine, pane_id)
+        executable = facts(planned.kind).executable
+        said = next((line for line in reversed(screen.splitlines()) if any(p.format(exe=executable) in line for p in _NOT_FOUND)), None)
+        if said is not None:
+            raise _Fail("agent", f"{planned.kind} is not installed on this machine: herdr typed `{executable}` into pane {pane_id} and its shell said {_last_lines(said, 1)}") from None
+        raise _Fail("agent", f"agent start failed: {exc.message}; its pane shows {_last_lines(screen)}") from None
     except HerdrError as exc:
         raise _Fail("agent", f"agent start failed: {exc.message}") from None
+
+
+def _agent_blocked(herdr: Any, name: str, pane_id: str) -> bool:
+    try:
+        agent = herdr.agent_get(name)
+    except HerdrError:
+        return False
+    return bool(agent.pane_id == pane_id and agent.agent_status == "blocked")
 
 
 # --- the round ---
@@ -797,6 +855,9 @@ def _guarded(rnd: _Round, job: _Job, stage: Callable[[_Round, _Job], None]) -> N
     except InFlightEffect as exc:
         job.notes.append("left in provisioning: an earlier process's effect is in flight")
         job.error = exc.message
+    except _Blocked as blocked:
+        job.notes.append("left in provisioning: its agent waits at a start-up dialog")
+        job.error = blocked.message
     except OrchError as exc:
         _fail(rnd, job, "herdr", exc.message)
     if job.error is not None or rnd.worker(job.task).state is not WorkerState.PROVISIONING:
@@ -900,7 +961,7 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
     refused: dict[str, str] = {}
     for planned in plan.workers:
         if planned.mode == "plan-first" and rows[planned.task].state is WorkerState.PROVISIONING:
-            problem = plan_mode_problem(planned.kind)
+            problem = plan_mode_problem(planned.kind) or plan_mode_problem(planned.kind, engine.herdr.features())
             if problem:
                 refused[planned.task] = problem
                 ledger.transition(run.run_id, planned.task, WorkerState.PROVISIONING, WorkerState.FAILED, cause={"phase": "provision", "step": "mode", "error": problem})

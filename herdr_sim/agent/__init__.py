@@ -14,6 +14,7 @@ from herdr_sim.agent.worker import Agent, AgentCrash
 
 KINDS = ("codex", "claude", "opencode", "pi")
 DELAY_FLAG = "--sim-start-delay-ms"
+DIALOG_FLAG = "--sim-start-dialog"
 
 
 def start_delay_ms(argv: list[str], env: dict[str, str]) -> int:
@@ -25,6 +26,17 @@ def start_delay_ms(argv: list[str], env: dict[str, str]) -> int:
         elif arg.startswith(DELAY_FLAG + "="):
             raw = arg.split("=", 1)[1]
     return int(raw) if raw.isdigit() else 0
+
+
+def start_dialog(argv: list[str], env: dict[str, str]) -> str | None:
+    """A dialog shown at start-up (a trust prompt): `--sim-start-dialog TEXT`, else $HERDR_SIM_AGENT_START_DIALOG."""
+    text = env.get("HERDR_SIM_AGENT_START_DIALOG") or None
+    for i, arg in enumerate(argv):
+        if arg == DIALOG_FLAG and i + 1 < len(argv):
+            text = argv[i + 1]
+        elif arg.startswith(DIALOG_FLAG + "="):
+            text = arg.split("=", 1)[1]
+    return text
 
 
 def _log_path(env: dict[str, str]) -> Path | None:
@@ -48,7 +60,8 @@ def main(kind: str) -> None:
         if problem:
             console.say(f"Scenario error: {problem}")
         try:
-            code = Agent(kind, env, console, start_delay_ms=start_delay_ms(sys.argv[1:], env), behaviour=behaviour).run()
+            code = Agent(kind, env, console, start_delay_ms=start_delay_ms(sys.argv[1:], env), behaviour=behaviour,
+                         start_dialog=start_dialog(sys.argv[1:], env)).run()
         except AgentCrash as crash:
             code = crash.exit_code
     sys.exit(code)

@@ -132,6 +132,7 @@ class Agent:
         start_delay_ms: int = 0,
         sleep: Callable[[float], None] = time.sleep,
         behaviour: Behaviour | None = None,
+        start_dialog: str | None = None,
     ) -> None:
         self.kind = kind
         self.env = env
@@ -147,6 +148,7 @@ class Agent:
         self.cwd = os.getcwd()
         self._frame = 0
         self._busy_since: float | None = None
+        self.start_dialog = start_dialog
 
     # --- herdr lifecycle -------------------------------------------------------------------------------------
 
@@ -261,6 +263,19 @@ class Agent:
         if not self.start_up():
             self.console.say("Bye.")
             return 1
+        if self.start_dialog:
+            # A start-up dialog the agent reports as blocked through its hook (herdr 0.8.2's agent_not_ready path,
+            # docs/simulator.md); it waits until someone presses Enter in the pane.
+            self.console.say(self.start_dialog)
+            self.console.say("Press Enter to continue")
+            self.report("blocked", "start-up dialog")
+            while True:
+                event = self.console.poll(None)
+                if isinstance(event, (Interrupt, EndOfInput)):
+                    self.console.say("Bye.")
+                    return 0
+                if isinstance(event, Submit):
+                    break
         self.console.say(f"{self.kind} (herdr-sim scripted agent) - paste a delegation packet; /exit to quit")
         self.report("idle")
         while True:

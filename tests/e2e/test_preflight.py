@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from herdr_sim import versions
 from herdr_sim.testing import SimServer
 from orchestrator.clock import FakeClock
 from orchestrator.engine import Engine
@@ -71,9 +72,15 @@ class SessionWorld:
     def ledger(self) -> Ledger:
         return Ledger.open(Path(self.env["ORCH_HOME"]) / "ledger.sqlite3")
 
-    def normalize(self, text: str) -> str:
-        """Stable text for golden files: the temp root, run-id timestamps and the simulator's home replaced."""
+    def normalize(self, text: str, *, keep_version: bool = False) -> str:
+        """Stable text for golden files: the temp root, run-id timestamps and (for the goldens every CI lane shares:
+        HERDR_SIM_VERSION picks the release) the herdr version and protocol replaced."""
         text = text.replace(str(self.root), "<tmp>")
+        if not keep_version:
+            profile = versions.current()
+            text = text.replace(f"herdr {profile.version} client, protocol {profile.protocol}", "herdr <version> client, protocol <protocol>")
+            text = text.replace(f"running herdr {profile.version}, protocol {profile.protocol}", "running herdr <version>, protocol <protocol>")
+            text = re.sub(r"(current|outdated|needs repair) \((v\d+|legacy)( < v\d+)?\)", lambda m: f"{m[1]} (<v>{' < <v>' if m[3] else ''})", text)
         return re.sub(r"\d{8}T\d{6}Z", "<time>", text)
 
 
@@ -200,3 +207,16 @@ def test_controller_outside_repo_creates_repo_workspace_without_focus_then_reuse
     assert focused(world) == ("w1", world.controller_pane)
     first_engine.close()
     second_engine.close()
+
+
+@pytest.mark.parametrize("version", ["0.7.5", "0.8.2", "0.9"])
+def test_the_checklist_names_each_releases_client_and_server(
+    version: str, session_world: Callable[..., SessionWorld], golden: Callable[[str, str], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Preflight on each release the simulator plays: client and server version and protocol, no warning."""
+    monkeypatch.setenv("HERDR_SIM_VERSION", version)
+    world = session_world()
+    world.env["HERDR_SIM_VERSION"] = version
+    result = world.orch("preflight", str(world.plan()))
+    assert (result.returncode, result.stderr) == (0, "")
+    golden(f"preflight_{version}.txt", world.normalize(result.stdout, keep_version=True))

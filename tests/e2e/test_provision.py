@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from herdr_sim import versions
+from herdr_sim.testing import eventually
 from orchestrator.engine import Engine
 from orchestrator.herdr_models import WorktreeListResult
 from orchestrator.plan import load_plan
-from orchestrator.provision import ProvisionResult, provision, render_provision
+from orchestrator.provision import ProvisionResult, provision, render_provision, start_agent
 from registry import Run, WorkerState
 
 RUN_ID = "w1:p1-20260101T000000Z"
@@ -305,3 +307,56 @@ def test_plan_first_without_a_known_plan_mode_fails_before_anything_starts(world
     out = world.orch("provision", "--json")
     assert out.returncode == 1
     assert [(w.state, w.already) for w in ProvisionResult.model_validate_json(out.stdout).workers] == [("failed", True)]
+
+
+DIALOG = "Do you trust the contents of this directory?"
+
+
+def test_an_agent_blocked_at_start_up_is_diagnosed_from_its_screen_and_a_rerun_picks_it_up(world: Any) -> None:
+    """../herdr-0.8.2/DELTA.md row 6: 0.8.2+ answer agent_not_ready and keep the name; 0.7.5 calls the agent ready.
+
+    A dialog orch does not know is never answered blindly (orchestrator/dialogs.py): the worker fails with the screen.
+    The agent keeps its name, so once the person answers it, starting the worker again picks up that agent."""
+    plan = ONE.replace('claim = ["src/api/**"]', f'claim = ["src/api/**"]\nagent_args = ["--sim-start-dialog", "{DIALOG}"]')
+    engine, run = prepare_run(world, plan)
+
+    result = provision(engine, run)
+
+    worker = result.workers[0]
+    pane = worker.pane_id
+    assert worker.state == "failed"  # 0.7.5 calls the agent ready, orch still sees it blocked and reads the dialog
+    assert worker.error == (
+        "api-pagination (codex) is blocked at start-up by a dialog orch does not know; nothing was typed. "
+        f"Screen: $ codex --sim-start-dialog '{DIALOG}' / {DIALOG} / Press Enter to continue"
+    )
+    agent = world.herdr("agent", "get", "api-pagination")["result"]["agent"]
+    pending = versions.current().start_blocked_not_ready
+    assert (agent["pane_id"], agent["agent_status"], agent.get("launch_pending", False)) == (pane, "blocked", pending)  # the name is kept
+    assert pane is not None
+    planned = engine.plan_for(run).workers[0]
+    if pending:
+        with pytest.raises(Exception, match=r"^api-pagination is blocked at start-up, at a dialog in pane"):
+            start_agent(engine, run, planned, pane, timeout_ms=20000)  # still at its dialog: diagnosed, nothing started
+
+    world.herdr("pane", "send-keys", pane, "Enter")  # the person answers the dialog
+    eventually(lambda: world.herdr("agent", "get", "api-pagination")["result"]["agent"].get("interactive_ready"), what="the agent ready after its dialog")
+    before = len(mutations(engine))
+
+    again = start_agent(engine, run, planned, pane, timeout_ms=20000)
+
+    assert (again.name, again.pane_id, again.interactive_ready, again.reused) == ("api-pagination", pane, True, True)
+    assert "agent start" not in mutations(engine)[before:]
+
+
+def test_an_agent_that_is_not_installed_is_named_instead_of_a_bare_timeout(world: Any) -> None:
+    (world.sim.paths.bin / "pi").unlink()  # this machine has no `pi`
+    plan = ONE.replace('claim = ["src/api/**"]', 'claim = ["src/api/**"]\nkind = "pi"') + "\n[defaults]\nagent_start_timeout_s = 4\n"
+    engine, run = prepare_run(world, plan)
+
+    result = provision(engine, run)
+
+    worker = result.workers[0]
+    assert (worker.state, worker.error) == (
+        "failed",
+        f'pi is not installed on this machine: herdr typed `pi` into pane {worker.pane_id} and its shell said "bash: pi: command not found"',
+    )

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +36,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli import cli
 from orchestrator.errors import ExitCode
+from herdr_sim import versions
 from herdr_sim.testing import eventually
 
 SKILL = Path(__file__).resolve().parents[2] / "SKILL.md"
@@ -446,6 +449,11 @@ def next_do(handed: dict[str, Any]) -> list[tuple[str, str | None]]:
     return [(n["do"], n["task"]) for n in handed["next"]]
 
 
+@pytest.mark.xfail(
+    versions.current().enter_after_answer_ms is not None, strict=False,
+    reason="herdr 0.8.2 writes Enter 300 ms after answering (../herdr-0.8.2/DELTA.md row 5): two workers' callbacks to "
+    "the controller agent within that window can merge into one line; seen on the 0.8.2 lane before the door's batching",
+)
 def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: Path) -> None:
     text = SKILL.read_text()
     plan = world.write_plan(next(body for lang, body in fenced_blocks(text) if lang == "toml"))

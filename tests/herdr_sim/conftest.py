@@ -15,6 +15,13 @@ from herdr_sim.testing import SimServer
 HERE = Path(__file__).resolve().parent
 
 
+@pytest.fixture(autouse=True)
+def herdr_075(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests pin herdr 0.7.5's contract line by line (CONTRACT.md); test_versions.py plays the other releases."""
+    if request.node.get_closest_marker("any_version") is None:
+        monkeypatch.setenv("HERDR_SIM_VERSION", "0.7.5")
+
+
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[SimServer]:
     """A fresh simulated herdr with a short settle delay and the stand-in agent on PATH."""

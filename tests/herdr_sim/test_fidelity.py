@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def herdr(argv: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith("HERDR_")}
+    full = {k: v for k, v in os.environ.items() if not k.startswith("HERDR_") or k == "HERDR_SIM_VERSION"}
     full.update(env)
     return subprocess.run([sys.executable, "-m", "herdr_sim.cli", *argv], capture_output=True, text=True, timeout=30,
                           env=full)
@@ -188,7 +188,7 @@ def test_named_session_status_list_and_mismatch(tmp_path: Path) -> None:
                         f"{'acme':<20} {'running':<8} {str(home / 'sessions' / 'acme'):<48} {sock}\n")
         assert ok(sim.run(["workspace", "create", "--cwd", str(tmp_path)]))["root_pane"]["pane_id"] == "w1:p1"
         assert sim.run(["pane", "run", "w1:p1", 'echo "sock=$HERDR_SOCKET_PATH session=$HERDR_SESSION"']).returncode == 0
-        ok(sim.run(["pane", "wait-output", "w1:p1", "--match", f"sock={sock} session=acme", "--timeout", "5000"]))
+        ok(sim.run(["pane", "wait-output", "w1:p1", "--match", f"sock={sock} session=acme", "--source", "recent-unwrapped", "--timeout", "5000"]))
         no_server = 'Error: Os { code: 2, kind: NotFound, message: "No such file or directory" }\n'
         for argv in (["--session", "other", "workspace", "list"], ["--session", "default", "workspace", "list"]):
             done = sim.run(argv)

@@ -15,7 +15,16 @@ from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.dispatch import classify_screen, dispatch, dispatch_key, render_dispatch
 from orchestrator.engine import Engine
-from orchestrator.errors import HerdrNotFound, HerdrPromptStalled, HerdrProtocolError, HerdrTimeout, HerdrWaitExpired
+from orchestrator.errors import (
+    ExitCode,
+    HerdrAgentBlocked,
+    HerdrNotFound,
+    HerdrPromptStalled,
+    HerdrProtocolError,
+    HerdrTimeout,
+    HerdrUnavailable,
+    HerdrWaitExpired,
+)
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
 from registry import EffectStatus, Run, WorkerState
 
@@ -46,6 +55,7 @@ class FakeHerdr:
         self.agents = {a.name: a for a in agents}
         self.calls: list[tuple[str, ...]] = []
         self.prompt_error: Exception | None = None
+        self.wait_error: dict[str, Exception] = {}
 
     def _info(self, a: FakeAgent) -> AgentInfo:
         return AgentInfo(terminal_id=f"t-{a.name}", agent_status=a.status, workspace_id="w1", tab_id="w1:t1", pane_id=a.pane_id,  # type: ignore[arg-type]
@@ -81,6 +91,8 @@ class FakeHerdr:
 
     def agent_wait(self, target: str, *, until: Any = (), timeout_ms: int) -> AgentInfo:
         self.calls.append(("agent wait", target))
+        if target in self.wait_error:
+            raise self.wait_error[target]
         a = self._get(target)
         if a.status in until:
             return self._info(a)
@@ -363,3 +375,52 @@ def test_fleet_resolves_and_sends_concurrently_up_to_the_cap_each_prompt_once(tm
     assert herdr.most == 2  # the example plan's cap (concurrency = 2)
     assert [len(a.prompts) for a in herdr.agents.values()] == [1, 1, 1]
     assert (herdr.count("agent get"), herdr.count("agent prompt"), herdr.count("agent list")) == (3, 3, 1)
+
+
+def test_an_agent_wait_that_overruns_its_timeout_does_not_abort_the_fleets_acceptance(tmp_path: Path) -> None:
+    """herdr's `agent wait` can overrun its own timeout (herdr#4280): our wall clock kills it, one read decides."""
+    herdr = FakeHerdr(agents("work", "stall", "stall"))
+    herdr.wait_error["api-tests"] = HerdrTimeout("herdr agent wait: no answer within 20s; killed")
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine)
+    herdr.agents["pagination-docs"].reacts = "work"
+
+    result = dispatch(engine, run)
+
+    assert [(w.task, w.outcome) for w in result.workers] == [("api-pagination", "accepted"), ("api-tests", "stalled"), ("pagination-docs", "accepted")]
+    assert ("agent get", "api-tests") in herdr.calls
+
+
+def test_a_prompt_refused_at_a_dialog_is_reported_blocked_with_the_screen(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work"))
+    herdr.agents["api-pagination"].screen = "Allow the command `rm -rf build`?\n  1. Yes\n  2. No\n"
+    herdr.prompt_error = HerdrAgentBlocked(
+        "herdr agent prompt: not sent: the agent is at a dialog (agent_blocked: agent api-pagination is blocked and requires interactive input)",
+        code="agent_blocked")
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, ("api-pagination",))
+
+    result = dispatch(engine, run, ["api-pagination"])
+
+    worker = result.workers[0]
+    assert (worker.outcome, worker.state, worker.detail) == (
+        "blocked", "ready",
+        "herdr agent prompt: not sent: the agent is at a dialog (agent_blocked: agent api-pagination is blocked and requires interactive input); "
+        "answer it in the pane, then dispatch again",
+    )
+    assert worker.diagnosis is not None and worker.diagnosis.last_lines == ("Allow the command `rm -rf build`?", "  1. Yes", "  2. No")
+    assert not result.ok
+    effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
+    assert effect is not None and effect.status is EffectStatus.FAILED  # nothing was written: a later dispatch may send it
+
+
+def test_herdr_down_stops_the_dispatch_instead_of_skipping_each_worker(tmp_path: Path) -> None:
+    herdr = FakeHerdr(agents("work", "work"))
+    herdr.prompt_error = HerdrUnavailable("herdr agent prompt: herdr server is not running (server_not_running: no herdr server is running at /s)",
+                                          code="server_not_running")
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, ("api-pagination", "api-tests"))
+
+    with pytest.raises(HerdrUnavailable) as raised:
+        dispatch(engine, run)
+    assert raised.value.exit_code == ExitCode.HERDR_UNAVAILABLE

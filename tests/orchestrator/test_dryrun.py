@@ -69,6 +69,7 @@ def test_the_simulator_parses_every_herdr_command_of_the_listing(argv: list[str]
     for name in ("HERDR_SOCKET_PATH", "HERDR_SESSION", "HERDR_PANE_ID", "HERDR_SIM_INTEGRATIONS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HERDR_SIM_HOME", str(tmp_path / "sim"))
+    monkeypatch.setenv("HERDR_SIM_VERSION", "0.7.5")  # NO_SERVER is 0.7.5's text (the argv contract test plays each release)
     code = sim.main(argv)
     captured = capsys.readouterr()
     form = next((row[0] for row in FORMS if row[2] == argv), None)

@@ -1,13 +1,19 @@
-"""Every argv form orch sends to herdr, checked against herdr 0.7.5's own parser (source lines cited) and the simulator.
+"""Every argv form orch sends to herdr, checked against each release's rules (0.7.5, 0.8.2, 0.9.x) and the simulator.
 
 The table lists each form the engine actually uses (grep `herdr.<method>(` in orchestrator/). Each row names the
-herdr source that accepts it, at tag v0.7.5 (`git -C /work/.mirror/ogulcancelik+herdr/repo show v0.7.5:<file>`).
-Three checks per row: HerdrCli builds exactly that argv (runner seam); the simulator's parser accepts it (it reaches
-the server connection, i.e. no usage error); and, for the forms herdr rejects, both orch and the simulator refuse.
+herdr source that accepts it, at tag v0.7.5 (`git -C /work/.mirror/herdrdev+herdr/repo show v0.7.5:<file>`).
+0.8.2 and 0.9.x are checked against their CLI reference (`../shared/herdr-0.8.2/upstream/cli-reference.mdx`,
+`../shared/herdr-0.9.1/upstream/cli-reference.mdx`): the synopsis line of the command must name every flag the form
+sends (the line is cited in the failure), with the source-only exceptions in VERSION_EXCEPTIONS.
+Checks per row: HerdrCli builds exactly that argv (runner seam); the simulator's parser accepts it under every
+profile (it reaches the server connection, i.e. no usage error); and, for the forms herdr rejects, both orch and the
+simulator refuse.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -106,6 +112,62 @@ FORMS: list[tuple[str, Callable[[HerdrCli], Any], list[str], str, str]] = [
 # herdr answers these without a server (main.rs / local CLI commands); every other form needs the socket.
 LOCAL = {"--version", "--help", "status --json", "session list --json", "integration status", "api schema --json"}
 NO_SERVER = 'Error: Os { code: 2, kind: NotFound, message: "No such file or directory" }\n'
+PROFILES = ("0.7.5", "0.8.2", "0.9")
+DOCS = {"0.8.2": "herdr-0.8.2/upstream/cli-reference.mdx", "0.9": "herdr-0.9.1/upstream/cli-reference.mdx"}
+# Flags the docs do not show but the source accepts, per release: (form, flag) -> why it still parses there.
+VERSION_EXCEPTIONS: dict[tuple[str, str], dict[str, str]] = {
+    **{(form, "--json"): {
+        "0.8.2": "hidden no-op: src/cli/worktree.rs:51,134,218,267 at v0.8.2",
+        "0.9": "not in the 0.9 docs and not verifiable in the 0.9 source (../herdr-0.9.1/DELTA.md row 7); the simulator keeps 0.8.2's hidden no-op",
+    } for form in ("worktree list --workspace --json", "worktree list --cwd --json",
+                   "worktree create --workspace --branch --base --path --label --no-focus --json",
+                   "worktree open --workspace --path --label --no-focus --json", "worktree remove --workspace --json")},
+    **{("status --json", "--json"): {v: "`herdr status` prints JSON with --json (cli-reference \"Status\"; src/cli/status.rs)" for v in ("0.8.2", "0.9")}},
+}
+
+
+def _command_path(argv: list[str]) -> str:
+    """The words naming the command: `--version`, `status`, `pane read`, `agent start`."""
+    if argv[0].startswith("-"):
+        return argv[0]
+    return argv[0] if argv[0] == "status" else " ".join(argv[:2])
+
+
+def _flags(argv: list[str]) -> list[str]:
+    head = argv[: argv.index("--")] if "--" in argv else argv
+    # A prompt text or label is one argv word; only words orch passes as options count.
+    return [w for w in head[1:] if w.startswith("--") and w != ENVELOPE]
+
+
+def _synopses(doc: str, path: str) -> list[tuple[int, str]]:
+    prefix = f"herdr {path}"
+    return [(n, line) for n, line in enumerate(doc.splitlines(), 1) if line == prefix or line.startswith(prefix + " ")]
+
+
+@pytest.mark.parametrize("version", list(DOCS))
+@pytest.mark.parametrize(("form", "argv"), [(f[0], f[2]) for f in FORMS if f[0] != "--help"], ids=[f[0] for f in FORMS if f[0] != "--help"])
+def test_every_form_is_in_each_releases_cli_reference(form: str, argv: list[str], version: str, shared_dir: Path) -> None:
+    doc_path = DOCS[version]
+    lines = _synopses((shared_dir / doc_path).read_text(), _command_path(argv))
+    assert lines, f"{form}: no `herdr {_command_path(argv)}` synopsis in {doc_path}"
+    for flag in _flags(argv):
+        where = [f"{doc_path}:{n}" for n, line in lines if flag in re.split(r"[\s|\[\]()]+", line)]
+        if not where:
+            assert version in VERSION_EXCEPTIONS.get((form, flag), {}), f"{form}: {flag} is in none of {[f'{doc_path}:{n}' for n, _ in lines]}"
+
+
+def _no_server(version: str, home: Path, rid: str) -> str:
+    if version == "0.7.5":
+        return NO_SERVER
+    # v0.8.2 src/cli/server_not_running.rs:27-40: JSON with the request id, exit 1.
+    message = f"no herdr server is running at {home / 'sim' / 'herdr.sock'}; run `herdr` to start or attach it"
+    return json.dumps({"id": rid, "error": {"code": "server_not_running", "message": message}}, separators=(",", ":")) + "\n"
+
+
+def _rid(argv: list[str]) -> str:
+    if argv[:2] in (["pane", "send-text"], ["pane", "send-keys"]):
+        return "cli:request"  # quiet commands (src/cli.rs:729-741)
+    return f"cli:{argv[0]}:{argv[1]}"
 
 
 @pytest.mark.parametrize(("form", "call", "argv", "source", "stdout"), FORMS, ids=[f[0] for f in FORMS])
@@ -117,24 +179,31 @@ def test_orch_builds_exactly_the_form_herdr_accepts(form: str, call: Callable[[H
 
 @pytest.fixture
 def no_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A simulator home with no server running, so a parsed request stops at the socket."""
+    """A simulator home with no server running, so a parsed request stops at the socket (herdr 0.7.5 unless a test says)."""
     for name in ("HERDR_SOCKET_PATH", "HERDR_SESSION", "HERDR_PANE_ID", "HERDR_SIM_INTEGRATIONS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HERDR_SIM_HOME", str(tmp_path / "sim"))
+    monkeypatch.setenv("HERDR_SIM_VERSION", "0.7.5")
     return tmp_path
 
 
+@pytest.mark.parametrize("version", PROFILES)
 @pytest.mark.parametrize(("form", "argv"), [(f[0], f[2]) for f in FORMS if f[0] not in LOCAL], ids=[f[0] for f in FORMS if f[0] not in LOCAL])
 def test_simulator_parses_every_form_and_stops_only_at_the_missing_server(
-    form: str, argv: list[str], no_server: Path, capsys: pytest.CaptureFixture[str]
+    form: str, argv: list[str], version: str, no_server: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("HERDR_SIM_VERSION", version)
     code = sim.main(argv)
     captured = capsys.readouterr()
-    assert (code, captured.out, captured.err) == (1, "", NO_SERVER), form
+    assert (code, captured.out, captured.err) == (1, "", _no_server(version, no_server, _rid(argv))), form
 
 
+@pytest.mark.parametrize("version", PROFILES)
 @pytest.mark.parametrize("form", sorted(LOCAL - {"--help"}))
-def test_simulator_answers_the_local_forms_without_a_server(form: str, no_server: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_simulator_answers_the_local_forms_without_a_server(
+    form: str, version: str, no_server: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERDR_SIM_VERSION", version)
     argv = next(f[2] for f in FORMS if f[0] == form)
     code = sim.main(argv)
     captured = capsys.readouterr()

@@ -220,7 +220,7 @@ def test_preflight_with_an_existing_labelled_tab_makes_no_side_effect(tmp_path: 
     assert render_preflight(result).replace(str(tmp_path), "<tmp>") == (
         "✓ herdr env       HERDR_ENV=1\n"
         "✓ plan            acme/widgets, base origin/main, 1 worker (codex)\n"
-        "✓ herdr           herdr 0.7.5\n"
+        "✓ herdr           herdr 0.7.5 client, protocol 17\n"
         "✓ capabilities    all 28 herdr commands the run uses are in herdr api schema\n"
         "✓ server          running herdr 0.7.5, protocol 17, compatible\n"
         "✓ session         acme serves organization acme\n"
@@ -242,6 +242,69 @@ def test_preflight_with_an_existing_labelled_tab_makes_no_side_effect(tmp_path: 
     assert engine.ledger.list_effects(run.run_id) == []
     # The run's message limit is fixed with its plan snapshot, for every callback to read cheaply.
     assert (engine.run_dir(run.run_id) / "limits.json").read_text() == '{"message_limit_bytes": 65536}\n'
+
+
+def _release(answers: dict[tuple[str, ...], Any], version: str, protocol: int, *, server: str | None = None) -> None:
+    """Make the scripted herdr another release: its --version, and status --json's client and server."""
+    data = json.loads(answers[("status", "--json")])
+    data["client"].update(version=version, protocol=protocol)
+    data["server"].update(version=server or version, protocol=protocol)
+    answers[("--version",)] = f"herdr {version}\n"
+    answers[("status", "--json")] = json.dumps(data)
+
+
+def test_an_unknown_newer_herdr_warns_and_proceeds_when_its_schema_has_every_method(tmp_path: Path, cloned: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    answers = herdr_answers(cloned)
+    _release(answers, "1.0.0", 31)
+    engine, _ = make_engine(tmp_path, answers)
+
+    result = preflight(engine, plan)
+
+    assert result.ok
+    assert render_preflight(result, symbols=False).splitlines()[2:7] == [
+        "ok   herdr           herdr 1.0.0 client, protocol 31",
+        "                     note: herdr 1.0.0 (client) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.x); proceeding because its api schema has every method orch uses",
+        "ok   capabilities    all 28 herdr commands the run uses are in herdr api schema",
+        "ok   server          running herdr 1.0.0, protocol 31, compatible",
+        "                     note: herdr 1.0.0 (server) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.x); proceeding because its api schema has every method orch uses",
+    ]
+
+
+def test_a_herdr_older_than_075_is_refused_with_the_reason(tmp_path: Path, cloned: Path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    answers = herdr_answers(cloned)
+    _release(answers, "0.7.4", 17)
+    engine, _ = make_engine(tmp_path, answers)
+
+    result = preflight(engine, plan)
+
+    assert render_preflight(result, symbols=False).splitlines()[2:] == ["FAIL herdr           herdr 0.7.4 client, protocol 17: older than 0.7.5"]
+    assert result.failure is not None and (result.failure.reason, result.failure.hint) == (
+        "this herdr is 0.7.4; orch needs herdr 0.7.5 or later",
+        "install herdr 0.7.5, 0.8.2 or 0.9.x, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+    )
+
+
+def test_a_09_server_behind_a_newer_client_is_named_and_judged_by_itself(tmp_path: Path, cloned: Path) -> None:
+    """herdr 0.9 negotiates capabilities: a compatible client and server may differ (../herdr-0.9.1/DELTA.md rows 11-12)."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    answers = herdr_answers(cloned)
+    _release(answers, "0.9.3", 22, server="0.9.1")
+    engine, _ = make_engine(tmp_path, answers)
+
+    result = preflight(engine, plan)
+
+    assert result.ok
+    assert render_preflight(result, symbols=False).splitlines()[2:6] == [
+        "ok   herdr           herdr 0.9.3 client, protocol 22",
+        "ok   capabilities    all 28 herdr commands the run uses are in herdr api schema",
+        "ok   server          running herdr 0.9.1, protocol 22, compatible",
+        "                     note: the server (0.9.1) and this CLI (0.9.3) are different herdr versions; orch goes by the server's",
+    ]
 
 
 def test_outside_herdr_runs_no_herdr_command(tmp_path: Path) -> None:

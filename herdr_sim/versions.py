@@ -1,0 +1,97 @@
+"""The herdr releases the simulator plays (HERDR_SIM_VERSION): what each does differently, one field per DELTA row."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+ENV = "HERDR_SIM_VERSION"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One herdr release as the simulator plays it; every field cites the DELTA row it comes from."""
+
+    name: str  # what HERDR_SIM_VERSION selects it by
+    version: str  # `herdr --version`, `status --json` client and server version
+    protocol: int  # 0.8.2 DELTA row 1 (src/protocol/wire.rs:16); 0.9 DELTA row 11 (third-party: 22)
+    # 0.8.2 row 2: a socket command with no server prints a JSON `server_not_running` error instead of `Error: Os`.
+    no_server_json: bool
+    # 0.8.2 row 3: `integration status` can say `needs repair (vN)` (src/cli/integration.rs:50-56).
+    needs_repair: bool
+    # 0.8.2 row 4: `agent prompt` to a blocked agent is refused with `agent_blocked` (src/app/api/agents.rs:82-91).
+    prompt_refuses_blocked: bool
+    # 0.8.2 row 5: Enter follows the text 300 ms after the answer (src/app/api/agents.rs:13); 0.9 row 1: before it.
+    enter_after_answer_ms: int | None
+    # 0.8.2 row 6: blocked at start-up keeps the name and answers `agent_not_ready` (src/cli/agent.rs:589-612).
+    start_blocked_not_ready: bool
+    # 0.8.2 row 6: the CLI retries `agent_pane_busy` for 2 s while a new pane's shell starts (#2410).
+    start_busy_retry_ms: int
+    # 0.8.2 row 7: `send-keys shift+tab` reaches the agent as Shift+Tab (0.7.5 drops Shift: plain Tab).
+    shift_tab: bool
+    # 0.8.2 row 8: reading `recent` of an idle alternate-screen agent scrolls its viewport (seconds).
+    alt_screen_scroll: bool
+    # 0.8.2 row 9: the headless terminal size (#2828).
+    width: int
+    height: int
+    # 0.8.2 row 10: `pane layout --current` resolves the caller (HERDR_PANE_ID), not the UI-focused pane (#2297).
+    current_is_caller: bool
+    # 0.8.2 row 11: `tab close` of a workspace's last tab closes the workspace (or `confirmation_required`).
+    last_tab_closes_workspace: bool
+    # 0.8.2 row 12: read results carry `truncated` (#1717).
+    read_truncated_field: bool
+    # 0.9 row 2: `agent prompt --wait` needs observed `working`/`blocked` and the timeout includes submission.
+    strict_prompt_gate: bool
+    # 0.9 row 5: `pane report-agent` options may come before the pane id, and `--option=value` is accepted.
+    report_agent_any_order: bool
+    # 0.9 row 6: worktree commands take `--trust-repository`.
+    trust_repository: bool
+    # 0.9 row 8: `workspace close` of a primary with open worktree workspaces needs `--group`.
+    workspace_group_close: bool
+    # 0.9 row 16: new panes get TERM_PROGRAM=herdr and TERM_PROGRAM_VERSION.
+    term_program: bool
+    # 0.8.2 "Unchanged": `api schema` gains workspace.move_block (0.8.0) and pane.input.set (0.8.2).
+    extra_methods: tuple[str, ...]
+
+
+V075 = Profile(
+    name="0.7.5", version="0.7.5", protocol=17, no_server_json=False, needs_repair=False, prompt_refuses_blocked=False,
+    enter_after_answer_ms=None, start_blocked_not_ready=False, start_busy_retry_ms=0, shift_tab=False,
+    alt_screen_scroll=False, width=80, height=24, current_is_caller=False, last_tab_closes_workspace=False,
+    read_truncated_field=False, strict_prompt_gate=False, report_agent_any_order=False, trust_repository=False,
+    workspace_group_close=False, term_program=False, extra_methods=(),
+)  # fmt: skip
+V082 = Profile(
+    name="0.8.2", version="0.8.2", protocol=20, no_server_json=True, needs_repair=True, prompt_refuses_blocked=True,
+    enter_after_answer_ms=300, start_blocked_not_ready=True, start_busy_retry_ms=2000, shift_tab=True,
+    alt_screen_scroll=True, width=120, height=40, current_is_caller=True, last_tab_closes_workspace=True,
+    read_truncated_field=True, strict_prompt_gate=False, report_agent_any_order=False, trust_repository=False,
+    workspace_group_close=False, term_program=False, extra_methods=("workspace.move_block", "pane.input.set"),
+)  # fmt: skip
+# 0.9.x: where its docs are silent the profile keeps 0.8.2's behaviour (docs/simulator.md lists those rows).
+V09 = Profile(
+    name="0.9", version="0.9.1", protocol=22, no_server_json=True, needs_repair=True, prompt_refuses_blocked=True,
+    enter_after_answer_ms=None, start_blocked_not_ready=True, start_busy_retry_ms=2000, shift_tab=True,
+    alt_screen_scroll=True, width=120, height=40, current_is_caller=True, last_tab_closes_workspace=True,
+    read_truncated_field=True, strict_prompt_gate=True, report_agent_any_order=True, trust_repository=True,
+    workspace_group_close=True, term_program=True, extra_methods=("workspace.move_block", "pane.input.set"),
+)  # fmt: skip
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (V075, V082, V09)}
+NEWEST = V09
+
+
+class UnknownVersion(ValueError):
+    """HERDR_SIM_VERSION names no profile."""
+
+
+def current(env: Mapping[str, str] | None = None) -> Profile:
+    """The profile HERDR_SIM_VERSION selects (unset or empty: the newest)."""
+    raw = (os.environ if env is None else env).get(ENV, "").strip()
+    if not raw:
+        return NEWEST
+    profile = PROFILES.get(raw) or PROFILES.get({"0.9.1": "0.9", "0.9.x": "0.9"}.get(raw, ""))
+    if profile is None:
+        raise UnknownVersion(f"invalid {ENV}: {raw} (expected one of {', '.join(PROFILES)})")
+    return profile

@@ -1,0 +1,370 @@
+"""One test per DELTA row (../shared/herdr-0.8.2/DELTA.md, ../shared/herdr-0.9.1/DELTA.md): the simulator under each
+HERDR_SIM_VERSION profile, and orch's handling of it through its herdr boundary."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from herdr_sim import cli as sim_cli, procs
+from herdr_sim.testing import SimServer, eventually
+from orchestrator import errors as e
+from orchestrator.agents import plan_mode_problem
+from orchestrator.herdr import HerdrCli, RetryPolicy, version_support
+from orchestrator.preflight import integration_problems
+
+pytestmark = [pytest.mark.e2e, pytest.mark.any_version]
+
+PROFILES = ("0.7.5", "0.8.2", "0.9")
+DIALOG = "Do you trust the contents of this directory?"
+
+
+def herdr_sim() -> str:
+    beside = Path(sys.executable).parent / "herdr-sim"  # the venv running pytest, on PATH or not
+    found = str(beside) if beside.exists() else shutil.which("herdr-sim")
+    assert found is not None, "herdr-sim is not installed (pip install -e '.[test]')"
+    return found
+
+
+def offline(tmp_path: Path, version: str, **env: str) -> HerdrCli:
+    """orch's boundary on a simulator home with no server."""
+    return HerdrCli(herdr_sim(), env={"HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version, **env},
+                    retry=RetryPolicy(read_wait_s=0), sleep=lambda _s: None)
+
+
+@pytest.fixture(params=PROFILES)
+def version(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("HERDR_SIM_VERSION", request.param)
+    for outer in ("TERM_PROGRAM", "TERM_PROGRAM_VERSION"):  # the terminal these tests run in
+        monkeypatch.delenv(outer, raising=False)
+    return str(request.param)
+
+
+@pytest.fixture
+def sim(tmp_path: Path, version: str) -> Iterator[SimServer]:
+    with SimServer(tmp_path / "sim", {"HERDR_SIM_SETTLE_MS": "300", "HERDR_SIM_VERSION": version}) as server:
+        yield server
+
+
+def boundary(sim: SimServer) -> HerdrCli:
+    return HerdrCli(str(sim.paths.bin / "herdr"), env=sim.env())
+
+
+def ok(done: subprocess.CompletedProcess[str]) -> Any:
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["result"] if done.stdout.strip() else None
+
+
+def workspace(sim: SimServer, cwd: Path) -> str:
+    return str(ok(sim.run(["workspace", "create", "--cwd", str(cwd), "--no-focus"]))["root_pane"]["pane_id"])
+
+
+def run_in(sim: SimServer, pane: str, command: str) -> None:
+    ok(sim.run(["pane", "run", pane, command]))
+
+
+def screen(sim: SimServer, pane: str, source: str = "recent") -> str:
+    return sim.run(["pane", "read", pane, "--source", source]).stdout
+
+
+# --- 0.8.2 DELTA ----------------------------------------------------------------------------------------------------
+
+
+def test_082_row1_version_and_protocol(tmp_path: Path, version: str) -> None:
+    herdr = offline(tmp_path, version)
+    expected = {"0.7.5": ("herdr 0.7.5", 17), "0.8.2": ("herdr 0.8.2", 20), "0.9": ("herdr 0.9.1", 22)}[version]
+    status = herdr.status()
+    assert (herdr.version().text, status.client.protocol, version_support(status.client.version)) == (*expected, "tested")
+
+
+def test_082_row2_no_server_is_herdr_unavailable_on_every_release(tmp_path: Path, version: str) -> None:
+    herdr = offline(tmp_path, version)
+    with pytest.raises(e.HerdrUnavailable) as raised:
+        herdr.agent_list()
+    sock = tmp_path / "sim" / "herdr.sock"
+    expected = "herdr-sim agent list: herdr server is not running" if version == "0.7.5" else (
+        f"herdr-sim agent list: herdr server is not running (server_not_running: no herdr server is running at {sock}; run `herdr` to start or attach it)"
+    )
+    assert (raised.value.message, raised.value.exit_code, raised.value.hint) == (expected, 3, "start herdr (or check --session / HERDR_SESSION / HERDR_SOCKET_PATH)")
+    assert len(herdr.calls) == 3  # a read: retried like 0.7.5's Os error
+
+
+def test_082_row3_needs_repair_is_judged_only_for_the_kinds_the_plan_uses(tmp_path: Path, version: str) -> None:
+    herdr = offline(tmp_path, version, HERDR_SIM_INTEGRATIONS="claude,codex,opencode:repair")
+    if version == "0.7.5":
+        with pytest.raises(e.HerdrUsageError):  # 0.7.5 has no such state: the simulator refuses the knob
+            herdr.integration_status()
+        return
+    entries = herdr.integration_status()
+    assert integration_problems(["claude", "codex"], entries) == []
+    assert integration_problems(["opencode"], entries) == [("opencode", "needs repair (v10)")]
+
+
+def test_082_row4_a_prompt_to_an_agent_at_a_dialog(sim: SimServer, version: str, tmp_path: Path) -> None:
+    herdr = boundary(sim)
+    pane = workspace(sim, tmp_path)
+    with contextlib.suppress(e.HerdrAgentNotReady):  # 0.8.2+ (row 6); 0.7.5 calls it started
+        herdr.agent_start("trusty", kind="codex", pane=pane, timeout_ms=20000, args=("--sim-start-dialog", DIALOG))
+    eventually(lambda: herdr.agent_get("trusty").agent_status == "blocked", what="the agent at its dialog")
+    if version == "0.7.5":
+        herdr.agent_prompt("trusty", "hello")  # written into the dialog
+        eventually(lambda: herdr.agent_get("trusty").agent_status == "idle", what="the dialog answered by the prompt's Enter")
+        return
+    with pytest.raises(e.HerdrAgentBlocked) as raised:
+        herdr.agent_prompt("trusty", "hello")
+    assert raised.value.message == "herdr agent prompt: not sent: the agent is at a dialog (agent_blocked: agent trusty is blocked and requires interactive input)"
+    assert "hello" not in screen(sim, pane)
+
+
+def test_082_row5_and_09_row1_when_enter_is_written(sim: SimServer, version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    herdr = boundary(sim)
+    pane = workspace(sim, tmp_path)
+    herdr.agent_start("prompted", kind="codex", pane=pane, timeout_ms=20000)
+    later: list[tuple[Any, ...]] = []
+    deliver = procs.send_keys_later
+    monkeypatch.setattr(procs, "send_keys_later", lambda *args: later.append(args))
+    for key, value in sim.env().items():
+        monkeypatch.setenv(key, value)
+    assert sim_cli.main(["agent", "prompt", "prompted", "say hi"]) == 0
+    if version == "0.8.2":
+        # The answer came before the Enter: a helper writes it 300 ms later (src/app/api/agents.rs:13).
+        assert [args[2:] for args in later] == [(["Enter"], 300)]
+        deliver(*later[0])
+    else:
+        assert later == []
+    eventually(lambda: "I only act on delegation packets" in screen(sim, pane), what="the prompt submitted")
+
+
+def test_082_row6_blocked_at_start_up_keeps_the_name_and_becomes_ready_once_answered(sim: SimServer, version: str, tmp_path: Path) -> None:
+    herdr = boundary(sim)
+    pane = workspace(sim, tmp_path)
+    if version == "0.7.5":
+        started = herdr.agent_start("trusty", kind="codex", pane=pane, timeout_ms=20000, args=("--sim-start-dialog", DIALOG))
+        assert (started.agent.agent_status, started.agent.interactive_ready) == ("blocked", True)  # "ready" at the dialog
+        return
+    with pytest.raises(e.HerdrAgentNotReady) as raised:
+        herdr.agent_start("trusty", kind="codex", pane=pane, timeout_ms=20000, args=("--sim-start-dialog", DIALOG))
+    assert raised.value.herdr_message == "agent trusty is blocked during startup and is not ready for prompts"
+    agent = herdr.agent_get("trusty")
+    assert (agent.pane_id, agent.agent_status, agent.launch_pending, agent.interactive_ready) == (pane, "blocked", True, False)
+    assert DIALOG in screen(sim, pane)
+    herdr.pane_send_keys(pane, "Enter")
+    eventually(lambda: herdr.agent_get("trusty").interactive_ready, what="the agent ready after its dialog")
+
+
+def test_082_row7_shift_tab_reaches_the_agent_from_082(sim: SimServer, version: str, tmp_path: Path) -> None:
+    herdr = boundary(sim)
+    pane = workspace(sim, tmp_path)
+    run_in(sim, pane, "cat -vT")
+    eventually(lambda: procs.foreground(sim_pane_pid(sim, pane)) != [sim_pane_pid(sim, pane)], what="cat in the foreground")
+    herdr.pane_send_keys(pane, "shift+tab")
+    herdr.pane_send_keys(pane, "Enter")
+    seen = "^I" if version == "0.7.5" else "^[[Z"
+    eventually(lambda: any(line.strip() == seen for line in screen(sim, pane).splitlines()), what=f"cat printing {seen}")
+    features = herdr.features()
+    assert features.shift_tab is (version != "0.7.5")
+    expected = None if version != "0.7.5" else (
+        "plan-first needs herdr 0.8.2 or later: herdr 0.7.5 sends shift+tab as a plain Tab, so claude's plan mode cannot be entered (use mode = \"direct\" or upgrade herdr)"
+    )
+    assert plan_mode_problem("claude", features) == expected
+
+
+def sim_pane_pid(sim: SimServer, pane: str) -> int:
+    from herdr_sim.state import Store
+
+    return Store(sim.paths).load().panes[pane].shell_pid
+
+
+def test_082_row8_reading_an_idle_alternate_screen_agent_costs_time(sim: SimServer, version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pane = workspace(sim, tmp_path)
+    run_in(sim, pane, "printf '\\033[?1049h'; exec sleep 300")
+    ok(sim.run(["pane", "report-agent", pane, "--source", "test", "--agent", "codex", "--state", "idle"]))
+    for key, value in {**sim.env(), "HERDR_SIM_ALT_READ_MS": "1200"}.items():
+        monkeypatch.setenv(key, value)
+    eventually(lambda: subprocess.run(["tmux", "-S", str(sim.paths.tmux_socket), "display", "-p", "-t", tmux_of(sim, pane), "#{alternate_on}"],
+                                      capture_output=True, text=True, timeout=10).stdout.strip() == "1", what="the alternate screen")
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    assert sim_cli.main(["pane", "read", pane, "--source", "recent"]) == 0
+    # subprocess's own waits poll in steps of at most 50 ms; the read's cost is the one long sleep.
+    assert [s for s in slept if s > 0.1] == ([] if version == "0.7.5" else [1.2])
+
+
+def tmux_of(sim: SimServer, pane: str) -> str:
+    from herdr_sim.state import Store
+
+    return Store(sim.paths).load().panes[pane].tmux
+
+
+def test_082_row9_headless_size(sim: SimServer, version: str, tmp_path: Path) -> None:
+    pane = workspace(sim, tmp_path)
+    run_in(sim, pane, "stty size")
+    expected = "24 80" if version == "0.7.5" else "40 120"
+    eventually(lambda: expected in screen(sim, pane).splitlines(), what=f"stty size {expected}")
+    assert ok(sim.run(["pane", "get", pane]))["pane"]["scroll"]["viewport_rows"] == int(expected.split()[0])
+
+
+def test_082_row10_layout_current_is_the_caller_from_082(sim: SimServer, version: str, tmp_path: Path) -> None:
+    first = ok(sim.run(["workspace", "create", "--cwd", str(tmp_path), "--focus"]))
+    caller = ok(sim.run(["tab", "create", "--workspace", first["workspace"]["workspace_id"], "--no-focus"]))["root_pane"]
+    layout = ok(sim.run(["pane", "layout", "--current"], HERDR_PANE_ID=caller["pane_id"]))["layout"]
+    # orch never sends `layout --current` (it always names --pane); herdr's meaning changed under it.
+    assert layout["tab_id"] == (first["tab"]["tab_id"] if version == "0.7.5" else caller["tab_id"])
+
+
+def test_082_row11_closing_a_workspaces_last_tab(sim: SimServer, version: str, tmp_path: Path) -> None:
+    created = ok(sim.run(["workspace", "create", "--cwd", str(tmp_path), "--no-focus"]))
+    done = sim.run(["tab", "close", created["tab"]["tab_id"]])
+    alive = [w["workspace_id"] for w in ok(sim.run(["workspace", "list"]))["workspaces"]]
+    if version == "0.7.5":
+        assert (done.returncode, json.loads(done.stderr)["error"]["code"], alive) == (1, "tab_close_failed", [created["workspace"]["workspace_id"]])
+    else:
+        assert (done.returncode, alive) == (0, [])
+
+
+def test_082_row12_reads_say_when_older_rows_were_left_out(sim: SimServer, version: str, tmp_path: Path) -> None:
+    pane = workspace(sim, tmp_path)
+    run_in(sim, pane, "seq 1 30")
+    found = ok(sim.run(["pane", "wait-output", pane, "--regex", "^30$", "--lines", "3", "--timeout", "10000"]))
+    assert found["read"]["truncated"] is (version != "0.7.5")
+
+
+def test_082_row13_claude_confirm_dialogs_are_a_documented_deviation() -> None:
+    """No screen detection in the simulator: a dialog is `blocked` only when the agent reports it (as the scripted
+    start-up dialog does); the deviation is listed where contributors look."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "simulator.md").read_text()
+    assert "Claude Code's `Enter to confirm` dialogs detected as blocked (0.8.2 row 13" in doc
+
+
+# --- 0.9 DELTA ------------------------------------------------------------------------------------------------------
+
+
+def test_09_row2_the_wait_gate_needs_working_or_blocked(sim: SimServer, version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    herdr = boundary(sim)
+    pane = workspace(sim, tmp_path)
+    herdr.agent_start("gated", kind="codex", pane=pane, timeout_ms=20000)
+    real = sim_cli.Cli._observe
+
+    def unrelated_change(self: Any, eng: Any, pin: dict[str, Any]) -> dict[str, Any] | None:
+        info = real(self, eng, pin)  # an idle/done change with no working or blocked in between
+        return None if info is None else {**info, "agent_status": "done", "state_change_seq": pin["seq"] + 1}
+
+    monkeypatch.setattr(sim_cli.Cli, "_observe", unrelated_change)
+    for key, value in sim.env().items():
+        monkeypatch.setenv(key, value)
+    code = sim_cli.main(["agent", "prompt", "gated", "hi", "--wait", "--timeout", "1000"])
+    assert code == (1 if version == "0.9" else 0)
+
+
+def test_09_row4_recent_reads_include_what_is_on_screen(sim: SimServer, version: str, tmp_path: Path) -> None:
+    pane = workspace(sim, tmp_path)
+    run_in(sim, pane, "echo on-screen-line")
+    eventually(lambda: "on-screen-line" in screen(sim, pane, "recent").splitlines(), what="the line in a recent read")
+
+
+def test_09_row5_report_agent_options_before_the_pane(sim: SimServer, version: str, tmp_path: Path) -> None:
+    pane = workspace(sim, tmp_path)
+    done = sim.run(["pane", "report-agent", "--source", "test", "--agent=codex", "--state", "idle", pane])
+    assert done.returncode == (0 if version == "0.9" else 2)
+    ok(sim.run(["pane", "report-agent", pane, "--source", "test", "--agent", "codex", "--state", "working"]))  # the old order always works
+
+
+def test_09_row6_worktree_trust_repository(sim: SimServer, version: str, git_repo_factory: Any, tmp_path: Path) -> None:
+    repo = git_repo_factory(tmp_path / "repo")
+    done = sim.run(["worktree", "list", "--cwd", str(repo.path), "--json", "--trust-repository"])
+    assert (done.returncode, done.stderr) == ((0, "") if version == "0.9" else (2, "unknown option: --trust-repository\n"))
+
+
+def test_09_row8_closing_a_primary_with_worktree_workspaces(sim: SimServer, version: str, git_repo_factory: Any, tmp_path: Path) -> None:
+    herdr = boundary(sim)
+    repo = git_repo_factory(tmp_path / "repo")
+    created = herdr.worktree_create(cwd=repo.path, branch="feat/x", path=tmp_path / "wt")
+    primary = next(w.workspace_id for w in herdr.workspace_list() if w.workspace_id != created.workspace.workspace_id)
+    if version == "0.9":
+        with pytest.raises(e.HerdrGroupCloseRequired):
+            herdr.workspace_close(primary)
+        assert len(herdr.workspace_list()) == 2
+        ok(sim.run(["workspace", "close", primary, "--group"]))
+    else:
+        herdr.workspace_close(primary)
+    assert herdr.workspace_list() == ()
+
+
+def test_09_row15_api_schema_methods(tmp_path: Path, version: str) -> None:
+    methods = offline(tmp_path, version).api_schema_methods()
+    added = {"workspace.move_block", "pane.input.set"}
+    assert (added <= set(methods)) is (version != "0.7.5")
+
+
+def test_09_row16_panes_say_they_run_in_herdr(sim: SimServer, version: str, tmp_path: Path) -> None:
+    pane = workspace(sim, tmp_path)
+    run_in(sim, pane, 'echo "tp=${TERM_PROGRAM:-none}"')
+    expected = "tp=herdr" if version == "0.9" else "tp=none"
+    eventually(lambda: expected in screen(sim, pane).splitlines(), what=expected)
+
+
+# --- every success answer of the 0.8.2 profile is a 0.8.2 success_response --------------------------------------------
+
+
+def test_082_every_success_json_validates_against_the_082_schema(tmp_path: Path, shared_dir: Path, git_repo_factory: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    import jsonschema
+
+    monkeypatch.setenv("HERDR_SIM_VERSION", "0.8.2")
+    doc = json.loads((shared_dir / "herdr-0.8.2" / "upstream" / "herdr-api.schema.json").read_text())
+    validator = jsonschema.Draft202012Validator({**doc, "$ref": "#/schemas/success_response"})
+    repo = git_repo_factory(tmp_path / "repo")
+    checked: set[str] = set()
+    with SimServer(tmp_path / "sim", {"HERDR_SIM_SETTLE_MS": "300", "HERDR_SIM_VERSION": "0.8.2"}) as sim:
+
+        def call(*argv: str) -> dict[str, Any]:
+            done = sim.run(list(argv))
+            assert done.returncode == 0, (argv, done.stderr)
+            value = json.loads(done.stdout)
+            validator.validate(value)
+            checked.add(value["result"]["type"])
+            return dict(value["result"])
+
+        ws = call("workspace", "create", "--cwd", str(tmp_path), "--label", "w", "--no-focus")
+        pane = ws["root_pane"]["pane_id"]
+        call("workspace", "list")
+        call("workspace", "get", ws["workspace"]["workspace_id"])
+        tab = call("tab", "create", "--workspace", ws["workspace"]["workspace_id"], "--no-focus")
+        call("tab", "list")
+        call("tab", "rename", tab["tab"]["tab_id"], "renamed")
+        call("tab", "close", tab["tab"]["tab_id"])
+        call("pane", "list")
+        call("pane", "get", pane)
+        call("pane", "current", "--pane", pane)
+        call("pane", "layout", "--pane", pane)
+        split = call("pane", "split", "--pane", pane, "--direction", "down", "--no-focus")["pane"]["pane_id"]
+        call("pane", "rename", split, "side")
+        call("pane", "move", split, "--new-tab", "--workspace", ws["workspace"]["workspace_id"], "--no-focus")
+        created = call("worktree", "create", "--cwd", str(repo.path), "--branch", "feat/s", "--path", str(tmp_path / "wt"), "--no-focus", "--json")
+        call("worktree", "list", "--cwd", str(repo.path), "--json")
+        call("worktree", "open", "--cwd", str(repo.path), "--path", str(tmp_path / "wt"), "--no-focus", "--json")
+        agent_pane = created["root_pane"]["pane_id"]
+        call("agent", "start", "checked", "--kind", "codex", "--pane", agent_pane, "--timeout", "20000")
+        call("agent", "list")
+        call("agent", "get", "checked")
+        call("agent", "prompt", "checked", "hello", "--wait", "--timeout", "20000")
+        call("agent", "wait", "checked", "--timeout", "20000")
+        call("agent", "send-keys", "checked", "shift+tab")
+        call("agent", "rename", "checked", "checked2")
+        run_in(sim, pane, "echo matched-line")
+        call("pane", "wait-output", pane, "--match", "matched-line", "--timeout", "10000")
+        call("worktree", "remove", "--workspace", created["workspace"]["workspace_id"], "--force", "--json")
+        call("pane", "close", split)
+    assert checked == {
+        "workspace_created", "workspace_list", "workspace_info", "tab_created", "tab_list", "tab_info", "ok", "pane_list",
+        "pane_info", "pane_current", "pane_layout", "pane_move", "worktree_created", "worktree_list", "worktree_opened",
+        "agent_started", "agent_list", "agent_info", "agent_prompted", "output_matched", "worktree_removed",
+    }
