@@ -102,13 +102,21 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
             f"{worker.name} ({worker.kind}) stopped at its {trust.name} dialog and nothing was typed ({why_not}). Screen: {flat(text)}",
             hint="answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then re-run",
         )
-    send_keys(engine, worker, pane_id, trust, trust.accept_keys, f"{worker.task_label}:trust_dialog")
+    keys = trust.keys_to_accept(shown)
+    if keys is None:
+        engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
+            "dialog": trust.name, "kind": worker.kind, "answered": False, "reason": "the screen does not show which option is selected", "screen": text})  # fmt: skip
+        raise DialogStop(
+            f"{worker.name} ({worker.kind}) stopped at its {trust.name} dialog, but its screen does not show which option is selected, so nothing was typed. Screen: {flat(text)}",
+            hint="answer it in the pane yourself, then re-run",
+        )
+    send_keys(engine, worker, pane_id, trust, keys, f"{worker.task_label}:trust_dialog")
     engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
-        "dialog": trust.name, "kind": worker.kind, "answered": True, "keys": list(trust.accept_keys), "reason": why_not, "screen": text})  # fmt: skip
+        "dialog": trust.name, "kind": worker.kind, "answered": True, "keys": list(keys), "reason": why_not, "screen": text})  # fmt: skip
     info = engine.herdr.agent_wait(worker.name, until=("idle", "done"), timeout_ms=wait_timeout_ms)
     if info.agent_status not in ("idle", "done"):
         raise DialogStop(f"{worker.name} answered its {trust.name} dialog but is {info.agent_status}, not idle")
-    return f"answered the {worker.kind} {trust.name} dialog with {' '.join(trust.accept_keys)} ({why_not})"
+    return f"answered the {worker.kind} {trust.name} dialog with {' '.join(keys)} ({why_not})"
 
 
 Decision = Literal["approve", "deny"]

@@ -21,13 +21,36 @@ class Screen(BaseModel):
 
     name: str
     patterns: tuple[str, ...]
-    accept_keys: tuple[str, ...]  # the agent's own keys for "yes" (the first option is selected when it opens)
+    accept_keys: tuple[str, ...]  # the agent's own keys for "yes" once the cursor is on the accept option
     decline_keys: tuple[str, ...]  # the agent's own keys for "no" / cancel
     source: str
+    # A numbered menu whose cursor may open on any option: the option that accepts, and the cursor's mark. Enter
+    # confirms whatever the cursor is on, so orch first moves the cursor there, reading where it is from the screen.
+    accept_option: str | None = None
+    cursor: str | None = None
 
     def matches(self, screen: str) -> bool:
         """Whether this dialog is what the screen shows."""
         return all(re.search(pattern, screen, re.IGNORECASE | re.MULTILINE) for pattern in self.patterns)
+
+    def keys_to_accept(self, screen: str) -> tuple[str, ...] | None:
+        """The keys that confirm the accept option from where the screen shows the cursor; None when it cannot be told.
+
+        A form without a menu (``accept_option`` unset) is accepted with its keys as they are.
+        """
+        if self.accept_option is None or self.cursor is None:
+            return self.accept_keys
+        options = [m for line in screen.splitlines() if (m := _OPTION.match(line))]
+        at = [i for i, m in enumerate(options) if m.group(1) == self.cursor]
+        target = [i for i, m in enumerate(options) if m.group(2).strip() == self.accept_option]
+        if len(at) != 1 or len(target) != 1:
+            return None
+        moves = target[0] - at[0]
+        return ("down",) * moves + ("up",) * -moves + self.accept_keys
+
+
+# A numbered menu line: an optional cursor mark, the number, the option's words (`❯ 1. Yes, I trust this folder`).
+_OPTION = re.compile(r"^\s*([^\s\d\w]?)\s*\d+\.\s+(.+?)\s*$")
 
 
 class PlanMode(BaseModel):
@@ -72,7 +95,9 @@ QUIRKS: dict[str, Quirks] = {
             patterns=(r"trust (this folder|the files in this folder)", r"enter to confirm"),
             accept_keys=("enter",),
             decline_keys=("esc",),
-            source="Claude Code's first-start folder trust dialog (`❯ 1. Yes, I trust this folder` preselected; `Enter to confirm · Esc to cancel`); " + _DELTA_13,
+            source="Claude Code's first-start folder trust dialog (`Quick safety check: Is this a project you created or one you trust?`, `❯ 1. Yes, I trust this folder` / `2. No, exit`, `Enter to confirm · Esc to cancel`; public captures show the cursor opening on `No, exit` in later releases, so orch moves it to the accept option first); " + _DELTA_13,
+            accept_option="Yes, I trust this folder",
+            cursor="❯",
         ),
         approval_forms=(
             Screen(
@@ -100,6 +125,8 @@ QUIRKS: dict[str, Quirks] = {
             accept_keys=("enter",),
             decline_keys=("esc",),
             source="codex first start in a directory (`› 1. Yes, continue` preselected, `Press enter to continue`); herdr 0.8.2 detection manifest codex.toml `trust_directory` and src/detect/manifest/tests.rs `codex_trust_directory_requires_live_top_region`",
+            accept_option="Yes, continue",
+            cursor="›",
         ),
         approval_forms=(
             Screen(
@@ -154,7 +181,7 @@ def render_reference() -> str:
         "Generated from `orchestrator/quirks.py` (`tests/orchestrator/test_quirks.py` fails when they differ; `ORCH_UPDATE_GOLDEN=1` rewrites it).",
         "orch types only these keys, only through a recorded effect, and only when policy or a person said so:",
         "",
-        "- **Trust dialog** (first start of an agent in a directory): answered at provisioning with the accept keys when `[policy] trust_run_worktrees` is on (the default) and the run created the worktree; otherwise the worker fails with the dialog's text and nothing is typed. Any other dialog at start is reported the same way. Recorded as a `dialog` fact and in the report's `Dialogs:` line.",
+        "- **Trust dialog** (first start of an agent in a directory): answered at provisioning with the accept keys when `[policy] trust_run_worktrees` is on (the default) and the run created the worktree (a menu's cursor is first moved to the accept option, from where the screen shows it; a screen that does not show it is reported, nothing typed); otherwise the worker fails with the dialog's text and nothing is typed. Any other dialog at start is reported the same way. Recorded as a `dialog` fact and in the report's `Dialogs:` line.",
         "- **Approval forms** (mid-turn): the worker becomes `blocked` with the form's text (observation reads the screen when herdr says `blocked`); `orch approve --run RUN_ID TASK` (or `--deny`) sends the agent's own keys, as the person or the agent controller decides. orch never approves on its own.",
         "- **Exit command**: typed by `orch retire --run RUN_ID` into an agent at rest; a kind without one keeps its pane.",
         "- **Plan mode**: the key pressed until the confirmation text shows (`mode = \"plan-first\"`).",
@@ -172,7 +199,8 @@ def render_reference() -> str:
         if entry.trust_dialog is not None:
             d = entry.trust_dialog
             pats = ", ".join(f"`{cell(p)}`" for p in d.patterns)
-            out.append(f"| {kind} | trust dialog: {d.name} | {pats} | accept `{' '.join(d.accept_keys)}`, decline `{' '.join(d.decline_keys)}` | {cell(d.source)} |")
+            accept = f"`{' '.join(d.accept_keys)}`" + (f" once the cursor (`{d.cursor}`) is on `{d.accept_option}` (`down`/`up` first, read from the screen)" if d.accept_option else "")
+            out.append(f"| {kind} | trust dialog: {d.name} | {pats} | accept {accept}, decline `{' '.join(d.decline_keys)}` | {cell(d.source)} |")
         for form in entry.approval_forms:
             pats = ", ".join(f"`{cell(p)}`" for p in form.patterns)
             out.append(f"| {kind} | approval form: {form.name} | {pats} | approve `{' '.join(form.accept_keys)}`, deny `{' '.join(form.decline_keys)}` | {cell(form.source)} |")

@@ -141,6 +141,7 @@ class Behaviour(BaseModel):
 
     model_config = _STRICT
     trust_dialog: bool = False  # the first start in a directory stops at the kind's trust dialog
+    trust_focus_decline: bool = False  # the trust dialog opens with its cursor on the decline option (Claude Code 2.1.218 on)
     hooks: bool = True  # report state with `pane report-agent`; false: herdr knows it from its screen only
     title_spinner: bool = False  # set the kind's terminal title, with a spinner while working (always when hooks = false)
     idle_while_working: bool = False  # report idle during `run` steps while the busy line and title still spin

@@ -206,9 +206,8 @@ class Agent:
             with path.open("a") as handle:
                 handle.write(self.cwd + "\n")
 
-    def choose(self, dialog: screens.Dialog, *, clear_screen: bool = False) -> int | None:
-        """Show a modal dialog and read keys until an option is confirmed; None for Ctrl-C / end of input."""
-        selected = 0
+    def choose(self, dialog: screens.Dialog, *, clear_screen: bool = False, selected: int = 0) -> int | None:
+        """Show a modal dialog (cursor on option ``selected``) and read keys until one is confirmed; None for Ctrl-C / end of input."""
         height = self.console.draw(dialog.render(selected), clear_screen=clear_screen)
         while True:
             key = self.console.read_key()
@@ -251,7 +250,8 @@ class Agent:
         dialog = screens.trust_dialog(self.kind, self.cwd) if self.behaviour.trust_dialog else None
         if dialog is not None and not self._known("trusted"):
             # No hook report yet: like the real agents, the dialog comes before the integration's first event.
-            if self.choose(dialog, clear_screen=True) != 0:
+            focus = dialog.cancel if self.behaviour.trust_focus_decline else 0
+            if self.choose(dialog, clear_screen=True, selected=focus) != 0:
                 return False
             self._remember("trusted")
         return True

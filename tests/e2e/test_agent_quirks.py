@@ -7,6 +7,8 @@ import json
 import re
 from typing import Any
 
+import pytest
+
 PLAN = """
 organization = "acme"
 repo = "widgets"
@@ -51,8 +53,13 @@ def _ledger_facts(world: Any, run_id: str, kind: str) -> list[dict[str, Any]]:
         engine.close()
 
 
-def test_trust_dialogs_at_first_start_are_answered_and_recorded_when_policy_allows(world: Any) -> None:
-    world.write_scenarios(TRUSTING)
+# Later Claude Code releases open the trust menu on "No, exit": Enter alone would quit, so orch moves the cursor first.
+TRUSTING_CURSOR_ON_NO = TRUSTING + "trust_focus_decline = true\n"
+
+
+@pytest.mark.parametrize("scenarios, claude_keys", [(TRUSTING, ["enter"]), (TRUSTING_CURSOR_ON_NO, ["up", "enter"])], ids=["cursor on yes", "cursor on no"])
+def test_trust_dialogs_at_first_start_are_answered_and_recorded_when_policy_allows(world: Any, scenarios: str, claude_keys: list[str]) -> None:
+    world.write_scenarios(scenarios)
     plan = world.write_plan(PLAN.format(policy=""))
 
     done = world.orch("run", str(plan), "--json")
@@ -62,7 +69,7 @@ def test_trust_dialogs_at_first_start_are_answered_and_recorded_when_policy_allo
     facts = sorted(_ledger_facts(world, outcome["run_id"], "dialog"), key=lambda f: f["task"])
     assert [(f["task"], f["kind"], f["dialog"], f["answered"], f["keys"]) for f in facts] == [
         ("api-docs", "codex", "trust directory", True, ["enter"]),
-        ("cli-help", "claude", "trust folder", True, ["enter"]),
+        ("cli-help", "claude", "trust folder", True, claude_keys),
     ]
     assert facts[0]["screen"].splitlines()[0].startswith("> You are in ")
     # Every worker's terminal history was saved before its pane closed, and the report names the file.

@@ -6,6 +6,11 @@ import json
 import re
 from typing import Any
 
+from herdr_sim import integrations, versions
+
+# The hook version `integration status` shows depends on the herdr release the simulator plays (HERDR_SIM_VERSION).
+HOOK = {target.name: f"current (v{target.version})" for target in integrations.targets()}
+
 PLAN = """
 organization = "acme"
 repo = "widgets"
@@ -58,14 +63,14 @@ def test_doctor_passes_on_a_healthy_setup_and_leaves_nothing_behind(world: Any) 
         f"orch doctor {plan}: 2 agent kinds\n"
         "codex: PASS in T\n"
         "  installed: yes (`codex`)\n"
-        "  integration: current (v6)\n"
+        f"  integration: {HOOK['codex']}\n"
         "  trust dialog: trust directory, answered with enter\n"
         "  prompt: accepted\n"
         "  callback: update #1 accepted\n"
         "  cleanup: agent exited, workspace closed, scratch worktree removed\n"
         "claude: PASS in T\n"
         "  installed: yes (`claude`)\n"
-        "  integration: current (v7)\n"
+        f"  integration: {HOOK['claude']}\n"
         "  trust dialog: trust folder, answered with enter\n"
         "  prompt: accepted\n"
         "  callback: update #2 accepted\n"
@@ -116,7 +121,7 @@ def test_doctor_fails_for_a_kind_that_is_not_installed(world: Any) -> None:
     done = world.orch("doctor", str(plan))
 
     _failed(world, plan, done,
-            "  installed: no (`claude`)\n  integration: current (v7)\n  trust dialog: not reached\n  prompt: not sent\n  callback: none\n",
+            f"  installed: no (`claude`)\n  integration: {HOOK['claude']}\n  trust dialog: not reached\n  prompt: not sent\n  callback: none\n",
             "claude: not installed: `claude` is not on PATH",
             "install the agent so its executable is on PATH in herdr's panes, then run `orch doctor` again")  # fmt: skip
 
@@ -129,7 +134,7 @@ def test_doctor_fails_for_a_kind_that_is_not_installed(world: Any) -> None:
         "ok": False, "error": "DoctorFailed", "reason": line, "problems": [line], "hint": hint, "exit_code": 1})
     assert report["kinds"] == [{
         "kind": "claude", "ok": False, "executable": "claude", "installed": False, "executable_path": None,
-        "integration": "current (v7)", "dialog": None, "dialog_answered": False, "dialog_keys": [], "prompt_accepted": False,
+        "integration": HOOK["claude"], "dialog": None, "dialog_answered": False, "dialog_keys": [], "prompt_accepted": False,
         "callback": None, "seconds": report["kinds"][0]["seconds"], "cleanup": [], "failure": line, "hint": hint}]
     assert as_json.stderr == f"orch: {line}\nhint: {hint}\n"
 
@@ -154,10 +159,19 @@ def test_doctor_fails_when_no_valid_callback_arrives(world: Any) -> None:
     done = world.orch("doctor", str(plan), "--timeout", "5")
 
     _failed(world, plan, done,
-            "  installed: yes (`claude`)\n  integration: current (v7)\n  trust dialog: none\n  prompt: accepted\n  callback: none\n"
+            f"  installed: yes (`claude`)\n  integration: {HOOK['claude']}\n  trust dialog: none\n  prompt: accepted\n  callback: none\n"
             "  cleanup: agent exited, workspace closed, scratch worktree removed\n",
             'claude: no valid callback within 5s; the callback path does not work (1 kept aside, first: wrong_sender: sender "someone-else" is not "orch-doctor-claude", the worker registered for task "doctor-claude")',
             "the probe's callback must reach `orch inbox add` from the agent's shell: run it there by hand to see why not")  # fmt: skip
+
+
+SAFETY_CHECK = " Quick safety check: Is this a project you created or one you trust? If not, take a moment to"
+
+
+def _wrapped(line: str) -> str:
+    """A screen line as the pane shows it: wrapped at the width of the herdr release the simulator plays."""
+    width = versions.current().width
+    return " / ".join(line[i : i + width].strip() for i in range(0, len(line), width))
 
 
 def test_doctor_fails_at_a_dialog_orch_may_not_answer(world: Any) -> None:
@@ -167,11 +181,11 @@ def test_doctor_fails_at_a_dialog_orch_may_not_answer(world: Any) -> None:
     done = world.orch("doctor", str(plan))
 
     _failed(world, plan, done,
-            "  installed: yes (`claude`)\n  integration: current (v7)\n  trust dialog: trust folder, not answered\n  prompt: not sent\n  callback: none\n"
+            f"  installed: yes (`claude`)\n  integration: {HOOK['claude']}\n  trust dialog: trust folder, not answered\n  prompt: not sent\n  callback: none\n"
             "  cleanup: agent was blocked: closed with its workspace, workspace closed, scratch worktree removed\n",
             "claude: stopped at a dialog orch cannot answer: orch-doctor-claude (claude) stopped at its trust folder dialog and nothing was typed "
-            "(policy trust_run_worktrees is off, from plan [policy]). Screen: SCRATCH/worktrees/claude / Quick safety check: Is this a project you "
-            "created or one you trust? If not, take a moment to / review what's in this folder first. / Claude Code'll be able to read, edit, and "
+            f"(policy trust_run_worktrees is off, from plan [policy]). Screen: SCRATCH/worktrees/claude / {_wrapped(SAFETY_CHECK)} / "
+            "review what's in this folder first. / Claude Code'll be able to read, edit, and "
             "execute files here. / ❯ 1. Yes, I trust this folder / 2. No, exit / Enter to confirm · Esc to cancel",
             "answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then run `orch doctor` again")  # fmt: skip
     # The agent still waited at its dialog when its workspace closed: no key reached it.
@@ -187,7 +201,7 @@ def test_doctor_fails_at_an_approval_form_and_never_approves_it(world: Any) -> N
     done = world.orch("doctor", str(plan))
 
     _failed(world, plan, done,
-            "  installed: yes (`claude`)\n  integration: current (v7)\n  trust dialog: none\n  prompt: accepted\n  callback: none\n"
+            f"  installed: yes (`claude`)\n  integration: {HOOK['claude']}\n  trust dialog: none\n  prompt: accepted\n  callback: none\n"
             "  cleanup: agent was blocked: closed with its workspace, workspace closed, scratch worktree removed\n",
             "claude: stopped at a dialog orch cannot answer: the probe waits at its permission prompt and orch never approves on its own. "
             "Screen: • Read probe: task doctor-claude, run RUN: send one update / Bash command / orch inbox add / Do you want to proceed? / "

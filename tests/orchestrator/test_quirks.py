@@ -92,3 +92,29 @@ def test_the_simulated_dialogs_are_the_ones_orch_recognises(kind: str) -> None:
 def test_excerpt_keeps_the_last_non_blank_lines() -> None:
     assert excerpt("\n\na\n\nb  \n\n\n", lines=2) == "\nb"
     assert excerpt("a\nb\nc\n", lines=2) == "b\nc"
+
+
+CLAUDE_TRUST_MENU = (
+    " Quick safety check: Is this a project you created or one you trust?\n\n"
+    "{first} 1. Yes, I trust this folder\n{second} 2. No, exit\n\n Enter to confirm · Esc to cancel\n"
+)
+
+
+@pytest.mark.parametrize("first, second, keys", [
+    ("❯", " ", ("enter",)),
+    (" ", "❯", ("up", "enter")),  # later Claude Code releases open on "No, exit": Enter alone would quit
+    (" ", " ", None),  # no cursor shown: which option Enter confirms cannot be told
+    ("❯", "❯", None),
+])  # fmt: skip
+def test_the_trust_menu_is_answered_from_where_the_screen_shows_its_cursor(first: str, second: str, keys: tuple[str, ...] | None) -> None:
+    trust = quirks("claude").trust_dialog
+    assert trust is not None
+    screen = CLAUDE_TRUST_MENU.format(first=first, second=second)
+    assert trust.matches(screen)
+    assert trust.keys_to_accept(screen) == keys
+
+
+def test_the_codex_trust_menu_opening_on_yes_is_answered_with_enter() -> None:
+    trust = quirks("codex").trust_dialog
+    assert trust is not None and trust.keys_to_accept(CODEX_TRUST) == ("enter",)
+    assert trust.keys_to_accept(CODEX_TRUST.replace("› 1.", "  1.").replace("  2. No", "› 2. No")) == ("up", "enter")
