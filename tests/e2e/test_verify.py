@@ -115,5 +115,6 @@ def test_a_truthful_worker_is_accepted_and_a_lying_drive_by_editor_is_blocked(wo
         f"integrate {run.run_id}: integration is off in the plan; nothing merged, accepted work:\n"
         f"  feature-a  feat/a  {head_a}\n"
         "not accepted: feature-b (blocked)\n"
-        "integration paused: blocked by verification: feature-b\n",
+        # feature-b's block pauses only accepted work that touches what it touched (docs/ARCHITECTURE.md, Integration).
+        "blocked by verification: feature-b; holds back no accepted work (none touches the same files)\n",
     )
