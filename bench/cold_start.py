@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -22,26 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from registry import Ledger, WorkerState
+from fixtures import RUN, orch_executable, seed_dispatched_worker
 
-RUN = "w1:p1-20261201T000000Z"
 TARGETS = {"--version": 1.5, "status": None, "inbox add": 3.0}
-
-
-def _orch() -> str:
-    beside = Path(sys.executable).parent / "orch"
-    found = str(beside) if beside.exists() else shutil.which("orch")
-    if not found:
-        raise SystemExit("bench: `orch` is not installed beside this python (pip install -e .)")
-    return found
-
-
-def _seed(home: Path) -> None:
-    with Ledger.open(home / "ledger.sqlite3") as ledger:
-        ledger.create_run(RUN, controller_target="w1:p1")
-        ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id="w1:pa", reply_target="w1:pa")
-        ledger.transition(RUN, "feature-a", WorkerState.PROVISIONING, WorkerState.READY)
-        ledger.transition(RUN, "feature-a", WorkerState.READY, WorkerState.DISPATCHED)
 
 
 def _callback(n: int) -> str:
@@ -66,10 +48,10 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    orch = _orch()
+    orch = orch_executable()
     with tempfile.TemporaryDirectory(prefix="orch-bench-") as tmp:
         home = Path(tmp) / "orch-home"
-        _seed(home)
+        seed_dispatched_worker(home)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env.update(ORCH_HOME=str(home), HERDR_PANE_ID="w1:p1")
         commands = {

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,27 +23,10 @@ from pathlib import Path
 from orchestrator.engine import Engine
 from orchestrator.inbox import add_message, read_inbound
 from packets import DEFAULT_MESSAGE_LIMIT
-from registry import Ledger, WorkerState
+from fixtures import RUN, orch_executable, seed_dispatched_worker
 
-RUN = "w1:p1-20261201T000000Z"
 TARGET_S = 1.0
 TARGET_GROWTH = 1024 * 1024
-
-
-def _orch() -> str:
-    beside = Path(sys.executable).parent / "orch"
-    found = str(beside) if beside.exists() else shutil.which("orch")
-    if not found:
-        raise SystemExit("bench: `orch` is not installed beside this python (pip install -e .)")
-    return found
-
-
-def _seed(home: Path) -> None:
-    with Ledger.open(home / "ledger.sqlite3") as ledger:
-        ledger.create_run(RUN, controller_target="w1:p1")
-        ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id="w1:pa", reply_target="w1:pa")
-        ledger.transition(RUN, "feature-a", WorkerState.PROVISIONING, WorkerState.READY)
-        ledger.transition(RUN, "feature-a", WorkerState.READY, WorkerState.DISPATCHED)
 
 
 def ledger_bytes(home: Path) -> int:
@@ -74,11 +56,11 @@ def main() -> int:
     parser.add_argument("--sizes-mb", default="1,10")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    orch = _orch()
+    orch = orch_executable()
     rows = []
     with tempfile.TemporaryDirectory(prefix="orch-bench-") as tmp:
         home = Path(tmp) / "orch-home"
-        _seed(home)
+        seed_dispatched_worker(home)
         env = {"PATH": "/usr/bin:/bin", "ORCH_HOME": str(home), "HOME": tmp}
         small, _ = _process(orch, env, (HEADER.replace("kind=result", "kind=update") + "warm-up").encode())
         engine = Engine.from_env(env)
