@@ -61,11 +61,12 @@ class Tmux:
         # tmux replaces a new pane's PATH with the PATH of the client that ran the command and sets its own
         # TERM_PROGRAM (spawn.c), whatever -e says; `env NAME=…` in the pane's own argv is the only way the pane gets
         # herdr's values (<home>/bin first on PATH; herdr 0.9's TERM_PROGRAM=herdr, else the outer terminal's).
-        assigns, unsets = [], []
+        assigns: list[str] = []
+        unsets: list[str] = []
         for name in ARGV_ENV:
-            value = env.get(name, os.environ.get(name) if name != "PATH" else None)
-            if value is not None:
-                assigns.append(f"{name}={value}")
+            found: str | None = env.get(name, os.environ.get(name) if name != "PATH" else None)
+            if found is not None:
+                assigns.append(f"{name}={found}")
             elif name != "PATH":
                 unsets += ["-u", name]
         shell = [*SHELL_ARGV[:-3], *unsets, *assigns, *SHELL_ARGV[-3:]]

@@ -11,6 +11,7 @@ import re
 import shutil
 import tempfile
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict

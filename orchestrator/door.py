@@ -158,6 +158,7 @@ def _waiting(run: Run, blockers: Sequence[Blocker]) -> tuple[Waiting, ...]:
     for b in blockers:
         if b.kind not in DECISIONS or b.task is None:
             continue
+        commands: tuple[str, ...]
         if b.kind in ("question", "blocked"):
             commands = (f"orch answer --run {r} {b.task} TEXT", f"orch finish --run {r} --abandon {b.task} --reason TEXT")
         elif b.kind == "verification_blocked":

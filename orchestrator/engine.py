@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, Union, cast
 
 from pydantic import BaseModel
 
@@ -64,7 +64,7 @@ class CannotTell:
 
 
 # What a settle function answers. A bare result is Done and None is CannotTell (both without saying how).
-Settlement = Done[M] | NotDone | CannotTell | M | None
+Settlement: TypeAlias = Union[Done[M], NotDone, CannotTell, M, None]  # noqa: UP007 (a generic alias needs Union)
 
 
 def _silent(line: str) -> None:
@@ -281,7 +281,7 @@ class Engine:
         if kind not in EFFECTS:
             raise OrchError(f"effect kind {kind} is not in orchestrator.effects.EFFECTS; say there how read-back settles it")
         ledger = self.ledger
-        unknown = (*unknown_on, HerdrTimeout)
+        unknown: tuple[type[Exception], ...] = (*unknown_on, HerdrTimeout)
         attempt = 1
         while True:
             attempt_key = key if attempt == 1 else f"{key}#{attempt}"

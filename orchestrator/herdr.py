@@ -656,7 +656,7 @@ class HerdrCli:
                 hint="a mutating call may still have taken effect; read herdr's state back before repeating it",
             ) from None
         call = self._record(argv, proc.returncode, proc.stdout or "", proc.stderr or "", started)
-        if call.returncode < 0:
+        if call.returncode is not None and call.returncode < 0:
             # Killed by a signal (not by herdr's own error path): the server may or may not have acted on it.
             raise HerdrCallLost(
                 f"{call.command}: the herdr process died of signal {-call.returncode}; its outcome is unknown",

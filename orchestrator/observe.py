@@ -274,7 +274,7 @@ class _Round:
             return False
         text = excerpt(screen)
         # orch never approves on its own: the form waits for `orch approve` (the person or the agent controller).
-        cause = {"observed": "blocked", "approval": form.name, "screen": text, "reason": f"{worker.kind} {form.name}: {flat(text)}"}
+        cause: dict[str, object] = {"observed": "blocked", "approval": form.name, "screen": text, "reason": f"{worker.kind} {form.name}: {flat(text)}"}
         self._move(worker, S.BLOCKED, cause, pending_question=f"{worker.kind} {form.name}: {flat(text)}")
         self.note(task, "approval", f"{worker.kind} {form.name}: {flat(text)} (decide, then `orch approve --run {self.run.run_id} {task}` or `orch approve --run {self.run.run_id} {task} --deny`)")
         self.waiting.add(task)

@@ -229,7 +229,7 @@ def _record_created(engine: Engine, run: Run, task: str | None, **created: str |
     if task is None:
         return
     worker = engine.ledger.get_worker(run.run_id, task)
-    changes = {}
+    changes: dict[str, Any] = {}
     for name, value in created.items():
         have = getattr(worker, name)
         if value is not None and value not in have:
