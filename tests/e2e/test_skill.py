@@ -449,11 +449,16 @@ def next_do(handed: dict[str, Any]) -> list[tuple[str, str | None]]:
     return [(n["do"], n["task"]) for n in handed["next"]]
 
 
-@pytest.mark.xfail(
+# An open problem of the agent-controller door on herdr 0.8.2, not of the test: the merged prompt holds two headers,
+# so it is handed over as one message and kept aside as `injection` (a body cannot speak for another worker).
+ENTER_AFTER_ANSWER = pytest.mark.xfail(
     versions.current().enter_after_answer_ms is not None, strict=False,
     reason="herdr 0.8.2 writes Enter 300 ms after answering (../herdr-0.8.2/DELTA.md row 5): two workers' callbacks to "
-    "the controller agent within that window can merge into one line; seen on the 0.8.2 lane before the door's batching",
+    "the controller agent within that window can merge into one prompt, kept aside as injection",
 )
+
+
+@ENTER_AFTER_ANSWER
 def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: Path) -> None:
     text = SKILL.read_text()
     plan = world.write_plan(next(body for lang, body in fenced_blocks(text) if lang == "toml"))
@@ -627,6 +632,7 @@ do = "result"
 """
 
 
+@ENTER_AFTER_ANSWER
 def test_skill_md_drives_a_five_worker_run_to_partial_in_six_calls_plus_one_per_callback(world: Any, tmp_path: Path) -> None:
     """The issue-12 run: a question the plan does not answer, a block needing a token, a false claim of a check,
     an edit outside the claim, clean work (after a question the plan answers); the controller decides nothing for
