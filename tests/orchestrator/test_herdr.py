@@ -574,8 +574,13 @@ elif args[:2] == ["pane", "close"]:
         log.write(json.dumps({{"pid": os.getpid(), "sid": os.getsid(0)}}) + "\\n")
     os.kill(os.getpid(), signal.SIGKILL)  # dies of a signal before answering
 elif args[:2] == ["pane", "send-keys"]:
+    # Interrupt the caller in the middle of this call, then finish only once its handler has run (the release file).
     import time
-    time.sleep(0.5)  # long enough for the test's interrupt to arrive during the call
+    release = os.environ["FAKE_HERDR_RELEASE"]
+    os.kill(int(os.environ["FAKE_HERDR_CALLER"]), signal.SIGINT)
+    deadline = time.monotonic() + 30
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.01)
     with open(os.environ["FAKE_HERDR_LOG"], "a") as log:
         log.write(json.dumps({{"finished": True}}) + "\\n")
 else:
@@ -593,8 +598,8 @@ def fake_herdr(tmp_path: Path) -> tuple[Path, Path]:
     return binary, tmp_path / "calls.jsonl"
 
 
-def _real_cli(binary: Path | str, log: Path, **kwargs: Any) -> HerdrCli:
-    env = {"FAKE_HERDR_LOG": str(log), "HERDR_SOCKET_PATH": "/tmp/orch-test.sock"}
+def _real_cli(binary: Path | str, log: Path, extra_env: dict[str, str] | None = None, **kwargs: Any) -> HerdrCli:
+    env = {"FAKE_HERDR_LOG": str(log), "HERDR_SOCKET_PATH": "/tmp/orch-test.sock", **(extra_env or {})}
     return HerdrCli(str(binary), env=env, sleep=lambda _: None, **kwargs)
 
 
@@ -632,20 +637,22 @@ def test_real_process_runs_in_a_session_of_its_own_and_its_death_by_signal_is_an
     assert child["sid"] == child["pid"] != os.getsid(0)
 
 
-def test_an_interrupt_during_a_real_call_waits_for_the_call_to_finish(fake_herdr: tuple[Path, Path]) -> None:
+def test_an_interrupt_during_a_real_call_waits_for_the_call_to_finish(fake_herdr: tuple[Path, Path], tmp_path: Path) -> None:
     binary, log = fake_herdr
+    release = tmp_path / "release"
 
     def interrupt(signum: int, frame: Any) -> None:
+        release.touch()  # the fake herdr finishes its call only after orch has seen the interrupt
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, 0.1)
+    previous = signal.signal(signal.SIGINT, interrupt)
+    cli = _real_cli(binary, log, {"FAKE_HERDR_CALLER": str(os.getpid()), "FAKE_HERDR_RELEASE": str(release)})
     try:
         with pytest.raises(KeyboardInterrupt):
-            _real_cli(binary, log).pane_send_keys("w1:p2", "Enter")
+            cli.pane_send_keys("w1:p2", "Enter")
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGINT, previous)
+    assert release.exists()
     # herdr finished its call (orch stops between calls, never inside one).
     assert json.loads(log.read_text().splitlines()[-1]) == {"finished": True}
 
