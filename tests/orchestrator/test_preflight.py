@@ -248,7 +248,8 @@ def _release(answers: dict[tuple[str, ...], Any], version: str, protocol: int, *
     """Make the scripted herdr another release: its --version, and status --json's client and server."""
     data = json.loads(answers[("status", "--json")])
     data["client"].update(version=version, protocol=protocol)
-    data["server"].update(version=server or version, protocol=protocol)
+    data["server"].update(version=server or version, protocol=protocol, restart_needed=(server or version) != version)
+    data["update"]["restart_needed"] = (server or version) != version  # herdr's rule: any version difference
     answers[("--version",)] = f"herdr {version}\n"
     answers[("status", "--json")] = json.dumps(data)
 
