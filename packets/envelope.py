@@ -23,6 +23,12 @@ ControllerKind = Literal["answer", "follow-up", "stop"]
 PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
 _BLANK = " \t\r\n"
 _VALUE_CHAR_RE = re.compile(r"[!-\\^-~]")  # printable ASCII except space and "]"
+# A well-formed header anywhere in a text (mid-line too): how two callbacks typed into one prompt look (herdr 0.8.2
+# writes a prompt's Enter 300 ms after its text, so a second callback can be typed before the first is submitted).
+_HEADER_ANYWHERE_RE = re.compile(
+    r"\[herdr-orchestration run=(?P<run>[!-\\^-~]+) task=(?P<task>[!-\\^-~]+) from=(?P<sender>[!-\\^-~]+)"
+    r" kind=(?P<kind>update|question|blocked|result|answer|follow-up|stop) reply-to=(?P<reply_to>[!-\\^-~]+)\]"
+)
 
 
 class Message(BaseModel):
@@ -43,6 +49,26 @@ class Message(BaseModel):
             f"{ENVELOPE_PREFIX}run={self.run_id} task={self.task} from={self.sender}"
             f" kind={self.kind} reply-to={self.reply_to}]"
         )
+
+
+class Header(BaseModel):
+    """One header's fields as written; a header found inside a text says only who it names, never that they sent it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    task: str
+    sender: str
+    kind: MessageKind
+    reply_to: str
+
+
+def headers_in(text: str) -> tuple[Header, ...]:
+    """Every exact, well-formed header in ``text``, at a line start or mid-line, in order (look-alikes are not headers)."""
+    return tuple(
+        Header(run_id=m["run"], task=m["task"], sender=m["sender"], kind=m["kind"], reply_to=m["reply_to"])  # type: ignore[arg-type]
+        for m in _HEADER_ANYWHERE_RE.finditer(text)
+    )
 
 
 def _unwrap_paste(raw: str) -> str:
