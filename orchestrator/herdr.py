@@ -724,6 +724,10 @@ def error_for(call: HerdrCall) -> HerdrError:
                 return HerdrUnavailable(f"{call.command}: herdr server is not running ({body.code}: {message})", call=call, code=body.code, herdr_message=body.message, hint=_START_HINT)
             if cls is HerdrAgentBlocked:
                 return HerdrAgentBlocked(f"{call.command}: not sent: the agent is at a dialog ({body.code}: {message})", call=call, code=body.code, herdr_message=body.message, hint="answer the dialog in the agent's pane, then send again")
+            if body.code == "protocol_mismatch":
+                # The CLI and the running server are different releases that cannot talk (0.9 DELTA rows 11-12):
+                # herdr's message says which to change; not a bug in orch.
+                return HerdrProtocolError(f"{call.command}: the herdr CLI and server do not fit ({body.code}: {message})", call=call, code=body.code, herdr_message=body.message, hint=_MISMATCH_HINT)
             hint = _BUG_HINT if cls is HerdrProtocolError else None
             return cls(f"{call.command}: {body.code}: {message}", call=call, code=body.code, herdr_message=body.message, hint=hint)
         first = stderr_lines[0].strip() if stderr_lines else ""
@@ -739,6 +743,7 @@ def error_for(call: HerdrCall) -> HerdrError:
 
 
 _BUG_HINT = "this is a bug in orch or an incompatible herdr; the full herdr call is in the log"
+_MISMATCH_HINT = "`herdr status` shows both versions: upgrade the herdr CLI, or restart the server with it (`herdr server stop`, then `herdr`)"
 _START_HINT = "start herdr (or check --session / HERDR_SESSION / HERDR_SOCKET_PATH)"
 _REMOTE_FLAGS = ("--remote", "--remote-keybindings", "--handoff")
 _REMOTE_FLAG_PREFIXES = ("--remote=", "--remote-keybindings=")
