@@ -14,9 +14,11 @@ if TYPE_CHECKING:
     from packets.envelope import (
         CONTROLLER_KINDS,
         WORKER_KINDS,
+        Header,
         Message,
         build_controller_message,
         classify_prompt,
+        headers_in,
         normalise,
         parse_message,
         render_message,
@@ -48,7 +50,7 @@ _HOMES = {
         ("CONTROLLER_KINDS", "WORKER_KINDS", "DEFAULT_MESSAGE_LIMIT", "MESSAGE_LIMIT_RANGE", "classify_prompt", "normalise"), "packets.grammar"
     ),
     **dict.fromkeys(("REASON_SUMMARIES", "Reason", "fingerprint", "looks_like_header", "message_size", "screen_body"), "packets.screen"),
-    **dict.fromkeys(("Message", "build_controller_message", "parse_message", "render_message"), "packets.envelope"),
+    **dict.fromkeys(("Header", "Message", "build_controller_message", "headers_in", "parse_message", "render_message"), "packets.envelope"),
     **dict.fromkeys(("AGENT_KINDS", "Packet", "build_packet"), "packets.model"),
     **dict.fromkeys(("parse_packet", "render_packet"), "packets.render"),
     **dict.fromkeys(
@@ -79,6 +81,7 @@ __all__ = [
     "WORKER_KINDS",
     "Accepted",
     "EnvelopeError",
+    "Header",
     "KeptAside",
     "LedgerView",
     "Message",
@@ -93,6 +96,7 @@ __all__ = [
     "build_view",
     "classify_prompt",
     "fingerprint",
+    "headers_in",
     "inert",
     "inert_line",
     "looks_like_header",

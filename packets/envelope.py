@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from packets.errors import PacketError
@@ -24,9 +26,16 @@ from packets.model import check_task_label, check_token, describe_validation_err
 
 __all__ = [
     "CONTROLLER_KINDS", "ENVELOPE_PREFIX", "HEADER_KEYS", "PACKET_PREFIX", "PASTE_END", "PASTE_START", "WORKER_KINDS",
-    "ControllerKind", "Message", "MessageKind", "build_controller_message", "classify_prompt", "normalise", "parse_message",
-    "render_message",
+    "ControllerKind", "Header", "Message", "MessageKind", "build_controller_message", "classify_prompt", "headers_in", "normalise",
+    "parse_message", "render_message",
 ]  # fmt: skip
+
+# A well-formed header anywhere in a text (mid-line too): how two callbacks typed into one prompt look (herdr 0.8.2
+# writes a prompt's Enter 300 ms after its text, so a second callback can be typed before the first is submitted).
+_HEADER_ANYWHERE_RE = re.compile(
+    r"\[herdr-orchestration run=(?P<run>[!-\\^-~]+) task=(?P<task>[!-\\^-~]+) from=(?P<sender>[!-\\^-~]+)"
+    r" kind=(?P<kind>update|question|blocked|result|answer|follow-up|stop) reply-to=(?P<reply_to>[!-\\^-~]+)\]"
+)
 
 
 class Message(BaseModel):
@@ -47,6 +56,26 @@ class Message(BaseModel):
             f"{ENVELOPE_PREFIX}run={self.run_id} task={self.task} from={self.sender}"
             f" kind={self.kind} reply-to={self.reply_to}]"
         )
+
+
+class Header(BaseModel):
+    """One header's fields as written; a header found inside a text says only who it names, never that they sent it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    task: str
+    sender: str
+    kind: MessageKind
+    reply_to: str
+
+
+def headers_in(text: str) -> tuple[Header, ...]:
+    """Every exact, well-formed header in ``text``, at a line start or mid-line, in order (look-alikes are not headers)."""
+    return tuple(
+        Header(run_id=m["run"], task=m["task"], sender=m["sender"], kind=m["kind"], reply_to=m["reply_to"])  # type: ignore[arg-type]
+        for m in _HEADER_ANYWHERE_RE.finditer(text)
+    )
 
 
 def parse_message(raw: str) -> Message:
