@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -124,19 +125,18 @@ def teardown(paths: Paths, tmux: Tmux) -> None:
         victims += procs.descendants(tmux_pid)
     tmux.kill()
     for pid in victims:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
-        try:
+        with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     paths.socket_for(world.session).unlink(missing_ok=True)
     paths.pidfile.unlink(missing_ok=True)
     paths.release.unlink(missing_ok=True)
     if paths.tmux_socket.parent != paths.home:
+        # The short socket directory under /tmp (paths.short_dir) is the server's too: nothing of it may outlive it.
         paths.tmux_socket.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            paths.tmux_socket.parent.rmdir()
 
 
 def stop_server(paths: Paths, timeout: float = 15.0) -> int:

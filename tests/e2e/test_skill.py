@@ -475,10 +475,10 @@ def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: 
     run_id = start_run(agent, world)
 
     # greeting asks what the plan does not answer (the agent answers); api-docs asks what it does (orch answers).
-    handed = agent.callbacks_until(lambda h: ("answer", "greeting") in next_do(h), ["greeting", "api-docs"])
+    agent.callbacks_until(lambda h: ("answer", "greeting") in next_do(h), ["greeting", "api-docs"])
     sent = agent.run("answer", task="greeting", text=ANSWER)
     assert (sent["kind"], sent["state"]) == ("answer", "working")
-    handed = agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["greeting", "api-docs"])
+    agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["greeting", "api-docs"])
     status = agent.run("status")
     assert [(w["task"], w["state"]) for w in status["workers"]] == [("greeting", "result"), ("api-docs", "result")]
     assert_each_callback_recorded_once(agent)
@@ -488,7 +488,7 @@ def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: 
     # Rejected: send it back (the controller writes no work product), hand its new result over, verify again.
     sent = agent.run("send", task="api-docs", text=FOLLOW_UP)
     assert (sent["kind"], sent["state"]) == ("follow-up", "dispatched")
-    handed = agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["api-docs"])
+    agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["api-docs"])
     verified = agent.run("verify")
     assert ({v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]}, verified["not_verified"]) == ({"api-docs": "accepted"}, [])
     seen = agent.run("observe")
