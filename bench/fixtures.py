@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
 
+from orchestrator.intake import LIMITS_FILE
+from orchestrator.locations import run_dir
+from packets.grammar import DEFAULT_MESSAGE_LIMIT
 from registry import Ledger, WorkerState
 
 RUN = "w1:p1-20261201T000000Z"
@@ -27,3 +31,7 @@ def seed_dispatched_worker(home: Path) -> None:
         ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id="w1:pa", reply_target="w1:pa")
         ledger.transition(RUN, "feature-a", WorkerState.PROVISIONING, WorkerState.READY)
         ledger.transition(RUN, "feature-a", WorkerState.READY, WorkerState.DISPATCHED)
+    # What preflight saves beside the plan snapshot: the run's message limit (callbacks read it, not the plan).
+    folder = run_dir(home, RUN)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / LIMITS_FILE).write_text(json.dumps({"message_limit_bytes": DEFAULT_MESSAGE_LIMIT}) + "\n", encoding="utf-8")

@@ -240,6 +240,7 @@ class Cli:
         env_socket = os.environ.get("HERDR_SOCKET_PATH")
         # src/session.rs active_api_socket_path: an explicit --session beats HERDR_SOCKET_PATH, which beats the name.
         self.socket = Path(env_socket) if env_socket and not explicit else self.paths.socket_for(session)
+        self.explicit = explicit
         self.profile = versions.current()
 
     @property
@@ -254,9 +255,21 @@ class Cli:
 
     # ---- plumbing -----------------------------------------------------------------------------
 
+    def server_release(self) -> versions.Release:
+        """The running server's release (0.9 DELTA rows 11-12: it may differ from this client's)."""
+        try:
+            found = versions.parse_release(self.paths.release.read_text())
+        except OSError:
+            found = None
+        return found or versions.Release(self.profile, self.profile.version)
+
     def require_server(self, rid: str = "cli:request") -> None:
-        """No server: 0.7.5's Rust `Error: Os {…}`; 0.8.2+ a JSON `server_not_running` (src/cli/server_not_running.rs:27-40)."""
+        """No server: 0.7.5's Rust `Error: Os {…}`; 0.8.2+ a JSON `server_not_running` (src/cli/server_not_running.rs:27-40).
+        A server this client cannot talk to: `protocol_mismatch` (src/cli.rs ensure_server_protocol_compatible)."""
         if self.socket.exists() and alive.running(self.paths):
+            server = self.server_release()
+            if not versions.compatible(self.profile, server):
+                raise SystemExit(self.error(rid, "protocol_mismatch", self._mismatch(server.profile.protocol)))
             return
         if self.profile.no_server_json:
             # src/cli/server_not_running.rs:42-53: the session's attach command, or plain `herdr` for a socket override.
@@ -267,6 +280,21 @@ class Cli:
         if not self.socket.exists():
             raise SystemExit(self._os_error(2, "NotFound", "No such file or directory"))
         raise SystemExit(self._os_error(111, "ConnectionRefused", "Connection refused"))
+
+    def _mismatch(self, server_protocol: int) -> str:
+        """src/cli/protocol_guard.rs:16-43 with src/session.rs:121-146's restart guidance (a 0.9 client facing a pre-0.9
+        server says the same: 0.9's own message is not documented, docs/simulator.md)."""
+        mine = self.profile.protocol
+        if mine < server_protocol:
+            return f"client protocol {mine} is older than server protocol {server_protocol}; upgrade the Herdr client before using this command"
+        if os.environ.get("HERDR_SOCKET_PATH") and not self.explicit:
+            restart = f"Run `HERDR_SOCKET_PATH={os.environ['HERDR_SOCKET_PATH']} herdr server stop`, then restart Herdr with the same socket override."
+        elif self.session_name:
+            restart = f"Run `herdr session stop {self.session_name}`, then run `herdr session attach {self.session_name}` again."
+        else:
+            restart = "Run `herdr server stop`, then run `herdr` again."
+        return (f"client protocol {mine} is newer than server protocol {server_protocol}; restart the Herdr server before using "
+                f"this command. Stop the old server to use the new version.\nStopping exits pane processes.\n{restart}")
 
     @staticmethod
     def _os_error(code: int, kind: str, message: str) -> int:
@@ -1188,13 +1216,20 @@ class Cli:
         version, protocol = self.profile.version, self.profile.protocol
         client = {"version": version, "channel": "stable", "protocol": protocol,
                   "binary": str(self.paths.bin / "herdr"), "session": self.session_name}
+        server = self.server_release()
+        fits = versions.compatible(self.profile, server)
+        # src/cli/status.rs:296-305: a restart is needed whenever the server's version is not the client's.
+        restart = up and server.version != version
+        capabilities: dict[str, bool] = {"live_handoff": True, "detached_server_daemon": True}
+        if server.profile.negotiates:
+            capabilities.update(surface_interest=True, health_check=True)  # 0.9 DELTA row 11 (CM): saved machines need them
         srv: dict[str, Any] = {"status": "running" if up else "not_running", "running": up,
-                               "version": version if up else None, "protocol": protocol if up else None,
-                               "capabilities": {"live_handoff": True, "detached_server_daemon": True} if up else None,
-                               "compatible": True if up else None, "socket": str(self.socket),
-                               "session": self.session_name, "restart_needed": False}
+                               "version": server.version if up else None, "protocol": server.profile.protocol if up else None,
+                               "capabilities": capabilities if up else None,
+                               "compatible": fits if up else None, "socket": str(self.socket),
+                               "session": self.session_name, "restart_needed": restart}
         if as_json:
-            full = {"client": client, "server": srv, "update": {"restart_needed": False}}
+            full = {"client": client, "server": srv, "update": {"restart_needed": restart}}
             emit(full if not rest else full[rest[0]])
             return 0
         lines = []
@@ -1205,12 +1240,13 @@ class Cli:
         if rest != ["client"]:
             lines.append("server:")
             if up:
-                lines += ["  status: running", f"  version: {version}", f"  protocol: {protocol}", "  compatible: yes"]
+                lines += ["  status: running", f"  version: {server.version}", f"  protocol: {server.profile.protocol}",
+                          f"  compatible: {'yes' if fits else 'no'}"]
             else:
                 lines.append("  status: not running")
             lines.append(f"  socket: {self.socket}")
         if not rest:
-            lines += ["", "update:", "  restart_needed: no"]
+            lines += ["", "update:", f"  restart_needed: {'yes' if restart else 'no'}"]
         print("\n".join(lines))
         return 0
 

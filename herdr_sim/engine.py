@@ -290,7 +290,12 @@ class Engine:
             "PS1": "$ ",
         })
         if self.profile.term_program:
-            env.update({"TERM_PROGRAM": "herdr", "TERM_PROGRAM_VERSION": self.profile.version})  # 0.9 DELTA row 16
+            try:  # the server spawns panes: its version, which may not be this client's (0.9 DELTA rows 11-12)
+                release = versions.parse_release(self.paths.release.read_text())
+            except OSError:
+                release = None
+            version = release.version if release is not None else self.profile.version
+            env.update({"TERM_PROGRAM": "herdr", "TERM_PROGRAM_VERSION": version})  # 0.9 DELTA row 16
         return env
 
     def spawn(self, ws: Workspace, tab_id: str, cwd: str, env: dict[str, str]) -> Pane:

@@ -70,6 +70,11 @@ class Paths:
         return self.home / "server.ready"
 
     @property
+    def release(self) -> Path:
+        """The running server's release (`<profile> <version>`): a client of another release reads it."""
+        return self.home / "server.release"
+
+    @property
     def pidfile(self) -> Path:
         return self.home / "server.pid"
 

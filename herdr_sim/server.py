@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from herdr_sim import forks, procs
+from herdr_sim import forks, procs, versions
 from herdr_sim.alive import pid_alive, running, server_pid
 from herdr_sim.engine import Engine
 from herdr_sim.paths import UNIX_PATH_MAX, Paths
@@ -58,7 +58,12 @@ def serve(paths: Paths, session: str | None) -> int:
     paths.home.mkdir(parents=True, exist_ok=True)
     sock = paths.socket_for(session)
     sock.parent.mkdir(parents=True, exist_ok=True)
-    for stale in (paths.ready, paths.socket, sock, paths.state):
+    try:
+        release = versions.server_release()
+    except versions.UnknownVersion as exc:
+        print(f"herdr-sim: {exc}", file=sys.stderr)
+        return 2
+    for stale in (paths.ready, paths.socket, sock, paths.state, paths.release):
         stale.unlink(missing_ok=True)
     paths.marker.write_text("herdr-sim\n")
     os.environ["HERDR_SIM_HOME"] = str(paths.home)
@@ -86,6 +91,7 @@ def serve(paths: Paths, session: str | None) -> int:
         world.server_pid = os.getpid()
         world.session = session
         world.settle_ms = settle
+    paths.release.write_text(release.dump())
     paths.pidfile.write_text(f"{os.getpid()}\n")
     stop = False
 
@@ -144,8 +150,12 @@ def teardown(paths: Paths, tmux: Tmux) -> None:
             os.kill(pid, signal.SIGKILL)
     paths.socket_for(world.session).unlink(missing_ok=True)
     paths.pidfile.unlink(missing_ok=True)
+    paths.release.unlink(missing_ok=True)
     if paths.tmux_socket.parent != paths.home:
+        # The short socket directory under /tmp (paths.short_dir) is the server's too: nothing of it may outlive it.
         paths.tmux_socket.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            paths.tmux_socket.parent.rmdir()
 
 
 def stop_server(paths: Paths, timeout: float = 15.0) -> int:

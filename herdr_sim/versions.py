@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 ENV = "HERDR_SIM_VERSION"
+# 0.9 DELTA rows 11-12: the server a client talks to may run another release (read by `herdr-sim server` at start).
+SERVER_ENV = "HERDR_SIM_SERVER_VERSION"
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Profile:
     workspace_group_close: bool
     # 0.9 row 16: new panes get TERM_PROGRAM=herdr and TERM_PROGRAM_VERSION.
     term_program: bool
+    # 0.9 row 11: capability negotiation instead of equal protocols; a pre-0.9 server needs a one-time upgrade.
+    negotiates: bool
     # 0.8.2 "Unchanged": `api schema` gains workspace.move_block (0.8.0) and pane.input.set (0.8.2).
     extra_methods: tuple[str, ...]
 
@@ -60,14 +64,15 @@ V075 = Profile(
     enter_after_answer_ms=None, start_blocked_not_ready=False, start_busy_retry_ms=0, shift_tab=False,
     alt_screen_scroll=False, width=80, height=24, current_is_caller=False, last_tab_closes_workspace=False,
     read_truncated_field=False, strict_prompt_gate=False, report_agent_any_order=False, trust_repository=False,
-    workspace_group_close=False, term_program=False, extra_methods=(),
+    workspace_group_close=False, term_program=False, negotiates=False, extra_methods=(),
 )  # fmt: skip
 V082 = Profile(
     name="0.8.2", version="0.8.2", protocol=20, no_server_json=True, needs_repair=True, prompt_refuses_blocked=True,
     enter_after_answer_ms=300, start_blocked_not_ready=True, start_busy_retry_ms=2000, shift_tab=True,
     alt_screen_scroll=True, width=120, height=40, current_is_caller=True, last_tab_closes_workspace=True,
     read_truncated_field=True, strict_prompt_gate=False, report_agent_any_order=False, trust_repository=False,
-    workspace_group_close=False, term_program=False, extra_methods=("workspace.move_block", "pane.input.set"),
+    workspace_group_close=False, term_program=False, negotiates=False,
+    extra_methods=("workspace.move_block", "pane.input.set"),
 )  # fmt: skip
 # 0.9.x: where its docs are silent the profile keeps 0.8.2's behaviour (docs/simulator.md lists those rows).
 V09 = Profile(
@@ -75,7 +80,8 @@ V09 = Profile(
     enter_after_answer_ms=None, start_blocked_not_ready=True, start_busy_retry_ms=2000, shift_tab=True,
     alt_screen_scroll=True, width=120, height=40, current_is_caller=True, last_tab_closes_workspace=True,
     read_truncated_field=True, strict_prompt_gate=True, report_agent_any_order=True, trust_repository=True,
-    workspace_group_close=True, term_program=True, extra_methods=("workspace.move_block", "pane.input.set"),
+    workspace_group_close=True, term_program=True, negotiates=True,
+    extra_methods=("workspace.move_block", "pane.input.set"),
 )  # fmt: skip
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (V075, V082, V09)}
@@ -95,3 +101,51 @@ def current(env: Mapping[str, str] | None = None) -> Profile:
     if profile is None:
         raise UnknownVersion(f"invalid {ENV}: {raw} (expected one of {', '.join(PROFILES)})")
     return profile
+
+
+@dataclass(frozen=True)
+class Release:
+    """What a running server plays: a profile's behaviour under the version number it reports."""
+
+    profile: Profile
+    version: str
+
+    def dump(self) -> str:
+        return f"{self.profile.name} {self.version}\n"
+
+
+def _numbers(text: str) -> tuple[int, ...] | None:
+    parts = text.split(".")
+    return tuple(int(p) for p in parts) if len(parts) == 3 and all(p.isdigit() for p in parts) else None
+
+
+def server_release(env: Mapping[str, str] | None = None) -> Release:
+    """HERDR_SIM_SERVER_VERSION: unset or empty, the client's own release; a profile name; or any X.Y.Z from 0.9.0
+    on, played as the 0.9 profile under that number (a server left running across a client update, or a newer one)."""
+    env = os.environ if env is None else env
+    raw = env.get(SERVER_ENV, "").strip()
+    if not raw:
+        own = current(env)
+        return Release(own, own.version)
+    profile = PROFILES.get(raw)
+    if profile is not None:
+        return Release(profile, profile.version)
+    numbers = _numbers(raw)
+    if numbers is None or numbers < (0, 9, 0):
+        raise UnknownVersion(f"invalid {SERVER_ENV}: {raw} (expected one of {', '.join(PROFILES)}, or a version from 0.9.0 on)")
+    return Release(V09, raw)
+
+
+def parse_release(text: str) -> Release | None:
+    """A running server's release as `Release.dump` wrote it; None when unreadable."""
+    name, _, version = text.strip().partition(" ")
+    profile = PROFILES.get(name)
+    return Release(profile, version) if profile is not None and version else None
+
+
+def compatible(client: Profile, server: Release) -> bool:
+    """Whether this client may talk to that server: 0.7.5 and 0.8.2 need equal protocols (src/cli/protocol_guard.rs);
+    0.9 negotiates capabilities with servers of endpoint generation 1 (0.9 DELTA row 11), i.e. 0.9 and later."""
+    if client.negotiates:
+        return server.profile.negotiates
+    return client.protocol == server.profile.protocol

@@ -13,6 +13,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from orchestrator.errors import ConfigError
+from orchestrator.locations import locations
 
 
 class Settings(BaseModel):
@@ -28,40 +29,7 @@ class Settings(BaseModel):
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Build settings from ``env`` (default ``os.environ``); a relative override is a one-line ConfigError."""
-        env = os.environ if env is None else env
-        home = _home(env)
-        state = _xdg(env, "XDG_STATE_HOME", home / ".local" / "state")
-        config = _xdg(env, "XDG_CONFIG_HOME", home / ".config")
-        return cls(
-            home=home,
-            orch_home=_override(env, "ORCH_HOME", state / "orch", home),
-            policy_dir=_override(env, "ORCH_POLICY_DIR", config / "orch" / "policies", home),
-            src_root=_override(env, "ORCH_SRC_ROOT", home / "src", home),
-        )
-
-
-def _home(env: Mapping[str, str]) -> Path:
-    value = env.get("HOME", "")
-    if not value or not Path(value).is_absolute():
-        raise ConfigError("HOME is not set to an absolute path; orch cannot tell where its state and checkouts live")
-    return Path(value)
-
-
-def _xdg(env: Mapping[str, str], name: str, fallback: Path) -> Path:
-    # The XDG Base Directory spec says relative values are invalid and must be ignored.
-    value = env.get(name, "")
-    return Path(value) if value and Path(value).is_absolute() else fallback
-
-
-def _override(env: Mapping[str, str], name: str, fallback: Path, home: Path) -> Path:
-    value = env.get(name, "")
-    if not value:
-        return fallback
-    # Expand "~" against the HOME we were given, not the process's, so tests and callers stay in control.
-    path = home / value[2:] if value == "~" or value.startswith("~/") else Path(value)
-    if not path.is_absolute():
-        raise ConfigError(f"{name}={json.dumps(value)} is not an absolute path")
-    return path
+        return cls(**locations(os.environ if env is None else env))
 
 
 _TOML_POSITION = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")

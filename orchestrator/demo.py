@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict
 from herdr_sim.testing import SimServer
 from herdr_sim.tmux import Tmux
 from orchestrator.config import Settings
-from orchestrator.engine import LEDGER_FILE, Engine
+from orchestrator.engine import Engine
+from orchestrator.locations import LEDGER_FILE
 from orchestrator.errors import ExitCode, OrchError
 from orchestrator.git import run_git
 from orchestrator.herdr import HerdrCli

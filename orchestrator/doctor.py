@@ -7,6 +7,7 @@ ledger changes. Trust dialogs are answered by orchestrator/dialogs.py as the pla
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import tempfile
@@ -355,10 +356,8 @@ def _close(probe: Engine, run: Run, kind: str, task: str, name: str, pane_id: st
             status = None
         if status == "working":
             # The callback runs inside the probe's turn: the agent reports idle just after it.
-            try:
+            with contextlib.suppress(HerdrError):
                 status = herdr.agent_wait(name, until=("idle", "done"), timeout_ms=int(EXIT_WAIT_S * 1000)).agent_status
-            except HerdrError:
-                pass
         command = facts(kind).exit_command
         if status in ("idle", "done") and command is not None:
             try:

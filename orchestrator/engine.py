@@ -7,7 +7,6 @@ this is the one place herdr, the ledger and the plan meet. Nothing here talks to
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 import threading
@@ -22,6 +21,7 @@ from orchestrator import git
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
 from orchestrator.errors import HerdrTimeout, OrchError, one_line
+from orchestrator.locations import LEDGER_FILE, run_dir
 from orchestrator.runlog import RunLog
 from registry import Effect, EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
 
@@ -31,9 +31,7 @@ if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (
 
 M = TypeVar("M", bound=BaseModel)
 
-LEDGER_FILE = "ledger.sqlite3"
 RUN_LOG_FILE = "orch.log"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 class InFlightEffect(OrchError):
@@ -204,7 +202,7 @@ class Engine:
 
     def run_dir(self, run_id: str) -> Path:
         """The run's folder under ORCH_HOME (plan snapshot, packets, reports)."""
-        return self.settings.orch_home / "runs" / _UNSAFE.sub("_", run_id)
+        return run_dir(self.settings.orch_home, run_id)
 
     def find_run(self, run_id: str | None = None) -> Run:
         """The named run, or the newest unfinished run of this controller pane (else of anyone)."""

@@ -16,12 +16,11 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.inbox import KEPT_PREFIX_BYTES, Inbound, InboxAdded, add_message, render_added
+from orchestrator.intake import BATCH_MAX as BATCH_MAX  # the batch limit's home is the fast path; named here as before
 from registry import Run
 
 # What a separator may be: long enough that a worker cannot guess it, plain enough to type in a heredoc.
 SEPARATOR = re.compile(r"[A-Za-z0-9_-]{12,64}")
-# How many messages of the run's size limit one call may carry: the input is read up to this many limits.
-BATCH_MAX = 64
 
 
 class Handed(BaseModel):

@@ -91,6 +91,11 @@ TESTED_VERSIONS = ("0.7.5", "0.8.2", "0.9.x")
 MINIMUM_VERSION = (0, 7, 5)
 # shift+tab reaches the agent as Shift+Tab from here on (../herdr-0.8.2/DELTA.md row 7, commit adb50cba).
 SHIFT_TAB_VERSION = (0, 8, 2)
+# From 0.8.0 `agent prompt` answers, then writes Enter 300 ms later (#1878, ../herdr-0.8.2/DELTA.md row 5); from 0.9.0
+# the Enter is written before the answer (../herdr-0.9.1/DELTA.md row 1). In that window a second prompt to the same
+# agent is typed into the same unsubmitted input, so two callbacks can reach the controller agent as one prompt.
+LATE_ENTER_VERSIONS = ((0, 8, 0), (0, 9, 0))
+LATE_ENTER_S = 0.3
 
 Env = Mapping[str, str]
 PathArg = str | os.PathLike[str]
@@ -336,6 +341,8 @@ class HerdrCli:
                 support=version_support(version),
                 # An unparsable (future) version is assumed to keep what 0.8.2 fixed.
                 shift_tab=parsed is None or parsed >= SHIFT_TAB_VERSION,
+                # Unknown: assume the late Enter (waiting it out costs only its 300 ms).
+                prompt_enter_delay_s=LATE_ENTER_S if parsed is None or LATE_ENTER_VERSIONS[0] <= parsed < LATE_ENTER_VERSIONS[1] else 0.0,
             )
         return self._features
 
@@ -717,6 +724,10 @@ def error_for(call: HerdrCall) -> HerdrError:
                 return HerdrUnavailable(f"{call.command}: herdr server is not running ({body.code}: {message})", call=call, code=body.code, herdr_message=body.message, hint=_START_HINT)
             if cls is HerdrAgentBlocked:
                 return HerdrAgentBlocked(f"{call.command}: not sent: the agent is at a dialog ({body.code}: {message})", call=call, code=body.code, herdr_message=body.message, hint="answer the dialog in the agent's pane, then send again")
+            if body.code == "protocol_mismatch":
+                # The CLI and the running server are different releases that cannot talk (0.9 DELTA rows 11-12):
+                # herdr's message says which to change; not a bug in orch.
+                return HerdrProtocolError(f"{call.command}: the herdr CLI and server do not fit ({body.code}: {message})", call=call, code=body.code, herdr_message=body.message, hint=_MISMATCH_HINT)
             hint = _BUG_HINT if cls is HerdrProtocolError else None
             return cls(f"{call.command}: {body.code}: {message}", call=call, code=body.code, herdr_message=body.message, hint=hint)
         first = stderr_lines[0].strip() if stderr_lines else ""
@@ -732,6 +743,7 @@ def error_for(call: HerdrCall) -> HerdrError:
 
 
 _BUG_HINT = "this is a bug in orch or an incompatible herdr; the full herdr call is in the log"
+_MISMATCH_HINT = "`herdr status` shows both versions: upgrade the herdr CLI, or restart the server with it (`herdr server stop`, then `herdr`)"
 _START_HINT = "start herdr (or check --session / HERDR_SESSION / HERDR_SOCKET_PATH)"
 _REMOTE_FLAGS = ("--remote", "--remote-keybindings", "--handoff")
 _REMOTE_FLAG_PREFIXES = ("--remote=", "--remote-keybindings=")

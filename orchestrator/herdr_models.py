@@ -533,3 +533,5 @@ class HerdrFeatures(Wire):
     support: VersionSupport
     # `send-keys shift+tab` reaches the agent as Shift+Tab (0.8.2 DELTA row 7; 0.7.5 sends a plain Tab).
     shift_tab: bool
+    # How long after `agent prompt` answers its Enter may still be unwritten (0.8.x: 300 ms, 0.8.2 DELTA row 5).
+    prompt_enter_delay_s: float = 0.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from datetime import datetime
@@ -13,7 +12,11 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from packets import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, validate
+from orchestrator.intake import KEPT_PREFIX_BYTES as KEPT_PREFIX_BYTES  # shared with the fast path, named here as before
+from orchestrator.intake import LIMITS_FILE as LIMITS_FILE
+from orchestrator.intake import OPEN, TARGET, read_stream, read_text, roots, saved_limit
+from orchestrator.intake import render_added as render_added
+from packets import DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, validate
 from packets.result import ResultReport, parse_result
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
 
@@ -21,9 +24,7 @@ if TYPE_CHECKING:
     from orchestrator.evidence import ResultClaim
 
 S = WorkerState
-# Worker states a callback may move on from (the worker is doing, or waiting on, the delegated work).
-_OPEN = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED})
-_TARGET = {"question": S.QUESTION, "blocked": S.BLOCKED, "result": S.RESULT}
+_OPEN, _TARGET = OPEN, TARGET
 
 
 class InboxAdded(BaseModel):
@@ -76,15 +77,7 @@ def report_dir(engine: Engine, run: Run, task: str) -> Path:
 
 def report_roots(engine: Engine, run: Run, worker: Worker) -> tuple[Path, ...]:
     """Where a worker may write reports: its checkout and its report directory (both named in its packet)."""
-    roots = [report_dir(engine, run, worker.task_label)]
-    if worker.worktree_path:
-        roots.insert(0, Path(worker.worktree_path))
-    return tuple(Path(os.path.realpath(root)) for root in roots)
-
-
-# What the ledger keeps of a message over the limit, besides its size and hash: enough to see what it was.
-KEPT_PREFIX_BYTES = 2048
-_CHUNK = 64 * 1024
+    return tuple(Path(root) for root in roots(engine.run_dir(run.run_id), worker.task_label, worker.worktree_path))
 
 
 class Inbound(BaseModel):
@@ -98,35 +91,20 @@ class Inbound(BaseModel):
     complete: bool
 
 
-def _decode(data: bytes) -> str:
-    # Undecodable bytes become U+FFFD: printable, storable, and never a control character.
-    return data.decode("utf-8", errors="replace")
-
-
 def read_inbound(stream: BinaryIO, limit: int) -> Inbound:
     """Read one message from a byte stream (the stdin door) holding at most ``limit + 1`` bytes, hashing all of it."""
-    digest, kept, size = hashlib.sha256(), bytearray(), 0
-    while chunk := stream.read(_CHUNK):
-        digest.update(chunk)
-        size += len(chunk)
-        if len(kept) <= limit:
-            kept += chunk[: limit + 1 - len(kept)]
-    if size > limit:
-        return Inbound(text=_decode(bytes(kept[:KEPT_PREFIX_BYTES])), size=size, sha256=digest.hexdigest(), complete=False)
-    return Inbound(text=_decode(bytes(kept)), size=size, sha256=digest.hexdigest(), complete=True)
+    raw = read_stream(stream, limit)
+    return Inbound(text=raw.text, size=raw.size, sha256=raw.sha256, complete=raw.complete)
 
 
 def inbound_text(text: str, limit: int) -> Inbound:
     """The same for the argument door: argv arrives decoded with surrogateescape, so undo that to count real bytes."""
-    data = text.encode("utf-8", errors="surrogateescape")
-    if len(data) > limit:
-        return Inbound(text=_decode(data[:KEPT_PREFIX_BYTES]), size=len(data), sha256=hashlib.sha256(data).hexdigest(), complete=False)
-    return Inbound(text=_decode(data), size=len(data), sha256=hashlib.sha256(data).hexdigest(), complete=True)
+    raw = read_text(text, limit)
+    return Inbound(text=raw.text, size=raw.size, sha256=raw.sha256, complete=raw.complete)
 
 
-# Beside the plan snapshot: the run's effective message limit, fixed at preflight like the plan itself, so a callback
-# (one `orch inbox add` process each) reads one small file instead of resolving the plan and its policy overlays.
-LIMITS_FILE = "limits.json"
+# LIMITS_FILE, beside the plan snapshot: the run's effective message limit, fixed at preflight like the plan itself, so
+# a callback (one `orch inbox add` process each) reads one small file instead of resolving the plan and its policy overlays.
 
 
 def save_message_limit(engine: Engine, run_id: str, limit: int) -> None:
@@ -140,12 +118,9 @@ def save_message_limit(engine: Engine, run_id: str, limit: int) -> None:
 
 def message_limit(engine: Engine, run: Run) -> int:
     """The run's inbound size limit: the plan's `defaults.message_limit_bytes`, else the policy's, else 64 KiB."""
-    try:
-        saved = json.loads((engine.run_dir(run.run_id) / LIMITS_FILE).read_text(encoding="utf-8"))["message_limit_bytes"]
-        if isinstance(saved, int) and MESSAGE_LIMIT_RANGE[0] <= saved <= MESSAGE_LIMIT_RANGE[1]:
-            return saved
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    saved = saved_limit(engine.run_dir(run.run_id))
+    if saved is not None:
+        return saved
     try:
         # A run preflighted before the limit was saved: its plan snapshot says.
         return engine.plan_for(run).message_limit
@@ -272,17 +247,6 @@ def list_messages(engine: Engine, run: Run) -> InboxList:
             )
         )  # fmt: skip
     return InboxList(run_id=run.run_id, messages=tuple(entries))
-
-
-def render_added(added: InboxAdded) -> str:
-    """One line: the verdict and what it changed."""
-    who = f"{added.kind or '?'} from {added.sender or '?'} for task {added.task or '?'}"
-    if added.verdict is InboxVerdict.ACCEPTED:
-        moved = f"{added.state_before} -> {added.state_after}" if added.state_before != added.state_after else f"stays {added.state_after}"
-        return f"accepted #{added.inbox_id}: {who} (worker {moved})\n"
-    if added.reason_code in (Reason.MALFORMED_HEADER, Reason.OVERSIZE):  # nothing was read of who sent it
-        return f"kept aside #{added.inbox_id} ({added.reason_code}): {inert_line(added.reason or '')}\n"
-    return f"kept aside #{added.inbox_id} ({added.reason_code}): {who}: {inert_line(added.reason or '')}\n"
 
 
 def render_list(listing: InboxList) -> str:

@@ -15,9 +15,10 @@ from orchestrator.errors import HerdrError, HerdrMissing, OrchError
 from orchestrator.fleet import advance
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
+from orchestrator.repeats import LIVE, REPEAT_LIMIT, REPEAT_REQUEST, PossibleMerge, possible_merges, repeat_key, replied, request_for, requests_made
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
-from registry import InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
+from registry import Effect, EffectStatus, InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
 
 S = WorkerState
 STALL_LIMIT = 3  # spec §5: no state or output change across 3 consecutive check-ins
@@ -35,6 +36,8 @@ ASK_FOR_RESULT = (
 What = Literal[
     "update", "answered", "needs_answer", "blocked", "blocked_ui", "approval", "result", "report", "asked_for_result",
     "settled_without_result", "working", "failed", "kept_aside", "send_failed", "herdr_unavailable", "gone",
+    # A kept-aside prompt holding several workers' headers, and the requests to repeat that it leads to (orchestrator.repeats).
+    "possible_merge", "asked_to_repeat",
     # The scheduler, from the check-in (orchestrator.fleet): queued workers started as slots free, or skipped.
     "started", "skipped", "queued", "slot_freed", "slot_kept", "integrated", "start_failed",
 ]  # fmt: skip
@@ -107,6 +110,8 @@ class _Round:
         self.herdr_states: dict[str, str] = {}
         self.waiting: set[str] = set()
         self.prompted: set[str] = set()  # the round's agent snapshot predates these prompts
+        self.repeat_waiting: set[str] = set()  # named by a possible merge, not asked yet: waiting on us, not stalled
+        self.repeat_asked: set[str] = set()  # asked to repeat, its reply not seen yet: not asked for a result meanwhile
         self._answers: dict[str, tuple[Answer, ...]] | None = None
 
     def note(self, task: str | None, what: What, text: str, inbox_id: int | None = None) -> None:
@@ -141,6 +146,7 @@ class _Round:
             return False
         for message in self.ledger.list_inbox(self.run.run_id, unhandled=True):
             self.inbound(message)
+        self.repeats()
         for worker in self.ledger.list_workers(self.run.run_id, states=OBSERVED):
             if worker.task_label not in self.prompted:
                 self.check(worker)
@@ -149,6 +155,9 @@ class _Round:
     def inbound(self, message: InboxMessage) -> None:
         if message.verdict is InboxVerdict.KEPT_ASIDE:
             self.note(message.task_label, "kept_aside", f"{message.reason_code}: {message.reason}", message.id)
+            merge = next((m for m in possible_merges(self.ledger, self.run) if m.inbox_id == message.id), None)
+            if merge is not None:
+                self.note(None, "possible_merge", self.merge_text(merge), message.id)
             self.ledger.mark_handled(message.id)
             return
         try:
@@ -171,6 +180,82 @@ class _Round:
         elif message.kind == "result":
             self.result(worker, body, message)
         self.ledger.mark_handled(message.id)
+
+    def merge_text(self, merge: PossibleMerge) -> str:
+        names = ", ".join(merge.tasks)
+        if merge.again_of is not None:
+            return f"the same text as possible merge #{merge.again_of} again: the sender's own message, so nobody is asked again ({names})"
+        live = [t for t in merge.tasks if self.ledger.get_worker(self.run.run_id, t).state in LIVE]
+        told = f"holds the headers of {names}: possibly callbacks typed into one prompt before its Enter; nothing in it is acted on"
+        if not live:
+            return f"{told}; none of them is still working, so nobody is asked"
+        return f"{told}; {', '.join(live)} asked to send their last message again, one at a time"
+
+    def repeats(self) -> None:
+        """Ask the live workers that possible merges name to send their last message again, one request at a time.
+
+        The next request goes out only once the previous one was answered (a message naming that worker arrived), or
+        herdr shows its turn over and the boundary's late-Enter window has passed: then two repeats cannot merge again.
+        """
+        merges = [m for m in possible_merges(self.ledger, self.run) if m.again_of is None]
+        if not merges:
+            return
+        due: list[tuple[PossibleMerge, Worker]] = []
+        sent: list[Effect] = []
+        for merge in merges:
+            for task in merge.tasks:
+                request = request_for(self.ledger, self.run, task, merge.inbox_id)
+                worker = self.ledger.get_worker(self.run.run_id, task)
+                if request is not None:
+                    sent.append(request)
+                elif worker.state in LIVE and requests_made(self.ledger, self.run, task) < REPEAT_LIMIT and task not in (w.task_label for _, w in due):
+                    due.append((merge, worker))
+        for _merge, worker in due:
+            info = self.agent(worker)
+            if info is None or info.agent_status != "blocked":  # at a dialog nothing may be typed: check() shows its screen
+                self.repeat_waiting.add(worker.task_label)
+        pause = 0.0
+        if sent:
+            last = max(sent, key=lambda e: e.id)
+            gate = self._repeat_gate(last)
+            if gate is None:
+                assert last.task_label is not None
+                self.repeat_asked.add(last.task_label)
+                return
+            pause = gate
+        for merge, worker in due:
+            task = worker.task_label
+            info = self.agent(worker)
+            status = info.agent_status if info else None
+            if status not in ("idle", "done"):
+                continue  # still ending its turn (or at a dialog): asked at a later check-in
+            if pause:
+                self.engine.clock.sleep(pause)
+            high_water = max((m.id for m in self.ledger.list_inbox(self.run.run_id)), default=0)
+            try:
+                messages.send_message(self.engine, self.run, task, "follow-up", REPEAT_REQUEST, key=repeat_key(task, merge.inbox_id, high_water), agent_status=status)
+            except OrchError as exc:
+                self.note(task, "send_failed", f"request to repeat its last message not sent: {exc.message}", merge.inbox_id)
+                continue
+            self.repeat_waiting.discard(task)
+            self.prompted.add(task)
+            self.note(task, "asked_to_repeat", f"named in possible merge #{merge.inbox_id}: asked to send its last message again", merge.inbox_id)
+            return
+
+    def _repeat_gate(self, request: Effect) -> float | None:
+        """None while a repeat request may still be answered, else how long to wait before the next one."""
+        assert request.task_label is not None
+        if request.status in (EffectStatus.FAILED, EffectStatus.ABANDONED):
+            return 0.0
+        worker = self.ledger.get_worker(self.run.run_id, request.task_label)
+        if worker.state not in LIVE or replied(self.ledger, self.run, request):
+            return 0.0
+        info = self.agent(worker)
+        baseline = request.request.get("baseline_seq")
+        if info is not None and isinstance(baseline, int) and info.state_change_seq > baseline and info.agent_status in ("idle", "done"):
+            # Its turn is over without a reply recorded yet: a repeat it sent may still wait for its Enter.
+            return self.engine.herdr.features().prompt_enter_delay_s
+        return None
 
     def question(self, worker: Worker, body: str, message: InboxMessage) -> bool:
         task = worker.task_label
@@ -223,9 +308,9 @@ class _Round:
         status: str | None = info.agent_status if info else None
         if status is not None:
             self.herdr_states[task] = status
-        if worker.state in WAITING_ON_US:
+        if worker.state in WAITING_ON_US or task in self.repeat_waiting:
             self.waiting.add(task)
-            return  # the worker waits for an answer or a decision: not a stall, nothing to ask
+            return  # the worker waits for an answer, a decision or its turn to repeat: not a stall, nothing to ask
         if status == "unknown":
             status = self.explain(worker, target)
             if status is None:
@@ -253,7 +338,7 @@ class _Round:
         asked_before = False
         # Ask only once the worker has stayed settled, unchanged, across two check-ins: a worker that just sent its
         # result (or question) and went idle may be seen before that callback has reached the inbox.
-        if status in ("idle", "done") and self._settled_after_dispatch(worker, info) and seen.unchanged_check_ins >= 1:
+        if status in ("idle", "done") and self._settled_after_dispatch(worker, info) and seen.unchanged_check_ins >= 1 and task not in self.repeat_asked:
             asked_before = self.missing_result(worker, status)
         if seen.unchanged_check_ins >= STALL_LIMIT:
             reason = f"no change of state or output across {STALL_LIMIT} consecutive check-ins"

@@ -219,12 +219,12 @@ _MINIMUM = ".".join(str(n) for n in MINIMUM_VERSION)
 _INSTALL_HINT = f"install herdr {', '.join(TESTED_VERSIONS[:-1])} or {TESTED_VERSIONS[-1]}, or point orch at it with `orch --herdr PATH` or ORCH_HERDR"
 
 
-def _untested(version: str, support: VersionSupport, what: str) -> list[str]:
+def _untested(version: str, support: VersionSupport, what: str, because: str = "its api schema has every method orch uses") -> list[str]:
     """The warning for a herdr orch was not tested against (preflight proceeds: the capabilities gate passed)."""
     if support == "tested" or (what == "server" and support == "older"):
         return []
     tested = ", ".join(TESTED_VERSIONS)
-    return [f"herdr {version} ({what}) is not a version orch is tested against ({tested}); proceeding because its api schema has every method orch uses"]
+    return [f"herdr {version} ({what}) is not a version orch is tested against ({tested}); proceeding because {because}"]
 
 
 def _count(n: int, noun: str) -> str:
@@ -424,10 +424,13 @@ class _Preflight:
         # herdr itself says whether client and server fit: 0.7.5/0.8.2 need equal protocols, 0.9 negotiates
         # capabilities, so a client and server of different versions may be compatible (../herdr-0.9.1/DELTA.md row 11).
         if server.compatible is not True:
+            newer = server.protocol is not None and server.protocol > status.client.protocol
             raise _Stop(
                 f"server protocol {server.protocol}, client protocol {status.client.protocol}, not compatible",
-                f"the herdr server (version {server.version}, protocol {server.protocol}) is not compatible with this herdr CLI (protocol {status.client.protocol})",
-                "restart the herdr server with the installed herdr (`herdr server stop`, then `herdr`)",
+                f"the herdr server (version {server.version}, protocol {server.protocol}) is not compatible with this herdr CLI (version {status.client.version}, protocol {status.client.protocol})",
+                # herdr's own protocol_mismatch advice: an older CLI is upgraded, an older server restarted.
+                f"upgrade the herdr CLI to {server.version} or later (or point orch at one with `orch --herdr PATH` or ORCH_HERDR)" if newer
+                else "restart the herdr server with the installed herdr (`herdr server stop`, then `herdr`)",
             )
         version = server.version or "unknown"
         support = version_support(version)
@@ -437,10 +440,16 @@ class _Preflight:
                 f"the herdr server is {version}; orch needs herdr {_MINIMUM} or later",
                 "restart the herdr server with a newer herdr (`herdr server stop`, then `herdr`)",
             )
-        notes = ["the server runs an older herdr build than the CLI; restart it when convenient"] if status.update.restart_needed else []
+        notes: list[str] = []
         if version != status.client.version:
+            # herdr sets restart_needed for any version difference; this note says that and which one orch judges.
             notes.append(f"the server ({version}) and this CLI ({status.client.version}) are different herdr versions; orch goes by the server's")
-        notes += _untested(version, support, "server")
+        elif status.update.restart_needed:
+            notes.append("the server runs an older herdr build than the CLI; restart it when convenient")
+        # `api schema` is the CLI's own (embedded in its binary): of another server release orch knows only that
+        # herdr negotiated with it and found it compatible.
+        because = "herdr reports it compatible with this CLI, whose api schema has every method orch uses" if version != status.client.version else None
+        notes += _untested(version, support, "server", *([because] if because else []))
         self.ok("server", f"running herdr {version}, protocol {server.protocol}, compatible", notes)
 
     def check_session(self) -> None:

@@ -25,7 +25,7 @@ from orchestrator.report import Wait, open_wait
 from packets import inert_line
 from registry import Effect, Run, Worker
 from registry.machine import WorkerState
-from registry.records import EventKind
+from registry.kinds import EventKind
 
 S = WorkerState
 

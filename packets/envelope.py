@@ -1,28 +1,41 @@
-"""The Message Contract envelope: one strict header line plus a body, built for the controller and parsed from terminals."""
+"""The Message Contract envelope as a model: parsed by `packets.grammar`, built for the controller, rendered for terminals."""
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from packets.errors import EnvelopeError, PacketError
+from packets.errors import PacketError
+from packets.grammar import (
+    CONTROLLER_KINDS,
+    ENVELOPE_PREFIX,
+    HEADER_KEYS,
+    PACKET_PREFIX,
+    PASTE_END,
+    PASTE_START,
+    WORKER_KINDS,
+    ControllerKind,
+    MessageKind,
+    _tidy,
+    classify_prompt,
+    normalise,
+    parse_envelope,
+)
 from packets.model import check_task_label, check_token, describe_validation_error
 
-ENVELOPE_PREFIX = "[herdr-orchestration "
-PACKET_PREFIX = "Delegation packet for task "
-HEADER_KEYS: tuple[str, ...] = ("run", "task", "from", "kind", "reply-to")
-WORKER_KINDS: tuple[str, ...] = ("update", "question", "blocked", "result")
-CONTROLLER_KINDS: tuple[str, ...] = ("answer", "follow-up", "stop")
-MessageKind = Literal["update", "question", "blocked", "result", "answer", "follow-up", "stop"]
-ControllerKind = Literal["answer", "follow-up", "stop"]
+__all__ = [
+    "CONTROLLER_KINDS", "ENVELOPE_PREFIX", "HEADER_KEYS", "PACKET_PREFIX", "PASTE_END", "PASTE_START", "WORKER_KINDS",
+    "ControllerKind", "Header", "Message", "MessageKind", "build_controller_message", "classify_prompt", "headers_in", "normalise",
+    "parse_message", "render_message",
+]  # fmt: skip
 
-# What a terminal adds around pasted text: one bracketed-paste pair (herdr pastes prompts that way when the app asks).
-PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
-_BLANK = " \t\r\n"
-_VALUE_CHAR_RE = re.compile(r"[!-\\^-~]")  # printable ASCII except space and "]"
+# A well-formed header anywhere in a text (mid-line too): how two callbacks typed into one prompt look (herdr 0.8.2
+# writes a prompt's Enter 300 ms after its text, so a second callback can be typed before the first is submitted).
+_HEADER_ANYWHERE_RE = re.compile(
+    r"\[herdr-orchestration run=(?P<run>[!-\\^-~]+) task=(?P<task>[!-\\^-~]+) from=(?P<sender>[!-\\^-~]+)"
+    r" kind=(?P<kind>update|question|blocked|result|answer|follow-up|stop) reply-to=(?P<reply_to>[!-\\^-~]+)\]"
+)
 
 
 class Message(BaseModel):
@@ -45,100 +58,31 @@ class Message(BaseModel):
         )
 
 
-def _unwrap_paste(raw: str) -> str:
-    # Only the pair wrapping the whole text is the terminal's; a marker anywhere else is the sender's own text.
-    text = raw.lstrip(_BLANK)
-    text = text[len(PASTE_START) :] if text.startswith(PASTE_START) else raw
-    end = text.rstrip(_BLANK)
-    return end[: -len(PASTE_END)] if end.endswith(PASTE_END) else text
+class Header(BaseModel):
+    """One header's fields as written; a header found inside a text says only who it names, never that they sent it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    task: str
+    sender: str
+    kind: MessageKind
+    reply_to: str
 
 
-def _tidy(text: str) -> str:
-    lines = [line.rstrip(" ") for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
-    while lines and lines[0] == "":
-        lines.pop(0)
-    while lines and lines[-1] == "":
-        lines.pop()
-    return "\n".join(lines)
-
-
-def normalise(raw: str) -> str:
-    """Undo what a terminal adds: one wrapping paste-marker pair, CR/LF or CR endings, trailing spaces, surrounding blank lines."""
-    return _tidy(_unwrap_paste(raw))
-
-
-def classify_prompt(raw: str) -> Literal["envelope", "packet", "other"]:
-    """Tell an envelope from a delegation packet by its first non-blank line, as workers must."""
-    first = normalise(raw).split("\n", 1)[0]
-    if first.startswith(ENVELOPE_PREFIX):
-        return "envelope"
-    if first.startswith(PACKET_PREFIX):
-        return "packet"
-    return "other"
-
-
-def _show(text: str, limit: int = 60) -> str:
-    shown = text if len(text) <= limit else text[:limit] + "…"
-    return json.dumps(shown, ensure_ascii=False)
-
-
-def _found(part: str) -> str:
-    if part == "":
-        return "an extra space"
-    name, eq, _ = part.partition("=")
-    return _show(name if eq else part)
-
-
-def _parse_header(line: str) -> dict[str, str]:
-    if not line.startswith(ENVELOPE_PREFIX):
-        raise EnvelopeError(f"malformed header: the first line must start with {_show(ENVELOPE_PREFIX)}, found {_show(line)}")
-    close = line.find("]")
-    if close == -1:
-        raise EnvelopeError('malformed header: missing the closing "]"')
-    if close != len(line) - 1:
-        raise EnvelopeError(f'malformed header: unexpected {_show(line[close + 1 :])} after the closing "]" (the body starts on the next line)')
-    parts = line[len(ENVELOPE_PREFIX) : close].split(" ")
-    values: dict[str, str] = {}
-    previous = '"[herdr-orchestration"'
-    for index, key in enumerate(HEADER_KEYS):
-        if index >= len(parts):
-            raise EnvelopeError(f'malformed header: expected key "{key}" after {previous}, found the end of the header')
-        part = parts[index]
-        name, eq, value = part.partition("=")
-        if name != key or not eq:
-            raise EnvelopeError(f'malformed header: expected key "{key}" after {previous}, found {_found(part)}')
-        if not value:
-            raise EnvelopeError(f'malformed header: empty value for key "{key}"')
-        bad = next((char for char in value if not _VALUE_CHAR_RE.fullmatch(char)), None)
-        if bad is not None:
-            raise EnvelopeError(f'malformed header: value of key "{key}" contains {_show(bad)} (values are printable ASCII without spaces)')
-        values[key] = value
-        previous = part
-    if len(parts) > len(HEADER_KEYS):
-        extra = parts[len(HEADER_KEYS)]
-        raise EnvelopeError(f"malformed header: unexpected {_show(extra) if extra else 'an extra space'} after {previous}")
-    if values["kind"] not in WORKER_KINDS + CONTROLLER_KINDS:
-        raise EnvelopeError(
-            f'malformed header: unknown kind {_show(values["kind"])} (expected one of {", ".join(WORKER_KINDS + CONTROLLER_KINDS)})'
-        )
-    return values
+def headers_in(text: str) -> tuple[Header, ...]:
+    """Every exact, well-formed header in ``text``, at a line start or mid-line, in order (look-alikes are not headers)."""
+    return tuple(
+        Header(run_id=m["run"], task=m["task"], sender=m["sender"], kind=m["kind"], reply_to=m["reply_to"])  # type: ignore[arg-type]
+        for m in _HEADER_ANYWHERE_RE.finditer(text)
+    )
 
 
 def parse_message(raw: str) -> Message:
     """Parse raw envelope text as received from a terminal or an inbox; EnvelopeError names the exact problem."""
-    text = normalise(raw)
-    if not text:
-        raise EnvelopeError("malformed header: the message is empty")
-    header, _, body = text.partition("\n")
-    values = _parse_header(header)
-    # A blank line between header and body is terminal noise as much as a leading one.
+    envelope = parse_envelope(raw)
     return Message(
-        run_id=values["run"],
-        task=values["task"],
-        sender=values["from"],
-        kind=values["kind"],  # type: ignore[arg-type]  # checked against the kinds above
-        reply_to=values["reply-to"],
-        body=_tidy(body),
+        run_id=envelope.run_id, task=envelope.task, sender=envelope.sender, kind=envelope.kind, reply_to=envelope.reply_to, body=envelope.body
     )
 
 

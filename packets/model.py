@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from packets.errors import PacketError
+from packets.grammar import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE
 
 # herdr 0.7.5 `agent start --kind` accepts exactly these (CONTRACT.md §8.4).
 AGENT_KINDS: tuple[str, ...] = (
@@ -138,10 +139,6 @@ def _non_empty(values: tuple[str, ...]) -> tuple[str, ...]:
         raise ValueError("must list at least one item")
     return values
 
-
-# The inbound size limit, in UTF-8 bytes of the whole message as received; plans and policies may set another.
-DEFAULT_MESSAGE_LIMIT = 64 * 1024
-MESSAGE_LIMIT_RANGE = (1024, 1024 * 1024)
 
 Token = Annotated[str, AfterValidator(check_token)]
 TaskLabel = Annotated[str, AfterValidator(check_task_label)]

@@ -1,56 +1,32 @@
-"""Validation of inbound envelopes against a view of the ledger: a pure function from raw text to a verdict."""
+"""Validation of inbound envelopes against a view of the ledger: a pure function from raw text to a verdict (a model)."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 import posixpath
-import re
-import unicodedata
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from packets.envelope import CONTROLLER_KINDS, Message, parse_message
-from packets.errors import EnvelopeError, PacketError
-from packets.inert import inert_line
-from packets.model import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, describe_validation_error
-from packets.result import parse_result
+from packets.envelope import Message
+from packets.errors import PacketError
+from packets.grammar import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE
+from packets.model import describe_validation_error
+from packets.screen import (
+    REASON_SUMMARIES,
+    Reason,
+    fingerprint,
+    judge,
+    looks_like_header,
+    message_size,
+    oversize_explanation,
+    screen_body,
+)
 
-
-class Reason(StrEnum):
-    """Why a message was kept aside; the values are stable codes stored in the ledger and shown in reports."""
-
-    OVERSIZE = "oversize"
-    MALFORMED_HEADER = "malformed_header"
-    UNKNOWN_RUN = "unknown_run"
-    STALE_RUN = "stale_run"
-    UNKNOWN_TASK = "unknown_task"
-    WRONG_SENDER = "wrong_sender"
-    WRONG_REPLY_TO = "wrong_reply_to"
-    WRONG_DIRECTION = "wrong_direction"
-    EMPTY_BODY = "empty_body"
-    INJECTION = "injection"
-    REPORT_OUTSIDE = "report_outside"
-    DUPLICATE = "duplicate"
-
-
-REASON_SUMMARIES: dict[Reason, str] = {
-    Reason.OVERSIZE: "The message is larger than the limit; only a bounded prefix, its size and its hash are kept.",
-    Reason.MALFORMED_HEADER: "The text is not a well-formed Message Contract envelope.",
-    Reason.UNKNOWN_RUN: "The run id is neither the current run nor any run the ledger knows.",
-    Reason.STALE_RUN: "The run id belongs to an earlier or finished run.",
-    Reason.UNKNOWN_TASK: "No worker is registered for this task label in the current run.",
-    Reason.WRONG_SENDER: "The sender is not the worker registered for the task.",
-    Reason.WRONG_REPLY_TO: "The reply-to target is not the target registered for the task's worker.",
-    Reason.WRONG_DIRECTION: "A controller kind (answer, follow-up, stop) arrived at the controller.",
-    Reason.EMPTY_BODY: "The body is empty or only whitespace.",
-    Reason.INJECTION: "The body holds a control or invisible character, an escape sequence, or a line that looks like an envelope header.",
-    Reason.REPORT_OUTSIDE: "A result names a report path outside the places the worker may write.",
-    Reason.DUPLICATE: "The same run, task, sender, kind and body were already accepted.",
-}
+__all__ = [
+    "REASON_SUMMARIES", "Accepted", "KeptAside", "LedgerView", "Reason", "RegisteredWorker", "Verdict", "build_view",
+    "fingerprint", "looks_like_header", "message_size", "oversize", "screen_body", "validate",
+]  # fmt: skip
 
 
 class RegisteredWorker(BaseModel):
@@ -120,145 +96,9 @@ def build_view(fields: Mapping[str, object]) -> LedgerView:
 Verdict = Annotated[Accepted | KeptAside, Field(discriminator="outcome")]
 
 
-def fingerprint(message: Message) -> str:
-    """A stable sha256 over run, task, sender, kind and the normalised body (reply-to is deliberately left out)."""
-    fields = [message.run_id, message.task, message.sender, message.kind, message.body]
-    encoded = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return hashlib.sha256(encoded).hexdigest()
-
-
-def message_size(raw_text: str) -> int:
-    """The size the limit applies to: UTF-8 bytes of the text exactly as received."""
-    return len(raw_text.encode("utf-8", errors="surrogatepass"))
-
-
 def oversize(size: int, sha256: str, limit: int) -> KeptAside:
     """The verdict on a message over the limit, from its size and hash alone (the stdin door never holds all of it)."""
-    return KeptAside(
-        reason=Reason.OVERSIZE,
-        explanation=(
-            f"the message is {size} bytes, over the {limit}-byte limit (sha256 {sha256}); "
-            "large content belongs in a report file, sent by path"
-        ),
-    )
-
-
-# Escape sequences by the character after ESC (ECMA-48): what a terminal would start to obey.
-_SEQUENCES = {"[": "CSI", "]": "OSC", "P": "DCS", "_": "APC", "^": "PM", "X": "SOS"}
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-# Joiners shape Persian and Indic text and emoji sequences; every other format character is refused (docs/message-contract.md).
-_SHAPING = frozenset("\u200c\u200d")
-_PLAIN = re.compile(r"[\t\n\x20-\x7e]*")
-
-
-def _forbidden(char: str) -> str | None:
-    """What a body character is when it is not allowed (None when it is)."""
-    code = ord(char)
-    if char in "\t\n" or 0x20 <= code < 0x7F:
-        return None
-    if code == 0x1B:
-        return "ESC"
-    if code == 0x7F:
-        return "DEL"
-    if code < 0x20:
-        return "a C0 control character"
-    if code <= 0x9F:
-        return "a C1 control character"
-    if char in _BIDI:
-        return "a bidi embedding, override or isolate"
-    if 0xE0000 <= code <= 0xE007F:
-        return "a Unicode tag character"
-    category = unicodedata.category(char)
-    if category in ("Zl", "Zp"):
-        return "a line or paragraph separator"
-    if category == "Cs":
-        return "an undecodable byte"
-    if category == "Cf" and char not in _SHAPING:
-        return "an invisible formatting character"
-    return None
-
-
-def _offender(what: str, line: str, column: int) -> str:
-    if what == "ESC":
-        after = line[column : column + 1]
-        name = _SEQUENCES.get(after)
-        shown = inert_line(line[column - 1 : column + 11])
-        return f"an escape sequence ({name} {shown})" if name else f"an escape character ({shown})"
-    return f"{what} ({inert_line(line[column - 1])})"
-
-
-# Letters from other scripts that read as the Latin letters of a header (a hand-made subset of Unicode confusables),
-# dashes that read as "-", and brackets and equals signs NFKC leaves alone.
-_LOOKALIKES = str.maketrans(
-    {
-        **dict.fromkeys("аɑα", "a"), "в": "b", **dict.fromkeys("сϲ", "c"), **dict.fromkeys("ԁɗ", "d"),
-        **dict.fromkeys("еєε", "e"), "ғ": "f", **dict.fromkeys("ɡց", "g"), **dict.fromkeys("һн", "h"),
-        **dict.fromkeys("іıιӏ", "i"), "ј": "j", **dict.fromkeys("кκ", "k"), "м": "m", **dict.fromkeys("ոη", "n"),
-        **dict.fromkeys("оοօσ", "o"), **dict.fromkeys("рρ", "p"), "ԛ": "q", **dict.fromkeys("гᴦ", "r"), "ѕ": "s",
-        **dict.fromkeys("тτ", "t"), **dict.fromkeys("υս", "u"), **dict.fromkeys("νѵ", "v"), "ԝ": "w",
-        **dict.fromkeys("хχ", "x"), **dict.fromkeys("уү", "y"),
-        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\u02d7", "-"),
-        **dict.fromkeys("\u27e6\u3010\u3014\u3016\u3018\u301a\u2045", "["),
-        **dict.fromkeys("\ua78a\u2e40\u30a0\u2550", "="),
-    }
-)
-# Blank-looking letters that are not whitespace to Python.
-_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-
-
-def _skeleton(line: str) -> str:
-    """A line as a reader sees it: NFKC, case folded, look-alikes mapped, invisible characters and spaces removed."""
-    text = unicodedata.normalize("NFKC", line).casefold().translate(_LOOKALIKES)
-    return "".join(
-        char for char in text
-        if not char.isspace() and char not in _FILLERS and unicodedata.category(char) not in ("Cf", "Cc", "Mn", "Me", "Zl", "Zp")
-    )  # fmt: skip
-
-
-def looks_like_header(line: str) -> bool:
-    """Whether a body line would pass for an envelope header to a reader or a model, however it is disguised."""
-    seen = _skeleton(line)
-    return "[herdr-orchestration" in seen or "herdr-orchestrationrun=" in seen or ("from=" in seen and "reply-to=" in seen)
-
-
-def screen_body(body: str) -> tuple[Reason, str] | None:
-    """The body rules: not blank, no control, bidi, tag or invisible character, no second header; first failure wins."""
-    if not body.strip():
-        shown = "empty" if not body else f"only whitespace ({inert_line(body[:40])})"
-        return Reason.EMPTY_BODY, f"the body is {shown}; send one header line followed by a concise message or a report path"
-    lines = body.split("\n")
-    for number, line in enumerate(lines if not _PLAIN.fullmatch(body) else (), start=1):
-        for column, char in enumerate(line, start=1):
-            what = _forbidden(char)
-            if what is not None:
-                return Reason.INJECTION, (
-                    f"body line {number}, column {column}: {_offender(what, line, column)}; "
-                    "a message holds printable text, tabs and newlines only"
-                )
-    for number, line in enumerate(lines, start=1):
-        if looks_like_header(line):
-            shown = inert_line(line if len(line) <= 60 else line[:60] + "…")
-            return Reason.INJECTION, (
-                f'body line {number} looks like an envelope header ("{shown}"); a message has one header, its first line'
-            )
-    return None
-
-
-def _confine(path: str, roots: tuple[str, ...], resolve: Callable[[str], str]) -> str | None:
-    """Why a report path is not one the worker may write (None when it is)."""
-    if path.startswith("~"):
-        return "starts with ~ (never expanded: give the absolute path)"
-    if not posixpath.isabs(path):
-        return "is not an absolute path"
-    if ".." in path.split("/"):
-        return 'contains ".."'
-    real = resolve(path)
-    for root in roots:
-        base = resolve(root)
-        if real == base or real.startswith(base.rstrip("/") + "/"):
-            return None
-    where = ", ".join(roots) if roots else "no directory (none is registered for this worker)"
-    return f"resolves outside {where}" if real != posixpath.normpath(path) else f"is outside {where}"
+    return KeptAside(reason=Reason.OVERSIZE, explanation=oversize_explanation(size, sha256, limit))
 
 
 def validate(
@@ -267,52 +107,16 @@ def validate(
     """Decide whether an inbound envelope is accepted for a task or kept aside, and why; never raises for bad input.
 
     The steps run in the order docs/message-contract.md states: size, header, run, task, sender, reply target,
-    direction, body, report paths, duplicate; the first failing step is the reason. ``resolve`` maps a path to
-    the one it names (the engine passes ``os.path.realpath`` so symlinks count; the default is lexical).
+    direction, body, report paths, duplicate; the first failing step is the reason (`packets.screen.judge`).
+    ``resolve`` maps a path to the one it names (the engine passes ``os.path.realpath`` so symlinks count; the
+    default is lexical).
     """
-    size = message_size(raw_text)
-    if size > view.message_limit:
-        digest = hashlib.sha256(raw_text.encode("utf-8", errors="surrogatepass")).hexdigest()
-        return oversize(size, digest, view.message_limit)
-    try:
-        message = parse_message(raw_text)
-    except EnvelopeError as error:
-        return KeptAside(reason=Reason.MALFORMED_HEADER, explanation=str(error))
-
-    def aside(reason: Reason, explanation: str) -> KeptAside:
-        return KeptAside(reason=reason, explanation=explanation, message=message)
-
-    if message.run_id != view.run_id:
-        if message.run_id in view.other_run_ids:
-            return aside(Reason.STALE_RUN, f'run "{message.run_id}" is an earlier or finished run; the current run is "{view.run_id}"')
-        return aside(Reason.UNKNOWN_RUN, f'run "{message.run_id}" is not the current run "{view.run_id}" nor any run the ledger knows')
-    worker = next((w for w in view.workers if w.task_label == message.task), None)
-    if worker is None:
-        return aside(Reason.UNKNOWN_TASK, f'task "{message.task}" has no registered worker in run "{view.run_id}"')
-    if message.sender != worker.worker_name:
-        return aside(Reason.WRONG_SENDER, f'sender "{message.sender}" is not "{worker.worker_name}", the worker registered for task "{message.task}"')
-    if message.reply_to != worker.reply_target:
-        return aside(
-            Reason.WRONG_REPLY_TO,
-            f'reply-to "{message.reply_to}" is not "{worker.reply_target}", the target registered for worker "{worker.worker_name}"',
-        )
-    if message.kind in CONTROLLER_KINDS:
-        return aside(
-            Reason.WRONG_DIRECTION,
-            f'kind "{message.kind}" is sent by the controller ({view.controller_target}), never to it; workers send update, question, blocked or result',
-        )
-    screened = screen_body(message.body)
-    if screened is not None:
-        return aside(*screened)
-    if message.kind == "result":
-        for path in parse_result(message.body).reports:
-            why = _confine(path, worker.report_roots, resolve)
-            if why is not None:
-                return aside(Reason.REPORT_OUTSIDE, f'report path "{path}" {why}; reports belong in the worker\'s working directory or its report directory')
-    digest = fingerprint(message)
-    if digest in view.accepted_fingerprints:
-        return aside(
-            Reason.DUPLICATE,
-            f'the same {message.kind} from "{message.sender}" for task "{message.task}" was already accepted (fingerprint {digest[:12]})',
-        )
-    return Accepted(task_label=worker.task_label, message=message, fingerprint=digest)
+    verdict = judge(raw_text, view, resolve=resolve)
+    found = verdict.envelope
+    message = None if found is None else Message(
+        run_id=found.run_id, task=found.task, sender=found.sender, kind=found.kind, reply_to=found.reply_to, body=found.body
+    )  # fmt: skip
+    if verdict.reason is None:
+        assert message is not None and verdict.task_label is not None and verdict.fingerprint is not None
+        return Accepted(task_label=verdict.task_label, message=message, fingerprint=verdict.fingerprint)
+    return KeptAside(reason=verdict.reason, explanation=verdict.explanation, message=message)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
+from registry.kinds import EffectStatus, InboxVerdict, RunStatus, RunVerdict
 from registry.machine import WorkerState
 
 
@@ -27,56 +27,6 @@ def make_run_id(controller_pane: str, at: datetime) -> str:
     if not controller_pane or any(ch.isspace() for ch in controller_pane):
         raise ValueError(f"controller pane id must be non-empty without whitespace, got {controller_pane!r}")
     return f"{controller_pane}-{as_utc(at):%Y%m%dT%H%M%SZ}"
-
-
-class RunStatus(StrEnum):
-    """Whether a run is going, stopped part-way (resumable), or over."""
-
-    ACTIVE = "active"
-    INTERRUPTED = "interrupted"
-    FINISHED = "finished"
-
-
-class RunVerdict(StrEnum):
-    """The report's first line: Herdr: PASS | PARTIAL | FAIL."""
-
-    PASS = "PASS"
-    PARTIAL = "PARTIAL"
-    FAIL = "FAIL"
-
-
-class InboxVerdict(StrEnum):
-    """What validation decided about an inbound message."""
-
-    ACCEPTED = "accepted"
-    KEPT_ASIDE = "kept_aside"
-
-
-class EffectStatus(StrEnum):
-    """Where one side effect stands: intended (in flight until settled) or settled one of three ways."""
-
-    INTENDED = "intended"
-    CONFIRMED = "confirmed"
-    FAILED = "failed"
-    ABANDONED = "abandoned"
-
-
-class EventKind(StrEnum):
-    """Journal kinds the ledger writes itself; recorded facts may use any other lowercase name."""
-
-    RUN_CREATED = "run_created"
-    RUN_STATUS = "run_status"
-    WORKER_ADDED = "worker_added"
-    TRANSITION = "transition"
-    WORKER_UPDATED = "worker_updated"
-    RUN_UPDATED = "run_updated"
-    CHECK_IN = "check_in"
-    INBOX_RECORDED = "inbox_recorded"
-    INBOX_HANDLED = "inbox_handled"
-    EFFECT_INTENDED = "effect_intended"
-    EFFECT_CONFIRMED = "effect_confirmed"
-    EFFECT_FAILED = "effect_failed"
-    EFFECT_ABANDONED = "effect_abandoned"
 
 
 class _Record(BaseModel):

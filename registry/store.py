@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from enum import Enum
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from registry import machine
+from registry import core, machine
 from registry.errors import (
     DuplicateRun,
     DuplicateWorker,
@@ -23,25 +22,12 @@ from registry.errors import (
     InboxNotFound,
     RegistryError,
     RunNotFound,
-    SchemaTooNew,
     StaleState,
     WorkerNotFound,
 )
 from registry.machine import WorkerState
-from registry.records import (
-    Effect,
-    EffectStatus,
-    Event,
-    EventKind,
-    InboxMessage,
-    InboxVerdict,
-    Run,
-    RunStatus,
-    RunVerdict,
-    Worker,
-    as_utc,
-)
-from registry.schema import MIGRATIONS
+from registry.kinds import EffectStatus, EventKind, InboxVerdict, RunStatus, RunVerdict
+from registry.records import Effect, Event, InboxMessage, Run, Worker
 
 Clock = Callable[[], datetime]
 
@@ -85,32 +71,11 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def _json(value: Any) -> str:
-    try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise RegistryError(f"value is not JSON-serialisable: {exc}") from None
+_json = core.to_json
+_column = core.column
 
 
-def _column(value: Any) -> Any:
-    """A Python value as the ledger stores it: enums by value, sequences as JSON, datetimes as ISO UTC."""
-    if isinstance(value, (tuple, list, dict)):
-        return _json(value)
-    if isinstance(value, datetime):
-        # Fixed width, so ISO strings sort in time order inside SQLite.
-        return value.astimezone(UTC).isoformat(timespec="microseconds")
-    if isinstance(value, Enum):
-        return value.value
-    if isinstance(value, Path):
-        return str(value)
-    return value
-
-
-def _aware(value: datetime, what: str) -> datetime:
-    try:
-        return as_utc(value)
-    except ValueError:
-        raise RegistryError(f"{what} gave a naive datetime; the ledger needs timezone-aware UTC") from None
+_aware = core.aware
 
 
 def _validate(model: type[R], data: Mapping[str, Any]) -> R:
@@ -132,25 +97,7 @@ def _record(model: type[R], row: sqlite3.Row) -> R:
     return _validate(model, data)
 
 
-def _check_fact(kind: str) -> None:
-    # The ledger's own kinds mean something to readers of the journal (resume, report): callers may not mimic them.
-    if not kind or any(ch.isspace() for ch in kind):
-        raise RegistryError(f"fact kind must be a non-empty word, got {kind!r}")
-    if kind in set(EventKind) - {EventKind.WORKER_UPDATED}:
-        raise RegistryError(f"fact kind {kind} is written by the ledger itself; choose another name")
-
-
-def _split_statements(script: str) -> Iterator[str]:
-    """Statements of a migration script; executescript() cannot be used because it commits on its own."""
-    pending = ""
-    for line in script.splitlines(keepends=True):
-        pending += line
-        if sqlite3.complete_statement(pending):
-            if pending.strip():
-                yield pending
-            pending = ""
-    if pending.strip() and not pending.strip().startswith("--"):
-        raise RegistryError("migration script ends with an incomplete statement")
+_check_fact = core.check_fact
 
 
 class Ledger:
@@ -162,25 +109,8 @@ class Ledger:
 
     @classmethod
     def open(cls, path: Path, *, now: Clock = utc_now, busy_timeout_ms: int = 30_000) -> Self:
-        """Open (creating if needed) and migrate the ledger at path."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # isolation_level=None: we issue BEGIN IMMEDIATE ourselves, so Python never opens a deferred transaction.
-        # check_same_thread=False only so an owner may close connections its worker threads opened; a Ledger
-        # is still used by one thread at a time (the engine keeps one per thread).
-        db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
-        db.row_factory = sqlite3.Row
-        try:
-            db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA foreign_keys = ON")
-            # NORMAL is durable across application crashes in WAL mode; only power loss can drop the last commit.
-            db.execute("PRAGMA synchronous = NORMAL")
-            ledger = cls(db, now)
-            ledger._migrate()
-        except BaseException:
-            db.close()
-            raise
-        return ledger
+        """Open (creating if needed) and migrate the ledger at path (registry.core.connect: WAL, busy timeout...)."""
+        return cls(core.connect(path, busy_timeout_ms), now)
 
     def close(self) -> None:
         """Close the connection."""
@@ -195,28 +125,13 @@ class Ledger:
     @property
     def schema_version(self) -> int:
         """The PRAGMA user_version the file is at."""
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        return core.schema_version(self._db)
 
     def _migrate(self) -> None:
-        with self._write():
-            version = self.schema_version
-            if version > len(MIGRATIONS):
-                raise SchemaTooNew(f"ledger schema version {version} is newer than this orch understands ({len(MIGRATIONS)})")
-            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-                for statement in _split_statements(script):
-                    self._db.execute(statement)
-                self._db.execute(f"PRAGMA user_version = {number}")
+        core.migrate(self._db)
 
-    @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        # BEGIN IMMEDIATE takes the write lock up front, so read-then-write sequences never deadlock on upgrade.
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+    def _write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return core.write(self._db)
 
     def _stamp(self) -> str:
         return str(_column(_aware(self._now(), "the ledger clock")))
@@ -232,12 +147,9 @@ class Ledger:
         detail: Mapping[str, Any] | None = None,
         at: str | None = None,
     ) -> int:
-        cursor = self._db.execute(
-            "INSERT INTO events (run_id, task_label, at, kind, from_state, to_state, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, task_label, at or self._stamp(), kind, from_state, to_state, _json(dict(detail or {}))),
+        return core.journal(
+            self._db, run_id, kind, at=at or self._stamp(), task_label=task_label, from_state=from_state, to_state=to_state, detail=detail
         )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
 
     # -- runs ---------------------------------------------------------------------------------------------
 
@@ -471,12 +383,7 @@ class Ledger:
             updated, columns = self._apply(
                 current, changes, state=new, final_disposition=disposition, updated_at=at
             )
-            assignments = ", ".join(f"{key} = :{key}" for key in columns)
-            cursor = db.execute(
-                f"UPDATE workers SET {assignments} WHERE run_id = :_run AND task_label = :_task AND state = :_expected",
-                {**columns, "_run": run_id, "_task": task_label, "_expected": str(expected)},
-            )
-            if cursor.rowcount == 0:
+            if core.update_worker_row(db, run_id, task_label, columns, expected=str(expected)) == 0:
                 raise StaleState(run_id, task_label, str(expected), str(current.state))
             self._journal(
                 run_id,
@@ -507,11 +414,7 @@ class Ledger:
             current = self.get_worker(run_id, task_label)
             at = self._stamp()
             updated, columns = self._apply(current, changes, updated_at=at)
-            assignments = ", ".join(f"{key} = :{key}" for key in columns)
-            db.execute(
-                f"UPDATE workers SET {assignments} WHERE run_id = :_run AND task_label = :_task",
-                {**columns, "_run": run_id, "_task": task_label},
-            )
+            core.update_worker_row(db, run_id, task_label, columns)
             self._journal(
                 run_id,
                 fact,
@@ -596,39 +499,9 @@ class Ledger:
         stamp = at if received_at is None else str(_column(_aware(received_at, "received_at")))
         with self._write() as db:
             self.get_run(run_id)
-            if verdict is InboxVerdict.ACCEPTED:
-                first = db.execute(
-                    "SELECT id FROM inbox WHERE run_id = ? AND fingerprint = ? AND verdict = 'accepted'",
-                    (run_id, fingerprint),
-                ).fetchone()
-                if first is not None:
-                    # Never act twice on one message, never drop it silently: keep the copy aside, pointing at the first.
-                    verdict, reason_code, reason = (
-                        InboxVerdict.KEPT_ASIDE,
-                        "duplicate",
-                        f"duplicate of accepted message #{first['id']}",
-                    )
-            cursor = db.execute(
-                "INSERT INTO inbox (run_id, received_at, source, raw, verdict, reason_code, reason, task_label, kind, sender, fingerprint)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (run_id, stamp, source, raw, str(verdict), reason_code, reason, task_label, kind, sender, fingerprint),
-            )
-            inbox_id = cursor.lastrowid
-            assert inbox_id is not None
-            # The journal row is the worker's only when the message was accepted for a registered worker: kept-aside
-            # mail may name anything, and must add nothing to a worker's history.
-            known = verdict is InboxVerdict.ACCEPTED and task_label is not None and db.execute(
-                "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)
-            ).fetchone() is not None
-            self._journal(
-                run_id,
-                EventKind.INBOX_RECORDED,
-                task_label=task_label if known else None,
-                detail={
-                    "inbox_id": inbox_id, "verdict": str(verdict), "reason_code": reason_code, "task": task_label,
-                    "kind": kind, "sender": sender, "source": source,
-                },
-                at=at,
+            inbox_id = core.insert_inbound(
+                db, run_id, raw, at=at, received_at=stamp, source=source, verdict=verdict, fingerprint=fingerprint,
+                reason_code=reason_code, reason=reason, task_label=task_label, kind=kind, sender=sender,
             )  # fmt: skip
         return self.get_inbound(inbox_id)
 

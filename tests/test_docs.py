@@ -129,9 +129,9 @@ def _messages_in(tree: ast.Module, errors: set[str]) -> Iterator[tuple[int, ast.
                 arg = node.args[0]
                 for element in arg.elts if isinstance(arg, ast.Tuple) else [arg]:
                     yield node.lineno, element
-            elif name == "__init__" and isinstance(node.func, ast.Attribute) and ast.unparse(node.func.value) == "super()" and node.args:
-                yield node.lineno, node.args[0]
-            elif name == "echo" and node.args and (_fragments(node.args[0]) or ("",))[0].startswith("orch: "):
+            elif (name == "__init__" and isinstance(node.func, ast.Attribute) and ast.unparse(node.func.value) == "super()" and node.args) or (
+                name == "echo" and node.args and (_fragments(node.args[0]) or ("",))[0].startswith("orch: ")
+            ):
                 yield node.lineno, node.args[0]
         elif isinstance(node, ast.FunctionDef) and MESSAGE_FUNCTION.search(node.name):
             for inner in ast.walk(node):

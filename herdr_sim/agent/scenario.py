@@ -65,7 +65,7 @@ class Question(BaseModel):
 
 
 class Blocked(BaseModel):
-    """Send `blocked`, report the blocked state and wait for an answer, follow-up or stop."""
+    """Send `blocked`, end the turn idle and wait for an answer, follow-up or stop."""
 
     model_config = _STRICT
     do: Literal["blocked"]

@@ -43,6 +43,9 @@ CALLBACK_TIMEOUT_S = 60
 COMMAND_TIMEOUT_S = 600
 GIT_TIMEOUT_S = 60
 SCREEN_ONLY_THINK_S = 1.5
+# What a controller writes when it asks for the last message again (orch: after a possible merge of two callbacks).
+# A real agent reads the request and re-sends; the scripted one recognises these words in a follow-up.
+REPEAT_REQUEST = re.compile(r"\bsend your last message again\b", re.IGNORECASE)
 
 
 class TurnInterrupted(Exception):
@@ -82,6 +85,7 @@ class Task:
     checks: list[Check] | None = None
     answer: str = ""
     pending: str | None = None  # "question" or "blocked" while waiting for the controller
+    last_sent: tuple[str, str, dict[str, str] | None] | None = None  # kind, message, header overrides
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:
@@ -381,6 +385,8 @@ class Agent:
             task.answer, task.pending = envelope.body, None
             self.console.say(f"• Answer received: {envelope.body.splitlines()[0] if envelope.body else ''}")
             self.run_turn()
+        elif envelope.kind == "follow-up" and REPEAT_REQUEST.search(envelope.body):
+            self.repeat_last()
         elif envelope.kind == "follow-up":
             try:
                 steps = load_steps(self.env, "follow-up", task.packet.task_label)
@@ -395,6 +401,21 @@ class Agent:
             self.note_turn("Stopped by the controller.")
         else:
             self.note_turn(f"Ignoring message of kind {envelope.kind}: not a controller message.")
+
+    def repeat_last(self) -> None:
+        """Send the last message again, unchanged, then stand where it left the task (waiting, or turn over)."""
+        task = self.task
+        assert task is not None
+        if task.last_sent is None:
+            self.note_turn("Nothing to send again: I have sent no message yet.")
+            return
+        kind, message, overrides = task.last_sent
+        self.report("working")
+        self.console.say("• Asked to send my last message again.")
+        self.send(kind, message, overrides)
+        waiting = {"question": "• Waiting for an answer.", "blocked": "• Blocked; waiting for the controller."}
+        self.console.say(waiting.get(task.pending or "", "• Turn complete."))
+        self.report("idle")
 
     @staticmethod
     def _mismatch(envelope: Envelope, packet: Packet) -> str:
@@ -423,7 +444,9 @@ class Agent:
                 self.do(step)
         except TurnPaused as paused:
             task.pending = paused.state
-            self.report("blocked" if paused.state == "blocked" else "idle", paused.message if paused.state == "blocked" else None)
+            # A real agent ends its turn after its callback (the packet says so): herdr sees it idle, not at a dialog,
+            # so the controller's answer (or a request to repeat) can still be typed in on herdr 0.8.2 and later.
+            self.report("idle")
             return
         except TurnInterrupted as stop:
             task.position, task.pending = len(task.steps), None
@@ -675,6 +698,7 @@ class Agent:
     def send(self, kind: str, message: str, overrides: dict[str, str] | None = None) -> None:
         """Run the packet's callback command once; show a failure verbatim and carry on (never retry)."""
         assert self.task is not None
+        self.task.last_sent = (kind, message, overrides)
         command = fill_callback(self.task.packet.callback, kind, message, overrides)
         self.console.say(f"• Sending {kind}:")
         for line in message.splitlines():

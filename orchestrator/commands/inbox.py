@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
-from orchestrator.commands.base import emit, engine_from, json_option, run_option
+from orchestrator.commands.base import echo_json, emit, engine_from, json_option, run_option
 from orchestrator.errors import OrchError
-from orchestrator.inbox import inbound_text, list_messages, message_limit, read_inbound, render_list
 
 
 @click.group()
@@ -55,7 +55,24 @@ def inbox_add(
     """
     if text is None:
         raise OrchError("no message given", hint="pass the envelope as TEXT, or `-` to read it from stdin")
+    read = None
+    if separator is None and not check and run_id:
+        # A worker's callback (one message, a named run): the fast path, without pydantic (orchestrator.intake).
+        from orchestrator.intake import render_added, take
+
+        outcome = take(os.environ, run_id, text, sys.stdin.buffer, source=source)
+        if outcome.added is not None:
+            if as_json:
+                echo_json({"run_id": outcome.added.run_id, "messages": [outcome.added.as_json()]})
+            else:
+                from packets.inert import inert
+
+                click.echo(inert(render_added(outcome.added)), nl=False)
+            return
+        read = outcome.inbound  # what it read of stdin (or nothing): the full path below says what is wrong
+
     from orchestrator.handover import BATCH_MAX, check_separator
+    from orchestrator.inbox import Inbound, inbound_text, message_limit, read_inbound
 
     if separator is not None:
         check_separator(separator)
@@ -68,7 +85,10 @@ def inbox_add(
     # Both doors measure the same bytes; a batch may hold BATCH_MAX messages, each measured against the limit on its
     # own (orchestrator.handover), so the input is never held beyond BATCH_MAX times the limit.
     batch = limit * BATCH_MAX
-    inbound = read_inbound(sys.stdin.buffer, batch) if text == "-" else inbound_text(text, batch)
+    if read is not None:
+        inbound = Inbound(text=read.text, size=read.size, sha256=read.sha256, complete=read.complete)
+    else:
+        inbound = read_inbound(sys.stdin.buffer, batch) if text == "-" else inbound_text(text, batch)
     if inbound.complete and not inbound.text.strip():
         # Nothing to judge: recording it would only add an empty kept-aside message to the inbox.
         raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add --run RUN_ID - < callback.txt`")
@@ -93,5 +113,7 @@ def inbox_list(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
     Example:
       orch inbox list --json
     """
+    from orchestrator.inbox import list_messages, render_list
+
     engine = engine_from(ctx)
     emit(list_messages(engine, engine.find_run(run_id)), as_json, render_list)

@@ -62,7 +62,8 @@ class World:
 
 
 def _short_tmp(tmp_path: Path) -> Path:
-    # tmux and herdr sockets must fit in ~108 bytes: keep the simulator's home short.
+    # tmux and herdr sockets must fit in ~108 bytes: keep the simulator's home short. The pid names this session's
+    # homes, so tests/conftest.py can check at the end that it left none.
     return Path(os.environ.get("ORCH_E2E_TMP", "/tmp")) / f"orch-e2e-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}"
 
 
@@ -87,7 +88,11 @@ def make_world(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Itera
             overrides["HERDR_SIM_INTEGRATIONS"] = integrations
         home = _short_tmp(tmp_path)
         sim = SimServer(home, overrides, session=session)
-        sim.__enter__()
+        try:
+            sim.__enter__()
+        except BaseException:
+            shutil.rmtree(home, ignore_errors=True)  # a server that never became ready leaves its home (server.out) behind
+            raise
         servers.append(sim)
         env = sim.env()
         cwd = str(repo.path) if controller_in_repo else str(tmp_path)
@@ -105,9 +110,16 @@ def make_world(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Itera
                      controller_pane=pane["pane_id"], env=env)
 
     yield build
+    failures: list[BaseException] = []
     for sim in servers:
-        sim.__exit__(None, None, None)
-        shutil.rmtree(sim.home, ignore_errors=True)  # the short home sits in /tmp, outside pytest's tmp_path
+        try:
+            sim.__exit__(None, None, None)
+        except BaseException as failure:  # a stray process fails the test; every server still stops, every home goes
+            failures.append(failure)
+        finally:
+            shutil.rmtree(sim.home, ignore_errors=True)  # the short home sits in /tmp, outside pytest's tmp_path
+    if failures:
+        raise failures[0]
 
 
 @pytest.fixture

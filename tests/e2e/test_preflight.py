@@ -220,3 +220,18 @@ def test_the_checklist_names_each_releases_client_and_server(
     result = world.orch("preflight", str(world.plan()))
     assert (result.returncode, result.stderr) == (0, "")
     golden(f"preflight_{version}.txt", world.normalize(result.stdout, keep_version=True))
+
+
+@pytest.mark.parametrize(("client", "server"), [("0.9", "0.9.0"), ("0.9", "1.0.0"), ("0.8.2", "0.9"), ("0.9", "0.8.2")])
+def test_a_client_and_server_of_different_releases(
+    client: str, server: str, session_world: Callable[..., SessionWorld], golden: Callable[[str, str], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """herdr 0.9 lets the CLI and a running server differ (../herdr-0.9.1/DELTA.md rows 11-12): preflight names both
+    and judges by the server; a pair that cannot talk stops at the server check with herdr's own advice."""
+    monkeypatch.setenv("HERDR_SIM_SERVER_VERSION", server)
+    monkeypatch.setenv("HERDR_SIM_VERSION", versions.server_release().profile.name)  # the world is built by a fitting client
+    world = session_world()
+    world.env["HERDR_SIM_VERSION"] = client
+    result = world.orch("preflight", str(world.plan()))
+    assert result.returncode == (0 if server in ("0.9.0", "1.0.0") else 1)
+    golden(f"preflight_client_{client}_server_{server}.txt", world.normalize(result.stdout + "--- stderr\n" + result.stderr, keep_version=True))

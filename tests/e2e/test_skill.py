@@ -36,7 +36,6 @@ from click.testing import CliRunner
 
 from orchestrator.cli import cli
 from orchestrator.errors import ExitCode
-from herdr_sim import versions
 from herdr_sim.testing import eventually
 
 SKILL = Path(__file__).resolve().parents[2] / "SKILL.md"
@@ -330,6 +329,7 @@ class SkillAgent:
         self.ran: list[str] = []
         self.calls = 0  # every `orch` call the agent made
         self.handed_over = 0  # callbacks received (and handed over) so far
+        self.merged: set[int] = set()  # inbox ids orch kept aside as possible merges
 
     def _bash(self, key: str, values: dict[str, str]) -> subprocess.CompletedProcess[str]:
         command = fill(self.templates[key], {**self.values, **values})
@@ -390,11 +390,19 @@ class SkillAgent:
         return self.run("inbox add", message=f"\n{token}\n".join(messages), token=token)
 
     def callbacks_until(self, stop: Callable[[dict[str, Any]], bool], moving: list[str]) -> dict[str, Any]:
-        """Hand callbacks over as they come until ``stop(handover)``; the last handover."""
+        """Hand callbacks over as they come until ``stop(handover)``; the last handover.
+
+        On herdr 0.8.x two callbacks can reach the controller as one prompt (the Enter follows 300 ms after the
+        answer): orch keeps it aside as a possible merge and asks each worker it names to repeat. Every message is
+        accepted, or is such a possible merge, or the duplicate of a repeat (recorded once, as accepted).
+        """
         deadline = time.monotonic() + 240
         while True:
             handed = self.hand_over(self.next_callbacks(moving))
-            assert {m["verdict"] for m in handed["messages"]} == {"accepted"}, handed["messages"]
+            merges = {o["inbox_id"] for o in handed["check_in"]["observations"] if o["what"] == "possible_merge"}
+            self.merged |= merges
+            for m in handed["messages"]:
+                assert m["verdict"] == "accepted" or m["inbox_id"] in merges or m["reason_code"] == "duplicate", handed
             if stop(handed):
                 return handed
             moving = [w["task"] for w in handed["check_in"]["workers"] if w["state"] in ("dispatched", "working")]
@@ -445,20 +453,19 @@ def start_run(agent: SkillAgent, world: Any) -> str:
     return str(run_id)
 
 
+def assert_each_callback_recorded_once(agent: SkillAgent) -> None:
+    """Every message accepted once: the rest were possible merges orch asked about, or duplicates of a repeat."""
+    listed = agent.run("inbox list")
+    for m in listed["messages"]:
+        assert m["verdict"] == "accepted" or m["id"] in agent.merged or m["reason_code"] == "duplicate", m
+    accepted = [(m["task"], m["kind"], m["first_line"]) for m in listed["messages"] if m["verdict"] == "accepted"]
+    assert len(accepted) == len(set(accepted)), accepted
+
+
 def next_do(handed: dict[str, Any]) -> list[tuple[str, str | None]]:
     return [(n["do"], n["task"]) for n in handed["next"]]
 
 
-# An open problem of the agent-controller door on herdr 0.8.2, not of the test: the merged prompt holds two headers,
-# so it is handed over as one message and kept aside as `injection` (a body cannot speak for another worker).
-ENTER_AFTER_ANSWER = pytest.mark.xfail(
-    versions.current().enter_after_answer_ms is not None, strict=False,
-    reason="herdr 0.8.2 writes Enter 300 ms after answering (../herdr-0.8.2/DELTA.md row 5): two workers' callbacks to "
-    "the controller agent within that window can merge into one prompt, kept aside as injection",
-)
-
-
-@ENTER_AFTER_ANSWER
 def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: Path) -> None:
     text = SKILL.read_text()
     plan = world.write_plan(next(body for lang, body in fenced_blocks(text) if lang == "toml"))
@@ -468,21 +475,20 @@ def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: 
     run_id = start_run(agent, world)
 
     # greeting asks what the plan does not answer (the agent answers); api-docs asks what it does (orch answers).
-    handed = agent.callbacks_until(lambda h: ("answer", "greeting") in next_do(h), ["greeting", "api-docs"])
+    agent.callbacks_until(lambda h: ("answer", "greeting") in next_do(h), ["greeting", "api-docs"])
     sent = agent.run("answer", task="greeting", text=ANSWER)
     assert (sent["kind"], sent["state"]) == ("answer", "working")
-    handed = agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["greeting", "api-docs"])
+    agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["greeting", "api-docs"])
     status = agent.run("status")
     assert [(w["task"], w["state"]) for w in status["workers"]] == [("greeting", "result"), ("api-docs", "result")]
-    listed = agent.run("inbox list")
-    assert {m["verdict"] for m in listed["messages"]} == {"accepted"}
+    assert_each_callback_recorded_once(agent)
 
     verified = agent.run("verify")
     assert {v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]} == {"greeting": "accepted", "api-docs": "rejected"}, json.dumps(verified, indent=1)
     # Rejected: send it back (the controller writes no work product), hand its new result over, verify again.
     sent = agent.run("send", task="api-docs", text=FOLLOW_UP)
     assert (sent["kind"], sent["state"]) == ("follow-up", "dispatched")
-    handed = agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["api-docs"])
+    agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["api-docs"])
     verified = agent.run("verify")
     assert ({v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]}, verified["not_verified"]) == ({"api-docs": "accepted"}, [])
     seen = agent.run("observe")
@@ -632,7 +638,6 @@ do = "result"
 """
 
 
-@ENTER_AFTER_ANSWER
 def test_skill_md_drives_a_five_worker_run_to_partial_in_six_calls_plus_one_per_callback(world: Any, tmp_path: Path) -> None:
     """The issue-12 run: a question the plan does not answer, a block needing a token, a false claim of a check,
     an edit outside the claim, clean work (after a question the plan answers); the controller decides nothing for

@@ -267,7 +267,7 @@ def test_missing_working_directory_blocks(world: World, pane: Pane) -> None:
     pane.paste(world.packet(workdir=world.tmp / "gone"))
     pane.until_prompt()
     message = f"Working directory {world.tmp / 'gone'} does not exist."
-    assert world.calls() == [report("idle"), report("working"), callback("blocked", message), report("blocked", message)]
+    assert world.calls() == [report("idle"), report("working"), callback("blocked", message), report("idle")]
 
 
 # --- scripted capabilities --------------------------------------------------------------------------------------
@@ -392,7 +392,7 @@ checks = "claimed"
     )
 
 
-def test_blocked_reports_blocked_and_stop_returns_to_idle(world: World, pane: Pane) -> None:
+def test_blocked_ends_the_turn_idle_and_stop_returns_to_idle(world: World, pane: Pane) -> None:
     scenario(world, '[[task.feature-a]]\ndo = "blocked"\nmessage = "Need the API token."\n\n[[task.feature-a]]\ndo = "result"\n')
     pane.paste(world.packet())
     pane.until_prompt()
@@ -402,7 +402,7 @@ def test_blocked_reports_blocked_and_stop_returns_to_idle(world: World, pane: Pa
         report("idle"),
         report("working"),
         callback("blocked", "Need the API token."),
-        report("blocked", "Need the API token."),
+        report("idle"),  # its turn is over, as a real agent's after its callback: no dialog on screen
         report("working"),
         report("idle"),
     ]

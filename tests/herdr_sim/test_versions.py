@@ -142,6 +142,8 @@ def test_082_row5_and_09_row1_when_enter_is_written(sim: SimServer, version: str
     else:
         assert later == []
     eventually(lambda: "I only act on delegation packets" in screen(sim, pane), what="the prompt submitted")
+    # orch learns the window from its boundary (possible merges wait it out before the next repeat request).
+    assert herdr.features().prompt_enter_delay_s == (0.3 if version == "0.8.2" else 0.0)
 
 
 def test_082_row6_blocked_at_start_up_keeps_the_name_and_becomes_ready_once_answered(sim: SimServer, version: str, tmp_path: Path) -> None:
@@ -297,6 +299,35 @@ def test_09_row8_closing_a_primary_with_worktree_workspaces(sim: SimServer, vers
     else:
         herdr.workspace_close(primary)
     assert herdr.workspace_list() == ()
+
+
+@pytest.mark.parametrize("server", ["0.8.2", "0.9.0"])
+def test_09_rows11_12_a_client_and_a_server_of_different_releases(tmp_path: Path, version: str, server: str) -> None:
+    """`--version` is the client's; `status` tells the server's version and protocol and whether they fit (0.7.5 and
+    0.8.2: equal protocols; 0.9: negotiated with a 0.9 server); a pair that does not fit refuses every socket command
+    with herdr's `protocol_mismatch`, which orch names with herdr's advice."""
+    with SimServer(tmp_path / "sim", {"HERDR_SIM_VERSION": version, "HERDR_SIM_SERVER_VERSION": server}) as sim:
+        herdr = HerdrCli(str(sim.paths.bin / "herdr"), env=sim.env(), retry=RetryPolicy(read_attempts=1))
+        status = herdr.status()
+        client = {"0.7.5": ("0.7.5", 17), "0.8.2": ("0.8.2", 20), "0.9": ("0.9.1", 22)}[version]
+        fits = {("0.8.2", "0.8.2"), ("0.9", "0.9.0")}
+        assert (herdr.version().text, status.client.version, status.client.protocol) == (f"herdr {client[0]}", *client)
+        assert (status.server.version, status.server.protocol, status.server.compatible, status.update.restart_needed) == (
+            server, 20 if server == "0.8.2" else 22, (version, server) in fits, server != client[0])
+        if (version, server) in fits:
+            assert herdr.workspace_list() == ()
+            return
+        with pytest.raises(e.HerdrProtocolError) as raised:
+            herdr.workspace_list()
+        mine, theirs = client[1], status.server.protocol
+        said = (f"client protocol {mine} is older than server protocol {theirs}; upgrade the Herdr client before using this command"
+                if mine < theirs else
+                f"client protocol {mine} is newer than server protocol {theirs}; restart the Herdr server before using this command. "
+                f"Stop the old server to use the new version. / Stopping exits pane processes. / "
+                f"Run `HERDR_SOCKET_PATH={sim.paths.socket} herdr server stop`, then restart Herdr with the same socket override.")
+        assert (raised.value.code, raised.value.message, raised.value.hint) == (
+            "protocol_mismatch", f"herdr workspace list: the herdr CLI and server do not fit (protocol_mismatch: {said})",
+            "`herdr status` shows both versions: upgrade the herdr CLI, or restart the server with it (`herdr server stop`, then `herdr`)")
 
 
 def test_09_row15_api_schema_methods(tmp_path: Path, version: str) -> None:

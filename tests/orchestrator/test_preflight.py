@@ -248,9 +248,26 @@ def _release(answers: dict[tuple[str, ...], Any], version: str, protocol: int, *
     """Make the scripted herdr another release: its --version, and status --json's client and server."""
     data = json.loads(answers[("status", "--json")])
     data["client"].update(version=version, protocol=protocol)
-    data["server"].update(version=server or version, protocol=protocol)
+    data["server"].update(version=server or version, protocol=protocol, restart_needed=(server or version) != version)
+    data["update"]["restart_needed"] = (server or version) != version  # herdr's rule: any version difference
     answers[("--version",)] = f"herdr {version}\n"
     answers[("status", "--json")] = json.dumps(data)
+
+
+# Every check after "server" of a healthy whole preflight against herdr_answers(), rendered without symbols.
+_REST = (
+    "ok   session         acme serves organization acme\n"
+    "ok   integrations    codex current (v6)\n"
+    "ok   caller pane     w1:p1 in workspace w1, tab w1:t1: a shell, not an agent; controller target pinned to w1:p1\n"
+    "                     note: workers call back with `herdr agent prompt w1:p1`, which herdr accepts only while an agent runs in this pane\n"
+    "ok   agents          none running\n"
+    "ok   repo checkout   <tmp>/src/acme/widgets: primary checkout; default branch trunk (from origin/HEAD)\n"
+    "ok   base ref        origin/main is {sha}\n"
+    "ok   repo workspace  w1 \"widgets\" (the caller's workspace) serves <tmp>/src/acme/widgets\n"
+    "ok   repo tab        w1:t1 is labelled \"widgets\"\n"
+    "ok   run             1 worker registered as queued (concurrency 4); plan snapshot <tmp>/orch/runs/w1_p1-20261130T080000Z/plan.toml\n"
+    "w1:p1-20261130T080000Z\n"
+)
 
 
 def test_an_unknown_newer_herdr_warns_and_proceeds_when_its_schema_has_every_method(tmp_path: Path, cloned: Path) -> None:
@@ -263,13 +280,16 @@ def test_an_unknown_newer_herdr_warns_and_proceeds_when_its_schema_has_every_met
     result = preflight(engine, plan)
 
     assert result.ok
-    assert render_preflight(result, symbols=False).splitlines()[2:7] == [
-        "ok   herdr           herdr 1.0.0 client, protocol 31",
-        "                     note: herdr 1.0.0 (client) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.x); proceeding because its api schema has every method orch uses",
-        "ok   capabilities    all 28 herdr commands the run uses are in herdr api schema",
-        "ok   server          running herdr 1.0.0, protocol 31, compatible",
-        "                     note: herdr 1.0.0 (server) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.x); proceeding because its api schema has every method orch uses",
-    ]
+    assert render_preflight(result, symbols=False).replace(str(tmp_path), "<tmp>") == (
+        "ok   herdr env       HERDR_ENV=1\n"
+        "ok   plan            acme/widgets, base origin/main, 1 worker (codex)\n"
+        "ok   herdr           herdr 1.0.0 client, protocol 31\n"
+        "                     note: herdr 1.0.0 (client) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.x); proceeding because its api schema has every method orch uses\n"
+        "ok   capabilities    all 28 herdr commands the run uses are in herdr api schema\n"
+        "ok   server          running herdr 1.0.0, protocol 31, compatible\n"
+        "                     note: herdr 1.0.0 (server) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.x); proceeding because its api schema has every method orch uses\n"
+        + _REST.format(sha=result.repo.base_sha if result.repo else "")
+    )
 
 
 def test_a_herdr_older_than_075_is_refused_with_the_reason(tmp_path: Path, cloned: Path) -> None:
@@ -299,12 +319,15 @@ def test_a_09_server_behind_a_newer_client_is_named_and_judged_by_itself(tmp_pat
     result = preflight(engine, plan)
 
     assert result.ok
-    assert render_preflight(result, symbols=False).splitlines()[2:6] == [
-        "ok   herdr           herdr 0.9.3 client, protocol 22",
-        "ok   capabilities    all 28 herdr commands the run uses are in herdr api schema",
-        "ok   server          running herdr 0.9.1, protocol 22, compatible",
-        "                     note: the server (0.9.1) and this CLI (0.9.3) are different herdr versions; orch goes by the server's",
-    ]
+    assert render_preflight(result, symbols=False).replace(str(tmp_path), "<tmp>") == (
+        "ok   herdr env       HERDR_ENV=1\n"
+        "ok   plan            acme/widgets, base origin/main, 1 worker (codex)\n"
+        "ok   herdr           herdr 0.9.3 client, protocol 22\n"
+        "ok   capabilities    all 28 herdr commands the run uses are in herdr api schema\n"
+        "ok   server          running herdr 0.9.1, protocol 22, compatible\n"
+        "                     note: the server (0.9.1) and this CLI (0.9.3) are different herdr versions; orch goes by the server's\n"
+        + _REST.format(sha=result.repo.base_sha if result.repo else "")
+    )
 
 
 def test_outside_herdr_runs_no_herdr_command(tmp_path: Path) -> None:

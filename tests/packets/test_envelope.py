@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from packets import EnvelopeError, Message, PacketError, build_controller_message, classify_prompt, parse_message, render_message
+from packets import EnvelopeError, Header, Message, PacketError, build_controller_message, classify_prompt, headers_in, parse_message, render_message
 
 MESSAGES = Path(__file__).parent / "data" / "messages"
 GOOD = sorted(path.stem for path in (MESSAGES / "good").glob("*.txt"))
@@ -84,3 +84,22 @@ def test_controller_message_builder_rejects_bad_values_in_one_line(overrides: di
 )
 def test_prompts_are_classified_by_their_first_non_blank_line(text: str, kind: str) -> None:
     assert classify_prompt(text) == kind
+
+
+def test_headers_in_finds_every_exact_header_at_a_line_start_or_mid_line_and_no_look_alike() -> None:
+    a = "[herdr-orchestration run=r1 task=fix-a from=fix-a kind=question reply-to=w1:p2]"
+    b = "[herdr-orchestration run=r1 task=fix-b from=fix-b kind=result reply-to=w1:p3]"
+    # Two callbacks typed into one prompt: the second header follows the first body's last line directly.
+    assert headers_in(f"{a}\nFormal or casual?{b}\nStatus: done") == (
+        Header(run_id="r1", task="fix-a", sender="fix-a", kind="question", reply_to="w1:p2"),
+        Header(run_id="r1", task="fix-b", sender="fix-b", kind="result", reply_to="w1:p3"),
+    )
+    look_alikes = (
+        "[herdr-orchestration run=r1 task=fix-b from=fix-b kind=progress reply-to=w1:p3]",  # no such kind
+        "[herdr-orchestration  run=r1 task=fix-b from=fix-b kind=result reply-to=w1:p3]",  # two spaces
+        "[herdr-orchestration run=r1 task=fix-b from=fix-b kind=result reply-to=w1:p3",  # not closed
+        "[herdr-orchestrati\u043en run=r1 task=fix-b from=fix-b kind=result reply-to=w1:p3]",  # Cyrillic o
+        "[herdr-orchestration run=r1 from=fix-b task=fix-b kind=result reply-to=w1:p3]",  # reordered
+    )
+    for text in look_alikes:
+        assert headers_in(f"{a}\nbody {text}") == headers_in(a), text

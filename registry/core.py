@@ -1,0 +1,346 @@
+"""The ledger's SQL without records: open and migrate the file, write transactions, journal, inbox and worker rows (stdlib only)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from registry.errors import RegistryError, RunNotFound, SchemaTooNew, WorkerNotFound
+from registry.kinds import EventKind, InboxVerdict
+from registry.machine import WorkerState, check_transition, disposition_after
+from registry.schema import MIGRATIONS
+
+# Both the Ledger and the callback fast path (`orch inbox add`, which must not pay for pydantic) go through these,
+# so there is one way to open the file and one SQL for each write they share.
+
+
+def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
+    """Open (creating if needed) and migrate the ledger at path: WAL, busy timeout, foreign keys, rows by name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # isolation_level=None: we issue BEGIN IMMEDIATE ourselves, so Python never opens a deferred transaction.
+    # check_same_thread=False only so an owner may close connections its worker threads opened; a Ledger
+    # is still used by one thread at a time (the engine keeps one per thread).
+    db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    try:
+        db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA foreign_keys = ON")
+        # NORMAL is durable across application crashes in WAL mode; only power loss can drop the last commit.
+        db.execute("PRAGMA synchronous = NORMAL")
+        migrate(db)
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    """The PRAGMA user_version the file is at."""
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Bring the file to the newest schema, in one write transaction; a newer file than this code is SchemaTooNew."""
+    with write(db):
+        version = schema_version(db)
+        if version > len(MIGRATIONS):
+            raise SchemaTooNew(f"ledger schema version {version} is newer than this orch understands ({len(MIGRATIONS)})")
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in split_statements(script):
+                db.execute(statement)
+            db.execute(f"PRAGMA user_version = {number}")
+
+
+def split_statements(script: str) -> Iterator[str]:
+    """Statements of a migration script; executescript() cannot be used because it commits on its own."""
+    pending = ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            if pending.strip():
+                yield pending
+            pending = ""
+    if pending.strip() and not pending.strip().startswith("--"):
+        raise RegistryError("migration script ends with an incomplete statement")
+
+
+@contextmanager
+def write(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction."""
+    # BEGIN IMMEDIATE takes the write lock up front, so read-then-write sequences never deadlock on upgrade.
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def to_json(value: Any) -> str:
+    """Canonical JSON as the ledger stores it (sorted keys, compact, UTF-8 kept)."""
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise RegistryError(f"value is not JSON-serialisable: {exc}") from None
+
+
+def column(value: Any) -> Any:
+    """A Python value as the ledger stores it: enums by value, sequences as JSON, datetimes as ISO UTC."""
+    if isinstance(value, (tuple, list, dict)):
+        return to_json(value)
+    if isinstance(value, datetime):
+        # Fixed width, so ISO strings sort in time order inside SQLite.
+        return value.astimezone(UTC).isoformat(timespec="microseconds")
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def journal(
+    db: sqlite3.Connection,
+    run_id: str,
+    kind: str,
+    *,
+    at: str,
+    task_label: str | None = None,
+    from_state: str | None = None,
+    to_state: str | None = None,
+    detail: Mapping[str, Any] | None = None,
+) -> int:
+    """Append one journal row; its sequence number."""
+    cursor = db.execute(
+        "INSERT INTO events (run_id, task_label, at, kind, from_state, to_state, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (run_id, task_label, at, kind, from_state, to_state, to_json(dict(detail or {}))),
+    )
+    assert cursor.lastrowid is not None
+    return cursor.lastrowid
+
+
+def insert_inbound(
+    db: sqlite3.Connection,
+    run_id: str,
+    raw: str,
+    *,
+    at: str,
+    received_at: str,
+    source: str,
+    verdict: InboxVerdict,
+    fingerprint: str,
+    reason_code: str | None,
+    reason: str | None,
+    task_label: str | None,
+    kind: str | None,
+    sender: str | None,
+) -> int:
+    """Inside a write transaction: record one inbound message once (an accepted copy of an accepted one is kept aside)."""
+    if verdict is InboxVerdict.ACCEPTED:
+        first = db.execute(
+            "SELECT id FROM inbox WHERE run_id = ? AND fingerprint = ? AND verdict = 'accepted'",
+            (run_id, fingerprint),
+        ).fetchone()
+        if first is not None:
+            # Never act twice on one message, never drop it silently: keep the copy aside, pointing at the first.
+            verdict, reason_code, reason = (
+                InboxVerdict.KEPT_ASIDE,
+                "duplicate",
+                f"duplicate of accepted message #{first['id']}",
+            )
+    cursor = db.execute(
+        "INSERT INTO inbox (run_id, received_at, source, raw, verdict, reason_code, reason, task_label, kind, sender, fingerprint)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, received_at, source, raw, str(verdict), reason_code, reason, task_label, kind, sender, fingerprint),
+    )
+    inbox_id = cursor.lastrowid
+    assert inbox_id is not None
+    # The journal row is the worker's only when the message was accepted for a registered worker: kept-aside
+    # mail may name anything, and must add nothing to a worker's history.
+    known = verdict is InboxVerdict.ACCEPTED and task_label is not None and db.execute(
+        "SELECT 1 FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)
+    ).fetchone() is not None
+    journal(
+        db,
+        run_id,
+        EventKind.INBOX_RECORDED,
+        task_label=task_label if known else None,
+        detail={
+            "inbox_id": inbox_id, "verdict": str(verdict), "reason_code": reason_code, "task": task_label,
+            "kind": kind, "sender": sender, "source": source,
+        },
+        at=at,
+    )  # fmt: skip
+    return inbox_id
+
+
+def update_worker_row(
+    db: sqlite3.Connection, run_id: str, task_label: str, columns: Mapping[str, Any], *, expected: str | None = None
+) -> int:
+    """Write column values on one worker (only while its state is ``expected``, when given); how many rows changed."""
+    assignments = ", ".join(f"{key} = :{key}" for key in columns)
+    where = "run_id = :_run AND task_label = :_task" + (" AND state = :_expected" if expected is not None else "")
+    args: dict[str, Any] = {**columns, "_run": run_id, "_task": task_label}
+    if expected is not None:
+        args["_expected"] = expected
+    return db.execute(f"UPDATE workers SET {assignments} WHERE {where}", args).rowcount
+
+
+def check_fact(kind: str) -> None:
+    """A journal kind a caller may write: a word, and none the ledger writes itself."""
+    # The ledger's own kinds mean something to readers of the journal (resume, report): callers may not mimic them.
+    if not kind or any(ch.isspace() for ch in kind):
+        raise RegistryError(f"fact kind must be a non-empty word, got {kind!r}")
+    if kind in set(EventKind) - {EventKind.WORKER_UPDATED}:
+        raise RegistryError(f"fact kind {kind} is written by the ledger itself; choose another name")
+
+
+def aware(value: datetime, what: str) -> datetime:
+    """The same instant in UTC; a naive datetime (ambiguous across controller processes) is a RegistryError."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise RegistryError(f"{what} gave a naive datetime; the ledger needs timezone-aware UTC")
+    return value.astimezone(UTC)
+
+
+def utc_stamp(now: Callable[[], datetime]) -> str:
+    """The ledger's timestamp of ``now()``: ISO UTC, fixed width."""
+    return str(column(aware(now(), "the ledger clock")))
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+# The worker fields a callback sets, with their types (the Worker record's, checked here since no record is built).
+CALLBACK_FIELDS: Mapping[str, type] = {"last_callback_id": int, "pending_question": str, "reported_checks": str}
+
+
+class Rows:
+    """One connection to the ledger handing out plain rows: the Ledger's reads and writes for callback intake, without records.
+
+    Records are pydantic models, and building them costs a callback more than the rest of its work; this class
+    does what `Ledger.record_inbound`, `Ledger.transition` and `Ledger.update_worker` do for a callback, with the
+    same SQL (the functions above), and nothing else.
+    """
+
+    def __init__(self, db: sqlite3.Connection, now: Callable[[], datetime] = _now) -> None:
+        self._db = db
+        self._now = now
+
+    @classmethod
+    def open(cls, path: Path, *, busy_timeout_ms: int = 30_000) -> Rows:
+        """Open (creating if needed) and migrate the ledger at path, exactly as `Ledger.open` does."""
+        return cls(connect(path, busy_timeout_ms))
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        """The run's row (run_id, status, controller_target), or None."""
+        row = self._db.execute("SELECT run_id, status, controller_target FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else dict(row)
+
+    def workers(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's workers in registration order (task_label, name, reply_target, pane_id, worktree_path)."""
+        sql = "SELECT task_label, name, reply_target, pane_id, worktree_path FROM workers WHERE run_id = ? ORDER BY id"
+        return [dict(row) for row in self._db.execute(sql, (run_id,))]
+
+    def other_run_ids(self, run_id: str) -> frozenset[str]:
+        """Every run id but this one."""
+        return frozenset(str(row[0]) for row in self._db.execute("SELECT run_id FROM runs WHERE run_id != ?", (run_id,)))
+
+    def accepted_fingerprints(self, run_id: str) -> frozenset[str]:
+        """The fingerprints of the run's accepted messages (`Ledger.accepted_fingerprints`)."""
+        rows = self._db.execute("SELECT fingerprint FROM inbox WHERE run_id = ? AND verdict = 'accepted'", (run_id,))
+        return frozenset(str(row[0]) for row in rows)
+
+    def record_inbound(
+        self,
+        run_id: str,
+        raw: str,
+        *,
+        source: str,
+        verdict: InboxVerdict,
+        fingerprint: str,
+        reason_code: str | None = None,
+        reason: str | None = None,
+        task_label: str | None = None,
+        kind: str | None = None,
+        sender: str | None = None,
+    ) -> dict[str, Any]:
+        """`Ledger.record_inbound`: record one message once; its row as recorded (an accepted copy is kept aside)."""
+        if not fingerprint:
+            raise RegistryError("an inbound message needs a fingerprint")
+        at = utc_stamp(self._now)
+        with write(self._db) as db:
+            if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
+                raise RunNotFound(run_id)
+            inbox_id = insert_inbound(
+                db, run_id, raw, at=at, received_at=at, source=source, verdict=verdict, fingerprint=fingerprint,
+                reason_code=reason_code, reason=reason, task_label=task_label, kind=kind, sender=sender,
+            )  # fmt: skip
+        return dict(self._db.execute("SELECT * FROM inbox WHERE id = ?", (inbox_id,)).fetchone())
+
+    def worker_state(self, run_id: str, task_label: str) -> WorkerState:
+        """The worker's state."""
+        row = self._db.execute("SELECT state FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)).fetchone()
+        if row is None:
+            raise WorkerNotFound(run_id, task_label)
+        return WorkerState(row["state"])
+
+    @staticmethod
+    def _check(changes: Mapping[str, Any]) -> None:
+        unknown = sorted(set(changes) - set(CALLBACK_FIELDS))
+        if unknown:
+            raise RegistryError(f"worker fields not settable here: {', '.join(unknown)}")
+        for key, value in changes.items():
+            if type(value) is not CALLBACK_FIELDS[key]:
+                raise RegistryError(f"invalid worker: {key} must be {CALLBACK_FIELDS[key].__name__}, not {type(value).__name__}")
+
+    def transition(
+        self, run_id: str, task_label: str, expected: WorkerState, new: WorkerState, *, cause: Mapping[str, Any], **changes: Any
+    ) -> bool:
+        """`Ledger.transition` for callback fields: compare-and-set from expected to new, journalled; False if stale."""
+        check_transition(expected, new)
+        self._check(changes)
+        with write(self._db) as db:
+            previous = db.execute(
+                "SELECT final_disposition FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)
+            ).fetchone()
+            if previous is None:
+                raise WorkerNotFound(run_id, task_label)
+            at = utc_stamp(self._now)
+            before = None if previous["final_disposition"] is None else WorkerState(previous["final_disposition"])
+            disposition = disposition_after(expected, new, before)
+            columns = {**changes, "state": new.value, "final_disposition": column(disposition), "updated_at": at}
+            if update_worker_row(db, run_id, task_label, columns, expected=expected.value) == 0:
+                return False
+            journal(
+                db, run_id, EventKind.TRANSITION, at=at, task_label=task_label, from_state=expected, to_state=new,
+                detail={"cause": dict(cause), "changes": {key: changes[key] for key in sorted(changes)}},
+            )  # fmt: skip
+        return True
+
+    def update_worker(self, run_id: str, task_label: str, *, fact: str, cause: Mapping[str, Any], **changes: Any) -> WorkerState:
+        """`Ledger.update_worker` for callback fields: record them with a journal row named fact; the worker's state."""
+        self._check(changes)
+        check_fact(fact)
+        if not changes:
+            raise RegistryError("update_worker needs at least one field to change; use record_fact for a bare fact")
+        with write(self._db) as db:
+            state = self.worker_state(run_id, task_label)
+            at = utc_stamp(self._now)
+            update_worker_row(db, run_id, task_label, {**changes, "updated_at": at})
+            journal(
+                db, run_id, fact, at=at, task_label=task_label,
+                detail={"cause": dict(cause), "changes": {key: changes[key] for key in sorted(changes)}},
+            )  # fmt: skip
+        return state

@@ -1,0 +1,166 @@
+"""The callback fast path (`orchestrator.intake`) against the full path: the hostile corpus through both, the same ledger rows and outputs."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.config import Settings
+from orchestrator.engine import Engine
+from orchestrator.handover import BATCH_MAX, hand_over, render_handed
+from orchestrator.inbox import inbound_text, report_dir, save_message_limit
+from orchestrator.intake import Outcome, render_added, take
+from packets import DEFAULT_MESSAGE_LIMIT
+from registry import RunStatus, RunVerdict, WorkerState
+
+S = WorkerState
+_spec = importlib.util.spec_from_file_location("hostile_corpus", Path(__file__).with_name("test_inbox_hostile.py"))
+assert _spec is not None and _spec.loader is not None
+hostile = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = hostile  # its dataclasses look their module up
+_spec.loader.exec_module(hostile)
+RUN, OLD = hostile.RUN, hostile.OLD
+
+
+@dataclass
+class Side:
+    """One ledger, fed through one path."""
+
+    engine: Engine
+    env: dict[str, str]
+
+    @property
+    def home(self) -> Path:
+        return self.engine.settings.orch_home
+
+
+def _side(root: Path, wt: Path, name: str) -> Side:
+    settings = Settings(home=root, orch_home=root / name, policy_dir=root / "policies", src_root=root / "src")
+    engine = Engine(settings=settings, herdr=None, env={})  # type: ignore[arg-type]
+    ledger = engine.ledger
+    ledger.create_run(OLD, controller_target="w1:p1")
+    ledger.create_run(RUN, controller_target="w1:p1")
+    for task, worker, pane, worktree in (("fix-login", "fix-login", "w1:p2", wt), ("docs-readme", "docs", "docs", root / "wt-docs")):
+        ledger.add_worker(RUN, task, name=worker, kind="codex", objective="x", pane_id=pane, reply_target=pane, worktree_path=str(worktree))
+        ledger.transition(RUN, task, S.PROVISIONING, S.READY)
+        ledger.transition(RUN, task, S.READY, S.DISPATCHED)
+    save_message_limit(engine, RUN, DEFAULT_MESSAGE_LIMIT)  # as preflight does
+    return Side(engine, {"HOME": str(root), "ORCH_HOME": str(settings.orch_home)})
+
+
+@pytest.fixture(scope="module")
+def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side, Path]]:
+    # The hostile corpus's world (its worktree, symlinks, report folders), with two ledgers: full path, fast path.
+    root = tmp_path_factory.mktemp("intake")
+    wt = root / "wt"
+    (wt / "dir").mkdir(parents=True)
+    (root / "secret.md").write_text("secret\n")
+    (wt / "REPORT.md").write_text("# report\n")
+    (wt / "link-out.md").symlink_to(root / "secret.md")
+    (wt / "link-in.md").symlink_to(wt / "REPORT.md")
+    (wt / "dir-out").symlink_to(root)
+    full, fast = _side(root, wt, "full"), _side(root, wt, "fast")
+    yield full, fast, root
+    full.engine.close()
+    fast.engine.close()
+
+
+def _fill(text: str, root: Path, side: Side) -> str:
+    reports = report_dir(side.engine, side.engine.ledger.get_run(RUN), "fix-login")
+    return text.replace("{wt}", str(root / "wt")).replace("{reports}", str(reports)).replace("{tmp}", str(root))
+
+
+def _full(side: Side, raw: str) -> tuple[dict[str, Any], str]:
+    """What `orch inbox add --run RUN TEXT` does on the full path (pydantic models, the Ledger)."""
+    run = side.engine.ledger.get_run(RUN)
+    handed = hand_over(side.engine, run, inbound_text(raw, DEFAULT_MESSAGE_LIMIT * BATCH_MAX), limit=DEFAULT_MESSAGE_LIMIT)
+    return handed.model_dump(mode="json"), render_handed(handed)
+
+
+def _fast(side: Side, raw: str, *, door: str = "argument") -> tuple[dict[str, Any], str]:
+    text, stdin = (raw, io.BytesIO()) if door == "argument" else ("-", io.BytesIO(raw.encode("utf-8", errors="surrogateescape")))
+    outcome = take(side.env, RUN, text, stdin, source="cli")
+    assert outcome.added is not None, "the fast path handed a callback back"
+    return {"run_id": RUN, "messages": [outcome.added.as_json()]}, render_added(outcome.added)
+
+
+def _ledger(side: Side) -> object:
+    """Every row the callbacks touch, without the clock's columns, with the side's own folder named alike."""
+    ledger = side.engine.ledger
+    # A message naming the side's own folder (a report path) has a fingerprint of its own: compare the rest of it.
+    inbox = [m.model_dump(exclude={"received_at", *(("fingerprint",) if str(side.home) in m.raw else ())}) for m in ledger.list_inbox(RUN)]
+    events = [e.model_dump(exclude={"at"}) for e in ledger.events(RUN)]
+    workers = [w.model_dump(exclude={"updated_at", "created_at"}) for w in ledger.list_workers(RUN)]
+    return json.loads(json.dumps([inbox, events, workers], default=str).replace(str(side.home), "<orch-home>"))
+
+
+def _same(full: Side, fast: Side, one: tuple[dict[str, Any], str], other: tuple[dict[str, Any], str]) -> None:
+    assert json.loads(json.dumps(one).replace(str(full.home), "<orch-home>")) == json.loads(json.dumps(other).replace(str(fast.home), "<orch-home>"))
+    assert _ledger(full) == _ledger(fast)
+
+
+@pytest.mark.parametrize("case", hostile.CORPUS, ids=[case.name for case in hostile.CORPUS])
+def test_every_hostile_callback_gets_the_same_verdict_rows_and_output_on_both_paths(case: Any, sides: tuple[Side, Side, Path]) -> None:
+    full, fast, root = sides
+    _same(full, fast, _full(full, _fill(case.raw, root, full)), _fast(fast, _fill(case.raw, root, fast)))
+
+
+def test_the_stdin_door_and_a_finished_run_agree_too(sides: tuple[Side, Side, Path]) -> None:
+    full, fast, _ = sides
+    update = hostile.env(body="Through stdin.")
+    _same(full, fast, _full(full, update), _fast(fast, update, door="stdin"))
+    unicode_result = hostile.env("result", "Status: done\nCommits: none\nChanged files: café.md\nChecks:\n- pytest => exit 0\n  | 漢字 passed\nResidual risk: ünïcode")
+    _same(full, fast, _full(full, unicode_result), _fast(fast, unicode_result))  # reported_checks: the same JSON text
+    big = hostile.sized(DEFAULT_MESSAGE_LIMIT * 2)  # read whole (under the batch limit), kept aside as oversize
+    _same(full, fast, _full(full, big), _fast(fast, big, door="stdin"))
+    for side in (full, fast):
+        side.engine.ledger.set_run_status(RUN, RunStatus.FINISHED, verdict=RunVerdict.PASS)
+    late = hostile.env(body="After the end.")
+    _same(full, fast, _full(full, late), _fast(fast, late))
+
+
+def test_the_fast_path_hands_back_what_it_cannot_answer(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "ORCH_HOME": str(tmp_path / "orch")}
+    assert take(env, RUN, "x", io.BytesIO(), source="cli") == Outcome(None)  # no ledger: nothing is created
+    assert not (tmp_path / "orch").exists()
+    side = _side(tmp_path, tmp_path / "wt", "orch")
+    assert take(env, "w1:p9-20261130T080000Z", "x", io.BytesIO(), source="cli") == Outcome(None)  # no such run
+    (side.engine.run_dir(RUN) / "limits.json").unlink()  # a run from before limits were saved: the plan decides
+    assert take(env, RUN, "x", io.BytesIO(), source="cli") == Outcome(None)
+    save_message_limit(side.engine, RUN, DEFAULT_MESSAGE_LIMIT)
+    empty = take(env, RUN, "-", io.BytesIO(b" \n"), source="cli")  # read (stdin is gone), unrecorded: the full path says why
+    assert (empty.added, empty.inbound is not None and empty.inbound.text) == (None, " \n")
+    assert side.engine.ledger.list_inbox(RUN) == []
+    side.engine.close()
+
+
+PROBE = """
+import sys
+from orchestrator.cli import main
+sys.argv = ["orch", "inbox", "add", "--run", sys.argv[1], sys.argv[2]]
+try:
+    main()
+except SystemExit as done:
+    code = done.code
+heavy = sorted(m for m in ("pydantic", "pydantic_core", "tenacity", "tabulate", "pexpect") if m in sys.modules)
+print(heavy, code, file=sys.stderr)
+"""
+
+
+def test_a_valid_callback_never_imports_pydantic(tmp_path: Path) -> None:
+    import os
+
+    side = _side(tmp_path, tmp_path / "wt", "orch")
+    side.engine.close()
+    env = {**os.environ, **side.env}
+    done = subprocess.run([sys.executable, "-c", PROBE, RUN, hostile.env(body="Fast.")], capture_output=True, text=True, timeout=60, env=env)
+    assert (done.stdout, done.stderr.splitlines()[-1]) == ("accepted #1: update from fix-login for task fix-login (worker stays dispatched)\n", "[] 0")
