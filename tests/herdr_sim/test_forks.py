@@ -33,10 +33,12 @@ def run(binary: Path, argv: list[str], env: dict[str, str], cwd: Path) -> tuple[
 
 
 def same(answer: tuple[int, str, str], home: Path) -> tuple[int, str, str]:
-    """An answer with what names its own server masked: the home's path and the (clock-derived) terminal ids."""
+    """An answer with what names its own server masked: the home's path, the (clock-derived) terminal ids and a new
+    pane's foreground cwd (read from /proc while its shell may still be starting)."""
 
     def mask(text: str) -> str:
-        return re.sub(r"term_[0-9a-f]+", "term_<id>", text.replace(str(home), "<home>"))
+        text = re.sub(r"term_[0-9a-f]+", "term_<id>", text.replace(str(home), "<home>"))
+        return re.sub(r'"foreground_cwd":"[^"]*"', '"foreground_cwd":"<cwd>"', text)
 
     code, out, err = answer
     return code, mask(out), mask(err)
