@@ -44,7 +44,7 @@ def private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder to look at after a failure.
     """
     tmp_path_factory.getbasetemp()  # fixed before TMPDIR changes
-    root = Path(tempfile.mkdtemp(prefix="orch-tests-"))
+    root = Path(tempfile.mkdtemp(prefix=f"orch-tests-{os.getpid()}-"))  # the pid: .ci/run tells a live session's from a leftover
     previous = (os.environ.get("TMPDIR"), tempfile.tempdir, os.environ.get("PATH"))
     # As if the venv were activated: `.venv/bin/python -m pytest` (the README's Quick start) finds the `orch` and
     # `herdr-sim` scripts installed beside this interpreter before any other on PATH.
@@ -85,6 +85,26 @@ def isolated_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
     return home
+
+
+# What this session puts in the system temp dir outside TMPDIR (short socket paths cannot live under it): each name
+# carries the session's pid, so the end of the session can tell its own leftovers from other sessions' files.
+SYSTEM_TMP_NAMES = ("orch-e2e-{pid}-*", "od-{pid}-*", "orch-inert-{pid}-*")
+
+
+def leftovers(pid: int, root: Path = Path("/tmp")) -> list[Path]:
+    """What the test session with this pid left in the system temp dir (its simulator homes, demo dirs, sockets)."""
+    roots = {root, Path(os.environ.get("ORCH_E2E_TMP", str(root)))}
+    return sorted(path for where in roots for pattern in SYSTEM_TMP_NAMES for path in where.glob(pattern.format(pid=pid)))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run when it left anything of its own in the system temp dir (issue 15: the suite removes what it creates)."""
+    left = leftovers(os.getpid())
+    if left:
+        names = ", ".join(str(path) for path in left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        sys.stderr.write(f"\nthe test session left {len(left)} in the system temp dir (exit 1): {names}\n")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

@@ -62,7 +62,8 @@ class World:
 
 
 def _short_tmp(tmp_path: Path) -> Path:
-    # tmux and herdr sockets must fit in ~108 bytes: keep the simulator's home short.
+    # tmux and herdr sockets must fit in ~108 bytes: keep the simulator's home short. The pid names this session's
+    # homes, so tests/conftest.py can check at the end that it left none.
     return Path(os.environ.get("ORCH_E2E_TMP", "/tmp")) / f"orch-e2e-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}"
 
 

@@ -28,7 +28,7 @@ DISCLAIMER = (
 @pytest.fixture
 def short_tmpdir() -> Iterator[Path]:
     # The demo's stage goes under TMPDIR; unix socket paths inside it must stay short, so not under pytest's tmp_path.
-    path = Path(tempfile.mkdtemp(prefix="od-", dir="/tmp"))
+    path = Path(tempfile.mkdtemp(prefix=f"od-{os.getpid()}-", dir="/tmp"))  # the pid: tests/conftest.py checks none is left
     yield path
     shutil.rmtree(path, ignore_errors=True)
 

@@ -8,6 +8,7 @@ text raw, as a control: there the erase-line sequence does wipe "tests FAILED".
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 import subprocess
 import sys
@@ -36,7 +37,7 @@ def _tmux(socket: Path, *args: str) -> str:
 @pytest.fixture
 def terminal(tmp_path: Path) -> Iterator[Callable[[Path], list[str]]]:
     """Run a script in a private tmux server 250 columns wide; return the screen and its history as lines."""
-    socket = Path("/tmp") / f"orch-inert-{abs(hash(str(tmp_path))) % 10**8}.sock"
+    socket = Path("/tmp") / f"orch-inert-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}.sock"
 
     def run(script: Path) -> list[str]:
         # Keep the pane after the script ends, and let OSC 52 reach the clipboard if anything lets it through.
@@ -107,7 +108,7 @@ def test_hostile_text_is_shown_escaped_by_every_command_that_prints_it(make_worl
     # Nothing was obeyed: not one command line lost its "tests FAILED", the title is ours, the clipboard is empty.
     for name in ("inbox list", "observe", "status", "report", "report --markdown"):
         assert not any(line.lstrip().startswith("tests passed") for line in sections[name]), name
-    socket = next(Path("/tmp").glob(f"orch-inert-{abs(hash(str(tmp_path))) % 10**8}.sock"))
+    socket = next(Path("/tmp").glob(f"orch-inert-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}.sock"))
     assert _tmux(socket, "display-message", "-p", "#{pane_title}").strip() != "pwned"
     buffers = subprocess.run(["tmux", "-S", str(socket), "list-buffers"], capture_output=True, text=True, timeout=30)
     assert "cHduZWQ" not in buffers.stdout and "pwned" not in buffers.stdout
