@@ -44,7 +44,7 @@ def private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     folder to look at after a failure.
     """
     tmp_path_factory.getbasetemp()  # fixed before TMPDIR changes
-    root = Path(tempfile.mkdtemp(prefix="orch-tests-"))
+    root = Path(tempfile.mkdtemp(prefix=f"orch-tests-{os.getpid()}-"))  # the pid: .ci/run tells a live session's from a leftover
     previous = (os.environ.get("TMPDIR"), tempfile.tempdir, os.environ.get("PATH"))
     # As if the venv were activated: `.venv/bin/python -m pytest` (the README's Quick start) finds the `orch` and
     # `herdr-sim` scripts installed beside this interpreter before any other on PATH.
