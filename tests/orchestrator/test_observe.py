@@ -14,7 +14,7 @@ from orchestrator.errors import HerdrError
 from orchestrator.herdr_models import AgentExplain, AgentInfo, AgentPrompted, HerdrFeatures
 from orchestrator.inbox import add_message
 from orchestrator.dialogs import approve
-from orchestrator.door import settled_check_in
+from orchestrator.door import hand_over, settled_check_in
 from orchestrator.errors import OrchError
 from orchestrator.observe import Observation, check_in, liveness_token, match_answer, observe, render_observe
 from orchestrator.plan import Answer
@@ -459,3 +459,24 @@ def test_a_handover_waits_for_a_named_worker_to_end_its_turn_then_asks_it(engine
         (1, "feature-a", "kept_aside"), (1, None, "possible_merge"), (2, "feature-a", "asked_to_repeat"),
     ]  # fmt: skip
     assert herdr.prompts == [("w1:pa", repeat_request("feature-a"))]
+
+
+def test_the_door_hands_a_merged_prompt_over_as_one_message_and_waits_for_each_repeat(engine: Engine, herdr: FakeHerdr) -> None:
+    """`orch inbox add --check-in` as the controller agent calls it: the merged prompt, then each repeat as it comes."""
+    herdr.states.update({"w1:pa": "idle", "w1:pb": "idle"})
+    sep = "q7Rk2mXw9aT4vLp8"
+    first = hand_over(engine, run_of(engine), merged(), separator=sep)
+    assert [(m.verdict, m.reason_code) for m in first.messages] == [("kept_aside", "injection")]
+    assert [(o.task, o.what) for o in first.check_in.observations] == [
+        ("feature-a", "kept_aside"), (None, "possible_merge"), ("feature-a", "asked_to_repeat")]
+    assert [(n.do, n.why) for n in first.next] == [("wait", "feature-a, feature-b still working: wait for the next callback")]
+
+    herdr.states["w1:pa"], herdr.seqs["w1:pa"] = "idle", 2
+    second = hand_over(engine, run_of(engine), envelope("feature-a", "question", QUESTION_A), separator=sep)
+    assert [(o.task, o.what) for o in second.check_in.observations] == [("feature-a", "answered"), ("feature-b", "asked_to_repeat")]
+
+    herdr.states["w1:pb"], herdr.seqs["w1:pb"] = "idle", 2
+    third = hand_over(engine, run_of(engine), f"{envelope('feature-b', 'result', RESULT_B)}\n{sep}\n{envelope('feature-b', 'result', RESULT_B)}", separator=sep)
+    assert [(m.verdict, m.reason_code) for m in third.messages] == [("accepted", None), ("kept_aside", "duplicate")]
+    assert (state(engine, "feature-a"), state(engine, "feature-b")) == (S.WORKING, S.RESULT)
+    assert [target for target, _ in herdr.prompts] == ["w1:pa", "w1:pa", "w1:pb"]  # repeat, answer, repeat: nothing more
