@@ -250,13 +250,19 @@ def still_open(stage: Stage, env: dict[str, str]) -> dict[str, list[str]]:
 
 
 def commits(repo: Path) -> dict[str, list[str]]:
-    """Commit subjects on every branch but main (the agents' work and the integration branch)."""
+    """The agents' commit subjects on every branch but main (their own branches and the integration branch).
+
+    Merge commits are left out: which sibling's verified head integration merges first (and so whether a shared
+    branch takes one merge or two) follows the order the siblings' results are verified in, which is the agents'
+    timing, crash or not. What must hold is the issue's "no agent commit lost": every agent commit on its branch and,
+    merged, on the integration branch, exactly as in the clean run.
+    """
     refs = subprocess.run(["git", "for-each-ref", "--format=%(refname:short)", "refs/heads"], cwd=repo, capture_output=True, text=True, timeout=30).stdout.split()
     found = {}
     for ref in refs:
         if ref == "main":
             continue
-        log = subprocess.run(["git", "log", "--format=%s", f"main..{ref}"], cwd=repo, capture_output=True, text=True, timeout=30).stdout
+        log = subprocess.run(["git", "log", "--no-merges", "--format=%s", f"main..{ref}"], cwd=repo, capture_output=True, text=True, timeout=30).stdout
         found[ref] = sorted(re.sub(r"\b[0-9a-f]{12}\b", "<sha>", line) for line in log.splitlines())
     return found
 

@@ -670,6 +670,16 @@ def test_real_missing_and_unexecutable_binaries(tmp_path: Path) -> None:
     assert os.access(not_exec, os.X_OK) is False
 
 
+def test_082_row8_a_read_outlasts_herdrs_alternate_screen_scroll() -> None:
+    """herdr 0.8.x collects an idle alternate-screen agent's history by scrolling it: up to 15 s + 5 s per read
+    (../shared/herdr-0.8.2/DELTA.md row 8). orch's reads get its default timeout, which is longer."""
+    runner = FakeRunner(ok("text\n"))
+    cli = make_cli(runner)
+    cli.pane_read("w1:p2", source="recent", lines=40)
+    cli.agent_read("r", source="recent-unwrapped", lines=60)
+    assert runner.timeouts == [30.0, 30.0] and min(runner.timeouts) > 15 + 5
+
+
 @pytest.mark.parametrize("server, delay", [
     ("0.7.5", 0.0), ("0.8.0", 0.3), ("0.8.2", 0.3), ("0.9.0", 0.0), ("0.9.1", 0.0), ("1.0.0", 0.0), ("nightly", 0.3),
 ])  # fmt: skip
