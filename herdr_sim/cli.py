@@ -1337,9 +1337,87 @@ class Cli:
 GROUPS = ("workspace", "tab", "pane", "agent", "worktree")
 
 
+def machine_prefix(args: list[str]) -> tuple[str, list[str]] | str | None:
+    """herdr 0.9.1's `--machine <selector>` before the command (0.9 DELTA, multi-machine: src/cli/target.rs at
+    b04bda09): (selector, the command's args), an exit-2 error line, or None when there is no prefix."""
+    machine: str | None = None
+    other = False
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--machine" or arg.startswith("--machine="):
+            if machine is not None:
+                return "--machine can only be specified once"
+            if arg.startswith("--machine="):
+                value = arg.split("=", 1)[1]
+            elif i + 1 < len(args):
+                i += 1
+                value = args[i]
+            else:
+                return "missing value for --machine"
+            if not value.strip() or value.startswith("-"):
+                return "--machine requires a saved machine label or profile ID"
+            machine = value
+        elif arg.startswith("-") and arg != "--":
+            other = True
+            if arg in ("--session", "--remote", "--remote-keybindings"):
+                i += 1  # their value is not the command
+        else:
+            break
+        i += 1
+    if machine is None:
+        return None
+    if other:
+        return "--machine cannot be combined with other launch options; it uses the saved machine's session"
+    if i >= len(args) or args[i] == "--":
+        return "usage: herdr --machine <label-or-id> <command>"
+    return machine, args[i:]
+
+
+# What `--machine` forwards: the API-backed commands (0.9 DELTA, "What is forwarded").
+_FORWARDED = {"workspace": None, "worktree": None, "tab": None, "pane": None, "notification": None, "api": ("snapshot",),
+              "status": ("server",), "plugin": ("link", "unlink", "enable", "disable", "list", "action", "log", "logs", "pane"),
+              "server": ("stop", "reload-config", "agent-manifests", "reload-agent-manifests")}
+
+
+def machine_command(selector: str, args: list[str]) -> int:
+    """A `--machine` call: the command must be one herdr forwards; then the selector must name a saved machine, and
+    the simulator has none (it plays one local server: docs/simulator.md), so every selector is unknown."""
+    command = args[0]
+    sub = args[1] if len(args) > 1 else ""
+    if command == "agent":
+        forwarded = sub != "attach" and not (sub == "explain" and any(a == "--file" or a.startswith("--file=") for a in args[2:]))
+    else:
+        subs = _FORWARDED.get(command, ())
+        forwarded = command in _FORWARDED and (subs is None or sub in subs)
+    if not forwarded:
+        print(f"error: `{command} {sub}` is not an API-backed machine command; --machine does not run local management "
+              "commands or attach a TUI", file=sys.stderr)
+        return 2
+    long_help = helptext.requested_help(args)
+    if long_help is not None:
+        print(long_help, end="")
+        return 0
+    print(f"error: unknown machine '{selector}'; use `herdr machine list`", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `herdr-sim` (and of `<home>/bin/herdr`)."""
-    args, requested, refused = split_global_flags(list(sys.argv[1:] if argv is None else argv))
+    raw = list(sys.argv[1:] if argv is None else argv)
+    try:
+        profile = versions.current()
+    except versions.UnknownVersion as exc:
+        print(f"herdr-sim: {exc}", file=sys.stderr)
+        return 2
+    if profile.machine_prefix:
+        routed = machine_prefix(raw)
+        if isinstance(routed, str):
+            print(f"error: {routed}", file=sys.stderr)
+            return 2
+        if routed is not None:
+            return machine_command(*routed)
+    args, requested, refused = split_global_flags(raw)
     if refused is not None:
         print(f"error: {refused}\nrun 'herdr --help' for usage", file=sys.stderr)
         return 2
@@ -1355,17 +1433,19 @@ def main(argv: list[str] | None = None) -> int:
         print("herdr-sim: the interactive TUI is not simulated; use a subcommand", file=sys.stderr)
         return 2
     top, rest = args[0], args[1:]
-    try:
-        profile = versions.current()
-    except versions.UnknownVersion as exc:
-        print(f"herdr-sim: {exc}", file=sys.stderr)
-        return 2
     if top in ("--version", "-V"):
         print(f"herdr {profile.version}")
         return 0
     if top in ("--help", "-h"):
-        print(helptext.MAIN, end="")
+        print(helptext.main_help(profile.no_session_launch), end="")
         return 0
+    if top.startswith("-") and top != "--":
+        # src/main.rs:750-769: a launch option starts the TUI; any other option is refused (0.9 removed --no-session).
+        if top in ("--handoff", "--default-config") or (top == "--no-session" and profile.no_session_launch):
+            print("herdr-sim: the interactive TUI is not simulated; use a subcommand", file=sys.stderr)
+            return 2
+        print(f"unknown option: {top}\nrun 'herdr --help' for usage", file=sys.stderr)
+        return 2
     long_help = helptext.requested_help(args)
     if long_help is not None:
         print(long_help, end="")  # clap prints it before any dispatch (src/cli.rs:76-78)

@@ -90,7 +90,7 @@ GROUPS: dict[str, list[str]] = {
     ],
 }
 
-MAIN = """herdr — terminal workspace manager for AI coding agents
+_MAIN = """herdr — terminal workspace manager for AI coding agents
 
 Usage:
   herdr [options]
@@ -120,8 +120,7 @@ Advanced commands:
   herdr server              run a headless server in the foreground
 
 Options:
-  --no-session              run without a persistent session
-  --session <name>          use a named session
+{no_session}  --session <name>          use a named session
   --remote <target>         attach to a remote herdr
   --remote-keybindings      use remote keybindings
   --handoff                 hand off a running session
@@ -172,3 +171,8 @@ def requested_help(args: list[str]) -> str | None:
         return group_help(top)
     lines = [line.strip() for line in GROUPS[top][1:] if line.split()[2:3] == [path[1]]]
     return "Usage: " + "\n       ".join(lines) + "\n"
+
+
+def main_help(no_session: bool) -> str:
+    """`herdr --help`; `--no-session` is listed only by the releases that have it (0.9 DELTA row 10)."""
+    return _MAIN.replace("{no_session}", "  --no-session              run without a persistent session\n" if no_session else "")

@@ -79,6 +79,15 @@ class Paths:
         return self.home / "server.pid"
 
     @property
+    def calls_socket(self) -> Path:
+        """Where the call zygote (herdr_sim.forks) listens, when HERDR_SIM_FORKSERVER=1 started one."""
+        return self.home / "calls.sock"
+
+    @property
+    def calls_pidfile(self) -> Path:
+        return self.home / "calls.pid"
+
+    @property
     def bin(self) -> Path:
         return self.home / "bin"
 

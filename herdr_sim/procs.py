@@ -85,13 +85,30 @@ Table = dict[int, tuple[str, int, int]]
 
 
 def scan() -> Table:
-    """One pass over /proc: pid → (comm, pgrp, tpgid). Lets a reconcile look at many panes for one scan."""
+    """One pass over /proc: pid → (comm, pgrp, tpgid). Lets a reconcile look at many panes for one scan.
+
+    Every herdr call reconciles, so this runs once per call over every process of the machine: raw reads, no
+    pathlib or text layer (a third of a call's CPU went to them).
+    """
     table: Table = {}
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            st = _stat(int(entry))
-            if st is not None:
-                table[int(entry)] = st
+        if not entry.isdigit():
+            continue
+        try:
+            fd = os.open(f"/proc/{entry}/stat", os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            raw = os.read(fd, 4096)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        close = raw.rfind(b")")
+        if close < 0:
+            continue
+        fields = raw[close + 2:].split()
+        table[int(entry)] = (raw[raw.find(b"(") + 1:close].decode(errors="replace"), int(fields[2]), int(fields[5]))
     return table
 
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from herdr_sim import procs, versions
+from herdr_sim import forks, procs, versions
 from herdr_sim.alive import pid_alive, running, server_pid
 from herdr_sim.engine import Engine
 from herdr_sim.paths import UNIX_PATH_MAX, Paths
@@ -23,16 +23,20 @@ AGENT_SCRIPTS = ("codex", "claude", "opencode", "pi", "gemini", "cursor-agent", 
 RECONCILE_S = 0.2
 
 
-def write_bin(paths: Paths) -> None:
-    """`herdr` and one executable per agent kind, all running this interpreter."""
+def write_bin(paths: Paths, zygote: bool = False) -> None:
+    """`herdr` and one executable per agent kind, all running this interpreter (`herdr` the zygote's client if asked)."""
     paths.bin.mkdir(parents=True, exist_ok=True)
     # HERDR_SIM_AGENT_MODULE lets a test substitute its own scripted agent for herdr_sim.agent.
     module = os.environ.get("HERDR_SIM_AGENT_MODULE", "herdr_sim.agent")
     # The herdr CLI needs only the standard library: `-S` skips site (site-packages, .pth hooks such as editable
     # finders), ~45 ms of CPU per call; the simulator's own root goes on the path instead (after any PYTHONPATH).
     root = str(Path(__file__).resolve().parent.parent)
-    herdr = f"sys.path.append({root!r})\nfrom herdr_sim.cli import main\nraise SystemExit(main())\n"
+    # (herdr_sim.forks.run_call: herdr_sim.cli.main, logging each call when HERDR_SIM_CALL_LOG names a file.)
+    herdr = f"import os\nsys.path.append({root!r})\nfrom herdr_sim.forks import run_call\nraise SystemExit(run_call(sys.argv, os.getppid()))\n"
     scripts = {"herdr": (f"#!{sys.executable} -S\n", herdr)}
+    if zygote:
+        del scripts["herdr"]
+        forks.write_client(paths.bin / "herdr", sys.executable, root, paths.calls_socket)
     for kind in AGENT_SCRIPTS:
         label = procs.parse_kind(kind) or kind
         scripts[kind] = (f"#!{sys.executable}\n", f'from {module} import main\nmain("{label}")\n')
@@ -62,8 +66,13 @@ def serve(paths: Paths, session: str | None) -> int:
     for stale in (paths.ready, paths.socket, sock, paths.state, paths.release):
         stale.unlink(missing_ok=True)
     paths.marker.write_text("herdr-sim\n")
-    write_bin(paths)
     os.environ["HERDR_SIM_HOME"] = str(paths.home)
+    # HERDR_SIM_FORKSERVER=1: every `herdr` call is forked from a warm zygote (herdr_sim.forks) instead of a cold
+    # Python start; same CLI, answers and effects, a quarter of the CPU. Off by default.
+    zygote = os.environ.get("HERDR_SIM_FORKSERVER") == "1" and len(str(paths.calls_socket)) <= UNIX_PATH_MAX
+    if zygote:
+        paths.calls_pidfile.write_text(f"{forks.start(paths.calls_socket)}\n")
+    write_bin(paths, zygote)
     if session is not None:
         os.environ["HERDR_SESSION"] = session  # herdr exports it before spawning a named server; panes inherit it
     else:
@@ -114,6 +123,16 @@ def serve(paths: Paths, session: str | None) -> int:
 def teardown(paths: Paths, tmux: Tmux) -> None:
     """Kill every pane process and the tmux server; remove the liveness files."""
     paths.ready.unlink(missing_ok=True)
+    # First the call zygote and any call still running in its process group: no call may act after the tear-down.
+    try:
+        zygote = int(paths.calls_pidfile.read_text().strip())
+    except (OSError, ValueError):
+        zygote = 0
+    if zygote > 1 and pid_alive(zygote):
+        with contextlib.suppress(OSError):
+            os.killpg(zygote, signal.SIGKILL)
+    paths.calls_pidfile.unlink(missing_ok=True)
+    paths.calls_socket.unlink(missing_ok=True)
     world = Store(paths).load()
     tmux_pid = None
     try:

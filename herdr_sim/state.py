@@ -142,6 +142,12 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
+def warm() -> None:
+    """Resolve every model's type hints now (the call zygote does, once, before it forks the calls)."""
+    for cls in (World, Workspace, Tab, Pane, Fault):
+        _hints(cls)
+
+
 def validate(cls: type[T], data: Any, where: str = "state") -> T:
     """Build ``cls`` from JSON data, checking every field strictly; StateError names the first bad field."""
     if not isinstance(data, dict):

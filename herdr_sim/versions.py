@@ -53,6 +53,10 @@ class Profile:
     workspace_group_close: bool
     # 0.9 row 16: new panes get TERM_PROGRAM=herdr and TERM_PROGRAM_VERSION.
     term_program: bool
+    # 0.9 row 10: `herdr --no-session` (single-process mode) is gone: an unknown option.
+    no_session_launch: bool
+    # 0.9 multi-machine (0.9.1, PR #3918): `herdr --machine <selector> <command>` routes to a saved machine.
+    machine_prefix: bool
     # 0.9 row 11: capability negotiation instead of equal protocols; a pre-0.9 server needs a one-time upgrade.
     negotiates: bool
     # 0.8.2 "Unchanged": `api schema` gains workspace.move_block (0.8.0) and pane.input.set (0.8.2).
@@ -64,15 +68,16 @@ V075 = Profile(
     enter_after_answer_ms=None, start_blocked_not_ready=False, start_busy_retry_ms=0, shift_tab=False,
     alt_screen_scroll=False, width=80, height=24, current_is_caller=False, last_tab_closes_workspace=False,
     read_truncated_field=False, strict_prompt_gate=False, report_agent_any_order=False, trust_repository=False,
-    workspace_group_close=False, term_program=False, negotiates=False, extra_methods=(),
+    workspace_group_close=False, term_program=False, no_session_launch=True, machine_prefix=False,
+    negotiates=False, extra_methods=(),
 )  # fmt: skip
 V082 = Profile(
     name="0.8.2", version="0.8.2", protocol=20, no_server_json=True, needs_repair=True, prompt_refuses_blocked=True,
     enter_after_answer_ms=300, start_blocked_not_ready=True, start_busy_retry_ms=2000, shift_tab=True,
     alt_screen_scroll=True, width=120, height=40, current_is_caller=True, last_tab_closes_workspace=True,
     read_truncated_field=True, strict_prompt_gate=False, report_agent_any_order=False, trust_repository=False,
-    workspace_group_close=False, term_program=False, negotiates=False,
-    extra_methods=("workspace.move_block", "pane.input.set"),
+    workspace_group_close=False, term_program=False, no_session_launch=True, machine_prefix=False,
+    negotiates=False, extra_methods=("workspace.move_block", "pane.input.set"),
 )  # fmt: skip
 # 0.9.x: where its docs are silent the profile keeps 0.8.2's behaviour (docs/simulator.md lists those rows).
 V09 = Profile(
@@ -80,8 +85,8 @@ V09 = Profile(
     enter_after_answer_ms=None, start_blocked_not_ready=True, start_busy_retry_ms=2000, shift_tab=True,
     alt_screen_scroll=True, width=120, height=40, current_is_caller=True, last_tab_closes_workspace=True,
     read_truncated_field=True, strict_prompt_gate=True, report_agent_any_order=True, trust_repository=True,
-    workspace_group_close=True, term_program=True, negotiates=True,
-    extra_methods=("workspace.move_block", "pane.input.set"),
+    workspace_group_close=True, term_program=True, no_session_launch=False, machine_prefix=True,
+    negotiates=True, extra_methods=("workspace.move_block", "pane.input.set"),
 )  # fmt: skip
 
 PROFILES: dict[str, Profile] = {p.name: p for p in (V075, V082, V09)}

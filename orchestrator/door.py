@@ -17,13 +17,15 @@ from orchestrator.observe import _STEP_WHAT as STEP_WHAT
 from orchestrator.observe import ObserveResult, Observation, WorkerStatus, check_in, render_observe
 from packets import inert_line
 from orchestrator.report import Blocker, Report, render_report, write_report
+from orchestrator.repeats import ask_later
 from orchestrator.retire import RetireResult, render_retire, retire
 from registry import Run, RunStatus, WorkerState
 
 S = WorkerState
 
 # A question the plan answers is answered only once its worker has settled (it asks, then ends its turn): the check-in
-# of a handover waits this long for that, so the controller need not call again just to deliver a planned answer.
+# of a handover waits this long for that, so the controller need not call again just to deliver a planned answer
+# (or a request to repeat, orchestrator.repeats).
 SETTLE_S = 15.0
 POLL_S = 0.5
 # Workers still working on their own: the controller waits for their next callback.
@@ -108,8 +110,10 @@ def settled_check_in(engine: Engine, run: Run) -> ObserveResult:
             for step in advance(engine, run):
                 notes.append(Observation(round=rounds, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
         states.update(seen)
-        # Only a deferred planned answer leaves an accepted message unhandled after a round.
-        if not ledger.list_inbox(run.run_id, unhandled=True) or clock.monotonic() >= deadline:
+        # Only a deferred planned answer leaves an accepted message unhandled after a round; a worker a possible merge
+        # names may also still be ending its turn before it can be asked to repeat (no callback would wake us for it).
+        settling = bool(ledger.list_inbox(run.run_id, unhandled=True)) or ask_later(ledger, run, seen)
+        if not settling or clock.monotonic() >= deadline:
             break
         clock.sleep(POLL_S)
     workers = tuple(

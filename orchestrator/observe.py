@@ -15,7 +15,7 @@ from orchestrator.errors import HerdrError, HerdrMissing, OrchError
 from orchestrator.fleet import advance
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
-from orchestrator.repeats import LIVE, REPEAT_LIMIT, REPEAT_REQUEST, PossibleMerge, possible_merges, repeat_key, replied, request_for, requests_made
+from orchestrator.repeats import LIVE, REPEAT_REQUEST, PossibleMerge, pending, possible_merges, repeat_key, replied
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
 from registry import Effect, EffectStatus, InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
@@ -197,26 +197,13 @@ class _Round:
         The next request goes out only once the previous one was answered (a message naming that worker arrived), or
         herdr shows its turn over and the boundary's late-Enter window has passed: then two repeats cannot merge again.
         """
-        merges = [m for m in possible_merges(self.ledger, self.run) if m.again_of is None]
-        if not merges:
-            return
-        due: list[tuple[PossibleMerge, Worker]] = []
-        sent: list[Effect] = []
-        for merge in merges:
-            for task in merge.tasks:
-                request = request_for(self.ledger, self.run, task, merge.inbox_id)
-                worker = self.ledger.get_worker(self.run.run_id, task)
-                if request is not None:
-                    sent.append(request)
-                elif worker.state in LIVE and requests_made(self.ledger, self.run, task) < REPEAT_LIMIT and task not in (w.task_label for _, w in due):
-                    due.append((merge, worker))
+        last, due = pending(self.ledger, self.run)
         for _merge, worker in due:
             info = self.agent(worker)
             if info is None or info.agent_status != "blocked":  # at a dialog nothing may be typed: check() shows its screen
                 self.repeat_waiting.add(worker.task_label)
         pause = 0.0
-        if sent:
-            last = max(sent, key=lambda e: e.id)
+        if last is not None:
             gate = self._repeat_gate(last)
             if gate is None:
                 assert last.task_label is not None

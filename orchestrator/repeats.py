@@ -101,3 +101,28 @@ def replied(ledger: Ledger, run: Run, request: Effect) -> bool:
         if message.task_label == worker.task_label or any(_names(run, worker, h) for h in headers_in(message.raw)):
             return True
     return False
+
+
+def pending(ledger: Ledger, run: Run) -> tuple[Effect | None, list[tuple[PossibleMerge, Worker]]]:
+    """The newest request sent (it gates the next one) and the workers still to be asked, in merge and header order."""
+    due: list[tuple[PossibleMerge, Worker]] = []
+    sent: list[Effect] = []
+    for merge in possible_merges(ledger, run):
+        if merge.again_of is not None:
+            continue
+        for task in merge.tasks:
+            request = request_for(ledger, run, task, merge.inbox_id)
+            worker = ledger.get_worker(run.run_id, task)
+            if request is not None:
+                sent.append(request)
+            elif worker.state in LIVE and requests_made(ledger, run, task) < REPEAT_LIMIT and all(w.task_label != task for _, w in due):
+                due.append((merge, worker))
+    return (max(sent, key=lambda e: e.id) if sent else None), due
+
+
+def ask_later(ledger: Ledger, run: Run, herdr_states: dict[str, str]) -> bool:
+    """Whether a worker is due to be asked but was still ending its turn (herdr `working`) at the last check-in."""
+    last, due = pending(ledger, run)
+    if last is not None and last.task_label is not None and not replied(ledger, run, last) and ledger.get_worker(run.run_id, last.task_label).state in LIVE:
+        return False  # the next request waits for that reply, not for a turn to end
+    return any(herdr_states.get(worker.task_label) == "working" for _, worker in due)

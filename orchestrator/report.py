@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
+from orchestrator.repeats import named_workers
 from packets import inert_line
 from registry import (
     Effect,
@@ -132,6 +133,8 @@ class KeptAsideItem(_Model):
     reason_code: str | None
     reason: str | None
     seqs: tuple[int, ...]
+    # A possible merge (orchestrator.repeats): the workers whose headers it holds, each asked to repeat; else empty.
+    possible_merge: tuple[str, ...] = ()
 
 
 class Callbacks(_Model):
@@ -364,7 +367,7 @@ def _callbacks(run: Run, workers: Sequence[Worker], inbox: Sequence[InboxMessage
     aside = tuple(
         KeptAsideItem(
             inbox_id=m.id, task=m.task_label, sender=m.sender, kind=m.kind, reason_code=m.reason_code,
-            reason=m.reason, seqs=tuple(journal.by_inbox.get(m.id, [])),
+            reason=m.reason, seqs=tuple(journal.by_inbox.get(m.id, [])), possible_merge=named_workers(run, list(workers), m.raw),
         )
         for m in inbox
         if m.verdict is InboxVerdict.KEPT_ASIDE
@@ -644,7 +647,11 @@ def _worker_callbacks_text(w: WorkerCallbacks) -> str:
 def _callbacks_text(c: Callbacks) -> str:
     parts = [f"run {c.run_id}", *(f"{w.name} {_worker_callbacks_text(w)}" for w in c.workers)]
     if c.kept_aside:
-        listed = ", ".join(f"#{k.inbox_id} {k.reason_code or '?'} ({k.reason or 'no reason'})" for k in c.kept_aside)
+        listed = ", ".join(
+            f"#{k.inbox_id} {k.reason_code or '?'} ({k.reason or 'no reason'}"
+            + (f"; possible merge of {', '.join(k.possible_merge)})" if k.possible_merge else ")")
+            for k in c.kept_aside
+        )
         parts.append(f"kept aside {len(c.kept_aside)}: {listed}")
     missing = [w.name for w in c.workers if w.missing_result]
     parts.append("missing result: " + (", ".join(missing) or "none"))

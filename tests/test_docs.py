@@ -251,3 +251,50 @@ def test_the_ledger_doc_shows_the_effect_table_of_the_code() -> None:
     from orchestrator.effects import effect_table
 
     assert effect_table() in (ROOT / "docs" / "ledger.md").read_text(), "regenerate the table in docs/ledger.md from orchestrator.effects.effect_table()"
+
+
+# --- docs/simulator.md's DELTA inventory ------------------------------------------------------------------------------
+
+SIMULATOR_DOC = ROOT / "docs" / "simulator.md"
+SHARED = ROOT.parent / "shared"
+DELTAS = {"0.8.2": SHARED / "herdr-0.8.2" / "DELTA.md", "0.9": SHARED / "herdr-0.9.1" / "DELTA.md"}
+
+
+def _inventory() -> dict[str, tuple[list[str], list[str]]]:
+    """docs/simulator.md "DELTA rows and their tests": row key (`0.8.2 #3`, `0.9 machines`) -> (simulator tests, orch tests)."""
+    text = SIMULATOR_DOC.read_text()
+    section = text.split("## DELTA rows and their tests", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[list[str], list[str]]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 4 or not cells[0].startswith("`"):
+            continue
+        assert cells[0].strip("`") not in rows, f"row {cells[0]} listed twice"
+        rows[cells[0].strip("`")] = (re.findall(r"`([^`]+::[^`]+)`", cells[2]), re.findall(r"`([^`]+::[^`]+)`", cells[3]))
+    return rows
+
+
+def _delta_rows(release: str, path: Path) -> list[str]:
+    """Every numbered row of every table in one DELTA file, and its multi-machine section when it has one."""
+    text = path.read_text()
+    keys = [f"{release} #{m[1]}" for m in re.finditer(r"^\| (\d+) \|", text, re.MULTILINE)]
+    if re.search(r"^## Multi-machine", text, re.MULTILINE):
+        keys.append(f"{release} machines")
+    return keys
+
+
+def test_every_delta_row_has_its_tests() -> None:
+    """One simulator test and one orch test per DELTA row (issue 13), each naming a test that exists."""
+    rows = _inventory()
+    assert rows, "docs/simulator.md has no DELTA inventory"
+    for key, (sim_tests, orch_tests) in rows.items():
+        assert sim_tests and orch_tests, f"docs/simulator.md: DELTA row {key} needs a simulator test and an orch test"
+        for ref in sim_tests + orch_tests:
+            path, name = ref.split("::")
+            source = ROOT / "tests" / path
+            assert source.is_file() and re.search(rf"^def {re.escape(name)}\(", source.read_text(), re.MULTILINE), (
+                f"docs/simulator.md: DELTA row {key} names {ref}, which does not exist")
+    if not all(p.is_file() for p in DELTAS.values()):
+        pytest.skip(f"shared DELTA files not found under {SHARED}")
+    expected = [key for release, path in DELTAS.items() for key in _delta_rows(release, path)]
+    assert ([k for k in expected if k not in rows], [k for k in rows if k not in expected]) == ([], [])

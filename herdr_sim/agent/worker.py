@@ -42,6 +42,7 @@ HERDR_TIMEOUT_S = 15
 CALLBACK_TIMEOUT_S = 60
 COMMAND_TIMEOUT_S = 600
 GIT_TIMEOUT_S = 60
+INDEX_LOCK_WAIT_S = 5  # how long a git command is run again while a sibling holds the checkout's index lock
 SCREEN_ONLY_THINK_S = 1.5
 # What a controller writes when it asks for the last message again (orch: after a possible merge of two callbacks).
 # A real agent reads the request and re-sends; the scripted one recognises these words in a follow-up.
@@ -572,10 +573,20 @@ class Agent:
         self.console.say(f"• {'Appended to' if append else 'Wrote'} {path}")
 
     def git(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """Run git in the working directory."""
-        return subprocess.run(
-            ["git", *args], cwd=self.workdir, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL
-        )
+        """Run git in the working directory.
+
+        Siblings share one checkout: a sibling's `git add` or `git commit` at the same moment holds the index lock,
+        and git refuses at once ("Unable to create '…/index.lock': File exists"). An agent then runs the command
+        again, as this one does for a few seconds; any other failure is shown as it is.
+        """
+        deadline = time.monotonic() + INDEX_LOCK_WAIT_S
+        while True:
+            done = subprocess.run(
+                ["git", *args], cwd=self.workdir, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL
+            )
+            if done.returncode == 0 or "index.lock" not in done.stderr or time.monotonic() > deadline:
+                return done
+            time.sleep(0.1)
 
     def commit(self, message: str) -> None:
         """Stage and commit; remember the SHA.

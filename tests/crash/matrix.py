@@ -2,8 +2,8 @@
 
 Not part of `python3 -m pytest` (it takes minutes); `.ci/run` runs it as its own lane:
 `python3 tests/crash/matrix.py [--jobs N] [--only CASE ...]`. The demo's 3-worker plan runs on a private simulator
-with a short settle. orch's herdr is a logging wrapper around the simulator (ORCH_HERDR), so every argv orch passed
-to herdr and every answer is logged by the herdr process itself, even when orch dies during the call; the herdr
+with a short settle. The simulator logs every argv orch passed to herdr and every answer (HERDR_SIM_CALL_LOG, written
+by herdr itself, so even a call whose caller died before reading the answer is in it); the herdr
 boundary's test seam (`orchestrator.herdr.CrashSeam`) signals orch just before or just after its call N.
 """
 
@@ -17,7 +17,9 @@ import re
 import signal
 import subprocess
 import sys
+import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -27,6 +29,7 @@ from typing import Any
 
 from orchestrator import demo
 from orchestrator.demo import Stage, build_project, demo_data
+import contextlib
 
 ORCH = [sys.executable, "-m", "orchestrator"]
 SETTLE_MS = "100"  # herdr's own agent settle is 3 s; the matrix needs hundreds of runs
@@ -68,7 +71,8 @@ class MatrixStage(Stage):
     """The demo's stage with a short agent settle."""
 
     def overrides(self) -> dict[str, str]:
-        return {**super().overrides(), "HERDR_SIM_SETTLE_MS": SETTLE_MS}
+        # The call zygote (herdr_sim.forks): the same calls and answers at a quarter of the CPU of a cold start each.
+        return {**super().overrides(), "HERDR_SIM_SETTLE_MS": SETTLE_MS, "HERDR_SIM_FORKSERVER": "1"}
 
 
 def command(argv: Sequence[str]) -> tuple[str, ...]:
@@ -78,6 +82,49 @@ def command(argv: Sequence[str]) -> tuple[str, ...]:
         words = words[2:]
     two = tuple(words[:2])
     return two if two in READS or two in COUNTED or len(words) < 2 or words[1].startswith("-") is False else tuple(words[:1])
+
+
+class Stopped(Exception):
+    """The matrix was interrupted: cases not yet started are skipped, running ones are killed and torn down."""
+
+
+STOP = threading.Event()
+_LIVE: set[subprocess.Popen[str]] = set()  # the orch processes the cases are running now
+_LIVE_LOCK = threading.RLock()  # re-entrant: a signal handler may call stop_all while the main thread is in it
+
+
+def run_orch(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """One `orch` process of a case, in a session of its own (SIGINT "to orch's process group" reaches orch and
+    nothing of the harness), registered so an interrupted matrix can kill it."""
+    with _LIVE_LOCK:
+        if STOP.is_set():
+            raise Stopped
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        _LIVE.add(proc)
+    try:
+        out, err = proc.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate()
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
+    if STOP.is_set():
+        raise Stopped
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def stop_all() -> None:
+    """Interrupted: no new case starts, every running orch is killed (its case then tears its stage down)."""
+    with _LIVE_LOCK:
+        STOP.set()
+        for proc in _LIVE:
+            kill_group(proc)
 
 
 RUN_ID = re.compile(r"w\d+:p\d+-\d{8}T\d{6}Z")
@@ -105,48 +152,21 @@ def signature(argv: Sequence[str]) -> str | None:
     return f"agent prompt {words[2]} {' '.join(text.split())[:80]}"
 
 
-WRAPPER = """#!{python} -S
-# herdr for the crash matrix: the simulator's CLI, logging argv, exit code and answer of every call (O_APPEND lines).
-import contextlib, io, json, os, sys
-sys.dont_write_bytecode = False
-sys.path.append({root!r})
-from herdr_sim.cli import main
-out = io.StringIO()
-with contextlib.redirect_stdout(out):
-    try:
-        code = main()
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else 1
-line = json.dumps({{"pid": os.getppid(), "argv": sys.argv, "rc": code, "stdout": out.getvalue()}}) + "\\n"
-fd = os.open({log!r}, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-os.write(fd, line.encode())
-os.close(fd)
-sys.stdout.write(out.getvalue())
-sys.stdout.flush()
-sys.exit(code)
-"""
-
-
-def write_wrapper(root: Path) -> Path:
-    """The logging herdr (orch's ORCH_HERDR) of one case."""
-    target = root / "herdr-logged"
-    source = str(Path(demo.__file__).resolve().parents[1])
-    target.write_text(WRAPPER.format(python=sys.executable, root=source, log=str(root / "herdr.log")))
-    target.chmod(0o755)
-    return target
-
-
 def read_log(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def run_case(case: Case, keep: bool = False) -> Outcome:
+def run_case(case: Case, parent: Path, keep: bool = False) -> Outcome:
     """Build a fresh world, run the plan with the case's crash, resume until it reports, and collect the facts."""
     started = time.monotonic()
     outcome = Outcome(case)
-    root = Path(tempfile.mkdtemp(prefix="orch-crash-", dir=os.environ.get("ORCH_CRASH_TMP", "/tmp")))
+    if STOP.is_set():
+        outcome.problems.append("not run: the matrix was interrupted")
+        return outcome
+    # Named orch-crash-* too: TEMP_ROOT then masks the whole case root in logged paths.
+    root = Path(tempfile.mkdtemp(prefix="orch-crash-", dir=parent))
     stage = MatrixStage(root, "acme")
     try:
         repo = stage.src_root / "acme" / "widgets"
@@ -155,7 +175,9 @@ def run_case(case: Case, keep: bool = False) -> Outcome:
         plan = root / "plan.toml"
         plan.write_text(demo_data("plan.toml"))
         env = stage.start()
-        env.update(ORCH_HOME=str(root / "orch-home"), ORCH_HERDR=str(write_wrapper(root)), ORCH_TEST_HERDR_CALLS=str(root / "calls.log"))
+        assert stage.sim is not None
+        env.update(ORCH_HOME=str(root / "orch-home"), ORCH_HERDR=str(stage.sim.paths.bin / "herdr"), ORCH_TEST_HERDR_CALLS=str(root / "calls.log"),
+                   HERDR_SIM_CALL_LOG=str(root / "herdr.log"))
         env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
         env.pop("ORCH_TEST_CRASH_AT", None)
 
@@ -163,8 +185,7 @@ def run_case(case: Case, keep: bool = False) -> Outcome:
             run_env = dict(env)
             if crash:
                 run_env["ORCH_TEST_CRASH_AT"] = crash
-            # A session of its own: SIGINT "to orch's process group" reaches orch and nothing of the harness.
-            return subprocess.run([*ORCH, *args], env=run_env, capture_output=True, text=True, timeout=600, start_new_session=True)
+            return run_orch([*ORCH, *args], run_env)
 
         steps = [orch(["run", str(plan), "--json", "--interval", INTERVAL], case.run_crash)]
         run_calls = len(read_log(root / "calls.log"))
@@ -199,11 +220,15 @@ def run_case(case: Case, keep: bool = False) -> Outcome:
         outcome.facts["open"] = still_open(stage, env)
         outcome.facts["commits"] = commits(repo)
         outcome.facts["created_panes"] = created_panes(outcome.calls, env["HERDR_PANE_ID"])
+    except Stopped:
+        outcome.problems.append("not finished: the matrix was interrupted")
     except Exception as exc:  # a broken case is a problem of that case, not the end of the matrix
         outcome.problems.append(f"harness: {type(exc).__name__}: {exc}")
     finally:
         if not keep:
-            stage.tear_down()
+            cleanup = stage.tear_down()
+            if cleanup.problems:
+                outcome.problems.append("tear-down: " + "; ".join(cleanup.problems))
         outcome.seconds = time.monotonic() - started
     return outcome
 
@@ -212,8 +237,10 @@ def still_open(stage: Stage, env: dict[str, str]) -> dict[str, list[str]]:
     """What herdr still holds besides the controller's own workspace and pane."""
     assert stage.sim is not None
 
+    binary = str(stage.sim.paths.bin / "herdr")
+
     def herdr(*argv: str) -> dict[str, Any]:
-        done = stage.sim.run(list(argv))
+        done = subprocess.run([binary, *argv], env=stage.sim.env(), capture_output=True, text=True, timeout=60)
         return json.loads(done.stdout)["result"] if done.returncode == 0 else {}
 
     panes = [p["pane_id"] for p in herdr("pane", "list").get("panes", []) if p["pane_id"] != env["HERDR_PANE_ID"]]
@@ -223,13 +250,19 @@ def still_open(stage: Stage, env: dict[str, str]) -> dict[str, list[str]]:
 
 
 def commits(repo: Path) -> dict[str, list[str]]:
-    """Commit subjects on every branch but main (the agents' work and the integration branch)."""
+    """The agents' commit subjects on every branch but main (their own branches and the integration branch).
+
+    Merge commits are left out: which sibling's verified head integration merges first (and so whether a shared
+    branch takes one merge or two) follows the order the siblings' results are verified in, which is the agents'
+    timing, crash or not. What must hold is the issue's "no agent commit lost": every agent commit on its branch and,
+    merged, on the integration branch, exactly as in the clean run.
+    """
     refs = subprocess.run(["git", "for-each-ref", "--format=%(refname:short)", "refs/heads"], cwd=repo, capture_output=True, text=True, timeout=30).stdout.split()
     found = {}
     for ref in refs:
         if ref == "main":
             continue
-        log = subprocess.run(["git", "log", "--format=%s", f"main..{ref}"], cwd=repo, capture_output=True, text=True, timeout=30).stdout
+        log = subprocess.run(["git", "log", "--no-merges", "--format=%s", f"main..{ref}"], cwd=repo, capture_output=True, text=True, timeout=30).stdout
         found[ref] = sorted(re.sub(r"\b[0-9a-f]{12}\b", "<sha>", line) for line in log.splitlines())
     return found
 
@@ -305,17 +338,17 @@ def mutating(calls: Sequence[dict[str, Any]]) -> list[int]:
     return numbers
 
 
-def cases_for(clean: Outcome, resume_probe: dict[int, int], every: int = 1) -> list[Case]:
+def cases_for(clean: Outcome, resume_probe: dict[int, int], every: int = 1, offset: int = 0) -> list[Case]:
     """Every call twice (before/after) with SIGKILL; every mutating call with SIGTERM and SIGINT; second crashes."""
     run_pid = clean.started[0]["pid"] if clean.started else None
     own = [c for c in clean.started if c["pid"] == run_pid]
     total = len(own)
-    cases = [Case(f"kill-{when}-{n}", f"{n}:{when}:KILL") for n in range(1, total + 1, every) for when in ("before", "after")]
-    for n in mutating(own)[::every]:
+    cases = [Case(f"kill-{when}-{n}", f"{n}:{when}:KILL") for n in range(1 + offset, total + 1, every) for when in ("before", "after")]
+    for n in mutating(own)[offset::every]:
         cases.append(Case(f"term-{n}", f"{n}:before:TERM"))
         cases.append(Case(f"int-{n}", f"{n}:before:INT"))
     for first, resume_total in sorted(resume_probe.items()):
-        for m in range(1, resume_total + 1, every):
+        for m in range(1 + offset, resume_total + 1, every):
             cases.append(Case(f"kill-after-{first}-resume-kill-after-{m}", f"{first}:after:KILL", f"{m}:after:KILL"))
     return cases
 
@@ -325,16 +358,65 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("ORCH_CRASH_JOBS", "3")))
     parser.add_argument("--only", nargs="*", help="run only these cases (names as printed), e.g. kill-after-14")
     parser.add_argument("--second", type=int, default=6, help="first-crash points whose resume is crashed again at every call")
-    parser.add_argument("--keep", action="store_true", help="keep the stages of failing cases (debugging)")
+    parser.add_argument("--keep", action="store_true", help="keep the stages of the cases (debugging); they are left in the temp dir")
     parser.add_argument("--every", type=int, default=1, help="only every Nth call (a quicker, partial matrix while debugging)")
+    parser.add_argument("--offset", type=int, default=0, help="with --every: start at this call (0-based), to split the matrix")
     args = parser.parse_args(argv)
-    # A background job of a non-interactive shell starts with SIGINT ignored, and children inherit that: orch would
-    # never see the matrix's Ctrl-C. Children of this process start with the default action instead.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    # A background job of a non-interactive shell starts with SIGINT ignored, and children inherit an ignored signal:
+    # orch would never see the seam's SIGINT. With a handler here, children start with the default action instead.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
     for name, value in demo._GIT_ISOLATION.items():
         os.environ[name] = value
+    # Every case's stage lives in one folder of the temp dir, removed on every way out (a case that failed included).
+    parent = Path(tempfile.mkdtemp(prefix="orch-crash-", dir=os.environ.get("ORCH_CRASH_TMP") or None))
+    try:
+        return _matrix(args, parent)
+    except KeyboardInterrupt:
+        print("crash matrix: interrupted; every stage was torn down", file=sys.stderr)
+        return 130
+    finally:
+        if not args.keep:
+            shutil.rmtree(parent, ignore_errors=True)
+            if parent.exists():
+                print(f"crash matrix: could not remove {parent}", file=sys.stderr)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    # SIGTERM and SIGHUP stop the matrix as Ctrl-C does: the running cases' orch processes are killed at once (each
+    # case then tears its stage down: simulator, tmux, agents, temp folder), and no further case starts. A second
+    # signal changes nothing: the tear-downs under way must finish, or their stages would be left behind.
+    if STOP.is_set():
+        return
+    stop_all()
+    raise KeyboardInterrupt
+
+
+class Cases:
+    """The cases running on a thread pool; leaving the block (an interrupt included) waits until every started case
+    has torn its stage down, and cancels the ones not started."""
+
+    def __init__(self, jobs: int) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=jobs)
+
+    def __enter__(self) -> Cases:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if kind is not None:
+            stop_all()
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def run(self, cases: Sequence[Case], parent: Path, keep: bool) -> Iterable[Outcome]:
+        futures = [self.pool.submit(run_case, case, parent, keep) for case in cases]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def _matrix(args: argparse.Namespace, parent: Path) -> int:
     began = time.monotonic()
-    clean = run_case(Case("clean"))
+    clean = run_case(Case("clean"), parent)
     if clean.problems or clean.facts.get("verdict") is None:
         print(f"crash matrix: the clean run did not report: {clean.problems} {clean.facts.get('stderr')}", file=sys.stderr)
         return 1
@@ -346,16 +428,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         muts = mutating(own)
         picks = [muts[round(i * (len(muts) - 1) / max(1, args.second - 1))] for i in range(args.second)] if muts else []
         probe: dict[int, int] = {}
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-            for first, done in zip(picks, pool.map(lambda n: run_case(Case(f"probe-{n}", f"{n}:after:KILL")), picks), strict=True):
-                probe[first] = max(1, done.resume_calls)
-        cases = cases_for(clean, probe, args.every)
+        with Cases(args.jobs) as pool:
+            probes = list(pool.run([Case(f"probe-{n}", f"{n}:after:KILL") for n in picks], parent, args.keep))
+        for done in probes:
+            assert done.case.run_crash is not None
+            probe[int(done.case.run_crash.split(":")[0])] = max(1, done.resume_calls)
+        cases = cases_for(clean, probe, args.every, args.offset)
     print(f"crash matrix: {len(cases)} cases on {args.jobs} jobs", file=sys.stderr)
     results: list[Outcome] = []
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {pool.submit(run_case, case, args.keep): case for case in cases}
-        for future in as_completed(futures):
-            done = future.result()
+    with Cases(args.jobs) as pool:
+        for done in pool.run(cases, parent, args.keep):
             judge(done, clean)
             results.append(done)
             mark = "ok" if not done.problems else "FAILED: " + " | ".join(done.problems)

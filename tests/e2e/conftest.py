@@ -1,4 +1,9 @@
-"""The e2e world: an isolated simulated herdr (real tmux, scripted agents), a real git repo, and a controller pane."""
+"""The e2e world: an isolated simulated herdr (real tmux, scripted agents), a real git repo, and a controller pane.
+
+With ORCH_HERDR set (the live lane: `ORCH_HERDR=$(command -v herdr) python3 -m pytest -m live_herdr tests/e2e`, from
+a pane of a herdr session named `acme`) the world is built on that herdr instead, and only the scenarios marked
+`live_herdr` run: the others need the simulator's scripted agents, faults or knobs and are skipped with that reason.
+"""
 
 from __future__ import annotations
 
@@ -21,22 +26,43 @@ pytestmark = pytest.mark.e2e
 
 ORCH = [sys.executable, "-m", "orchestrator"]
 
+# Read at import, before tests/conftest.py's isolation drops the real HOME, HERDR_* and ORCH_HERDR for each test.
+OUTER = dict(os.environ)
+LIVE = shutil.which(OUTER["ORCH_HERDR"]) if OUTER.get("ORCH_HERDR") else None
+# What a live world keeps of the shell it was started from: the herdr server it talks to, and (for a simulator named
+# by ORCH_HERDR, the lane's own rehearsal) the simulator's home and release.
+# HOME too: herdr's `integration status` reads the person's agent configs (HOME, CODEX_HOME, CLAUDE_CONFIG_DIR); orch's
+# own state stays in the test's ORCH_HOME and git keeps the test identity.
+_LIVE_ENV = ("HERDR_SOCKET_PATH", "HERDR_SESSION", "HERDR_SIM_HOME", "HERDR_SIM_VERSION", "HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR")
+SIMULATOR_ONLY = "needs the simulator (scripted agents, faults or its knobs): the live lane (ORCH_HERDR) runs only the tests marked live_herdr"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In the live lane, skip every e2e test that is not marked live_herdr, saying why."""
+    if LIVE is None:
+        return
+    here = Path(__file__).resolve().parent
+    for item in items:
+        if Path(str(item.path)).resolve().parent == here and item.get_closest_marker("live_herdr") is None:
+            item.add_marker(pytest.mark.skip(reason=SIMULATOR_ONLY))
+
 
 @dataclass
 class World:
     """Everything an e2e test drives: `herdr(...)` and `orch(...)` run as real processes with the controller's env."""
 
-    sim: SimServer
+    sim: SimServer | None  # None in the live lane: the herdr ORCH_HERDR names, whose server the caller runs
     repo: Any  # tests/conftest.py GitRepo at <src_root>/acme/widgets
     src_root: Path
     orch_home: Path
     scenarios: Path
     controller_pane: str
     env: dict[str, str] = field(default_factory=dict)
+    binary: str = "herdr"  # the simulator's `herdr` on the world's PATH, or the live lane's ORCH_HERDR
 
     def herdr(self, *argv: str) -> Any:
-        """Run one simulated herdr command as the controller; parsed JSON (or raw text) on success."""
-        proc = subprocess.run(["herdr", *argv], env=self.env, capture_output=True, text=True, timeout=120)
+        """Run one herdr command as the controller; parsed JSON (or raw text) on success."""
+        proc = subprocess.run([self.binary, *argv], env=self.env, capture_output=True, text=True, timeout=120)
         if proc.returncode != 0:
             raise AssertionError(f"herdr {' '.join(argv)} exited {proc.returncode}: {proc.stderr}")
         out = proc.stdout
@@ -75,6 +101,9 @@ def make_world(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Itera
     Contract requires; pass ``session=None`` for herdr's default session.
     """
     servers: list[SimServer] = []
+    if LIVE is not None:
+        yield from _live_worlds(tmp_path, git_repo_factory)
+        return
 
     def build(
         *, settle_ms: int = 300, integrations: str | None = None, controller_in_repo: bool = True, session: str | None = "acme"
@@ -126,3 +155,65 @@ def make_world(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Itera
 def world(make_world: Callable[..., World]) -> World:
     """The default world: the controller pane is the root pane of a workspace opened on the repo's checkout."""
     return make_world()
+
+
+def _live_worlds(tmp_path: Path, git_repo_factory: Callable[[Path], Any]) -> Iterator[Callable[..., World]]:
+    """make_world for the live lane: a repo and a controller workspace of our own on the herdr ORCH_HERDR names;
+    every workspace the test leaves on it is closed afterwards. Options it cannot honour skip the test."""
+    assert LIVE is not None
+    binary = LIVE
+    created: list[str] = []  # our controller workspaces
+    kept: set[str] = set()  # what the herdr had before the first world: never closed
+    env: dict[str, str] = {}
+
+    def run(argv: list[str]) -> Any:
+        done = subprocess.run([binary, *argv], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, f"{binary} {' '.join(argv)} exited {done.returncode}: {done.stderr}"
+        return json.loads(done.stdout)["result"]
+
+    def build(*, settle_ms: int = 300, integrations: str | None = None, controller_in_repo: bool = True, session: str | None = "acme") -> World:
+        del settle_ms  # the real agents' settle is herdr's own
+        if integrations is not None:
+            pytest.skip("needs the simulator's integration states (HERDR_SIM_INTEGRATIONS)")
+        env.update(os.environ)
+        env.update({k: OUTER[k] for k in _LIVE_ENV if k in OUTER})
+        status = json.loads(subprocess.run([binary, "status", "--json"], env=env, capture_output=True, text=True, timeout=60).stdout)
+        if not status["server"]["running"]:
+            pytest.skip(f"the herdr ORCH_HERDR names ({binary}) has no running server: start herdr first")
+        current = status["client"]["session"]
+        if current != session:
+            pytest.skip(f"this scenario runs in the herdr session {session or 'default'}: run the live lane from a pane of "
+                        f"`herdr --session {session}`" if session else "this scenario runs in herdr's default session")
+        src_root = tmp_path / "src"
+        repo = git_repo_factory(src_root / "acme" / "widgets")
+        scenarios = tmp_path / "scenarios.toml"
+        scenarios.write_text("")
+        if not created:
+            kept.update(w["workspace_id"] for w in run(["workspace", "list"])["workspaces"])
+        made = run(["workspace", "create", "--cwd", str(repo.path) if controller_in_repo else str(tmp_path), "--no-focus"])
+        created.append(made["workspace"]["workspace_id"])
+        pane = made["root_pane"]
+        world_env = dict(env)
+        world_env.update(
+            HERDR_ENV="1",
+            HERDR_PANE_ID=pane["pane_id"],
+            HERDR_TAB_ID=pane["tab_id"],
+            HERDR_WORKSPACE_ID=pane["workspace_id"],
+            ORCH_HERDR=binary,
+            ORCH_HOME=str(tmp_path / "orch-home"),
+            ORCH_SRC_ROOT=str(src_root),
+        )
+        return World(sim=None, repo=repo, src_root=src_root, orch_home=tmp_path / "orch-home", scenarios=scenarios,
+                     controller_pane=pane["pane_id"], env=world_env, binary=binary)
+
+    yield build
+    if not created:
+        return
+    # Our workspaces, and any the scenario made on the repo under tmp_path (orch's repo workspace); never another.
+    for ws in run(["workspace", "list"])["workspaces"]:
+        wid = ws["workspace_id"]
+        if wid in kept:
+            continue
+        panes = run(["pane", "list", "--workspace", wid])["panes"]
+        if wid in created or all(str(p.get("cwd", "")).startswith(str(tmp_path)) for p in panes):
+            subprocess.run([binary, "workspace", "close", wid], env=env, capture_output=True, text=True, timeout=60)

@@ -523,3 +523,37 @@ def test_agent_kind_is_reported(world: World) -> None:
     claude.type("/exit")
     assert claude.exit_status() == 0
     assert world.calls() == [report("idle", kind="claude")]
+
+
+REPEAT = "Your last message did not reach the controller on its own. Send your last message again, unchanged."
+
+
+def test_asked_to_send_its_last_message_again_it_resends_it_unchanged_and_still_waits(world: World, pane: Pane) -> None:
+    """What a real agent does with orch's request after a possible merge: the same callback again, nothing else."""
+    scenario(world, '[[task.feature-a]]\ndo = "blocked"\nmessage = "Need the API token."\n\n'
+                    '[[task.feature-a]]\ndo = "write"\npath = "src/greet/token.txt"\n\n[[task.feature-a]]\ndo = "result"\nchecks = "claimed"\n')
+    pane.paste(world.packet())
+    pane.until_prompt()
+    pane.paste(envelope("follow-up", REPEAT))
+    pane.until_prompt()
+    assert world.calls()[1:] == [
+        report("working"), callback("blocked", "Need the API token."), report("idle"),
+        report("working"), callback("blocked", "Need the API token."), report("idle"),
+    ]  # fmt: skip
+    assert pane.transcript().endswith("• Asked to send my last message again.\n• Sending blocked:\n    Need the API token.\n"
+                                      "• Sent blocked.\n• Blocked; waiting for the controller.\n\u203a ")
+    # Still waiting: the answer continues the scenario where the block stopped it, and the result goes out once.
+    pane.paste(envelope("answer", "Use the staging token."))
+    pane.until_prompt()
+    assert (world.workdir / "src/greet/token.txt").read_text() == "Use the staging token.\n"
+    assert [call[3].split("\n")[0] for call in world.calls() if call[:2] == ["agent", "prompt"]][-1].endswith("kind=result reply-to=w1:p2]")
+
+
+def test_asked_to_send_its_last_message_again_before_sending_any_it_says_so(world: World, pane: Pane) -> None:
+    scenario(world, '[[task.feature-a]]\ndo = "write"\npath = "src/greet/a.txt"\n')
+    pane.paste(world.packet())
+    pane.until_prompt()
+    pane.paste(envelope("follow-up", REPEAT))
+    pane.until_prompt()
+    assert [c for c in world.calls() if c[:2] == ["agent", "prompt"]] == []
+    assert pane.transcript().endswith("• Nothing to send again: I have sent no message yet.\n\u203a ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -267,6 +268,29 @@ def test_09_row2_the_wait_gate_needs_working_or_blocked(sim: SimServer, version:
     assert code == (1 if version == "0.9" else 0)
 
 
+def test_09_row3_a_long_codex_prompt_is_one_ordered_submission(sim: SimServer, version: str, tmp_path: Path) -> None:
+    """0.9's paste boundary and expired-submission rejection are Windows-only (not played: docs/simulator.md); on
+    every profile a long prompt arrives whole, text then Enter. orch sends each packet as one `agent prompt` word
+    (tests/orchestrator/test_herdr_argv_contract.py) and never resends one whose outcome it does not know."""
+    herdr = boundary(sim)
+    pane = workspace(sim, tmp_path)
+    got = tmp_path / "got.txt"
+    run_in(sim, pane, f"(exec -a codex cat > {got})")  # a foreground job herdr knows as codex by its argv0
+    eventually(lambda: any((a.pane_id, a.agent) == (pane, "codex") for a in herdr.agent_list()), what="cat seen as a codex agent")
+    text = " ".join(f"word{n:04d}" for n in range(300))  # 2,699 characters: under a tty's 4,096-byte line
+    herdr.agent_prompt(pane, text)
+    eventually(lambda: got.exists() and got.read_text() == text + "\n", what="the whole prompt, then Enter")
+
+
+def test_09_row7_worktree_json_is_still_the_hidden_no_op(sim: SimServer, version: str, git_repo_factory: Any, tmp_path: Path) -> None:
+    """0.9's docs do not show worktree `--json` and its source could not be checked: the simulator keeps 0.8.2's
+    hidden no-op on every profile (a listed deviation), and orch's worktree forms keep sending it."""
+    herdr = boundary(sim)
+    repo = git_repo_factory(tmp_path / "repo")
+    listed = herdr.worktree_list(cwd=repo.path)
+    assert (herdr.calls[-1].argv[-1], [w.path for w in listed.worktrees]) == ("--json", [str(repo.path)])
+
+
 def test_09_row4_recent_reads_include_what_is_on_screen(sim: SimServer, version: str, tmp_path: Path) -> None:
     pane = workspace(sim, tmp_path)
     run_in(sim, pane, "echo on-screen-line")
@@ -328,6 +352,84 @@ def test_09_rows11_12_a_client_and_a_server_of_different_releases(tmp_path: Path
         assert (raised.value.code, raised.value.message, raised.value.hint) == (
             "protocol_mismatch", f"herdr workspace list: the herdr CLI and server do not fit (protocol_mismatch: {said})",
             "`herdr status` shows both versions: upgrade the herdr CLI, or restart the server with it (`herdr server stop`, then `herdr`)")
+
+
+def test_09_row9_no_event_stream_is_played_and_orch_polls(tmp_path: Path, version: str) -> None:
+    """0.9's subscriptions start with live events only. orch never subscribes (it polls the CLI:
+    test_herdr_argv_contract.py), and the simulator offers no events on any profile (a listed deviation)."""
+    methods = offline(tmp_path, version).api_schema_methods()
+    assert [m for m in methods if m.startswith("events.")] == []
+
+
+def test_09_row10_no_session_is_gone_in_09(tmp_path: Path, version: str) -> None:
+    env = {**os.environ, "HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version}
+    done = subprocess.run([herdr_sim(), "--no-session"], env=env, capture_output=True, text=True, timeout=30)
+    listed = "--no-session" in subprocess.run([herdr_sim(), "--help"], env=env, capture_output=True, text=True, timeout=30).stdout
+    if version == "0.9":
+        assert (done.returncode, done.stderr, listed) == (2, "unknown option: --no-session\nrun 'herdr --help' for usage\n", False)
+    else:  # a launch option: the TUI, which the simulator does not play
+        assert (done.returncode, done.stderr, listed) == (2, "herdr-sim: the interactive TUI is not simulated; use a subcommand\n", True)
+
+
+def test_09_row13_orchs_creates_leave_every_clients_view_alone(sim: SimServer, version: str, tmp_path: Path) -> None:
+    """0.9 clients view workspaces and tabs independently; the simulator has no client, only the focus herdr keeps.
+    orch's creates and splits (all --no-focus) leave it where it was on every profile."""
+    herdr = boundary(sim)
+    first = ok(sim.run(["workspace", "create", "--cwd", str(tmp_path), "--focus"]))["root_pane"]["pane_id"]
+    before = sim.focus_history()
+    created = herdr.workspace_create(cwd=tmp_path, label="orch")
+    herdr.tab_create(workspace=created.workspace.workspace_id, cwd=tmp_path)
+    herdr.pane_split(created.root_pane.pane_id, direction="down", cwd=tmp_path)
+    assert (before[-1], sim.focus_history()) == (first, before)
+
+
+def test_09_row14_new_errors_map_to_their_types(tmp_path: Path, version: str) -> None:
+    """0.9's new `workspace_group_close_required` is HerdrGroupCloseRequired (row 8's test); its `--machine` refusals
+    are usage errors, exit 2 with `error: …` on stderr (not JSON), which orch's boundary reads as a usage error.
+    Before 0.9 `--machine` is an unknown option, also exit 2."""
+    from orchestrator.errors import HerdrCall
+    from orchestrator.herdr import error_for
+
+    env = {**os.environ, "HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version}
+    argv = [herdr_sim(), "--machine", "mac", "agent", "list"]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
+    said = "error: unknown machine 'mac'; use `herdr machine list`" if version == "0.9" else "unknown option: --machine / run 'herdr --help' for usage"
+    mapped = error_for(HerdrCall(tuple(argv), done.returncode, done.stdout, done.stderr, 0.0))
+    assert (type(mapped), mapped.message) == (e.HerdrUsageError, f"herdr-sim --machine: herdr rejected orch's arguments: {said}")
+
+
+MACHINE_CASES = [
+    (["--machine", "mac", "agent", "list"], "error: unknown machine 'mac'; use `herdr machine list`"),
+    (["--machine=mac", "pane", "list"], "error: unknown machine 'mac'; use `herdr machine list`"),
+    (["--machine", "mac", "status", "--json"], "error: `status --json` is not an API-backed machine command; --machine does not run local management commands or attach a TUI"),
+    (["--machine", "mac", "api", "schema"], "error: `api schema` is not an API-backed machine command; --machine does not run local management commands or attach a TUI"),
+    (["--machine", "mac", "agent", "attach", "w1:p1"], "error: `agent attach` is not an API-backed machine command; --machine does not run local management commands or attach a TUI"),
+    (["--session", "s", "--machine", "mac", "agent", "list"], "error: --machine cannot be combined with other launch options; it uses the saved machine's session"),
+    (["--machine", "mac", "--machine", "b", "agent", "list"], "error: --machine can only be specified once"),
+    (["--machine"], "error: missing value for --machine"),
+    (["--machine="], "error: --machine requires a saved machine label or profile ID"),
+    (["--machine", "--help"], "error: --machine requires a saved machine label or profile ID"),
+    (["--machine", "mac"], "error: usage: herdr --machine <label-or-id> <command>"),
+]
+
+
+@pytest.mark.parametrize(("argv", "stderr"), MACHINE_CASES, ids=[" ".join(a) for a, _ in MACHINE_CASES])
+def test_09_machines_the_machine_prefix(tmp_path: Path, version: str, argv: list[str], stderr: str) -> None:
+    """0.9.1's `herdr --machine <selector> <command>` (0.9 DELTA, multi-machine; src/cli/target.rs at b04bda09): the
+    prefix rules, the forwarded commands and the selector. The simulator saves no machines (it plays one local
+    server), so a well-formed call ends at "unknown machine". Before 0.9.1 `--machine` is an unknown option. orch
+    never sends it (test_herdr_argv_contract.py::test_09_machines_orch_drives_only_its_own_herdr)."""
+    env = {**os.environ, "HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version}
+    done = subprocess.run([herdr_sim(), *argv], env=env, capture_output=True, text=True, timeout=30)
+    first = next(a for a in argv if a.startswith("--machine"))
+    expected = f"{stderr}\n" if version == "0.9" else f"unknown option: {first}\nrun 'herdr --help' for usage\n"
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", expected)
+
+
+def test_09_machines_a_machine_word_after_the_command_is_payload(sim: SimServer, version: str, tmp_path: Path) -> None:
+    pane = workspace(sim, tmp_path)
+    ok(sim.run(["pane", "send-text", pane, "--machine"]))
+    eventually(lambda: "$ --machine" in screen(sim, pane, "visible"), what="--machine typed as text")
 
 
 def test_09_row15_api_schema_methods(tmp_path: Path, version: str) -> None:

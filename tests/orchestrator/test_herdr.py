@@ -668,3 +668,22 @@ def test_real_missing_and_unexecutable_binaries(tmp_path: Path) -> None:
             HerdrCli(str(binary)).version()
         assert str(info.value) == expected.format(binary)
     assert os.access(not_exec, os.X_OK) is False
+
+
+def test_082_row8_a_read_outlasts_herdrs_alternate_screen_scroll() -> None:
+    """herdr 0.8.x collects an idle alternate-screen agent's history by scrolling it: up to 15 s + 5 s per read
+    (../shared/herdr-0.8.2/DELTA.md row 8). orch's reads get its default timeout, which is longer."""
+    runner = FakeRunner(ok("text\n"))
+    cli = make_cli(runner)
+    cli.pane_read("w1:p2", source="recent", lines=40)
+    cli.agent_read("r", source="recent-unwrapped", lines=60)
+    assert runner.timeouts == [30.0, 30.0] and min(runner.timeouts) > 15 + 5
+
+
+@pytest.mark.parametrize("server, delay", [
+    ("0.7.5", 0.0), ("0.8.0", 0.3), ("0.8.2", 0.3), ("0.9.0", 0.0), ("0.9.1", 0.0), ("1.0.0", 0.0), ("nightly", 0.3),
+])  # fmt: skip
+def test_features_say_how_long_a_prompts_enter_may_follow_its_answer(server: str, delay: float) -> None:
+    # 0.8.x writes Enter 300 ms after answering (#1878); 0.9 before it; an unparsable version is waited out to be safe.
+    status = sample("status.json").replace('"running":true,"version":"0.7.5"', f'"running":true,"version":"{server}"')
+    assert make_cli(FakeRunner(ok(status))).features().prompt_enter_delay_s == delay

@@ -299,3 +299,78 @@ def test_help_words_later_in_the_argv_are_plain_text() -> None:
     seam = Seam(out("agent_prompt.json"))
     HerdrCli("herdr", runner=seam).agent_prompt("feat-a", "--help")
     assert seam.argvs == [["herdr", "agent", "prompt", "feat-a", "--help"]]
+
+
+# --- 0.9 DELTA rows orch meets only by what it never sends (../shared/herdr-0.9.1/DELTA.md) -------------------------
+# tests/herdr_sim/test_versions.py shows the simulator's side of each row; these show orch's.
+
+COMMANDS = {"status", "session", "integration", "api", "workspace", "tab", "pane", "worktree", "agent"}
+
+
+def test_09_row9_orch_polls_and_never_subscribes_to_events() -> None:
+    """0.9's event subscriptions start with live events only ("subscribe before the snapshot"): orch polls the CLI,
+    so no form it sends subscribes or waits on events."""
+    assert [f[0] for f in FORMS if "events" in f[2] or any("subscribe" in w for w in f[2])] == []
+
+
+def test_09_row10_orch_never_launches_herdr() -> None:
+    """0.9 removed `--no-session`; orch never sends it, nor any other launch form (plain `herdr` starts the TUI):
+    every form is `--version`, `--help` or a command."""
+    assert [f[0] for f in FORMS if "--no-session" in f[2] or not (f[2] in (["--version"], ["--help"]) or f[2][0] in COMMANDS)] == []
+
+
+def test_09_row13_every_form_that_creates_or_moves_leaves_every_clients_view_alone() -> None:
+    """0.9 clients view workspaces and tabs independently; orch never moves any client's focus: every form that
+    creates or moves a pane, tab or workspace says --no-focus."""
+    creating = [f for f in FORMS if _command_path(f[2]) in ("workspace create", "tab create", "pane split", "pane move", "worktree create", "worktree open")]
+    assert len(creating) >= 6
+    assert [f[0] for f in creating if "--no-focus" not in f[2]] == []
+
+
+def test_09_machines_orch_drives_only_its_own_herdr() -> None:
+    """0.9.1's `--machine <selector>` prefix routes a command to a saved machine (exit-2 `error: …` when refused):
+    orch drives the local server only (at most `--session NAME` picks a local session), so no form carries --machine
+    or --remote, which herdr refuses beside --session (a `--machine` after the command, inside a prompt, is payload)."""
+    assert [f[0] for f in FORMS if any(w.startswith(("--machine", "--remote")) for w in f[2][:1])] == []
+    assert sim.machine_prefix(["agent", "prompt", "w4:p1", "--machine"]) is None
+
+
+# --- 0.8.2 and 0.9 DELTA rows whose handling is what orch sends, or never sends --------------------------------------
+
+ENGINE = [p for p in (Path(__file__).resolve().parents[2] / "orchestrator").rglob("*.py") if p.name != "herdr.py"]
+
+
+def _engine_calls(method: str) -> list[str]:
+    return [f"{p.name}:{n}" for p in ENGINE for n, line in enumerate(p.read_text().splitlines(), 1) if f".{method}(" in line]
+
+
+def test_082_row10_orch_names_the_pane_it_means() -> None:
+    """0.8.2 resolves `--current` to the caller, 0.7.5 to the UI-focused pane: every form orch sends names its pane,
+    except `pane current --current`, whose answer preflight checks against HERDR_PANE_ID
+    (test_preflight.py::test_082_row10_a_caller_herdr_resolves_elsewhere_stops_preflight)."""
+    assert [f[0] for f in FORMS if "--current" in f[2]] == ["pane current --current"]
+
+
+def test_082_row11_orch_never_closes_a_tab() -> None:
+    """0.8.2 closes the workspace with its last tab (0.7.5 refused): orch never sends `tab close`."""
+    assert ([f[0] for f in FORMS if _command_path(f[2]) == "tab close"], _engine_calls("tab_close")) == ([], [])
+
+
+def test_082_row12_every_read_orch_sends_answers_plain_text() -> None:
+    """0.8.2 read results carry `truncated`: orch reads only plain text (`pane read`, `agent read`), which has no
+    such field, and never sends `pane wait-output`."""
+    reads = [f for f in FORMS if _command_path(f[2]) in ("pane read", "agent read", "pane wait-output")]
+    assert [f[0] for f in reads if _command_path(f[2]) == "pane wait-output" or "--json" in f[2]] == []
+    assert all(isinstance(f[1](HerdrCli("herdr", runner=Seam(f[4]))), str) for f in reads)
+
+
+def test_09_row5_orch_never_reports_agent_state() -> None:
+    """0.9 accepts `pane report-agent` options on either side of the pane: only agents' hooks send it (the
+    simulator's scripted worker uses the old order, which every release takes); orch never does."""
+    assert ([f[0] for f in FORMS if "report-agent" in f[2]], _engine_calls("pane_report_agent")) == ([], [])
+
+
+def test_09_row6_orch_never_trusts_a_repository_by_itself() -> None:
+    """0.9's `--trust-repository` needs the person's verification of the repo, never an automatic retry: orch never
+    sends it (a refusal reaches the person as herdr's error)."""
+    assert [f[0] for f in FORMS if any(w.startswith("--trust-repository") for w in f[2])] == []

@@ -14,10 +14,12 @@ from orchestrator.errors import HerdrError
 from orchestrator.herdr_models import AgentExplain, AgentInfo, AgentPrompted, HerdrFeatures
 from orchestrator.inbox import add_message
 from orchestrator.dialogs import approve
+from orchestrator.door import hand_over, settled_check_in
 from orchestrator.errors import OrchError
 from orchestrator.observe import Observation, check_in, liveness_token, match_answer, observe, render_observe
 from orchestrator.plan import Answer
 from orchestrator.repeats import REPEAT_REQUEST
+from orchestrator.report import build_report, render_report
 from registry import Run, WorkerState
 
 S = WorkerState
@@ -395,6 +397,15 @@ def test_a_merged_prompt_asks_each_worker_in_turn_and_records_each_repeat_once(e
     accepted = [(m.task_label, m.kind) for m in engine.ledger.list_inbox(RUN) if m.verdict == "accepted"]
     assert accepted == [("feature-a", "question"), ("feature-b", "result")]
     assert observe(engine, run_of(engine), once=True).observations == ()  # the run goes on; nobody is asked again
+    # The report keeps the kept-aside text's reason (inert where printed) and says whose headers it held.
+    callbacks = render_report(build_report(engine.ledger, RUN)).splitlines()[3]
+    assert callbacks == (
+        f"Callbacks: run {RUN}; feature-a 1 accepted (question); feature-b 1 accepted (result); kept aside 2: "
+        '#1 injection (body line 1 looks like an envelope header ("Should the greeting be formal?[herdr-orchestration run=w1:p1…"); '
+        "a message has one header, its first line; possible merge of feature-a, feature-b), "
+        '#4 duplicate (the same result from "feature-b" for task "feature-b" was already accepted (fingerprint 27bf0ac34bc1)); '
+        "missing result: feature-a"
+    )
 
 
 def test_a_worker_whose_turn_ended_without_a_reply_lets_the_next_be_asked_after_the_late_enter(engine: Engine, herdr: FakeHerdr) -> None:
@@ -430,3 +441,42 @@ def test_a_header_in_a_body_asks_only_live_workers_and_the_same_text_again_asks_
         ("possible_merge", "the same text as possible merge #2 again: the sender's own message, so nobody is asked again (feature-a, feature-b)"),
     ]
     assert [target for target, _ in herdr.prompts] == ["w1:pa"]
+
+
+def test_a_handover_waits_for_a_named_worker_to_end_its_turn_then_asks_it(engine: Engine, herdr: FakeHerdr, monkeypatch: pytest.MonkeyPatch) -> None:
+    herdr.states.update({"w1:pa": "working", "w1:pb": "working"})  # both still ending the turn they called back in
+    add_message(engine, run_of(engine), merged())
+    clock = engine.clock
+    advance = clock.sleep
+
+    def sleep(seconds: float) -> None:
+        advance(seconds)
+        herdr.states["w1:pa"] = "idle"  # feature-a's turn ends while the handover's check-in waits
+
+    monkeypatch.setattr(clock, "sleep", sleep)
+    result = settled_check_in(engine, run_of(engine))
+    assert [(o.round, o.task, o.what) for o in result.observations] == [
+        (1, "feature-a", "kept_aside"), (1, None, "possible_merge"), (2, "feature-a", "asked_to_repeat"),
+    ]  # fmt: skip
+    assert herdr.prompts == [("w1:pa", repeat_request("feature-a"))]
+
+
+def test_the_door_hands_a_merged_prompt_over_as_one_message_and_waits_for_each_repeat(engine: Engine, herdr: FakeHerdr) -> None:
+    """`orch inbox add --check-in` as the controller agent calls it: the merged prompt, then each repeat as it comes."""
+    herdr.states.update({"w1:pa": "idle", "w1:pb": "idle"})
+    sep = "q7Rk2mXw9aT4vLp8"
+    first = hand_over(engine, run_of(engine), merged(), separator=sep)
+    assert [(m.verdict, m.reason_code) for m in first.messages] == [("kept_aside", "injection")]
+    assert [(o.task, o.what) for o in first.check_in.observations] == [
+        ("feature-a", "kept_aside"), (None, "possible_merge"), ("feature-a", "asked_to_repeat")]
+    assert [(n.do, n.why) for n in first.next] == [("wait", "feature-a, feature-b still working: wait for the next callback")]
+
+    herdr.states["w1:pa"], herdr.seqs["w1:pa"] = "idle", 2
+    second = hand_over(engine, run_of(engine), envelope("feature-a", "question", QUESTION_A), separator=sep)
+    assert [(o.task, o.what) for o in second.check_in.observations] == [("feature-a", "answered"), ("feature-b", "asked_to_repeat")]
+
+    herdr.states["w1:pb"], herdr.seqs["w1:pb"] = "idle", 2
+    third = hand_over(engine, run_of(engine), f"{envelope('feature-b', 'result', RESULT_B)}\n{sep}\n{envelope('feature-b', 'result', RESULT_B)}", separator=sep)
+    assert [(m.verdict, m.reason_code) for m in third.messages] == [("accepted", None), ("kept_aside", "duplicate")]
+    assert (state(engine, "feature-a"), state(engine, "feature-b")) == (S.WORKING, S.RESULT)
+    assert [target for target, _ in herdr.prompts] == ["w1:pa", "w1:pa", "w1:pb"]  # repeat, answer, repeat: nothing more

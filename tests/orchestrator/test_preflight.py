@@ -330,6 +330,35 @@ def test_a_09_server_behind_a_newer_client_is_named_and_judged_by_itself(tmp_pat
     )
 
 
+def test_082_row10_a_caller_herdr_resolves_elsewhere_stops_preflight(tmp_path: Path, cloned: Path) -> None:
+    """herdr 0.7.5 resolves `pane current --current` to the UI-focused pane, 0.8.2 to the caller
+    (../shared/herdr-0.8.2/DELTA.md row 10): orch pins HERDR_PANE_ID and stops when herdr names another pane."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    answers = herdr_answers(cloned)
+    other = json.loads(pane("w1", str(cloned)).model_dump_json(exclude_none=True)) | {"pane_id": "w1:p2", "focused": True}
+    answers[("pane", "current", "--current")] = envelope("cli:pane:current", {"type": "pane_current", "pane": other})
+    engine, _ = make_engine(tmp_path, answers)
+
+    result = preflight(engine, plan)
+
+    assert render_preflight(result, symbols=False).splitlines()[-1] == "FAIL caller pane     herdr pane current --current is w1:p2, HERDR_PANE_ID is w1:p1"
+    assert result.failure is not None and (result.failure.reason, result.failure.hint) == (
+        "herdr resolved the caller to pane w1:p2, not HERDR_PANE_ID w1:p1",
+        "the pane may have moved to another workspace; run orch from a fresh pane",
+    )
+
+
+def test_09_row16_orch_goes_by_herdr_env_not_term_program(tmp_path: Path) -> None:
+    """herdr 0.9 panes get TERM_PROGRAM=herdr (../shared/herdr-0.9.1/DELTA.md row 16); orch knows it is inside herdr
+    by HERDR_ENV=1 alone, on every release."""
+    engine, runner = make_engine(tmp_path, {}, env={"TERM_PROGRAM": "herdr", "TERM_PROGRAM_VERSION": "0.9.1"})
+
+    result = preflight(engine, tmp_path / "missing.toml")
+
+    assert (render_preflight(result, symbols=False), runner.argvs) == ("FAIL herdr env       HERDR_ENV is unset\n", [])
+
+
 def test_outside_herdr_runs_no_herdr_command(tmp_path: Path) -> None:
     engine, runner = make_engine(tmp_path, {}, env={})
 
