@@ -13,11 +13,14 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,16 @@ def plan_text(n: int, concurrency: int) -> str:
     return f'organization = "acme"\nrepo = "widgets"\nbase = "origin/main"\n\n[defaults]\nconcurrency = {concurrency}\n{workers}'
 
 
+@contextmanager
+def short_home() -> Iterator[Path]:
+    """A simulator home under /tmp (its unix sockets need a short path), removed once the server has stopped."""
+    path = Path(tempfile.mkdtemp(prefix="orch-bench-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def measure(n: int, concurrency: int, root: Path) -> dict[str, Any]:
     """One fresh world: simulator, origin + checkout, controller workspace; then time provision + dispatch."""
     home, src = root / "home", root / "src"
@@ -62,8 +75,7 @@ def measure(n: int, concurrency: int, root: Path) -> dict[str, Any]:
     scenarios.write_text("".join(f'[[task.w{i}]]\ndo = "stall"\n\n' for i in range(n)))
     plan = root / "plan.toml"
     plan.write_text(plan_text(n, concurrency))
-    with SimServer(Path(tempfile.mkdtemp(prefix="orch-bench-", dir="/tmp")), {"HERDR_SIM_SCENARIOS": str(scenarios)},
-                   session="acme") as sim:
+    with short_home() as sim_home, SimServer(sim_home, {"HERDR_SIM_SCENARIOS": str(scenarios)}, session="acme") as sim:
         env = sim.env()
         pane = json.loads(sim.run(["workspace", "create", "--cwd", str(checkout), "--no-focus"]).stdout)["result"]["root_pane"]
         env.update(HOME=str(home), HERDR_ENV="1", HERDR_PANE_ID=pane["pane_id"], HERDR_TAB_ID=pane["tab_id"],

@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
+from orchestrator.repeats import named_workers
 from orchestrator.transcripts import transcript_of
 from packets import inert_line
 from registry import InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
@@ -34,6 +35,14 @@ class WorkerStatus(_Model):
     transcript: str | None = None  # the terminal history saved at retire (orchestrator/transcripts.py)
 
 
+class PossibleMergeLine(_Model):
+    """A kept-aside prompt that held several workers' headers (orchestrator.repeats): its text, never acted on."""
+
+    inbox_id: int
+    tasks: tuple[str, ...]
+    text: str
+
+
 class RunStatusView(_Model):
     """A run's header and its workers' lines."""
 
@@ -47,6 +56,7 @@ class RunStatusView(_Model):
     base_ref: str | None
     base_sha: str | None
     workers: tuple[WorkerStatus, ...]
+    possible_merges: tuple[PossibleMergeLine, ...] = ()
 
 
 class RunSummary(_Model):
@@ -114,6 +124,11 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
         run_id=run.run_id, status=run.status, verdict=run.verdict, stopped_at=run.stopped_at,
         controller=_controller(run.session, run.controller_workspace_id, run.controller_tab_id, run.controller_target),
         repo=run.repo, repo_path=run.repo_path, base_ref=run.base_ref, base_sha=run.base_sha, workers=tuple(rows),
+        possible_merges=tuple(
+            PossibleMergeLine(inbox_id=m.id, tasks=tasks, text=m.raw)
+            for m in inbox
+            if m.verdict is InboxVerdict.KEPT_ASIDE and (tasks := named_workers(run, ledger.list_workers(run_id), m.raw))
+        ),
     )  # fmt: skip
 
 
@@ -133,6 +148,9 @@ def build_run_list(ledger: Ledger) -> RunList:
             for run in ledger.list_runs()
         )
     )  # fmt: skip
+
+
+MERGE_SHOWN = 240  # characters of a possible merge's text shown in `orch status`
 
 
 def _one_line(text: str | None) -> str:
@@ -166,7 +184,10 @@ def render_status(view: RunStatusView) -> str:
     )
     kept = [f"  {w.task}: {w.transcript}" for w in view.workers if w.transcript]
     transcripts = ("\ntranscripts:\n" + "\n".join(kept) + "\n") if kept else ""
-    return tabulate(header, tablefmt="plain") + "\n\n" + table + "\n" + transcripts
+    # Worker text, shown inert on one line and cut short: what was kept aside, for the person to see, never obeyed.
+    merges = [f"  #{m.inbox_id} ({', '.join(m.tasks)}): {_one_line(m.text[:MERGE_SHOWN])}{'…' if len(m.text) > MERGE_SHOWN else ''}" for m in view.possible_merges]
+    merged = ("\npossible merges, kept aside (the live workers they name asked to repeat; nothing in them acted on):\n" + "\n".join(merges) + "\n") if merges else ""
+    return tabulate(header, tablefmt="plain") + "\n\n" + table + "\n" + transcripts + merged
 
 
 def render_run_list(runs: RunList) -> str:

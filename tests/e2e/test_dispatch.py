@@ -74,6 +74,7 @@ def wait_for_results(engine: Engine, run: Run, count: int, timeout_s: float = 60
     return eventually(results, lambda: f"no {count} result callbacks: {engine.ledger.list_inbox(run.run_id)}", timeout_s)
 
 
+@pytest.mark.live_herdr(agents=True)
 def test_fleet_is_accepted_with_one_prompt_each_and_runs_its_packets(world: Any) -> None:
     engine, run = provisioned(world, ("feature-a", "feature-b"))
 
@@ -92,6 +93,7 @@ def test_fleet_is_accepted_with_one_prompt_each_and_runs_its_packets(world: Any)
     assert sorted(prompts(engine)) == ["feature-a", "feature-b"]
 
 
+@pytest.mark.live_herdr(agents=True)
 def test_cli_dispatch_single_worker_json(world: Any) -> None:
     engine, run = provisioned(world, ("feature-a",))
 

@@ -140,6 +140,7 @@ def test_json_output_has_checks_run_controller_and_repo(session_world: Callable[
     golden("preflight_happy.json", world.normalize(result.stdout))
 
 
+@pytest.mark.live_herdr
 def test_outside_herdr_stops_before_touching_anything(session_world: Callable[..., SessionWorld]) -> None:
     world = session_world()
     world.env.pop("HERDR_ENV")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from orchestrator.dispatch import dispatch
 from registry import WorkerState
 from herdr_sim.testing import eventually
@@ -23,6 +25,7 @@ verify = ["true"]
 """
 
 
+@pytest.mark.live_herdr(agents=True)
 def test_read_only_worker_is_dispatched_and_reports(world: Any) -> None:
     world.write_scenarios('[[task.review-a]]\ndo = "result"\n')
     engine = world.engine()

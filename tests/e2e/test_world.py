@@ -1,11 +1,14 @@
-"""The e2e world itself: the controller runs inside a simulated herdr pane and `herdr` is the simulator."""
+"""The e2e world itself: the controller runs inside a herdr pane (the simulator's, or in the live lane ORCH_HERDR's)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 
-def test_controller_pane_is_current_and_herdr_is_the_simulator(world: Any) -> None:
+
+@pytest.mark.live_herdr
+def test_controller_pane_is_current_and_orch_runs_in_it(world: Any) -> None:
     current = world.herdr("pane", "current", "--current")["result"]["pane"]
 
     assert (current["pane_id"], current["cwd"]) == (world.controller_pane, str(world.repo.path))

@@ -20,6 +20,7 @@ from orchestrator.observe import Observation, check_in, liveness_token, match_an
 from orchestrator.plan import Answer
 from orchestrator.repeats import REPEAT_REQUEST
 from orchestrator.report import build_report, render_report
+from orchestrator.status import build_status, render_status
 from registry import Run, WorkerState
 
 S = WorkerState
@@ -405,6 +406,13 @@ def test_a_merged_prompt_asks_each_worker_in_turn_and_records_each_repeat_once(e
         "a message has one header, its first line; possible merge of feature-a, feature-b), "
         '#4 duplicate (the same result from "feature-b" for task "feature-b" was already accepted (fingerprint 27bf0ac34bc1)); '
         "missing result: feature-a"
+    )
+    # `orch status` shows the kept-aside text itself, inert on one line, with the workers its headers named.
+    shown = render_status(build_status(engine.ledger, RUN, engine.clock.now())).split("\n\n")[-1]
+    assert shown.endswith(
+        "possible merges, kept aside (the live workers they name asked to repeat; nothing in them acted on):\n"
+        f"  #1 (feature-a, feature-b): [herdr-orchestration run={RUN} task=feature-a from=feature-a kind=question reply-to=w1:pa] "
+        f"Should the greeting be formal?[herdr-orchestration run={RUN} task=feature-b from=feature-b kind=result reply-to=w1:…\n"
     )
 
 
