@@ -124,6 +124,10 @@ class Runner(Protocol):
     def __call__(self, argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.CompletedProcess[str]: ...
 
 
+# What a terminal sends to its whole foreground process group (Ctrl-C, Ctrl-\, Ctrl-Z, hang-up).
+_GROUP_SIGNALS = {signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGHUP}
+
+
 def run_process(argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.CompletedProcess[str]:
     """The default runner: ``subprocess.run`` with an argv list, text mode, stdin closed, output captured.
 
@@ -133,18 +137,25 @@ def run_process(argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.
     """
 
     def call() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            list(argv),
-            env=dict(env),
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            encoding="utf-8",
-            errors="replace",
-            check=False,
-            start_new_session=True,
-        )
+        # The child joins a session of its own only once it runs (setsid between fork and exec): a terminal's signal
+        # to orch's process group in that instant would still reach it and kill the call before herdr ever ran.
+        # Blocked in the spawning thread, those signals stay blocked in the child (and go to orch's other threads).
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _GROUP_SIGNALS)
+        try:
+            return subprocess.run(
+                list(argv),
+                env=dict(env),
+                timeout=timeout,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                encoding="utf-8",
+                errors="replace",
+                check=False,
+                start_new_session=True,
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     if threading.current_thread() is not threading.main_thread():
         return call()  # signals interrupt only the main thread

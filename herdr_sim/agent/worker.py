@@ -597,14 +597,18 @@ class Agent:
         """
         assert self.task is not None
         trailer = self.task.packet.commit_trailer
+        only: list[str] = []
         if trailer is None:
             self.git("add", "-A")
         else:
             # One pathspec at a time: git refuses a whole `add` when any pathspec matches nothing.
             for spec in (*self.task.packet.file_claim, *self.task.written):
-                self.git("add", "-A", "--", spec)
+                if self.git("add", "-A", "--", spec).returncode == 0:
+                    only.append(spec)
             message = f"{message}\n\n{trailer}"
-        done = self.git("commit", "-q", "-m", message)
+        # The index is the checkout's, shared with a sibling: a plain `git commit` would also take what the sibling
+        # has just staged. A careful agent commits its own paths only (`git commit -- PATHS`).
+        done = self.git("commit", "-q", "-m", message, *(["--", *only] if only else []))
         if done.returncode != 0:
             self.console.say(f"• git commit failed (exit {done.returncode}):\n{(done.stdout + done.stderr).rstrip()}")
             return

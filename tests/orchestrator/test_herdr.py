@@ -687,3 +687,15 @@ def test_features_say_how_long_a_prompts_enter_may_follow_its_answer(server: str
     # 0.8.x writes Enter 300 ms after answering (#1878); 0.9 before it; an unparsable version is waited out to be safe.
     status = sample("status.json").replace('"running":true,"version":"0.7.5"', f'"running":true,"version":"{server}"')
     assert make_cli(FakeRunner(ok(status))).features().prompt_enter_delay_s == delay
+
+
+def test_a_herdr_child_never_sees_the_terminal_signals_of_orchs_group() -> None:
+    # The child joins its own session only between fork and exec; until then a Ctrl-C to orch's process group
+    # could kill it before herdr ran. The spawning thread blocks those signals, so the child starts with them blocked.
+    from orchestrator.herdr import run_process
+
+    done = run_process([sys.executable, "-c", "print(open('/proc/self/status').read())"], env=dict(os.environ), timeout=30)
+    blocked = int(next(line for line in done.stdout.splitlines() if line.startswith("SigBlk:")).split()[1], 16)
+    assert [bool(blocked & (1 << (sig - 1))) for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGHUP)] == [True] * 4
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set()), "the caller's own mask is restored"
+    assert os.getsid(0) != int(next(line for line in done.stdout.splitlines() if line.startswith("NSsid:")).split()[1])
