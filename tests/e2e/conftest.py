@@ -2,7 +2,8 @@
 
 With ORCH_HERDR set (the live lane: `ORCH_HERDR=$(command -v herdr) python3 -m pytest -m live_herdr tests/e2e`, from
 a pane of a herdr session named `acme`) the world is built on that herdr instead, and only the scenarios marked
-`live_herdr` run: the others need the simulator's scripted agents, faults or knobs and are skipped with that reason.
+`live_herdr` run: the others need the simulator's faults, knobs or state and are skipped with that reason. Those
+marked `live_herdr(agents=True)` run the scripted agents from the dir that session's panes find them in (README).
 """
 
 from __future__ import annotations
