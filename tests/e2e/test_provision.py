@@ -96,16 +96,28 @@ def scrub(text: str, world: Any) -> str:
 
 def loose(text: str, world: Any) -> list[str]:
     """Lines with column padding collapsed and racy ids (panes, side-effect workspaces) replaced by placeholders."""
-    text = re.sub(r"\bw\d+:p\d+\b", "<pane>", scrub(text, world))
-    text = re.sub(r"workspace w(?!1\b)\d+", "workspace <ws>", text)
+    text = re.sub(r"\bw[1-9A-Z0]+:p[1-9A-Z0]+\b", "<pane>", world.ids(scrub(text, world)))
+    text = re.sub(r"workspace w(?!1\b)[1-9A-Z0]+", "workspace <ws>", text)
     return [re.sub(r" {2,}", "  ", line) for line in text.splitlines()]
 
 
 def tabs(world: Any) -> list[str]:
-    return [t["label"] for t in world.herdr("tab", "list", "--workspace", "w1")["result"]["tabs"]]
+    return [t["label"] for t in world.herdr("tab", "list", "--workspace", world.env["HERDR_WORKSPACE_ID"])["result"]["tabs"]]
 
 
-def focus_unchanged(world: Any) -> None:
+def focus(world: Any) -> tuple[bool, list[str]]:
+    """Whether the controller pane is focused, and which workspaces are."""
+    controller = world.herdr("pane", "get", world.controller_pane)["result"]["pane"]
+    workspaces = world.herdr("workspace", "list")["result"]["workspaces"]
+    return controller["focused"], [w["workspace_id"] for w in workspaces if w["focused"]]
+
+
+def focus_unchanged(world: Any, before: tuple[bool, list[str]] | None = None) -> None:
+    """On the simulator the controller's workspace is herdr's only one and focused; a live herdr's focus is the
+    person's (``before``, taken when the test began) and must be so still."""
+    if world.sim is None:
+        assert focus(world) == before
+        return
     controller = world.herdr("pane", "get", world.controller_pane)["result"]["pane"]
     workspaces = world.herdr("workspace", "list")["result"]["workspaces"]
     assert controller["focused"] is True
@@ -118,7 +130,9 @@ def failure_cause(engine: Engine, task: str) -> dict[str, Any]:
     return cause
 
 
+@pytest.mark.live_herdr(agents=True)
 def test_three_workers_reach_ready_with_the_layout_contract_and_a_rerun_creates_nothing(world: Any) -> None:
+    before = focus(world)
     origin = world.src_root.parent / "origin.git"
     world.repo.git("clone", "--quiet", "--bare", str(world.repo.path), str(origin))
     world.repo.git("remote", "add", "origin", str(origin))
@@ -152,9 +166,10 @@ def test_three_workers_reach_ready_with_the_layout_contract_and_a_rerun_creates_
         assert w.base_sha == world.repo.head()
     assert (wt / "widgets-feat-api-pagination" / ".setup-done").read_text() == "ready"
     assert states["api-tests"].created_pane_ids == (states["api-tests"].pane_id,)
-    agents = {a["name"]: a for a in world.herdr("agent", "list")["result"]["agents"]}
+    # (A live herdr may run agents of the person's own: only the run's names count.)
+    agents = {a["name"]: a for a in world.herdr("agent", "list")["result"]["agents"] if a.get("name") in states}
     assert {n: (a["pane_id"], a["agent"]) for n, a in agents.items()} == {t: (w.pane_id, w.kind) for t, w in states.items()}
-    focus_unchanged(world)
+    focus_unchanged(world, before)
 
     again = world.engine()
     rerun = provision(again, again.find_run(RUN_ID))

@@ -7,6 +7,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from registry import WorkerState
 
 S = WorkerState
@@ -16,7 +18,7 @@ TO_ACCEPTED = [S.READY, S.DISPATCHED, S.RESULT, S.VERIFYING, S.ACCEPTED]
 
 def herdr_error(world: Any, *argv: str) -> str:
     """The error code of a herdr command expected to fail."""
-    proc = subprocess.run(["herdr", *argv], env=world.env, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([world.binary, *argv], env=world.env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1, proc.stdout
     code: str = json.loads(proc.stderr)["error"]["code"]
     return code
@@ -33,9 +35,11 @@ def start_run(world: Any) -> Any:
 
 
 def worktree_worker(world: Any, branch: str) -> tuple[str, str, str]:
-    """provision's shape: a worktree, its root pane moved into the repo workspace as a new tab. (pane, path, linked ws)"""
-    created = world.herdr("worktree", "create", "--cwd", str(world.repo.path), "--branch", branch, "--no-focus", "--json")["result"]
-    moved = world.herdr("pane", "move", created["root_pane"]["pane_id"], "--new-tab", "--workspace", "w1", "--no-focus")["result"]
+    """provision's shape: a worktree (where orch puts it, not in herdr's own dir), its root pane moved into the repo
+    workspace as a new tab. (pane, path, linked ws)"""
+    path = world.src_root / "acme" / "widgets.worktrees" / f"widgets-{branch.replace('/', '-')}"
+    created = world.herdr("worktree", "create", "--cwd", str(world.repo.path), "--branch", branch, "--path", str(path), "--no-focus", "--json")["result"]
+    moved = world.herdr("pane", "move", created["root_pane"]["pane_id"], "--new-tab", "--workspace", world.env["HERDR_WORKSPACE_ID"], "--no-focus")["result"]
     return moved["move_result"]["pane"]["pane_id"], created["worktree"]["path"], created["workspace"]["workspace_id"]
 
 
@@ -48,6 +52,7 @@ def add_worker(engine: Any, world: Any, task: str, pane: str, *, accepted: bool 
         current = step
 
 
+@pytest.mark.live_herdr(agents=True)
 def test_full_ladder_exits_the_agent_closes_the_pane_and_removes_the_worktree(world: Any) -> None:
     engine = start_run(world)
     pane, path, linked = worktree_worker(world, "feat/a")
@@ -72,7 +77,9 @@ def test_full_ladder_exits_the_agent_closes_the_pane_and_removes_the_worktree(wo
     assert herdr_error(world, "agent", "get", "feature-a") == "agent_not_found"
     assert herdr_error(world, "pane", "get", pane) == "pane_not_found"
     assert not Path(path).exists() and world.repo.git("branch", "--list", "feat/a") == "feat/a"
-    assert focused_panes(world) == focus == [world.controller_pane]
+    assert focused_panes(world) == focus
+    if world.sim is not None:  # a live herdr's focus is the person's own
+        assert focus == [world.controller_pane]
 
 
 def test_dirty_worktree_kept_worker_and_foreign_pane(world: Any) -> None:

@@ -11,6 +11,8 @@ import json
 import re
 from typing import Any
 
+import pytest
+
 from orchestrator.observe import ASK_FOR_RESULT, STALL_LIMIT
 from packets import build_controller_message
 from registry import EventKind, RunStatus, WorkerState
@@ -45,8 +47,8 @@ verify = ["ls {claim}"]
 
 def normalise(world: Any, text: str, run_id: str) -> str:
     """Paths, the run id, and the pane/workspace numbers concurrent provisioning hands out in any order."""
-    text = text.replace(str(world.src_root), "<src>").replace(run_id, "<run>")
-    return re.sub(r"pane w1:p[2-9]", "pane w1:pN", re.sub(r"workspace w[2-9]", "workspace wN", text))
+    text = world.ids(text.replace(str(world.src_root), "<src>").replace(run_id, "<run>"))
+    return re.sub(r"pane w1:p(?!1\b)[1-9A-Z0]+", "pane w1:pN", re.sub(r"workspace w(?!1\b)[1-9A-Z0]+", "workspace wN", text))
 
 
 def report(world: Any, run_id: str) -> str:
@@ -71,6 +73,7 @@ def short(world: Any, ref: str) -> str:
     return world.repo.git("rev-parse", "--short=7", ref)
 
 
+@pytest.mark.live_herdr(agents=True)
 def test_unanswerable_question_stops_the_run_resumable_then_answer_and_resume_pass(world: Any) -> None:
     world.write_scenarios(
         """

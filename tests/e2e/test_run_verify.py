@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from registry import EffectStatus, EventKind, RunStatus
 from herdr_sim.testing import eventually
 from interrupt import interruptible
@@ -113,7 +115,7 @@ def report(world: Any, run_id: str) -> str:
     # Provisioning is concurrent, so which worker got which number varies; ids never touch other words.
     for found, name in names.items():
         shown = re.sub(rf"(?<![\w:]){re.escape(found)}(?![\w:])", name, shown)
-    return shown.replace(str(world.src_root), "<src>").replace(run_id, "<run>")
+    return world.ids(shown.replace(str(world.src_root), "<src>").replace(run_id, "<run>"))
 
 
 def run_plan(world: Any, plan: str, *extra: str) -> dict[str, Any]:
@@ -223,6 +225,7 @@ def test_an_out_of_claim_edit_pauses_integration(world: Any) -> None:
     assert world.engine().ledger.get_worker(outcome["run_id"], "greet").integrated_sha is None
 
 
+@pytest.mark.live_herdr(agents=True)
 def test_two_accepted_workers_are_merged_one_at_a_time_then_their_worktrees_removed(world: Any) -> None:
     world.write_scenarios(HONEST_GREET + HONEST_DOCS)
 
