@@ -18,8 +18,9 @@ READ_ONLY_CLAIM = "None: this task is read-only. Do not create, change or delete
 # Attribution: siblings share one checkout and branch, so each commit says whose it is (orchestrator.evidence reads it).
 COMMIT_TRAILER_KEY = "Orch-Task"
 COMMIT_RULE = (
-    "Commit only files you changed yourself, staged by path (never `git add -A`, `git add .` or `git commit -a`: another worker "
-    "may share this checkout), and end every commit message with the trailer line `" + COMMIT_TRAILER_KEY + ": {task}`. "
+    "Commit only files you changed yourself, naming them in the commit (`git commit -m \"…\" -- FILE…`; never "
+    "`git add -A`, `git add .`, `git commit -a` or a `git commit` without paths: another worker may share this checkout and "
+    "have staged its own files), and end every commit message with the trailer line `" + COMMIT_TRAILER_KEY + ": {task}`. "
     "Commits are attributed to workers by that trailer; on a shared branch a commit without it fails verification."
 )
 

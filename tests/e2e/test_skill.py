@@ -27,7 +27,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from collections.abc import Callable
 from typing import Any
 
