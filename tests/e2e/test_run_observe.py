@@ -141,6 +141,7 @@ do = "result"
     assert world.repo.git("show", "docs/licence:docs/LICENCE.md") == "MIT, like the code."
 
 
+@pytest.mark.live_herdr(agents=True)
 def test_blocked_worker_is_surfaced_with_its_decision_and_kept(world: Any) -> None:
     world.write_scenarios('[[task.deploy]]\ndo = "blocked"\nmessage = "Need a token for the staging API."\n')
 

@@ -147,6 +147,7 @@ checks = "claimed"
 """
 
 
+@pytest.mark.live_herdr(agents=True)
 def test_claimed_checks_that_fail_on_rerun_are_rejected(world: Any) -> None:
     world.write_scenarios(LIAR)
 
