@@ -14,7 +14,7 @@ from orchestrator.inbox import Inbound
 from orchestrator.integrate import IntegrateResult, integrate_run, render_integrate
 from orchestrator.fleet import advance
 from orchestrator.observe import _STEP_WHAT as STEP_WHAT
-from orchestrator.observe import ObserveResult, Observation, WorkerStatus, check_in, render_observe
+from orchestrator.observe import ObserveResult, Observation, WorkerStatus, answers_owed, check_in, render_observe
 from packets import inert_line
 from orchestrator.report import Blocker, Report, render_report, write_report
 from orchestrator.repeats import ask_later
@@ -112,7 +112,7 @@ def settled_check_in(engine: Engine, run: Run) -> ObserveResult:
         states.update(seen)
         # Only a deferred planned answer leaves an accepted message unhandled after a round; a worker a possible merge
         # names may also still be ending its turn before it can be asked to repeat (no callback would wake us for it).
-        settling = bool(ledger.list_inbox(run.run_id, unhandled=True)) or ask_later(ledger, run, seen)
+        settling = bool(ledger.list_inbox(run.run_id, unhandled=True)) or ask_later(ledger, run, seen) or bool(answers_owed(engine, run))
         if not settling or clock.monotonic() >= deadline:
             break
         clock.sleep(POLL_S)
@@ -123,7 +123,7 @@ def settled_check_in(engine: Engine, run: Run) -> ObserveResult:
         )
         for w in ledger.list_workers(run.run_id)
     )  # fmt: skip
-    active = bool(ledger.list_inbox(run.run_id, unhandled=True)) or any(w.state in MOVING for w in ledger.list_workers(run.run_id))
+    active = bool(ledger.list_inbox(run.run_id, unhandled=True)) or any(w.state in MOVING for w in ledger.list_workers(run.run_id)) or bool(answers_owed(engine, run))
     return ObserveResult(run_id=run.run_id, rounds=rounds, observations=tuple(notes), workers=workers, active=active)
 
 
@@ -143,12 +143,18 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
             steps.append(NextStep(do="decide", task=o.task, command=f"orch answer --run {r} {o.task} TEXT",
                                   why="the worker needs the user's decision (authority, a token, scope): ask the user, then answer"))  # fmt: skip
     moving = [w.task_label for w in workers if w.state in MOVING]
+    owed = answers_owed(engine, run)
+    if owed:
+        # A planned answer not sent yet (its send failed, or its worker was still ending its turn) goes out at a later
+        # check-in, and no callback may come to prompt one: the controller checks in again, the person is not needed.
+        steps.append(NextStep(do="wait", task=None, command=f"orch observe --run {r} --once",
+                              why=f"the plan's answer to {', '.join(owed)} is not sent yet: check in again shortly to send it"))  # fmt: skip
     unverified = [w.task_label for w in workers if w.state in UNVERIFIED]
     if moving:
         steps.append(NextStep(do="wait", task=None, command=None, why=f"{', '.join(moving)} still working: wait for the next callback"))
     elif unverified:
         steps.append(NextStep(do="verify", task=None, command=f"orch verify --run {r}", why=f"{', '.join(unverified)} sent a result"))
-    else:
+    elif not owed:
         steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}", why="no worker is working or waiting for verification"))
     return tuple(steps)
 
@@ -186,6 +192,12 @@ def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: M
         raise OrchError(
             f"run {run.run_id} is not done: {names} still working",
             hint=f"wait for their callbacks, or stop one: `orch send --run {run.run_id} {busy[0].task_label} --kind stop TEXT`",
+        )
+    owed = [t for t in answers_owed(engine, run) if t not in (abandon or {})]
+    if owed:
+        raise OrchError(
+            f"run {run.run_id} is not done: the plan's answer to {', '.join(owed)} is not sent yet",
+            hint=f"check in again to send it: `orch observe --run {run.run_id} --once`",
         )
     pending = [w for w in workers if w.state in UNVERIFIED]
     if pending:

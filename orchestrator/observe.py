@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator import messages
 from orchestrator.dialogs import approval_form, flat
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.quirks import excerpt
 from orchestrator.errors import HerdrError, HerdrMissing, OrchError
 from orchestrator.fleet import advance
@@ -24,6 +24,10 @@ S = WorkerState
 STALL_LIMIT = 3  # spec §5: no state or output change across 3 consecutive check-ins
 READ_LINES = 60
 DEFAULT_INTERVAL_S = 30.0
+# A planned answer whose send failed (a herdr timeout, a refused prompt) is tried at this many check-ins in all,
+# then left to the person: a herdr that keeps refusing must not keep a run waiting for ever.
+ANSWER_ATTEMPTS = 3
+UNSENT = "planned_answer_unsent"  # the journal fact of one failed send of a planned answer
 # Ledger states in which a worker is doing, or waiting on, the delegated work.
 OBSERVED = (S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED)
 # The worker waits for the controller or the person: its silence is not a stall.
@@ -89,6 +93,34 @@ def match_answer(answers: tuple[Answer, ...], question: str) -> Answer | None:
     return next((answer for answer in answers if answer.matches(question)), None)
 
 
+def plan_answers(engine: Engine, run: Run) -> dict[str, tuple[Answer, ...]]:
+    """Each task's planned answers, from the run's plan snapshot."""
+    try:
+        plan = engine.plan_for(run)
+    except OrchError:
+        return {}  # no plan snapshot: every question goes to the person
+    return {w.task: w.worker.answers for w in plan.workers}
+
+
+def planned_answer(engine: Engine, run: Run, worker: Worker, answers: tuple[Answer, ...] | None = None) -> tuple[Answer, int] | None:
+    """The plan's answer (and the question's inbox id) orch still owes a worker in `question`, if it owes one.
+
+    Owed until sent, unless ANSWER_ATTEMPTS sends failed or read-back could not tell whether one landed: then the
+    person decides (`orch answer`, or `orch resume --settle`), and a run may stop for them.
+    """
+    if worker.state is not S.QUESTION or not worker.pending_question:
+        return None
+    planned = match_answer(plan_answers(engine, run).get(worker.task_label, ()) if answers is None else answers, worker.pending_question)
+    asked = [m for m in engine.ledger.list_inbox(run.run_id, task_label=worker.task_label) if m.kind == "question" and m.verdict is InboxVerdict.ACCEPTED]
+    if planned is None or not asked:
+        return None
+    question_id = asked[-1].id
+    failed = [e.detail for e in engine.ledger.events(run.run_id, task_label=worker.task_label) if e.kind == UNSENT and e.detail.get("inbox_id") == question_id]
+    if len(failed) >= ANSWER_ATTEMPTS or any(f.get("person") for f in failed):
+        return None
+    return planned, question_id
+
+
 def liveness_token(state_change_seq: int | None, output: str) -> int:
     """One number for "state or output": herdr's state_change_seq plus a digest of the recent screen.
 
@@ -113,17 +145,14 @@ class _Round:
         self.repeat_waiting: set[str] = set()  # named by a possible merge, not asked yet: waiting on us, not stalled
         self.repeat_asked: set[str] = set()  # asked to repeat, its reply not seen yet: not asked for a result meanwhile
         self._answers: dict[str, tuple[Answer, ...]] | None = None
+        self.tried: set[str] = set()  # a planned answer was tried this round: the next try waits for the next check-in
 
     def note(self, task: str | None, what: What, text: str, inbox_id: int | None = None) -> None:
         self.notes.append(Observation(round=self.number, task=task, what=what, text=text, inbox_id=inbox_id))
 
     def answers(self, task: str) -> tuple[Answer, ...]:
         if self._answers is None:
-            try:
-                plan = self.engine.plan_for(self.run)
-                self._answers = {w.task: w.worker.answers for w in plan.workers}
-            except OrchError:
-                self._answers = {}  # no plan snapshot: every question goes to the person
+            self._answers = plan_answers(self.engine, self.run)
         return self._answers.get(task, ())
 
     def agent(self, worker: Worker) -> AgentInfo | None:
@@ -147,6 +176,7 @@ class _Round:
         for message in self.ledger.list_inbox(self.run.run_id, unhandled=True):
             self.inbound(message)
         self.repeats()
+        self.owed_answers()
         for worker in self.ledger.list_workers(self.run.run_id, states=OBSERVED):
             if worker.task_label not in self.prompted:
                 self.check(worker)
@@ -247,21 +277,52 @@ class _Round:
     def question(self, worker: Worker, body: str, message: InboxMessage) -> bool:
         task = worker.task_label
         planned = match_answer(self.answers(task), body)
+        if planned is not None and worker.state is not S.QUESTION and (worker.last_callback_id or 0) < message.id:
+            # `orch inbox add` records the message, then moves its worker, in two steps: a check-in between the two
+            # sees the question before its worker does. The plan answers it once the worker is in `question`.
+            return True
         if planned is None or worker.state is not S.QUESTION:
             self.note(task, "needs_answer", f"{body} (answer with `orch answer --run {self.run.run_id} {task} TEXT`)", message.id)
             return True
+        return self.answer(worker, body, message.id, planned)
+
+    def owed_answers(self) -> None:
+        """Send the planned answers still owed: a send that failed, or a question seen before its worker was moved."""
+        for worker in self.ledger.list_workers(self.run.run_id, states=(S.QUESTION,)):
+            owed = planned_answer(self.engine, self.run, worker, self.answers(worker.task_label))
+            if owed is not None and worker.task_label not in self.tried and worker.task_label not in self.prompted:
+                self.answer(worker, worker.pending_question or "", owed[1], owed[0])
+
+    def answer(self, worker: Worker, body: str, question_id: int, planned: Answer) -> bool:
+        """Send the plan's answer to a settled worker (False: not settled yet); a failed send is tried again later."""
+        task = worker.task_label
+        self.tried.add(task)
         info = self.agent(worker)
         status = info.agent_status if info else None
         if status not in ("idle", "done"):
             return False  # the worker is still ending its turn; messages go to settled workers only
         try:
-            messages.send_message(self.engine, self.run, task, "answer", planned.answer, key=f"{task}:answer:{message.id}", agent_status=status)
+            # One key per question: a later attempt replays a confirmed send, and settles an unknown one by read-back
+            # (engine.once), so the answer is never sent twice.
+            messages.send_message(self.engine, self.run, task, "answer", planned.answer, key=f"{task}:answer:{question_id}", agent_status=status)
         except (OrchError, StaleState) as exc:
             text = exc.message if isinstance(exc, OrchError) else str(exc)
-            self.note(task, "send_failed", f"answer to {body!r} not sent: {text}", message.id)
+            # read back could not tell whether it landed: only the person can say (`orch resume --settle`)
+            person = isinstance(exc, InFlightEffect)
+            self.ledger.record_fact(self.run.run_id, UNSENT, task_label=task, detail={"inbox_id": question_id, "error": text, "person": person})
+            current = self.ledger.get_worker(self.run.run_id, task)
+            if planned_answer(self.engine, self.run, current, self.answers(task)) is not None:
+                self.note(task, "send_failed", f"answer to {body!r} not sent: {text}; tried again at the next check-in", question_id)
+            else:
+                self.note(task, "send_failed", f"answer to {body!r} not sent: {text}", question_id)
+                if current.state is S.QUESTION and person and isinstance(exc, OrchError) and exc.hint:
+                    # Another answer could be a second one: first the person says whether the planned one arrived.
+                    self.note(task, "needs_answer", f"{body} (the plan's answer may have reached it: {exc.hint})", question_id)
+                elif current.state is S.QUESTION:
+                    self.note(task, "needs_answer", f"{body} (answer with `orch answer --run {self.run.run_id} {task} TEXT`)", question_id)
             return True
         self.prompted.add(task)
-        self.note(task, "answered", f"{body} -> {planned.answer}", message.id)
+        self.note(task, "answered", f"{body} -> {planned.answer}", question_id)
         return True
 
     def result(self, worker: Worker, body: str, message: InboxMessage) -> None:
@@ -431,9 +492,15 @@ def check_in(engine: Engine, run: Run, number: int = 1) -> tuple[list[Observatio
 
 
 def _active(engine: Engine, run: Run, waiting: set[str]) -> bool:
-    if engine.ledger.list_inbox(run.run_id, unhandled=True):
+    if engine.ledger.list_inbox(run.run_id, unhandled=True) or answers_owed(engine, run):
         return True
     return any(w.task_label not in waiting for w in engine.ledger.list_workers(run.run_id, states=(S.DISPATCHED, S.WORKING)))
+
+
+def answers_owed(engine: Engine, run: Run) -> list[str]:
+    """The workers in `question` the plan answers and orch has not answered yet: they wait on orch, not the person."""
+    answers = plan_answers(engine, run)
+    return [w.task_label for w in engine.ledger.list_workers(run.run_id, states=(S.QUESTION,)) if planned_answer(engine, run, w, answers.get(w.task_label, ())) is not None]
 
 
 def observe(engine: Engine, run: Run, *, once: bool = False, interval: float = DEFAULT_INTERVAL_S, max_rounds: int | None = None) -> ObserveResult:

@@ -19,7 +19,7 @@ from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
 from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
-from orchestrator.observe import Observation, check_in
+from orchestrator.observe import Observation, answers_owed, check_in
 from orchestrator.messages import DECIDED
 from orchestrator.preflight import PreflightResult, finish_preflight, preflight
 from orchestrator.progress import Progress, Row
@@ -130,7 +130,8 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                 stage = "observe"
                 show()
                 workers = ledger.list_workers(run.run_id)
-                if any(w.state in MOVING for w in workers) or ledger.list_inbox(run.run_id, unhandled=True):
+                # A worker whose question the plan answers waits on orch (a send to try again), never on the person.
+                if any(w.state in MOVING for w in workers) or ledger.list_inbox(run.run_id, unhandled=True) or answers_owed(engine, run):
                     engine.clock.sleep(interval)
                     continue
                 break

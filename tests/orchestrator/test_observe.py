@@ -10,18 +10,18 @@ import pytest
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.errors import HerdrError
+from orchestrator.errors import HerdrError, HerdrTimeout
 from orchestrator.herdr_models import AgentExplain, AgentInfo, AgentPrompted, HerdrFeatures
-from orchestrator.inbox import add_message
+from orchestrator.inbox import _apply, add_message
 from orchestrator.dialogs import approve
-from orchestrator.door import hand_over, settled_check_in
+from orchestrator.door import finish_run, hand_over, next_steps, settled_check_in
 from orchestrator.errors import OrchError
-from orchestrator.observe import Observation, check_in, liveness_token, match_answer, observe, render_observe
+from orchestrator.observe import Observation, answers_owed, check_in, liveness_token, match_answer, observe, render_observe
 from orchestrator.plan import Answer
 from orchestrator.repeats import REPEAT_REQUEST
 from orchestrator.report import build_report, render_report
 from orchestrator.status import build_status, render_status
-from registry import Run, WorkerState
+from registry import InboxVerdict, Run, WorkerState
 
 S = WorkerState
 RUN = "w1:p1-20261130T080000Z"
@@ -95,7 +95,15 @@ class FakeHerdr:
         self.keys.append((pane, keys))
         self.visible[pane] = "• Approved"
 
+    prompt_errors: list[tuple[Exception, bool]] = field(default_factory=list)  # the next prompts' errors, and whether each landed
+
     def agent_prompt(self, target: str, text: str, **_: object) -> AgentPrompted:
+        if self.prompt_errors:
+            error, landed = self.prompt_errors.pop(0)
+            if landed:  # herdr typed it and the agent took its turn, but orch never heard back (a timeout under load)
+                self.prompts.append((target, text))
+                self.seqs[target] = self.seqs.get(target, 1) + 1
+            raise error
         self.prompts.append((target, text))
         self.states[target] = "working"
         return AgentPrompted(type="agent_prompted", agent=self._info(target))
@@ -488,3 +496,104 @@ def test_the_door_hands_a_merged_prompt_over_as_one_message_and_waits_for_each_r
     assert [(m.verdict, m.reason_code) for m in third.messages] == [("accepted", None), ("kept_aside", "duplicate")]
     assert (state(engine, "feature-a"), state(engine, "feature-b")) == (S.WORKING, S.RESULT)
     assert [target for target, _ in herdr.prompts] == ["w1:pa", "w1:pa", "w1:pb"]  # repeat, answer, repeat: nothing more
+
+
+ANSWER = f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nYes, formal."
+
+
+def asked_formal(engine: Engine, herdr: FakeHerdr) -> None:
+    engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)  # out of the way
+    add_message(engine, run_of(engine), envelope("feature-a", "question", "Should the greeting be formal?"))
+    herdr.states["w1:pa"] = "idle"
+
+
+def test_a_planned_answer_whose_send_herdr_refused_is_sent_at_the_next_check_in_never_left_to_the_person(engine: Engine, herdr: FakeHerdr) -> None:
+    asked_formal(engine, herdr)
+    herdr.prompt_errors.append((HerdrError("herdr agent prompt: pane_busy: the pane is busy", code="pane_busy"), False))
+
+    first = observe(engine, run_of(engine), once=True)
+
+    assert [(o.what, o.text) for o in first.observations] == [
+        ("send_failed", "answer to 'Should the greeting be formal?' not sent: herdr agent prompt: pane_busy: the pane is busy; tried again at the next check-in"),
+    ]
+    assert (state(engine, "feature-a"), answers_owed(engine, run_of(engine)), herdr.prompts) == (S.QUESTION, ["feature-a"], [])
+    # The controller's door says to check in again, not to ask the person, and refuses to finish meanwhile.
+    assert [(s.do, s.command) for s in next_steps(engine, run_of(engine), first.observations)] == [("wait", f"orch observe --run {RUN} --once")]
+    with pytest.raises(OrchError) as refused:
+        finish_run(engine, run_of(engine))
+    assert refused.value.message == f"run {RUN} is not done: the plan's answer to feature-a is not sent yet"
+
+    second = observe(engine, run_of(engine), once=True)
+
+    assert [(o.what, o.text) for o in second.observations] == [("answered", "Should the greeting be formal? -> Yes, formal.")]
+    assert (herdr.prompts, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([("w1:pa", ANSWER)], S.WORKING, [])
+    observe(engine, run_of(engine), once=True)
+    assert len(herdr.prompts) == 1
+
+
+def test_a_planned_answer_that_timed_out_but_landed_is_settled_by_read_back_not_sent_twice(engine: Engine, herdr: FakeHerdr) -> None:
+    asked_formal(engine, herdr)
+    herdr.prompt_errors.append((HerdrTimeout("herdr agent prompt: no answer within 10s"), True))
+    herdr.states["w1:pa"] = "idle"
+
+    first = observe(engine, run_of(engine), once=True)
+    assert [o.what for o in first.observations] == ["send_failed"] and state(engine, "feature-a") is S.QUESTION
+    herdr.states["w1:pa"] = "idle"  # the answered turn is over by the next check-in
+
+    second = observe(engine, run_of(engine), once=True)
+
+    # Read-back saw its state_change_seq move past the baseline: the answer landed, so it is recorded, not re-sent.
+    assert [(o.what, o.text) for o in second.observations] == [("answered", "Should the greeting be formal? -> Yes, formal.")]
+    assert (herdr.prompts, state(engine, "feature-a")) == ([("w1:pa", ANSWER)], S.WORKING)
+
+
+def test_a_planned_answer_read_back_cannot_settle_goes_to_the_person(engine: Engine, herdr: FakeHerdr) -> None:
+    asked_formal(engine, herdr)
+    herdr.prompt_errors.append((HerdrTimeout("herdr agent prompt: no answer within 10s"), False))
+    observe(engine, run_of(engine), once=True)
+
+    second = observe(engine, run_of(engine), once=True)
+
+    # It may still land (herdr ran to orch's limit): never sent again by guess; the person settles it.
+    assert render_observe(second) == (
+        f"Run {RUN}: 1 check-in round\n"
+        "  [1] feature-a send failed #1: answer to 'Should the greeting be formal?' not sent: agent_prompt for feature-a (effect 1) "
+        "was started by an earlier orch process and read-back cannot tell whether it happened: the answer to w1:pa ended without an answer "
+        "(HerdrTimeout) and w1:pa (idle) shows no sign of it: did it arrive? Read its pane (`herdr agent read w1:pa`)\n"
+        f"  [1] feature-a needs answer #1: Should the greeting be formal? (the plan's answer may have reached it: orch resume {RUN} --settle 1=sent (or 1=unsent))\n"
+        "Workers:\n"
+        "  feature-a (feature-a): question, herdr idle, unchanged check-ins 0\n"
+        "  feature-b (feature-b): failed, unchanged check-ins 0\n"
+        "Still active: no\n"
+    )
+    assert (herdr.prompts, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([], S.QUESTION, [])
+
+
+def test_a_planned_answer_refused_at_every_attempt_goes_to_the_person_after_three(engine: Engine, herdr: FakeHerdr) -> None:
+    asked_formal(engine, herdr)
+    herdr.prompt_errors += [(HerdrError("herdr agent prompt: pane_busy: the pane is busy", code="pane_busy"), False)] * 3
+
+    whats = [[o.what for o in observe(engine, run_of(engine), once=True).observations] for _ in range(4)]
+
+    assert whats == [["send_failed"], ["send_failed"], ["send_failed", "needs_answer"], []]
+    assert (herdr.prompts, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([], S.QUESTION, [])
+
+
+def test_a_question_seen_before_inbox_add_moved_its_worker_is_still_answered_from_the_plan(engine: Engine, herdr: FakeHerdr) -> None:
+    engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)
+    herdr.states["w1:pa"] = "idle"
+    body = "Should the greeting be formal?"
+    # `orch inbox add` in the worker's pane records the message, then moves the worker: a check-in may run between.
+    recorded = engine.ledger.record_inbound(
+        RUN, envelope("feature-a", "question", body), source="cli", verdict=InboxVerdict.ACCEPTED, fingerprint="f1",
+        task_label="feature-a", kind="question", sender="feature-a",
+    )  # fmt: skip
+
+    between = observe(engine, run_of(engine), once=True)
+    _apply(engine, run_of(engine), recorded, body)
+
+    assert [o.what for o in between.observations] == []  # not the person's: the plan answers it
+    assert state(engine, "feature-a") is S.QUESTION and answers_owed(engine, run_of(engine)) == ["feature-a"]
+    after = observe(engine, run_of(engine), once=True)
+    assert [(o.what, o.text) for o in after.observations] == [("answered", "Should the greeting be formal? -> Yes, formal.")]
+    assert (herdr.prompts, state(engine, "feature-a")) == ([("w1:pa", ANSWER)], S.WORKING)
