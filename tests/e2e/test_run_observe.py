@@ -2,7 +2,7 @@
 
 Each test drives the real CLI (`orch run`, `orch answer`, `orch resume`, `orch report`, `orch inbox list`) against
 scripted agents and pins the compact report whole, with ids and paths normalised as in test_run.py. The answered
-question (a plan answer reaching the worker) is covered by test_run.py and not repeated here.
+question (a plan answer reaching the worker at once) is covered by test_run.py and not repeated here.
 """
 
 from __future__ import annotations
@@ -139,6 +139,49 @@ do = "result"
         "Blockers: none\n"
     )
     assert world.repo.git("show", "docs/licence:docs/LICENCE.md") == "MIT, like the code."
+
+
+def test_a_planned_answer_herdr_refuses_once_is_sent_at_the_next_check_in_and_the_run_passes(world: Any) -> None:
+    if world.sim is None:
+        pytest.skip("needs the simulator's fault injection")
+    # Under load herdr may refuse or time out the answer's prompt: the plan still answers, at a later check-in,
+    # and the run never stops "waiting for the person" for a question the plan answers.
+    world.write_scenarios(
+        """
+[[task.pages]]
+do = "run"
+command = "herdr-sim fault add --command 'agent prompt' --code agent_not_ready --message 'agent pages is not an active named agent'"
+
+[[task.pages]]
+do = "question"
+message = "Which page size should the docs show?"
+
+[[task.pages]]
+do = "write"
+path = "docs/pages.md"
+content = "{answer}\\n"
+
+[[task.pages]]
+do = "commit"
+message = "docs: page size"
+
+[[task.pages]]
+do = "result"
+"""
+    )
+    answers = '\n[[workers.answers]]\nwhen = "page size"\nanswer = "50 by default."\n'
+
+    done, run_id = run(world, HEAD + worker("pages", claim="docs/", branch="docs/pages", extra=answers))
+
+    assert done.returncode == 0, done.stderr
+    assert notes(normalise(world, done.stderr, run_id), "send failed", "answered", "waits for you") == [
+        "pages: send failed: answer to 'Which page size should the docs show?' not sent: "
+        "herdr agent prompt: agent_not_ready: agent pages is not an active named agent; tried again at the next check-in",
+        "pages: answered: Which page size should the docs show? -> 50 by default.",
+    ]
+    assert world.repo.git("show", "docs/pages:docs/pages.md") == "50 by default."
+    prompts = [e for e in world.engine().ledger.list_effects(run_id, task_label="pages") if e.kind == "agent_prompt" and ":answer:" in e.key]
+    assert [(e.key.split(":answer:")[1], e.status) for e in prompts] == [("1", "failed"), ("1#2", "confirmed")]
 
 
 @pytest.mark.live_herdr(agents=True)
