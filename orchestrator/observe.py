@@ -27,6 +27,9 @@ DEFAULT_INTERVAL_S = 30.0
 # A planned answer whose send failed (a herdr timeout, a refused prompt) is tried at this many check-ins in all,
 # then left to the person: a herdr that keeps refusing must not keep a run waiting for ever.
 ANSWER_ATTEMPTS = 3
+# ... each at least this long after the last: a herdr slow under load gets time to recover (the handover's check-in
+# polls every 0.5 s for 15 s, so all three tries would otherwise fall within one passing hiccup).
+ANSWER_RETRY_S = 5.0
 UNSENT = "planned_answer_unsent"  # the journal fact of one failed send of a planned answer
 # Ledger states in which a worker is doing, or waiting on, the delegated work.
 OBSERVED = (S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED)
@@ -288,10 +291,16 @@ class _Round:
 
     def owed_answers(self) -> None:
         """Send the planned answers still owed: a send that failed, or a question seen before its worker was moved."""
+        now = self.engine.clock.now()
         for worker in self.ledger.list_workers(self.run.run_id, states=(S.QUESTION,)):
-            owed = planned_answer(self.engine, self.run, worker, self.answers(worker.task_label))
-            if owed is not None and worker.task_label not in self.tried and worker.task_label not in self.prompted:
-                self.answer(worker, worker.pending_question or "", owed[1], owed[0])
+            task = worker.task_label
+            owed = planned_answer(self.engine, self.run, worker, self.answers(task))
+            if owed is None or task in self.tried or task in self.prompted:
+                continue
+            failed = [e.at for e in self.ledger.events(self.run.run_id, task_label=task) if e.kind == UNSENT and e.detail.get("inbox_id") == owed[1]]
+            if failed and (now - failed[-1]).total_seconds() < ANSWER_RETRY_S:
+                continue  # tried again at a later check-in
+            self.answer(worker, worker.pending_question or "", owed[1], owed[0])
 
     def answer(self, worker: Worker, body: str, question_id: int, planned: Answer) -> bool:
         """Send the plan's answer to a settled worker (False: not settled yet); a failed send is tried again later."""
@@ -312,7 +321,7 @@ class _Round:
             self.ledger.record_fact(self.run.run_id, UNSENT, task_label=task, detail={"inbox_id": question_id, "error": text, "person": person})
             current = self.ledger.get_worker(self.run.run_id, task)
             if planned_answer(self.engine, self.run, current, self.answers(task)) is not None:
-                self.note(task, "send_failed", f"answer to {body!r} not sent: {text}; tried again at the next check-in", question_id)
+                self.note(task, "send_failed", f"answer to {body!r} not sent: {text}; tried again at a later check-in", question_id)
             else:
                 self.note(task, "send_failed", f"answer to {body!r} not sent: {text}", question_id)
                 if current.state is S.QUESTION and person and isinstance(exc, OrchError) and exc.hint:

@@ -176,7 +176,7 @@ do = "result"
     assert done.returncode == 0, done.stderr
     assert notes(normalise(world, done.stderr, run_id), "send failed", "answered", "waits for you") == [
         "pages: send failed: answer to 'Which page size should the docs show?' not sent: "
-        "herdr agent prompt: agent_not_ready: agent pages is not an active named agent; tried again at the next check-in",
+        "herdr agent prompt: agent_not_ready: agent pages is not an active named agent; tried again at a later check-in",
         "pages: answered: Which page size should the docs show? -> 50 by default.",
     ]
     assert world.repo.git("show", "docs/pages:docs/pages.md") == "50 by default."

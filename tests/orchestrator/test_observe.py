@@ -514,7 +514,7 @@ def test_a_planned_answer_whose_send_herdr_refused_is_sent_at_the_next_check_in_
     first = observe(engine, run_of(engine), once=True)
 
     assert [(o.what, o.text) for o in first.observations] == [
-        ("send_failed", "answer to 'Should the greeting be formal?' not sent: herdr agent prompt: pane_busy: the pane is busy; tried again at the next check-in"),
+        ("send_failed", "answer to 'Should the greeting be formal?' not sent: herdr agent prompt: pane_busy: the pane is busy; tried again at a later check-in"),
     ]
     assert (state(engine, "feature-a"), answers_owed(engine, run_of(engine)), herdr.prompts) == (S.QUESTION, ["feature-a"], [])
     # The controller's door says to check in again, not to ask the person, and refuses to finish meanwhile.
@@ -523,6 +523,9 @@ def test_a_planned_answer_whose_send_herdr_refused_is_sent_at_the_next_check_in_
         finish_run(engine, run_of(engine))
     assert refused.value.message == f"run {RUN} is not done: the plan's answer to feature-a is not sent yet"
 
+    engine.clock.advance(4)  # type: ignore[attr-defined]
+    assert observe(engine, run_of(engine), once=True).observations == ()  # too soon: herdr gets time to recover
+    engine.clock.advance(1)  # type: ignore[attr-defined]
     second = observe(engine, run_of(engine), once=True)
 
     assert [(o.what, o.text) for o in second.observations] == [("answered", "Should the greeting be formal? -> Yes, formal.")]
@@ -539,6 +542,7 @@ def test_a_planned_answer_that_timed_out_but_landed_is_settled_by_read_back_not_
     first = observe(engine, run_of(engine), once=True)
     assert [o.what for o in first.observations] == ["send_failed"] and state(engine, "feature-a") is S.QUESTION
     herdr.states["w1:pa"] = "idle"  # the answered turn is over by the next check-in
+    engine.clock.advance(5)  # type: ignore[attr-defined]
 
     second = observe(engine, run_of(engine), once=True)
 
@@ -551,6 +555,7 @@ def test_a_planned_answer_read_back_cannot_settle_goes_to_the_person(engine: Eng
     asked_formal(engine, herdr)
     herdr.prompt_errors.append((HerdrTimeout("herdr agent prompt: no answer within 10s"), False))
     observe(engine, run_of(engine), once=True)
+    engine.clock.advance(5)  # type: ignore[attr-defined]
 
     second = observe(engine, run_of(engine), once=True)
 
@@ -573,7 +578,10 @@ def test_a_planned_answer_refused_at_every_attempt_goes_to_the_person_after_thre
     asked_formal(engine, herdr)
     herdr.prompt_errors += [(HerdrError("herdr agent prompt: pane_busy: the pane is busy", code="pane_busy"), False)] * 3
 
-    whats = [[o.what for o in observe(engine, run_of(engine), once=True).observations] for _ in range(4)]
+    whats = []
+    for _ in range(4):
+        whats.append([o.what for o in observe(engine, run_of(engine), once=True).observations])
+        engine.clock.advance(5)  # type: ignore[attr-defined]
 
     assert whats == [["send_failed"], ["send_failed"], ["send_failed", "needs_answer"], []]
     assert (herdr.prompts, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([], S.QUESTION, [])
@@ -597,3 +605,16 @@ def test_a_question_seen_before_inbox_add_moved_its_worker_is_still_answered_fro
     after = observe(engine, run_of(engine), once=True)
     assert [(o.what, o.text) for o in after.observations] == [("answered", "Should the greeting be formal? -> Yes, formal.")]
     assert (herdr.prompts, state(engine, "feature-a")) == ([("w1:pa", ANSWER)], S.WORKING)
+
+
+def test_the_handover_check_in_sends_a_planned_answer_again_after_a_refused_send_and_says_wait_not_answer(engine: Engine, herdr: FakeHerdr) -> None:
+    engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)
+    herdr.states["w1:pa"] = "idle"
+    herdr.prompt_errors.append((HerdrError("herdr agent prompt: agent_not_ready: agent feature-a is not an active named agent", code="agent_not_ready"), False))
+
+    handed = hand_over(engine, run_of(engine), envelope("feature-a", "question", "Should the greeting be formal?"))
+
+    # The same call polls on (bounded) while the answer is owed, and tries it again once herdr had time to recover.
+    assert [(o.what, o.round) for o in handed.check_in.observations] == [("send_failed", 1), ("answered", 11)]
+    assert (herdr.prompts, state(engine, "feature-a")) == ([("w1:pa", ANSWER)], S.WORKING)
+    assert [s.do for s in handed.next] == ["wait"] and all(o.what != "needs_answer" for o in handed.check_in.observations)
