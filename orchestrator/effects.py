@@ -102,7 +102,8 @@ _KINDS = (
         "baseline recorded before sending, or its screen shows the text; not done if the agent is gone, or idle/done, unmoved "
         "and without the text on screen 3 s or more after the send was intended (a crash, or a herdr process killed by a signal)",
         "the call ran to orch's time limit (or answered garbage) and nothing shows it landed, or the agent is busy without "
-        "evidence: one question, answered with `orch resume RUN_ID --settle ID=sent` or `orch resume RUN_ID --settle ID=unsent`",
+        "evidence: one question, answered with `orch resume RUN_ID --settle ID=sent` or `orch resume RUN_ID --settle ID=unsent` "
+        "(for a run an agent controller drives, that only records the answer; its next check-in settles the effect)",
         settle="orchestrator.messages:settle_prompt",
     ),
     EffectKind(

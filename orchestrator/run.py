@@ -27,7 +27,7 @@ from orchestrator.report import VERDICT_EXIT, Report, write_report
 from orchestrator.dialogs import pending_approval
 from orchestrator.retire import retire
 from orchestrator.verify import blocked_by_verification, stored_verification, verify_run
-from registry import EffectStatus, RegistryError, Run, RunStatus, Worker, WorkerState
+from registry import Effect, EffectStatus, RegistryError, Run, RunStatus, Worker, WorkerState
 
 S = WorkerState
 
@@ -271,8 +271,40 @@ def resume_run(
     return drive(engine, run, progress, keep=keep, interval_s=interval_s)
 
 
+class Decided(BaseModel):
+    """`orch resume --settle` of a run an agent controller drives: the answers recorded, and how the run goes on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    settled: dict[int, str]
+    next: str
+
+
+def record_decisions(engine: Engine, run_id: str | None, decisions: Mapping[int, str]) -> Decided | None:
+    """The person's answers for a run driven by an agent controller; None for an `orch run` run (resume continues it).
+
+    Such a run cannot be resumed by this process (its callbacks go to the controller agent), but its cannot-tell
+    questions end in the same `orch resume RUN --settle ID=…` command: the answer is recorded, and the door's next
+    check-in settles the effect by it.
+    """
+    run = engine.find_run(run_id)
+    if run.controller_kind == "run":
+        return None
+    checked = [(_check_decision(engine, run, effect_id, answer), answer) for effect_id, answer in decisions.items()]
+    for effect, answer in checked:  # all checked before any is recorded: a bad one changes nothing
+        engine.ledger.record_fact(run.run_id, DECIDED, task_label=effect.task_label, detail={"effect_id": effect.id, "answer": answer})
+    return Decided(run_id=run.run_id, settled=dict(decisions), next=f"orch observe --run {run.run_id} --once")
+
+
 def _decide(engine: Engine, run: Run, effect_id: int, answer: str) -> None:
     """Record the person's answer for an in-flight prompt (`orch resume --settle ID=sent|unsent`)."""
+    effect = _check_decision(engine, run, effect_id, answer)
+    engine.ledger.record_fact(run.run_id, DECIDED, task_label=effect.task_label, detail={"effect_id": effect_id, "answer": answer})
+
+
+def _check_decision(engine: Engine, run: Run, effect_id: int, answer: str) -> Effect:
+    """The in-flight prompt a `--settle ID=sent|unsent` answers, or the one-line reason it answers nothing."""
     try:
         effect = engine.ledger.get_effect(effect_id)
     except RegistryError:
@@ -284,4 +316,4 @@ def _decide(engine: Engine, run: Run, effect_id: int, answer: str) -> None:
         )
     if answer not in ("sent", "unsent"):
         raise OrchError(f"--settle {effect_id}={answer}: the answer is sent or unsent")
-    engine.ledger.record_fact(run.run_id, DECIDED, task_label=effect.task_label, detail={"effect_id": effect_id, "answer": answer})
+    return effect

@@ -11,7 +11,7 @@ from orchestrator.commands.base import emit, engine_from, json_option
 from orchestrator.plan import load_plan
 from orchestrator.progress import Progress
 from orchestrator.report import render_report
-from orchestrator.run import RunOutcome, resume_run, run_plan
+from orchestrator.run import Decided, RunOutcome, record_decisions, resume_run, run_plan
 
 _KEEP = click.option("--keep", "keep", multiple=True, metavar="TASK", help="Retain this worker (pane and worktree) at the end; repeatable.")
 _INTERVAL = click.option(
@@ -66,6 +66,12 @@ def _decisions(ctx: click.Context, param: click.Parameter, values: tuple[str, ..
     return found
 
 
+def _render_decided(decided: Decided) -> str:
+    lines = [f"effect {effect_id}: recorded as {answer}" for effect_id, answer in decided.settled.items()]
+    lines.append(f"run {decided.run_id} is driven by an agent controller: its next check-in (`{decided.next}`) settles them")
+    return "\n".join(lines) + "\n"
+
+
 @click.command("resume")
 @click.argument("run_id", metavar="[RUN_ID]", required=False)
 @_KEEP
@@ -90,6 +96,11 @@ def resume(
       orch resume w1:p1-20261130T080000Z
     """
     engine = engine_from(ctx)
+    if decisions:
+        decided = record_decisions(engine, run_id, decisions)
+        if decided is not None:  # an agent controller drives it: answers recorded, its door carries on
+            emit(decided, as_json, _render_decided)
+            return
     engine.controller = "run"
     progress = Progress(sys.stderr)
     _finish(ctx, resume_run(engine, run_id, progress, keep=keep, interval_s=interval_s, decisions=decisions), as_json)

@@ -93,3 +93,34 @@ def test_a_run_stopped_by_a_verification_block_says_what_the_person_decides(tmp_
     )
     assert (outcome.finished, outcome.stopped_at) == (False, "waiting for the person: docs")
     engine.close()
+
+
+def test_resume_settle_of_an_agent_driven_run_records_the_answer_for_its_door(tmp_path: Path) -> None:
+    """A cannot-tell question ends in `orch resume RUN --settle ID=…` whoever drives the run: for an agent controller's
+    run it records the answer (the door's next check-in settles the effect by it); a bad id changes nothing."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli import cli
+    from orchestrator.messages import DECIDED
+
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
+    engine.ledger.create_run(RUN, controller_target="w1:p1")
+    engine.ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x")
+    effect = engine.ledger.intend(RUN, "feature-a", "agent_prompt", "feature-a:packet", {"target": "feature-a"})
+    engine.close()
+    env = {"HOME": str(tmp_path), "ORCH_HOME": str(tmp_path / "orch"), "HERDR_ENV": "", "HERDR_PANE_ID": "w1:p1"}
+
+    bad = CliRunner().invoke(cli, ["resume", RUN, "--settle", f"{effect.id}=sent", "--settle", f"{effect.id + 7}=unsent"], env=env, prog_name="orch")
+    done = CliRunner().invoke(cli, ["resume", RUN, "--settle", f"{effect.id}=sent"], env=env, prog_name="orch")
+
+    assert (bad.exit_code, bad.output) == (1, f"orch: run {RUN} has no effect {effect.id + 7}\nhint: the question that asked names the effect id\n")
+    assert (done.exit_code, done.output) == (
+        0,
+        f"effect {effect.id}: recorded as sent\n"
+        f"run {RUN} is driven by an agent controller: its next check-in (`orch observe --run {RUN} --once`) settles them\n",
+    )
+    engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
+    decided = [e.detail for e in engine.ledger.events(RUN) if e.kind == DECIDED]
+    assert decided == [{"effect_id": effect.id, "answer": "sent"}]
+    engine.close()
