@@ -59,7 +59,7 @@ def test_orch_herdr_runs_the_marked_scenarios_against_that_herdr_and_skips_the_r
     done, _, summary = _lane(tmp_path, [*LANE, SIMULATOR_ONLY], agents_on_path=True)
 
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert re.fullmatch(r"17 passed, 24 skipped in [\d.]+s.*", summary), done.stdout[-3000:] + done.stderr[-2000:]
+    assert re.fullmatch(r"17 passed, 25 skipped in [\d.]+s.*", summary), done.stdout[-3000:] + done.stderr[-2000:]
     assert "needs the simulator (its faults, knobs or state): the live lane (ORCH_HERDR) runs only the tests marked live_herdr" in done.stdout
 
 
