@@ -574,13 +574,13 @@ elif args[:2] == ["pane", "close"]:
         log.write(json.dumps({{"pid": os.getpid(), "sid": os.getsid(0)}}) + "\\n")
     os.kill(os.getpid(), signal.SIGKILL)  # dies of a signal before answering
 elif args[:2] == ["pane", "send-keys"]:
-    # Interrupt the caller in the middle of this call, then finish only once its handler has run (the release file).
-    import time
-    release = os.environ["FAKE_HERDR_RELEASE"]
+    # Interrupt the caller in the middle of this call, then finish only once its handler has run: opening the
+    # release FIFO blocks until the handler opens its other end, and reading ends when the handler closes it.
     os.kill(int(os.environ["FAKE_HERDR_CALLER"]), signal.SIGINT)
-    deadline = time.monotonic() + 30
-    while not os.path.exists(release) and time.monotonic() < deadline:
-        time.sleep(0.01)
+    fifo = os.open(os.environ["FAKE_HERDR_RELEASE"], os.O_RDONLY)
+    while os.read(fifo, 64):
+        pass
+    os.close(fifo)
     with open(os.environ["FAKE_HERDR_LOG"], "a") as log:
         log.write(json.dumps({{"finished": True}}) + "\\n")
 else:
@@ -640,9 +640,12 @@ def test_real_process_runs_in_a_session_of_its_own_and_its_death_by_signal_is_an
 def test_an_interrupt_during_a_real_call_waits_for_the_call_to_finish(fake_herdr: tuple[Path, Path], tmp_path: Path) -> None:
     binary, log = fake_herdr
     release = tmp_path / "release"
+    os.mkfifo(release)
+    seen: list[int] = []
 
     def interrupt(signum: int, frame: Any) -> None:
-        release.touch()  # the fake herdr finishes its call only after orch has seen the interrupt
+        seen.append(signum)
+        os.close(os.open(release, os.O_WRONLY))  # the fake herdr finishes its call only after orch has seen the interrupt
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, interrupt)
@@ -652,7 +655,7 @@ def test_an_interrupt_during_a_real_call_waits_for_the_call_to_finish(fake_herdr
             cli.pane_send_keys("w1:p2", "Enter")
     finally:
         signal.signal(signal.SIGINT, previous)
-    assert release.exists()
+    assert seen == [signal.SIGINT]
     # herdr finished its call (orch stops between calls, never inside one).
     assert json.loads(log.read_text().splitlines()[-1]) == {"finished": True}
 
