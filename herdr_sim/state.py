@@ -212,21 +212,28 @@ class Store:
 
     def load(self) -> World:
         """Read the current state without locking (the file is replaced atomically)."""
+        return self._read()[1]
+
+    def _read(self) -> tuple[str | None, World]:
+        """The state file's text (None when there is none yet) and the World it holds."""
         try:
             text = self.paths.state.read_text()
         except FileNotFoundError:
-            return World()
+            return None, World()
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise StateError(f"{self.paths.state}: not JSON: {exc}") from None
-        return validate(World, data)
+        return text, validate(World, data)
 
     def save(self, world: World) -> None:
         """Atomically replace the state file."""
+        self._write(dump(world))
+
+    def _write(self, text: str) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.paths.home, prefix=".state.", suffix=".json")
         with os.fdopen(fd, "w") as handle:
-            handle.write(dump(world))
+            handle.write(text)
         os.replace(tmp, self.paths.state)
 
     @contextlib.contextmanager
@@ -236,11 +243,15 @@ class Store:
         with open(self.paths.lock, "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                world = self.load()
+                before, world = self._read()
                 yield world
                 focused = ui_focused_pane(world)
                 if focused is not None and (not world.focus_history or world.focus_history[-1] != focused):
                     world.focus_history.append(focused)
-                self.save(world)
+                after = dump(world)
+                # Most transactions (the server's reconcile ticks, read-only calls) change nothing: the same bytes
+                # need no new file (a new inode and a rename cost more CPU than the whole check).
+                if after != before:
+                    self._write(after)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)

@@ -90,6 +90,29 @@ def test_store_transaction_persists(tmp_path: Path) -> None:
     assert store.load().workspaces == sample().workspaces
 
 
+def test_a_transaction_that_changes_nothing_leaves_the_file_alone(tmp_path: Path) -> None:
+    paths = Paths(tmp_path)
+    store = Store(paths)
+    with store.transaction() as world:
+        world.workspaces = sample().workspaces
+    written = paths.state.stat()
+    with store.transaction() as world:
+        world.settle_ms = 3000  # the value it has: the same state
+    assert paths.state.stat().st_ino == written.st_ino
+    with store.transaction() as world:
+        world.settle_ms = 100
+    assert paths.state.stat().st_ino != written.st_ino and store.load().settle_ms == 100
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json", "state.lock"]
+
+
+def test_a_transaction_still_refuses_a_state_that_would_not_load(tmp_path: Path) -> None:
+    store = Store(Paths(tmp_path))
+    store.save(sample())
+    with pytest.raises(StateError), store.transaction() as world:
+        world.panes["w1:p1"].shell_pid = "42"  # type: ignore[assignment]
+    assert store.load() == sample()
+
+
 def test_a_corrupt_file_is_one_clear_error(tmp_path: Path) -> None:
     paths = Paths(tmp_path)
     paths.state.write_text("{not json")
