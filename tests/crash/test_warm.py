@@ -199,6 +199,7 @@ def test_stop_ends_the_zygote_and_its_children_and_leaves_nothing(probe_dir: Pat
         assert zygote.proc.returncode == 0
         assert [alive(p.pid) for p in procs if p is not None] == [False, False]
         assert list(folder.iterdir()) == []
+        assert zygote.popen(orch("--version"), dict(os.environ)) is None  # a gone zygote: the matrix runs the rest cold
         for proc in procs:
             assert proc is not None
             proc.communicate(timeout=60)

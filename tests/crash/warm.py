@@ -186,10 +186,18 @@ class Zygote:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             conn.settimeout(60)
-            conn.connect(str(self.sock))
             body = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd or os.getcwd()}).encode()
             data = len(body).to_bytes(8, "little") + body
-            sent = conn.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, b"".join(fd.to_bytes(4, sys.byteorder) for fd in (null, out_w, err_w)))])
+            try:
+                conn.connect(str(self.sock))
+                sent = conn.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, b"".join(fd.to_bytes(4, sys.byteorder) for fd in (null, out_w, err_w)))])
+            except OSError as exc:  # nothing reached the zygote, so nothing was started: this one runs cold
+                print(f"warm orch: the zygote is not answering ({exc}); this orch process runs cold", file=sys.stderr)
+                conn.close()
+                os.close(out_r)
+                os.close(err_r)
+                self.cold += 1
+                return None
             conn.sendall(data[sent:])
             answer = b""
             while b"\n" not in answer:
