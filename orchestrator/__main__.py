@@ -1,5 +1,5 @@
-"""Entry point for ``python -m orchestrator``."""
+"""Entry point for ``python -m orchestrator``: the same as the `orch` console script."""
 
-from orchestrator.cli import main
+from orchestrator.entry import main
 
 main()

@@ -124,6 +124,8 @@ class Engine:
     _local: threading.local = field(default_factory=threading.local, repr=False)
     _opened: list[Ledger] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Resolved plan snapshots, by path and content (see plan_for).
+    _plans: dict[tuple[str, bytes], ResolvedPlan] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_env(
@@ -230,11 +232,24 @@ class Engine:
     def plan_for(self, run: Run) -> ResolvedPlan:
         """The plan snapshot taken when the run was created (later edits to the plan file do not change a run)."""
         snapshot = self.run_dir(run.run_id) / "plan.toml"
-        if not snapshot.exists():
-            raise OrchError(f"run {run.run_id} has no plan snapshot at {snapshot}")
+        try:
+            text = snapshot.read_bytes()
+        except FileNotFoundError:
+            raise OrchError(f"run {run.run_id} has no plan snapshot at {snapshot}") from None
+        # Resolving validates the file and asks git about every branch (four git processes for the demo's plan), and
+        # a run's phases ask for the plan dozens of times: resolve a snapshot once per process. Keyed by the content,
+        # so a snapshot that is rewritten (tests do) is resolved again.
+        key = (str(snapshot), text)
+        with self._lock:
+            cached = self._plans.get(key)
+        if cached is not None:
+            return cached
         from orchestrator.plan import load_plan
 
-        return load_plan(snapshot, self.settings, display=run.plan_path or str(snapshot))
+        plan = load_plan(snapshot, self.settings, display=run.plan_path or str(snapshot))
+        with self._lock:
+            self._plans[key] = plan
+        return plan
 
     def planned(self, plan: ResolvedPlan, task: str) -> ResolvedWorker:
         """The plan entry of one task."""

@@ -234,7 +234,21 @@ class CrashSeam:
             time.sleep(60)  # SIGKILL lands at once; never run on
 
 
-_SEAM = CrashSeam(os.environ)
+_SEAM: CrashSeam | None = None
+_SEAM_LOCK = threading.Lock()
+
+
+def _seam() -> CrashSeam:
+    """This process's crash seam, read from the environment at its first herdr call.
+
+    Not at import: a process forked from one that has already imported orch (the crash matrix's warm orch,
+    tests/crash/warm.py) gets its own environment only after the import.
+    """
+    global _SEAM
+    with _SEAM_LOCK:
+        if _SEAM is None:
+            _SEAM = CrashSeam(os.environ)
+        return _SEAM
 
 
 @dataclass(frozen=True)
@@ -654,11 +668,12 @@ class HerdrCli:
         """One herdr process: run, record, and map a failure to a typed error."""
         env = {**os.environ, **self.env_overlay}
         started = self.clock()
-        number = _SEAM.before(argv) if _SEAM.active else 0
+        seam = _seam()
+        number = seam.before(argv) if seam.active else 0
         try:
             proc = self.runner(argv, env=env, timeout=timeout)
-            if _SEAM.active:
-                _SEAM.after(number)
+            if seam.active:
+                seam.after(number)
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             call = self._record(argv, None, "", str(exc), started)
             raise HerdrMissing(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 PACKET_FIRST_LINE = re.compile(r"^Delegation packet for task (?P<task>\S+) \(run (?P<run>\S+)\)$")
 ENVELOPE_HEADER = re.compile(
@@ -48,10 +48,9 @@ class PacketError(Exception):
     """A prompt that claims to be a packet or envelope but cannot be read; str() is one line."""
 
 
-class Packet(BaseModel):
+@dataclass(frozen=True)
+class Packet:
     """What a worker needs from its delegation packet."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     run_id: str
     task_label: str
@@ -81,10 +80,9 @@ class Packet(BaseModel):
     report_dir: str | None = None
 
 
-class Envelope(BaseModel):
+@dataclass(frozen=True)
+class Envelope:
     """A run-scoped message: header fields plus body."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     run: str
     task: str
@@ -223,10 +221,9 @@ def parse_packet(text: str) -> Packet:
     )
 
 
-class Probe(BaseModel):
+@dataclass(frozen=True)
+class Probe:
     """orch doctor's probe: which run and task, the one message to send, and the command that sends it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     run_id: str
     task_label: str

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 TAIL_LINES = 3
 
 
-class Check(BaseModel):
+@dataclass(frozen=True)
+class Check:
     """One verification command and what it did (or what the worker claims it did)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     command: str
     exit_code: int
