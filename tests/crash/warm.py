@@ -23,8 +23,10 @@
 # flushed (120 if that fails), then os._exit. A request whose environment changes how the interpreter itself
 # starts (any other PYTHON*, LANG, LC_*, PYDANTIC_* variable differs from the zygote's) is refused and runs cold.
 # What stays different, knowingly: the hash seed (every child shares the zygote's, as if PYTHONHASHSEED were fixed
-# for the matrix; a cold process draws its own), and models of lazily imported modules are built at the zygote's
-# import with pydantic plugins off (orch uses none; cold processes find none either).
+# for the matrix; a cold process draws its own); models of lazily imported modules are built at the zygote's
+# import with pydantic plugins off (orch uses none; cold processes find none either); and /proc/PID/cmdline and
+# /proc/PID/environ show the zygote's exec (the kernel keeps those). Nothing reads the latter of an orch process:
+# the simulator's /proc reads are of pane processes, and a stage's leftover scan runs after its orch processes ended.
 #
 # Audit of import-time state in orchestrator/, packets/, registry/ (what a forked child would otherwise inherit
 # from the zygote instead of computing from its own environment, cwd, clock, pid or random state), by walking every
