@@ -289,7 +289,8 @@ def scenario_path(env: dict[str, str]) -> Path | None:
     return None
 
 
-def _table(path: Path, section: str, label: str) -> list[Step] | None:
+def _read(path: Path) -> dict[str, Any]:
+    """The scenario file's top-level tables (`task`, `follow-up`, `agents`), each checked to be a table."""
     try:
         data = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -297,7 +298,14 @@ def _table(path: Path, section: str, label: str) -> list[Step] | None:
     unknown = sorted(set(data) - {"task", "follow-up", "agents"})
     if unknown:
         raise ScenarioError(f"{path}: unknown top-level table [{unknown[0]}]")
-    raw = data.get(section, {}).get(label)
+    for name, value in data.items():
+        if not isinstance(value, dict):
+            raise ScenarioError(f"{path}: {name} must be a table ([{name}.<label>]), not {type(value).__name__}")
+    return data
+
+
+def _table(path: Path, section: str, label: str) -> list[Step] | None:
+    raw = _read(path).get(section, {}).get(label)
     if raw is None:
         return None
     try:
@@ -356,10 +364,8 @@ def load_behaviour(env: dict[str, str], kind: str) -> Behaviour:
     path = scenario_path(env)
     if path is None or not path.is_file():
         return Behaviour()
+    raw = _read(path).get("agents", {}).get(kind, {})
     try:
-        raw = tomllib.loads(path.read_text()).get("agents", {}).get(kind, {})
         return validate_behaviour(raw)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ScenarioError(f"cannot read scenario file {path}: {exc}") from None
     except Invalid as exc:
         raise ScenarioError(f"{path}: agents.{kind}.{exc.where}: {exc.message}") from None

@@ -18,7 +18,7 @@ from herdr_sim.agent.packet import (
     parse_packet,
 )
 from herdr_sim.agent.result import Check, format_report, format_result
-from herdr_sim.agent.scenario import Result, ScenarioError, Update, Write, load_steps
+from herdr_sim.agent.scenario import Result, ScenarioError, Update, Write, load_behaviour, load_steps
 from herdr_sim.agent.worker import claim_file
 
 DATA = Path(__file__).parent / "agent_data"
@@ -246,6 +246,8 @@ def test_load_steps_falls_back_to_sim_home_then_default(tmp_path: Path) -> None:
         ('[[task.x]]\ndo = "update"\n', "{path}: task.x[0.update.message]: Field required"),
         ('[[task.x]]\ndo = "run"\ncommand = "true"\ncwd = "/"\n', "{path}: task.x[0.run.cwd]: Extra inputs are not permitted"),
         ("[tasks.x]\n", "{path}: unknown top-level table [tasks]"),
+        ("task = 1\n", "{path}: task must be a table ([task.<label>]), not int"),
+        ('agents = "pi"\n', "{path}: agents must be a table ([agents.<label>]), not str"),
     ],
 )
 def test_load_steps_reports_bad_scenarios_in_one_line(tmp_path: Path, content: str, error: str) -> None:
@@ -253,6 +255,23 @@ def test_load_steps_reports_bad_scenarios_in_one_line(tmp_path: Path, content: s
     path.write_text(content)
     with pytest.raises(ScenarioError) as caught:
         load_steps({"HERDR_SIM_SCENARIOS": str(path)}, "task", "x")
+    assert str(caught.value) == error.format(path=path)
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        ("[tasks.x]\n", "{path}: unknown top-level table [tasks]"),
+        ("task = 1\n", "{path}: task must be a table ([task.<label>]), not int"),
+        ('agents = "pi"\n', "{path}: agents must be a table ([agents.<label>]), not str"),
+    ],
+)
+def test_an_agent_reading_a_badly_shaped_file_at_start_up_gets_one_line(tmp_path: Path, content: str, error: str) -> None:
+    # The behaviour table is read first, when the agent starts: the same one line as the steps, never a traceback.
+    path = tmp_path / "s.toml"
+    path.write_text(content)
+    with pytest.raises(ScenarioError) as caught:
+        load_behaviour({"HERDR_SIM_SCENARIOS": str(path)}, "pi")
     assert str(caught.value) == error.format(path=path)
 
 
