@@ -56,7 +56,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -143,7 +142,7 @@ class WarmProcess:
             self._conn = None
 
 
-def _text(data: bytes) -> str:
+def _text(data: bytes | bytearray) -> str:
     # What Popen(text=True) makes of the same bytes: the locale's encoding, universal newlines.
     return io.TextIOWrapper(io.BytesIO(bytes(data))).read()
 
@@ -416,9 +415,9 @@ def _become(request: dict[str, Any], fds: list[int], sync_w: int, startup: _Star
     time.tzset()
     random.seed()
     unbuffered = bool(env.get("PYTHONUNBUFFERED"))
-    sys.stdin = sys.__stdin__ = _stdio(0, "r", startup, unbuffered)
-    sys.stdout = sys.__stdout__ = _stdio(1, "w", startup, unbuffered)
-    sys.stderr = sys.__stderr__ = _stdio(2, "w", startup, unbuffered)
+    sys.stdin = sys.__stdin__ = _stdio(0, "r", startup, unbuffered)  # type: ignore[misc]
+    sys.stdout = sys.__stdout__ = _stdio(1, "w", startup, unbuffered)  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = _stdio(2, "w", startup, unbuffered)  # type: ignore[misc]
     code, interrupted = 0, False
     try:
         runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
@@ -441,10 +440,11 @@ def _stdio(fd: int, mode: str, startup: _Startup, unbuffered: bool) -> io.TextIO
     """A standard stream on ``fd`` as CPython's create_stdio makes it."""
     encoding, errors = startup.streams.get(fd, ("utf-8", "backslashreplace" if fd == 2 else "strict"))
     buffered = mode == "r" or not unbuffered
-    buf = io.open(fd, mode + "b", buffering=-1 if buffered else 0, closefd=False)
-    raw = buf.raw if buffered else buf  # type: ignore[union-attr]
-    raw.name = ("<stdin>", "<stdout>", "<stderr>")[fd]  # type: ignore[misc]
-    stream = io.TextIOWrapper(buf, encoding=encoding, errors=errors, newline="\n",  # type: ignore[arg-type]
+    # As create_stdio: io.open picks the buffer size from the descriptor; the stream lives as long as the process.
+    buf = open(fd, mode + "b", buffering=-1 if buffered else 0, closefd=False)  # noqa: SIM115
+    raw: Any = buf.raw if buffered else buf  # type: ignore[attr-defined]
+    raw.name = ("<stdin>", "<stdout>", "<stderr>")[fd]
+    stream = io.TextIOWrapper(buf, encoding=encoding, errors=errors, newline="\n",
                               line_buffering=not unbuffered and (raw.isatty() or fd == 2), write_through=unbuffered)
     stream.mode = mode  # type: ignore[misc]
     return stream
