@@ -209,6 +209,18 @@ def test_stop_ends_the_zygote_and_its_children_and_leaves_nothing(probe_dir: Pat
         shutil.rmtree(folder)
 
 
+def test_a_zygote_that_cannot_start_is_none(capsys: pytest.CaptureFixture[str]) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="warm-"))
+    try:
+        deep = folder / ("x" * 100)
+        deep.mkdir()
+        assert warm.Zygote.start(deep) is None  # the matrix then starts every orch process cold
+        assert capsys.readouterr().err == f"warm orch: {deep / 'warm.sock'} is too long for a unix socket; every orch process runs cold\n"
+        assert list(deep.iterdir()) == []
+    finally:
+        shutil.rmtree(folder)
+
+
 # A stand-in for the matrix: starts the zygote and one orch-like child, says their pids, and waits to be killed.
 _CLIENT = r"""
 import os, signal, sys

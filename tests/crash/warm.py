@@ -279,6 +279,13 @@ def _preload() -> None:
 def serve(sock: Path) -> None:
     """The zygote: preload, listen on ``sock``, fork a child per request until stdin reaches its end."""
     startup = _Startup()
+    # Children are watched through pidfds (Linux 5.3): without them (an old kernel, a seccomp filter) there is no
+    # zygote, and the matrix, never told it is ready, runs every orch process cold.
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError) as exc:
+        print(f"warm orch: no pidfd_open ({exc})", file=sys.stderr)
+        return
     sys.path[0] = os.getcwd()  # as -m has it: the modules come from where a cold orch would find them
     _preload()
     sock.unlink(missing_ok=True)
