@@ -209,6 +209,49 @@ def test_stop_ends_the_zygote_and_its_children_and_leaves_nothing(probe_dir: Pat
         shutil.rmtree(folder)
 
 
+def test_a_zygote_that_cannot_start_is_none(capsys: pytest.CaptureFixture[str]) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="warm-"))
+    try:
+        deep = folder / ("x" * 100)
+        deep.mkdir()
+        assert warm.Zygote.start(deep) is None  # the matrix then starts every orch process cold
+        assert capsys.readouterr().err == f"warm orch: {deep / 'warm.sock'} is too long for a unix socket; every orch process runs cold\n"
+        assert list(deep.iterdir()) == []
+    finally:
+        shutil.rmtree(folder)
+
+
+# A stand-in for the matrix: starts the zygote and one orch-like child, says their pids, and waits to be killed.
+_CLIENT = r"""
+import os, signal, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import warm
+zygote = warm.Zygote.start(Path(sys.argv[2]))
+child = zygote.popen([sys.executable, "-m", "probe", "pause"], dict(os.environ), sys.argv[3])
+print(zygote.proc.pid, child.pid, flush=True)
+signal.pause()
+"""
+
+
+def test_a_killed_matrix_takes_the_zygote_and_its_children_with_it(probe_dir: Path) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="warm-"))
+    client = subprocess.Popen([sys.executable, "-c", _CLIENT, str(Path(__file__).parent), str(folder), str(probe_dir)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout is not None
+        zygote_pid, child_pid = map(int, client.stdout.readline().split())
+        client.kill()  # SIGKILL: no tear-down of its own; the zygote sees its stdin end
+        client.wait()
+        eventually(lambda: not alive(zygote_pid) and not alive(child_pid), "the zygote and its child ended", timeout_s=30, interval_s=0.05)
+        assert list(folder.iterdir()) == []
+    finally:
+        if client.poll() is None:
+            client.kill()
+            client.wait()
+        shutil.rmtree(folder)
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)

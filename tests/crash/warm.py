@@ -23,8 +23,10 @@
 # flushed (120 if that fails), then os._exit. A request whose environment changes how the interpreter itself
 # starts (any other PYTHON*, LANG, LC_*, PYDANTIC_* variable differs from the zygote's) is refused and runs cold.
 # What stays different, knowingly: the hash seed (every child shares the zygote's, as if PYTHONHASHSEED were fixed
-# for the matrix; a cold process draws its own), and models of lazily imported modules are built at the zygote's
-# import with pydantic plugins off (orch uses none; cold processes find none either).
+# for the matrix; a cold process draws its own); models of lazily imported modules are built at the zygote's
+# import with pydantic plugins off (orch uses none; cold processes find none either); and /proc/PID/cmdline and
+# /proc/PID/environ show the zygote's exec (the kernel keeps those). Nothing reads the latter of an orch process:
+# the simulator's /proc reads are of pane processes, and a stage's leftover scan runs after its orch processes ended.
 #
 # Audit of import-time state in orchestrator/, packets/, registry/ (what a forked child would otherwise inherit
 # from the zygote instead of computing from its own environment, cwd, clock, pid or random state), by walking every
@@ -54,7 +56,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,7 @@ class WarmProcess:
             self._conn = None
 
 
-def _text(data: bytes) -> str:
+def _text(data: bytes | bytearray) -> str:
     # What Popen(text=True) makes of the same bytes: the locale's encoding, universal newlines.
     return io.TextIOWrapper(io.BytesIO(bytes(data))).read()
 
@@ -278,6 +279,13 @@ def _preload() -> None:
 def serve(sock: Path) -> None:
     """The zygote: preload, listen on ``sock``, fork a child per request until stdin reaches its end."""
     startup = _Startup()
+    # Children are watched through pidfds (Linux 5.3): without them (an old kernel, a seccomp filter) there is no
+    # zygote, and the matrix, never told it is ready, runs every orch process cold.
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except (AttributeError, OSError) as exc:
+        print(f"warm orch: no pidfd_open ({exc})", file=sys.stderr)
+        return
     sys.path[0] = os.getcwd()  # as -m has it: the modules come from where a cold orch would find them
     _preload()
     sock.unlink(missing_ok=True)
@@ -414,9 +422,9 @@ def _become(request: dict[str, Any], fds: list[int], sync_w: int, startup: _Star
     time.tzset()
     random.seed()
     unbuffered = bool(env.get("PYTHONUNBUFFERED"))
-    sys.stdin = sys.__stdin__ = _stdio(0, "r", startup, unbuffered)
-    sys.stdout = sys.__stdout__ = _stdio(1, "w", startup, unbuffered)
-    sys.stderr = sys.__stderr__ = _stdio(2, "w", startup, unbuffered)
+    sys.stdin = sys.__stdin__ = _stdio(0, "r", startup, unbuffered)  # type: ignore[misc]
+    sys.stdout = sys.__stdout__ = _stdio(1, "w", startup, unbuffered)  # type: ignore[misc]
+    sys.stderr = sys.__stderr__ = _stdio(2, "w", startup, unbuffered)  # type: ignore[misc]
     code, interrupted = 0, False
     try:
         runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
@@ -439,10 +447,11 @@ def _stdio(fd: int, mode: str, startup: _Startup, unbuffered: bool) -> io.TextIO
     """A standard stream on ``fd`` as CPython's create_stdio makes it."""
     encoding, errors = startup.streams.get(fd, ("utf-8", "backslashreplace" if fd == 2 else "strict"))
     buffered = mode == "r" or not unbuffered
-    buf = io.open(fd, mode + "b", buffering=-1 if buffered else 0, closefd=False)
-    raw = buf.raw if buffered else buf  # type: ignore[union-attr]
-    raw.name = ("<stdin>", "<stdout>", "<stderr>")[fd]  # type: ignore[misc]
-    stream = io.TextIOWrapper(buf, encoding=encoding, errors=errors, newline="\n",  # type: ignore[arg-type]
+    # As create_stdio: io.open picks the buffer size from the descriptor; the stream lives as long as the process.
+    buf = open(fd, mode + "b", buffering=-1 if buffered else 0, closefd=False)  # noqa: SIM115
+    raw: Any = buf.raw if buffered else buf  # type: ignore[attr-defined]
+    raw.name = ("<stdin>", "<stdout>", "<stderr>")[fd]
+    stream = io.TextIOWrapper(buf, encoding=encoding, errors=errors, newline="\n",
                               line_buffering=not unbuffered and (raw.isatty() or fd == 2), write_through=unbuffered)
     stream.mode = mode  # type: ignore[misc]
     return stream
