@@ -610,18 +610,23 @@ class Engine:
             return pane.screen_state
         return pane.state
 
-    def detect_screens(self, titles: dict[str, str]) -> None:
+    def screen_due(self, pane: Pane) -> bool:
+        """Whether screen detection reads this pane: a known agent with rules, past its start-up grace."""
+        return (pane.detected in detect.RULES and pane.detected_at is not None
+                and self.now - pane.detected_at >= detect.STARTUP_GRACE_S)
+
+    def detect_screens(self, titles: dict[str, str], screens: dict[str, str] | None = None) -> None:
         """Screen detection for every pane running a known agent (herdr_sim.detect): screen-only agents get their
-        state from it, hook-reporting ones only a visible blocker."""
+        state from it, hook-reporting ones only a visible blocker. ``screens``: tmux pane → its screen, read already."""
         for pane in self.world.panes.values():
-            if pane.detected not in detect.RULES or pane.tmux not in titles or pane.detected_at is None:
+            if pane.tmux not in titles or not self.screen_due(pane):
                 continue
-            if self.now - pane.detected_at < detect.STARTUP_GRACE_S:
-                continue
-            try:
-                screen = "\n".join(self.tmux.capture(pane.tmux, history=False, joined=False, ansi=False))
-            except TmuxError:
-                continue
+            screen = (screens or {}).get(pane.tmux)
+            if screen is None:
+                try:
+                    screen = "\n".join(self.tmux.capture(pane.tmux, history=False, joined=False, ansi=False))
+                except TmuxError:
+                    continue
             found = detect.explain(pane.detected, screen, detect.app_title(titles[pane.tmux]))
             if found.rule is not None and found.rule.skip_update:
                 continue
@@ -640,7 +645,14 @@ class Engine:
         ``screens``: also run screen detection (the server loop does, a few times a second, as herdr's own
         detection loop does; single commands skip it, since every capture is a tmux process).
         """
-        titles = self.tmux.titles()
+        read: dict[str, str] = {}
+        if screens:
+            # The screens detection will read, taken with the titles by one tmux client (a client each cost more
+            # than the reading). A pane whose detected kind changes below starts a new grace, so it is never due:
+            # the panes due now are all among these; any other (or one whose capture failed) is read on its own.
+            titles, read = self.tmux.titles_and_screens([p.tmux for p in self.world.panes.values() if self.screen_due(p)])
+        else:
+            titles = self.tmux.titles()
         live = set(titles)
         table = procs.scan() if self.world.panes else {}  # one /proc pass for every pane
         for pane in list(self.world.panes.values()):
@@ -661,7 +673,7 @@ class Engine:
                         pane.hook_agent in (None, previous)):
                     self.clear_agent(pane)
         if screens:
-            self.detect_screens(titles)
+            self.detect_screens(titles, read)
         for pane in list(self.world.panes.values()):
             if pane.launch_kind:
                 self.settle(pane)

@@ -53,7 +53,10 @@ sys.exit(int.from_bytes(answer, "little", signed=True))
 """
 
 # The same client in C: the request is the same bytes (8-byte little-endian length, then NUL-separated fields);
-# without a zygote it becomes the Python client (execv), which then runs the call itself.
+# without a zygote it becomes the Python client (execv), which then runs the call itself. Its three paths are not
+# compiled in: each is a FIELD-byte array holding a marker, which write_client overwrites in a copy of the built
+# binary, so one build (cached under HERDR_SIM_CLIENT_CACHE when set) serves every server (cc costs ~0.1 s of CPU).
+FIELD = 4096
 C_CLIENT = r"""#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -65,13 +68,21 @@ C_CLIENT = r"""#include <errno.h>
 #include <sys/un.h>
 #include <unistd.h>
 extern char **environ;
-static const char SOCK[] = @SOCK@;
-static const char PYTHON[] = @PYTHON@;
-static const char SCRIPT[] = @SCRIPT@;
+#define FIELD @FIELD@
+/* volatile: the compiler must read what write_client patched in, never fold the marker it was built with */
+static volatile const char SOCK_FIELD[FIELD] = "@herdr-sim-field:sock@";
+static volatile const char PYTHON_FIELD[FIELD] = "@herdr-sim-field:python@";
+static volatile const char SCRIPT_FIELD[FIELD] = "@herdr-sim-field:script@";
+static char SOCK[FIELD], PYTHON[FIELD], SCRIPT[FIELD];
+static void field(char *out, const volatile char *raw) {
+    size_t i = 0;
+    while (i < FIELD - 1 && (out[i] = raw[i]) != 0) i++;
+    out[i] = 0;
+}
 static void local(int argc, char **argv) {
     char **args = calloc((size_t)argc + 3, sizeof *args);
     if (!args) exit(1);
-    args[0] = (char *)PYTHON; args[1] = "-S"; args[2] = (char *)SCRIPT;
+    args[0] = PYTHON; args[1] = "-S"; args[2] = SCRIPT;
     for (int i = 1; i < argc; i++) args[i + 2] = argv[i];
     execv(PYTHON, args);
     perror("herdr-sim client: execv");
@@ -84,6 +95,7 @@ static size_t put(char *buf, size_t at, const char *text) {
 }
 int main(int argc, char **argv) {
     char cwd[PATH_MAX], ppid[32], count[32];
+    field(SOCK, SOCK_FIELD); field(PYTHON, PYTHON_FIELD); field(SCRIPT, SCRIPT_FIELD);
     if (!getcwd(cwd, sizeof cwd)) local(argc, argv);
     snprintf(ppid, sizeof ppid, "%ld", (long)getppid());
     snprintf(count, sizeof count, "%d", argc);
@@ -144,35 +156,76 @@ int main(int argc, char **argv) {
 """
 
 
-def _c_string(text: str) -> str:
-    if any(ord(c) < 32 for c in text):
-        raise ValueError(f"not a path for a C string literal: {text!r}")
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def write_client(target: Path, python: str, root: str, sock: Path) -> str:
     """Write the zygote's client as ``target`` (C if `cc` builds it, else Python); returns which one it is."""
     import shutil
-    import subprocess
 
     script = target.with_name(f".{target.name}-client.py")
     script.write_text(f"#!{python} -S\n" + PY_CLIENT.format(root=root, sock=str(sock)))
     script.chmod(0o755)
-    compiler = shutil.which("cc")
-    if compiler is not None:
-        source = target.with_name(f".{target.name}-client.c")
+    cache = os.environ.get("HERDR_SIM_CLIENT_CACHE")
+    built = _build_client(Path(cache) if cache else target.parent)
+    if built is not None:
         try:
-            source.write_text(C_CLIENT.replace("@SOCK@", _c_string(str(sock))).replace("@PYTHON@", _c_string(python))
-                              .replace("@SCRIPT@", _c_string(str(script))))
-            built = subprocess.run([compiler, "-O2", "-o", str(target), str(source)], capture_output=True, timeout=60)
-            if built.returncode == 0:
-                return "c"
-        except (OSError, ValueError, subprocess.SubprocessError):
+            binary = _patch(built.read_bytes(), {"sock": str(sock), "python": python, "script": str(script)})
+            _replace(target, binary)
+            return "c"
+        except (OSError, ValueError):
             pass
     target.unlink(missing_ok=True)
     shutil.copyfile(script, target)
     target.chmod(0o755)
     return "python"
+
+
+def _build_client(where: Path) -> Path | None:
+    """The C client as built from C_CLIENT (markers in place of its paths): ``where``'s copy, else built there."""
+    import hashlib
+    import shutil
+    import subprocess
+    import tempfile
+
+    source = C_CLIENT.replace("@FIELD@", str(FIELD))
+    built = where / f".herdr-client-{hashlib.sha256(source.encode()).hexdigest()[:16]}"
+    if built.is_file():
+        return built
+    compiler = shutil.which("cc")
+    if compiler is None:
+        return None
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        # Unique names, then a rename: servers starting at once may share the cache; none sees a half-built file.
+        with tempfile.TemporaryDirectory(dir=where, prefix=".herdr-client-build.") as tmp:
+            (Path(tmp) / "client.c").write_text(source)
+            done = subprocess.run([compiler, "-O2", "-o", str(Path(tmp) / "client"), str(Path(tmp) / "client.c")],
+                                  capture_output=True, timeout=60)
+            if done.returncode != 0:
+                return None
+            os.replace(Path(tmp) / "client", built)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return built
+
+
+def _patch(binary: bytes, values: dict[str, str]) -> bytes:
+    """The built client with each field's marker replaced by its path (NUL-padded to the field's size)."""
+    for name, value in values.items():
+        marker = f"@herdr-sim-field:{name}@".encode()
+        raw = os.fsencode(value)
+        at = binary.find(marker)
+        if at < 0 or binary.find(marker, at + 1) >= 0 or binary[at + len(marker):at + FIELD].strip(b"\0"):
+            raise ValueError(f"the built client has no single {name} field")
+        if len(raw) >= FIELD or b"\0" in raw:
+            raise ValueError(f"not a path for the client: {value!r}")
+        binary = binary[:at] + raw.ljust(FIELD, b"\0") + binary[at + FIELD:]
+    return binary
+
+
+def _replace(target: Path, content: bytes) -> None:
+    tmp = target.with_name(f".{target.name}.new")
+    tmp.write_bytes(content)
+    tmp.chmod(0o755)
+    os.replace(tmp, target)
 
 
 def run_call(argv: list[str], caller: int) -> int:

@@ -158,19 +158,22 @@ def teardown(paths: Paths, tmux: Tmux) -> None:
             paths.tmux_socket.parent.rmdir()
 
 
-def stop_server(paths: Paths, timeout: float = 15.0) -> int:
+def stop_server(paths: Paths, timeout: float = 15.0, quiet: bool = False) -> int:
     """`herdr-sim server stop`: signal the server and wait until it has torn everything down."""
     pid = server_pid(paths)
     if not pid_alive(pid):
         teardown(paths, Tmux(paths.tmux_socket))
-        print("herdr-sim: no server running", file=sys.stderr)
+        if not quiet:
+            print("herdr-sim: no server running", file=sys.stderr)
         return 0
     assert pid is not None
-    os.kill(pid, signal.SIGTERM)
+    with contextlib.suppress(ProcessLookupError):  # it may have ended on its own since
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     if pid_alive(pid):
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
         teardown(paths, Tmux(paths.tmux_socket))
     return 0

@@ -143,13 +143,22 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def warm() -> None:
-    """Resolve every model's type hints now (the call zygote does, once, before it forks the calls)."""
+    """Resolve every model's type hints and build its checker now (the call zygote does, once, before it forks)."""
     for cls in (World, Workspace, Tab, Pane, Fault):
         _hints(cls)
+        _checker(cls)
 
 
 def validate(cls: type[T], data: Any, where: str = "state") -> T:
     """Build ``cls`` from JSON data, checking every field strictly; StateError names the first bad field."""
+    try:
+        return _checker(cls)(data)  # type: ignore[no-any-return]
+    except _Invalid:
+        return _validate(cls, data, where)  # it names what is wrong
+
+
+def _validate(cls: type[T], data: Any, where: str) -> T:
+    # The reference checker, which _checker's compiled ones mirror; run on their refusal, to say what is wrong.
     if not isinstance(data, dict):
         raise StateError(f"{where}: expected an object, got {type(data).__name__}")
     hints = _hints(cls)
@@ -166,7 +175,7 @@ def _check(value: Any, hint: Any, where: str) -> Any:
     if hint is Any:
         return value
     if dataclasses.is_dataclass(hint):
-        return validate(hint, value, where)  # type: ignore[arg-type]
+        return _validate(hint, value, where)  # type: ignore[arg-type]
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (types.UnionType, typing.Union):
         if value is None and type(None) in args:
@@ -197,9 +206,149 @@ def _check(value: Any, hint: Any, where: str) -> Any:
     raise StateError(f"{where}: expected {getattr(hint, '__name__', hint)}, got {type(value).__name__} {value!r}")
 
 
+# Every call and every server tick loads and dumps the whole state: interpreting the type hints (and formatting a
+# path for every value) was most of that. _checker compiles each hint once into a closure that accepts exactly what
+# _check accepts and returns the same value, or raises _Invalid (then _validate runs, for the message).
+class _Invalid(Exception):
+    pass
+
+
+Checker = typing.Callable[[Any], Any]
+_CHECKERS: dict[Any, Checker] = {}
+
+
+def _checker(hint: Any) -> Checker:
+    try:
+        return _CHECKERS[hint]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable hint: never cached
+        return _compile(hint)
+    found = _CHECKERS[hint] = _compile(hint)
+    return found
+
+
+def _compile(hint: Any) -> Checker:
+    if hint is Any:
+        return lambda value: value
+    if dataclasses.is_dataclass(hint):
+        return _compile_model(hint)  # type: ignore[arg-type]
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        none_ok = type(None) in args
+        options = [_checker(a) for a in args if a is not type(None)]
+
+        def union(value: Any) -> Any:
+            if value is None and none_ok:
+                return None
+            for option in options:
+                try:
+                    return option(value)
+                except _Invalid:
+                    pass
+            raise _Invalid
+
+        return union
+    if origin is Literal:
+        def literal(value: Any) -> Any:
+            if value in args and isinstance(value, str):
+                return value
+            raise _Invalid
+
+        return literal
+    if origin is list:
+        item = _checker(args[0])
+
+        def listed(value: Any) -> Any:
+            if not isinstance(value, list):
+                raise _Invalid
+            return [item(v) for v in value]
+
+        return listed
+    if origin is dict:
+        entry = _checker(args[1])
+
+        def mapping(value: Any) -> Any:
+            if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                raise _Invalid
+            return {k: entry(v) for k, v in value.items()}
+
+        return mapping
+    if hint is float:
+        def number(value: Any) -> Any:
+            if isinstance(value, bool):
+                raise _Invalid
+            if isinstance(value, float):
+                return value
+            if isinstance(value, int):
+                return float(value)
+            raise _Invalid
+
+        return number
+    if hint in (str, int, bool):
+        def scalar(value: Any) -> Any:
+            if isinstance(value, hint) and (hint is bool or not isinstance(value, bool)):
+                return value
+            raise _Invalid
+
+        return scalar
+
+    def never(value: Any) -> Any:
+        raise _Invalid
+
+    return never
+
+
+def _compile_model(cls: type) -> Checker:
+    hints = _hints(cls)
+    fields: list[tuple[str, Checker | None, bool]] = []
+
+    def model(data: Any) -> Any:
+        if not isinstance(data, dict):
+            raise _Invalid
+        values: dict[str, Any] = {}
+        for name, check, required in fields:
+            if name in data:
+                values[name] = check(data[name])  # type: ignore[misc]
+            elif required:
+                raise _Invalid
+        return cls(**values)
+
+    _CHECKERS[cls] = model  # before its fields: a model may contain itself
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        fields.append((f.name, _checker(hints[f.name]), required))
+    return model
+
+
+_ATOMIC = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any) -> Any:
+    """dataclasses.asdict's copy of a value, for the types the models hold (_Invalid for any other)."""
+    kind = type(value)
+    if kind in _ATOMIC:
+        return value
+    if kind is list:
+        return [_plain(v) for v in value]
+    if kind is dict:
+        return {_plain(k): _plain(v) for k, v in value.items()}
+    names = _NAMES.get(kind)
+    if names is None:
+        raise _Invalid
+    return {name: _plain(getattr(value, name)) for name in names}
+
+
+_NAMES: dict[type, tuple[str, ...]] = {cls: tuple(f.name for f in dataclasses.fields(cls))
+                                       for cls in (World, Workspace, Tab, Pane, Fault)}
+
+
 def dump(world: World) -> str:
     """The world as compact JSON, checked first: a state that would not load again is never written."""
-    data = dataclasses.asdict(world)
+    try:
+        data = _plain(world)
+    except _Invalid:
+        data = dataclasses.asdict(world)
     validate(World, data)
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
@@ -212,21 +361,28 @@ class Store:
 
     def load(self) -> World:
         """Read the current state without locking (the file is replaced atomically)."""
+        return self._read()[1]
+
+    def _read(self) -> tuple[str | None, World]:
+        """The state file's text (None when there is none yet) and the World it holds."""
         try:
             text = self.paths.state.read_text()
         except FileNotFoundError:
-            return World()
+            return None, World()
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise StateError(f"{self.paths.state}: not JSON: {exc}") from None
-        return validate(World, data)
+        return text, validate(World, data)
 
     def save(self, world: World) -> None:
         """Atomically replace the state file."""
+        self._write(dump(world))
+
+    def _write(self, text: str) -> None:
         fd, tmp = tempfile.mkstemp(dir=self.paths.home, prefix=".state.", suffix=".json")
         with os.fdopen(fd, "w") as handle:
-            handle.write(dump(world))
+            handle.write(text)
         os.replace(tmp, self.paths.state)
 
     @contextlib.contextmanager
@@ -236,11 +392,15 @@ class Store:
         with open(self.paths.lock, "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                world = self.load()
+                before, world = self._read()
                 yield world
                 focused = ui_focused_pane(world)
                 if focused is not None and (not world.focus_history or world.focus_history[-1] != focused):
                     world.focus_history.append(focused)
-                self.save(world)
+                after = dump(world)
+                # Most transactions (the server's reconcile ticks, read-only calls) change nothing: the same bytes
+                # need no new file (a new inode and a rename cost more CPU than the whole check).
+                if after != before:
+                    self._write(after)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)

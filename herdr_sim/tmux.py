@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,18 @@ TIMEOUT = 10.0
 WIDTH, HEIGHT = 120, 40  # herdr 0.8.2's headless size; 0.7.5's is 80x24 (herdr_sim.versions)
 SHELL_ARGV = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "bash", "--norc", "--noprofile"]
 ARGV_ENV = ("PATH", "TERM_PROGRAM", "TERM_PROGRAM_VERSION")  # variables tmux would override in a new pane
+
+
+TITLES = ("list-panes", "-a", "-F", "#{pane_id}\t#{pane_dead}\t#{pane_title}")
+
+
+def _titles(out: str) -> dict[str, str]:
+    live: dict[str, str] = {}
+    for line in out.splitlines():
+        parts = line.split("\t", 2)
+        if len(parts) == 3 and parts[1] == "0":
+            live[parts[0]] = parts[2]
+    return live
 
 
 class TmuxError(RuntimeError):
@@ -86,13 +99,34 @@ class Tmux:
 
     def titles(self) -> dict[str, str]:
         """Live tmux panes: pane id → the title its application set (OSC 0/2), in one list-panes."""
-        out = self.run("list-panes", "-a", "-F", "#{pane_id}\t#{pane_dead}\t#{pane_title}", check=False)
-        live: dict[str, str] = {}
-        for line in out.splitlines():
-            parts = line.split("\t", 2)
-            if len(parts) == 3 and parts[1] == "0":
-                live[parts[0]] = parts[2]
-        return live
+        return _titles(self.run(*TITLES, check=False))
+
+    def titles_and_screens(self, panes: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+        """titles(), and the visible screen of each of ``panes`` as capture(…, history=False, joined=False,
+        ansi=False) joined with newlines would give it, all from one tmux client.
+
+        tmux runs a command sequence in order and stops at its first failing command: a screen is kept only when the
+        marker after it was printed, so a pane whose capture failed is missing (and so are those after it).
+        """
+        if not panes:
+            return self.titles(), {}
+        tag = f"herdr-sim-{secrets.token_hex(8)}-"
+        args: list[str] = list(TITLES)
+        for i, pane in enumerate(panes):
+            args += [";", "display", "-p", "--", f"{tag}{i}", ";", "capture-pane", "-p", "-t", pane]
+        args += [";", "display", "-p", "--", f"{tag}{len(panes)}"]
+        out = "\n" + self.run(*args, check=False)
+        marks = []
+        for i in range(len(panes) + 1):
+            at = out.find(f"\n{tag}{i}\n", marks[-1] if marks else 0)
+            if at < 0:
+                break
+            marks.append(at)
+        head = out[1:marks[0] + 1] if marks else out[1:]
+        screens = {}
+        for i, (at, end) in enumerate(zip(marks, marks[1:])):
+            screens[panes[i]] = out[at + len(f"\n{tag}{i}\n"):end + 1]
+        return _titles(head), screens
 
     def kill_pane(self, pane: str) -> None:
         """Kill the session holding this pane (and so its process)."""

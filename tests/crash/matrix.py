@@ -76,8 +76,10 @@ class MatrixStage(Stage):
     """The demo's stage with a short agent settle."""
 
     def overrides(self) -> dict[str, str]:
-        # The call zygote (herdr_sim.forks): the same calls and answers at a quarter of the CPU of a cold start each.
-        return {**super().overrides(), "HERDR_SIM_SETTLE_MS": SETTLE_MS, "HERDR_SIM_FORKSERVER": "1"}
+        # The call zygote (herdr_sim.forks): the same calls and answers at a quarter of the CPU of a cold start each;
+        # its C client is built once for the whole matrix, in the folder every case's stage lives in.
+        return {**super().overrides(), "HERDR_SIM_SETTLE_MS": SETTLE_MS, "HERDR_SIM_FORKSERVER": "1",
+                "HERDR_SIM_CLIENT_CACHE": str(self.root.parent / "herdr-client")}
 
 
 def command(argv: Sequence[str]) -> tuple[str, ...]:

@@ -87,3 +87,30 @@ def test_without_a_server_the_client_runs_the_call_itself(tmp_path: Path) -> Non
     code, out, err = run(herdr, ["workspace", "list"], env, tmp_path)
     assert (code, out) == (1, "")
     assert err.startswith("Error: Os { code: 2, kind: NotFound") or '"server_not_running"' in err, err
+
+
+def test_one_build_of_the_c_client_serves_every_server_that_shares_a_cache(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    overrides = {"HERDR_SIM_FORKSERVER": "1", "HERDR_SIM_CLIENT_CACHE": str(cache)}
+    with SimServer(tmp_path / "one", overrides) as one:
+        (built,) = cache.iterdir()
+        first = built.stat()
+        with SimServer(tmp_path / "two", overrides) as two:
+            assert list(cache.iterdir()) == [built] and built.stat().st_mtime_ns == first.st_mtime_ns
+            for sim in (one, two):
+                assert run(sim.paths.bin / "herdr", ["workspace", "create", "--cwd", str(tmp_path)], sim.env(), tmp_path)[0] == 0
+                # Each answered by its own server: the client carries that server's socket, not the first one's.
+                code, out, _ = run(sim.paths.bin / "herdr", ["workspace", "list"], sim.env(), tmp_path)
+                assert code == 0 and len(json.loads(out)["result"]["workspaces"]) == 1
+
+
+def test_the_client_carries_its_paths_in_fields_of_the_one_build(tmp_path: Path) -> None:
+    from herdr_sim import forks
+
+    binary = b"\x7fELF" + b"@herdr-sim-field:sock@".ljust(forks.FIELD, b"\0") + b"rest"
+    patched = forks._patch(binary, {"sock": "/tmp/x/calls.sock"})
+    assert patched == b"\x7fELF" + b"/tmp/x/calls.sock".ljust(forks.FIELD, b"\0") + b"rest"
+    with pytest.raises(ValueError):
+        forks._patch(patched, {"sock": "/tmp/y/calls.sock"})  # no marker left: never a half-patched client
+    with pytest.raises(ValueError):
+        forks._patch(binary, {"sock": "/" + "x" * forks.FIELD})

@@ -90,6 +90,29 @@ def test_store_transaction_persists(tmp_path: Path) -> None:
     assert store.load().workspaces == sample().workspaces
 
 
+def test_a_transaction_that_changes_nothing_leaves_the_file_alone(tmp_path: Path) -> None:
+    paths = Paths(tmp_path)
+    store = Store(paths)
+    with store.transaction() as world:
+        world.workspaces = sample().workspaces
+    written = paths.state.stat()
+    with store.transaction() as world:
+        world.settle_ms = 3000  # the value it has: the same state
+    assert paths.state.stat().st_ino == written.st_ino
+    with store.transaction() as world:
+        world.settle_ms = 100
+    assert paths.state.stat().st_ino != written.st_ino and store.load().settle_ms == 100
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json", "state.lock"]
+
+
+def test_a_transaction_still_refuses_a_state_that_would_not_load(tmp_path: Path) -> None:
+    store = Store(Paths(tmp_path))
+    store.save(sample())
+    with pytest.raises(StateError), store.transaction() as world:
+        world.panes["w1:p1"].shell_pid = "42"  # type: ignore[assignment]
+    assert store.load() == sample()
+
+
 def test_a_corrupt_file_is_one_clear_error(tmp_path: Path) -> None:
     paths = Paths(tmp_path)
     paths.state.write_text("{not json")
@@ -115,3 +138,48 @@ def test_every_transaction_records_a_change_of_ui_focus_once(tmp_path: Path) -> 
         world.workspaces[0].tabs[0].focused_pane_id = "w1:p2"
 
     assert store.load().focus_history == ["w1:p1", "w1:p2"]
+
+
+def _leaves(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += _leaves(value, (*path, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += _leaves(value, (*path, i))
+    return found
+
+
+@pytest.mark.parametrize("value", [None, True, 0, 3, 2.5, "idle", "x", [], ["a"], [{}], {}, {"k": 1}, {"k": "v"}, {1: 2}])
+def test_the_compiled_checker_accepts_and_builds_exactly_what_the_reference_does(value: Any) -> None:
+    from herdr_sim import state
+
+    for path in _leaves(data()):
+        raw = data()
+        target = raw
+        for key in path[:-1]:
+            target = target[key]
+        if path:
+            target[path[-1]] = value
+        else:
+            raw = value
+        try:
+            want: Any = state._validate(World, raw, "state")
+        except StateError as exc:
+            want = exc
+        try:
+            got: Any = state._checker(World)(raw)
+        except state._Invalid:
+            assert isinstance(want, StateError), (path, value)
+        else:
+            assert not isinstance(want, StateError) and dump(got) == dump(want), (path, value)  # 3 == 3.0: compare JSON
+
+
+def test_dump_is_what_asdict_gives() -> None:
+    import dataclasses
+
+    world = sample()
+    world.panes["w1:p1"].agent_session = {"kind": "id", "value": "s"}
+    world.workspaces[0].tabs[0].layout = {"dir": "right", "ratio": 0.5, "a": {"pane": "w1:p1"}, "b": {"pane": "w1:p2"}}
+    assert dump(world) == json.dumps(dataclasses.asdict(world), separators=(",", ":"), ensure_ascii=False)
