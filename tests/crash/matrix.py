@@ -23,8 +23,8 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -351,8 +351,8 @@ def mutating(calls: Sequence[dict[str, Any]]) -> list[int]:
     return numbers
 
 
-def cases_for(clean: Outcome, resume_probe: dict[int, int], every: int = 1, offset: int = 0) -> list[Case]:
-    """Every call twice (before/after) with SIGKILL; every mutating call with SIGTERM and SIGINT; second crashes."""
+def first_cases(clean: Outcome, every: int = 1, offset: int = 0) -> list[Case]:
+    """Every call twice (before/after) with SIGKILL; every mutating call with SIGTERM and SIGINT."""
     run_pid = clean.started[0]["pid"] if clean.started else None
     own = [c for c in clean.started if c["pid"] == run_pid]
     total = len(own)
@@ -360,10 +360,19 @@ def cases_for(clean: Outcome, resume_probe: dict[int, int], every: int = 1, offs
     for n in mutating(own)[offset::every]:
         cases.append(Case(f"term-{n}", f"{n}:before:TERM"))
         cases.append(Case(f"int-{n}", f"{n}:before:INT"))
-    for first, resume_total in sorted(resume_probe.items()):
-        for m in range(1 + offset, resume_total + 1, every):
-            cases.append(Case(f"kill-after-{first}-resume-kill-after-{m}", f"{first}:after:KILL", f"{m}:after:KILL"))
     return cases
+
+
+def second_cases(first: int, resume_total: int, every: int = 1, offset: int = 0) -> list[Case]:
+    """A second SIGKILL at every call of the resume that follows a SIGKILL just after call ``first``."""
+    return [Case(f"kill-after-{first}-resume-kill-after-{m}", f"{first}:after:KILL", f"{m}:after:KILL") for m in range(1 + offset, resume_total + 1, every)]
+
+
+def probe_points(clean: Outcome, count: int) -> list[int]:
+    """``count`` mutating calls spread over the run: the first crashes whose resume is crashed again at every call."""
+    own = [c for c in clean.started if c["pid"] == clean.started[0]["pid"]]
+    muts = mutating(own)
+    return sorted({muts[round(i * (len(muts) - 1) / max(1, count - 1))] for i in range(count)}) if muts else []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -426,6 +435,7 @@ class Cases:
     has torn its stage down, and cancels the ones not started."""
 
     def __init__(self, jobs: int) -> None:
+        self.jobs = jobs
         self.pool = ThreadPoolExecutor(max_workers=jobs)
 
     def __enter__(self) -> Cases:
@@ -436,10 +446,21 @@ class Cases:
             stop_all()
         self.pool.shutdown(wait=True, cancel_futures=True)
 
-    def run(self, cases: Sequence[Case], parent: Path, keep: bool) -> Iterable[Outcome]:
-        futures = [self.pool.submit(run_case, case, parent, keep) for case in cases]
-        for future in as_completed(futures):
-            yield future.result()
+    def run(self, cases: Sequence[Case], parent: Path, keep: bool,
+            then: Callable[[Outcome], Sequence[Case]] = lambda done: ()) -> Iterable[Outcome]:
+        """Run the cases, yielding each outcome as it ends; ``then(outcome)`` may name more cases, which run next
+        (before the ones still waiting): the second crashes of a probe are the longest cases, and a lane that ends
+        with them waiting leaves CPUs idle at its end."""
+        waiting = collections.deque(cases)
+        running: set[Future[Outcome]] = set()
+        while waiting or running:
+            while waiting and len(running) < self.jobs:
+                running.add(self.pool.submit(run_case, waiting.popleft(), parent, keep))
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                done = future.result()
+                waiting.extendleft(reversed(then(done)))
+                yield done
 
 
 def _matrix(args: argparse.Namespace, parent: Path) -> int:
@@ -449,23 +470,28 @@ def _matrix(args: argparse.Namespace, parent: Path) -> int:
         print(f"crash matrix: the clean run did not report: {clean.problems} {clean.facts.get('stderr')}", file=sys.stderr)
         return 1
     print(f"clean run: {len(clean.calls)} herdr calls, verdict {clean.facts['verdict']}, {clean.seconds:.0f}s", file=sys.stderr)
+    probed: set[Case] = set()
     if args.only:
         cases = [parse_case(name) for name in args.only]
+        plan = f"{len(cases)} cases"
     else:
-        own = [c for c in clean.started if c["pid"] == clean.started[0]["pid"]]
-        muts = mutating(own)
-        picks = [muts[round(i * (len(muts) - 1) / max(1, args.second - 1))] for i in range(args.second)] if muts else []
-        probe: dict[int, int] = {}
-        with Cases(args.jobs) as pool:
-            probes = list(pool.run([Case(f"probe-{n}", f"{n}:after:KILL") for n in picks], parent, args.keep))
-        for done in probes:
-            assert done.case.run_crash is not None
-            probe[int(done.case.run_crash.split(":")[0])] = max(1, done.resume_calls)
-        cases = cases_for(clean, probe, args.every, args.offset)
-    print(f"crash matrix: {len(cases)} cases on {args.jobs} jobs, orch {'cold' if WARM is None else 'warm'}", file=sys.stderr)
+        # The probes are the kill-after-N cases of the first-crash points themselves, run first: how many herdr calls
+        # each one's resume made is the number of second crashes it gets, queued as soon as it is known.
+        picks = probe_points(clean, args.second)
+        probes = [Case(f"kill-after-{n}", f"{n}:after:KILL") for n in picks]
+        cases = [*probes, *(case for case in first_cases(clean, args.every, args.offset) if case not in probes)]
+        probed.update(probes)
+        plan = f"{len(cases)} cases, then a second crash at every call of the resume after {len(picks)} of them"
+
+    def then(done: Outcome) -> Sequence[Case]:
+        if done.case not in probed or done.case.run_crash is None:
+            return ()
+        return second_cases(int(done.case.run_crash.split(":")[0]), max(1, done.resume_calls), args.every, args.offset)
+
+    print(f"crash matrix: {plan}, on {args.jobs} jobs, orch {'cold' if WARM is None else 'warm'}", file=sys.stderr)
     results: list[Outcome] = []
     with Cases(args.jobs) as pool:
-        for done in pool.run(cases, parent, args.keep):
+        for done in pool.run(cases, parent, args.keep, then):
             judge(done, clean)
             results.append(done)
             mark = "ok" if not done.problems else "FAILED: " + " | ".join(done.problems)
