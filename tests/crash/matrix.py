@@ -339,6 +339,27 @@ def judge(outcome: Outcome, clean: Outcome) -> None:
         outcome.problems.append("made more than once: " + "; ".join(f"{s} x{n + base[s]}" for s, n in sorted(extra.items())))
 
 
+def evidence(outcome: Outcome) -> str:
+    """What a failed case leaves to go on: each step's exit and stderr, the report's items, and every herdr call that
+    changed something, in the order herdr received them, with the pane ids it answered."""
+    lines = [f"    exits {outcome.facts.get('exits')}"]
+    lines += [f"    step {i} stderr: {err.strip()}" for i, err in enumerate(outcome.facts.get("stderr", [])) if err.strip()]
+    lines += [f"    report item: {item}" for item in outcome.facts.get("retired", [])]
+    for call in outcome.calls:
+        words = call["argv"][1:]
+        if words[:1] == ["--session"]:
+            words = words[2:]
+        if tuple(words[:2]) in READS or tuple(words[:1]) in READS:
+            continue
+        try:
+            panes = sorted(set(_pane_ids(json.loads(call.get("stdout") or "{}"))))
+        except ValueError:
+            panes = []
+        shown = " ".join(word if len(word) <= 60 else word[:57] + "..." for word in words)
+        lines.append(f"    herdr (pid {call.get('pid')}): {shown} -> rc {call.get('rc')} {' '.join(panes)}")
+    return "\n".join(lines)
+
+
 def mutating(calls: Sequence[dict[str, Any]]) -> list[int]:
     """The call numbers (1-based, in `orch run`'s own count) of the calls that change something in herdr."""
     numbers = []
@@ -496,9 +517,9 @@ def _matrix(args: argparse.Namespace, parent: Path) -> int:
             results.append(done)
             mark = "ok" if not done.problems else "FAILED: " + " | ".join(done.problems)
             print(f"  {done.case.name}: {mark} ({done.seconds:.0f}s)", file=sys.stderr, flush=True)
-            if done.problems and os.environ.get("ORCH_CRASH_VERBOSE"):
-                for i, err in enumerate(done.facts.get("stderr", [])):
-                    print(f"    step {i} stderr: {err}", file=sys.stderr)
+            if done.problems:
+                # A failed case is torn down like the others, so what it says here is all CI keeps of it.
+                print(evidence(done), file=sys.stderr, flush=True)
     converged = sum(1 for r in results if not r.problems)
     duplicates = sum(r.duplicates for r in results)
     print(f"crash matrix: {converged}/{len(results)} converged, {duplicates} duplicates ({time.monotonic() - began:.0f}s)")
