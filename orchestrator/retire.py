@@ -291,6 +291,10 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
             # Its outcome is recorded and final, yet it is still busy (a stalled or rejected worker): the Message
             # Contract's `stop` may interrupt a working worker; typing /exit into a busy agent would not.
             status = _stop_working(engine, run, ladder, timeout_s)
+        elif status == "working":
+            # Accepted work: a worker sends its result from inside its turn and comes to rest after it, so a quick
+            # verification can bring retire first. Let the turn end (bounded); /exit is never typed into it.
+            status = _await_rest(engine, pane, timeout_s)
         if status not in AT_REST:
             reason = f"agent is {status}; {command} not sent"
             ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
@@ -467,6 +471,20 @@ def _stop_working(engine: Engine, run: Run, ladder: _Ladder, timeout_s: float) -
         status = found[0] if found else "idle"
         if status in AT_REST or clock.monotonic() >= deadline:
             return status if status in AT_REST else f"still {status} {timeout_s:g}s after a stop"
+        clock.sleep(POLL_S)
+
+
+def _await_rest(engine: Engine, pane: str, timeout_s: float) -> str:
+    """Poll (bounded, on the engine's clock) until the pane's agent is at rest; its status then, or why it is not."""
+    clock = engine.clock
+    deadline = clock.monotonic() + timeout_s
+    while True:
+        found = _agent_in(engine, pane)
+        status = found[0] if found else "idle"
+        if status in AT_REST:
+            return status
+        if clock.monotonic() >= deadline:
+            return f"still {status} after {timeout_s:g}s"
         clock.sleep(POLL_S)
 
 

@@ -419,7 +419,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for package in ("orchestrator", "packets", "registry", "herdr_sim"):
         compileall.compile_dir(PROJECT / package, quiet=1)
     # Every case's stage lives in one folder of the temp dir, removed on every way out (a case that failed included).
-    parent = Path(tempfile.mkdtemp(prefix="orch-crash-", dir=os.environ.get("ORCH_CRASH_TMP") or None))
+    # Named with the pid, as every temp entry of the project is (.ci/run tells a live session's entries from leftovers).
+    parent = Path(tempfile.mkdtemp(prefix=f"orch-crash-{os.getpid()}-", dir=os.environ.get("ORCH_CRASH_TMP") or None))
     global WARM
     try:
         # After the handlers above: the zygote (an exec of python from here) starts with the dispositions a cold

@@ -29,6 +29,7 @@ class FakePane:
     status: str = "idle"
     exits: bool = True  # the agent leaves on /exit + Enter
     stops: bool = True  # a `stop` envelope ends its turn (it goes idle)
+    rests_after: int | None = None  # a working agent goes idle after this many more `agent get`s (its turn ends)
     screen: list[str] = field(default_factory=lambda: ["› "])
     typed: str = ""
     cwd: str | None = None
@@ -61,6 +62,10 @@ class FakeHerdr:
         pane = self.panes.get(target)
         if pane is None or pane.agent is None:
             raise HerdrNotFound(f"agent target {target} not found", code="agent_not_found")
+        if pane.rests_after is not None:
+            pane.rests_after -= 1
+            if pane.rests_after <= 0:
+                pane.status, pane.rests_after = "idle", None
         return AgentInfo.model_validate({**self._info(target), "state_change_seq": 1, "name": pane.agent})
 
     def agent_prompt(self, target: str, text: str, **wait: Any) -> AgentPrompted:
@@ -324,10 +329,27 @@ def test_working_agent_gets_no_exit_command(world: Any) -> None:
     add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
     world.herdr.panes["w1:p4"].status = "working"
 
+    result = retire(world.engine, run_of(world), exit_timeout_s=2)
+
+    assert result.workers[0].reason == "pane w1:p4: agent is still working after 2s; /exit not sent"
+    assert world.herdr.calls == []
+
+
+def test_an_accepted_worker_finishing_its_turn_is_let_come_to_rest_then_exited(world: Any) -> None:
+    # A worker sends its result from inside its turn: a quick verification can accept it before its agent is idle.
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
+    world.herdr.panes["w1:p4"].status = "working"
+    world.herdr.panes["w1:p4"].rests_after = 3
+
     result = retire(world.engine, run_of(world))
 
-    assert result.workers[0].reason == "pane w1:p4: agent is working; /exit not sent"
-    assert world.herdr.calls == []
+    assert render_retire(result) == (
+        f"Retire {RUN}\n"
+        "feature-a (feature-a): retired\n"
+        "  agent w1:p4: exited\n"
+        "  pane w1:p4: closed\n"
+    )
+    assert world.herdr.calls == [("send-text", "w1:p4", "/exit"), ("send-keys", "w1:p4", "Enter"), ("pane-close", "w1:p4")]
 
 
 def test_a_failed_worker_still_working_gets_one_stop_then_exits(world: Any) -> None:
