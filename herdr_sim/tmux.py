@@ -124,7 +124,7 @@ class Tmux:
             marks.append(at)
         head = out[1:marks[0] + 1] if marks else out[1:]
         screens = {}
-        for i, (at, end) in enumerate(zip(marks, marks[1:])):
+        for i, (at, end) in enumerate(zip(marks, marks[1:], strict=False)):
             screens[panes[i]] = out[at + len(f"\n{tag}{i}\n"):end + 1]
         return _titles(head), screens
 

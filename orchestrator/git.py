@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.children import run_child
 from orchestrator.errors import OrchError
 
 GIT_TIMEOUT_S = 120.0
@@ -58,7 +60,9 @@ def run_git(args: list[str], *, cwd: Path | str | None = None, check: bool = Tru
     argv = ("git", *args) if cwd is None else ("git", "-C", str(cwd), *args)
     started = time.monotonic()
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+        # Like herdr's, a git call outlives a terminal's Ctrl-C: killed halfway, `git worktree add` or a merge would be
+        # left half done, and a read such as `rev-parse --verify` would answer "no such commit" for the whole run.
+        proc = run_child(argv, env=os.environ, timeout=timeout)
     except FileNotFoundError as exc:
         _told(GitResult(argv, 127, "", str(exc), time.monotonic() - started))
         raise GitError("git is not installed or not on PATH") from exc
@@ -185,14 +189,12 @@ def upstream_of(repo: Path | str, ref: str) -> str | None:
 
 def fetch_branch(repo: Path | str, remote: str, branch: str, *, timeout: float = GIT_TIMEOUT_S) -> GitResult:
     """``git fetch <remote> <branch>`` that never waits for a password: a prompt becomes a failure (check the result)."""
-    import os
-
     # The controller runs in a terminal, so git would otherwise ask for credentials on /dev/tty and hang the run.
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
     argv = ("git", "-C", str(repo), "fetch", "--quiet", remote, branch)
     started = time.monotonic()
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, env=env, check=False)
+        proc = run_child(argv, env=env, timeout=timeout)
     except FileNotFoundError as exc:
         _told(GitResult(argv, 127, "", str(exc), time.monotonic() - started))
         raise GitError("git is not installed or not on PATH") from exc

@@ -16,11 +16,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import pydantic
 import tenacity
 
+from orchestrator.children import run_child
 from orchestrator.errors import (
     HERDR_ERROR_BY_CODE,
     HerdrAgentBlocked,
@@ -124,67 +125,9 @@ class Runner(Protocol):
     def __call__(self, argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.CompletedProcess[str]: ...
 
 
-# What a terminal sends to its whole foreground process group (Ctrl-C, Ctrl-\, Ctrl-Z, hang-up).
-_GROUP_SIGNALS = {signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP, signal.SIGHUP}
-
-
 def run_process(argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.CompletedProcess[str]:
-    """The default runner: ``subprocess.run`` with an argv list, text mode, stdin closed, output captured.
-
-    The child runs in a session of its own, so a terminal's Ctrl-C (sent to the whole foreground process group)
-    never reaches herdr in the middle of a call; and an interrupt of orch itself waits for the call to finish
-    (``subprocess.run`` would kill the child on KeyboardInterrupt), so orch stops between calls, never inside one.
-    """
-
-    def call() -> subprocess.CompletedProcess[str]:
-        # The child joins a session of its own only once it runs (setsid between fork and exec): a terminal's signal
-        # to orch's process group in that instant would still reach it and kill the call before herdr ever ran.
-        # Blocked in the spawning thread, those signals stay blocked in the child (and go to orch's other threads).
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, _GROUP_SIGNALS)
-        try:
-            return subprocess.run(
-                list(argv),
-                env=dict(env),
-                timeout=timeout,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                encoding="utf-8",
-                errors="replace",
-                check=False,
-                start_new_session=True,
-            )
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-
-    if threading.current_thread() is not threading.main_thread():
-        return call()  # signals interrupt only the main thread
-    box: dict[str, Any] = {}
-    finished = threading.Event()  # not Thread.join: an interrupted join can report a live thread as finished
-
-    def work() -> None:
-        try:
-            box["proc"] = call()
-        except BaseException as exc:  # handed back to the caller below, as subprocess.run would raise it
-            box["error"] = exc
-        finally:
-            finished.set()
-
-    worker = threading.Thread(target=work, name="herdr-call", daemon=True)
-    interrupted: BaseException | None = None
-    while not finished.is_set():
-        try:
-            if worker.ident is None:
-                worker.start()
-            finished.wait(1.0)
-        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM: let the call finish, then stop
-            interrupted = exc
-    if interrupted is not None:
-        raise interrupted
-    if "error" in box:
-        raise box["error"]
-    proc: subprocess.CompletedProcess[str] = box["proc"]
-    return proc
+    """The default runner: the argv as a child that outlives an interrupt (``orchestrator.children.run_child``)."""
+    return run_child(argv, env=env, timeout=timeout)
 
 
 class CrashSeam:
