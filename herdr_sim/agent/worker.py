@@ -608,11 +608,14 @@ class Agent:
             message = f"{message}\n\n{trailer}"
         # The index is the checkout's, shared with a sibling: a plain `git commit` would also take what the sibling
         # has just staged. A careful agent commits its own paths only (`git commit -- PATHS`).
-        done = self.git("commit", "-q", "-m", message, *(["--", *only] if only else []))
+        done = self.git("commit", "-m", message, *(["--", *only] if only else []))
         if done.returncode != 0:
             self.console.say(f"• git commit failed (exit {done.returncode}):\n{(done.stdout + done.stderr).rstrip()}")
             return
-        sha = self.git("rev-parse", "HEAD").stdout.strip()
+        # The commit's own first line ("[branch abc1234] subject") names it: HEAD read afterwards may already be a
+        # sibling's commit on the shared branch, which this worker would then claim as its own.
+        head = done.stdout.split("]", 1)[0].split()
+        sha = self.git("rev-parse", "--verify", "--quiet", f"{head[-1]}^{{commit}}" if head else "HEAD").stdout.strip()
         assert self.task is not None
         self.task.commits.append(sha)
         self.console.say(f"• Committed {sha[:7]} {message.splitlines()[0]}")
