@@ -464,17 +464,10 @@ def _stop_working(engine: Engine, run: Run, ladder: _Ladder, timeout_s: float) -
     except (OrchError, HerdrCommandError) as exc:
         return f"working (stop not sent: {one_line(exc.message)})"
     ladder.items.append(Item(kind="agent", id=worker.pane_id or task, action="stopped"))
-    clock = engine.clock
-    deadline = clock.monotonic() + timeout_s
-    while True:
-        found = _agent_in(engine, worker.pane_id or "")
-        status = found[0] if found else "idle"
-        if status in AT_REST or clock.monotonic() >= deadline:
-            return status if status in AT_REST else f"still {status} {timeout_s:g}s after a stop"
-        clock.sleep(POLL_S)
+    return _await_rest(engine, worker.pane_id or "", timeout_s, since="{timeout}s after a stop")
 
 
-def _await_rest(engine: Engine, pane: str, timeout_s: float) -> str:
+def _await_rest(engine: Engine, pane: str, timeout_s: float, since: str = "after {timeout}s") -> str:
     """Poll (bounded, on the engine's clock) until the pane's agent is at rest; its status then, or why it is not."""
     clock = engine.clock
     deadline = clock.monotonic() + timeout_s
@@ -484,7 +477,7 @@ def _await_rest(engine: Engine, pane: str, timeout_s: float) -> str:
         if status in AT_REST:
             return status
         if clock.monotonic() >= deadline:
-            return f"still {status} after {timeout_s:g}s"
+            return f"still {status} {since.format(timeout=f'{timeout_s:g}')}"
         clock.sleep(POLL_S)
 
 
