@@ -288,12 +288,18 @@ branch = "feat/shared"
 claim = ["src/b/"]
 """
 
-# The sibling also edits a file inside the owner's claim, in its own (attributed) commit.
+# The sibling also edits a file inside the owner's claim, in its own (attributed) commit. It does so once the owner
+# has committed: before, the owner's `git add -- src/a/` would take the file into its own commit (its claim), and the
+# sibling would be rejected for a changed file its diff lacks instead (the verifier names that too).
 SIBLING_SCENARIOS = """
 [[task.sibling]]
 do = "write"
 path = "src/b/b.txt"
 content = "b\\n"
+
+[[task.sibling]]
+do = "run"
+command = "until git log --format=%B | grep -qx 'Orch-Task: owner'; do sleep 0.1; done"
 
 [[task.sibling]]
 do = "write"
