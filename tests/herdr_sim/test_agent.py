@@ -203,6 +203,31 @@ def test_default_scenario_commits_in_claim_runs_checks_and_sends_result(world: W
     assert (Path(world.env["HERDR_SIM_HOME"]) / "agents" / "w1_p2.log").read_text().count("• Turn complete.") == 1
 
 
+def test_a_commit_is_named_by_git_commit_itself_when_a_sibling_moves_the_shared_branch_at_once(world: World, pane: Pane) -> None:
+    # A sibling sharing the checkout commits right after this agent's commit (a post-commit hook is that moment, with
+    # real git): HEAD read afterwards is the sibling's commit, which the agent must not claim as its own.
+    hook = world.repo / ".git" / "hooks" / "post-commit"
+    hook.write_text(
+        "#!/bin/sh\nunset GIT_INDEX_FILE\n"
+        'done="$(git rev-parse --git-common-dir)/sibling-done"\n'
+        '[ -e "$done" ] && exit 0\ntouch "$done"\n'
+        "echo sibling > sibling.txt && git add sibling.txt && git commit -q -m 'sibling: moved the branch' -- sibling.txt\n"
+    )
+    hook.chmod(0o755)
+    # The packet's commit rule, as orch writes it for a branch with siblings: commit own paths, end with the trailer.
+    rule = "- src/greet/**\n\nCommit your own files by naming them, and end every commit message with the trailer line `Orch-Task: feature-a`.\n"
+    pane.paste(world.packet().replace("- src/greet/**\n", rule, 1))
+    pane.until_prompt()
+
+    sibling, own = branch_log(world)
+    assert sibling.split(" ", 1)[1] == "sibling: moved the branch"
+    sha = own.split()[0]
+    assert own == f"{sha} feature-a: Add the greeting module."
+    assert git(world.repo, "diff-tree", "--no-commit-id", "--name-only", "-r", sha).split() == ["src/greet/sim-feature-a.txt"]
+    [result] = [call[3] for call in world.calls() if call[:2] == ["agent", "prompt"] and "kind=result" in call[3]]
+    assert result.splitlines()[2:5] == [f"Commits: {sha}", "Changed files: src/greet/sim-feature-a.txt", "Checks:"]
+
+
 def test_default_follow_up_appends_commits_and_reports_again(world: World, pane: Pane) -> None:
     pane.paste(world.packet())
     pane.until_prompt()
