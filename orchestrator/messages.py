@@ -14,7 +14,7 @@ from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
 from orchestrator.inbox import catch_up, report_roots
 from packets import build_controller_message
-from registry import Effect, Run, Worker, WorkerState
+from registry import Effect, Run, StaleState, Worker, WorkerState
 
 Kind = Literal["answer", "follow-up", "stop"]
 S = WorkerState
@@ -120,9 +120,14 @@ def send_message(
     after = _AFTER[kind].get(worker.state)
     if after is not None:
         changes = {"pending_question": None} if worker.state in (S.QUESTION, S.BLOCKED) else {}
-        worker = engine.ledger.transition(
-            run.run_id, task, worker.state, after, cause={"message": kind, "target": target}, **changes
-        )
+        try:
+            worker = engine.ledger.transition(
+                run.run_id, task, worker.state, after, cause={"message": kind, "target": target}, **changes
+            )
+        except StaleState:
+            # A fast worker's callback (its result after the answer, a block) moved it on before this process
+            # recorded the send: the message was submitted all the same, and the worker stands where it went.
+            worker = engine.ledger.get_worker(run.run_id, task)
         sent = engine.ledger.find_effect(run.run_id, key)
         if sent is not None:
             worker = catch_up(engine, run, task, sent.intended_at)

@@ -122,7 +122,9 @@ do = "result"
     )
 
     answered = world.orch("answer", "--run", run_id, "licence", "MIT, like the code.")
-    assert (answered.returncode, answered.stdout) == (0, "sent answer to licence at licence (submitted; worker working)\n")
+    # The worker takes the answer at once: its result may land before `orch answer` records the send.
+    assert answered.returncode == 0, answered.stderr
+    assert re.fullmatch(r"sent answer to licence at licence \(submitted; worker (working|result)\)\n", answered.stdout), answered.stdout
     resumed = world.orch("resume", run_id, *INTERVAL)
 
     assert resumed.returncode == 0, resumed.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ class FakeHerdr:
     status: str = "idle"
     fail_with: str | None = None
     prompts: list[str] = field(default_factory=list)
+    on_prompt: Callable[[], object] | None = None  # what happens while herdr submits (a fast worker's callback)
 
     def agent_get(self, target: str) -> AgentInfo:
         return AgentInfo(terminal_id="t", agent_status=self.status, workspace_id="w1", tab_id="w1:t1", pane_id=target,
@@ -35,6 +37,8 @@ class FakeHerdr:
         if self.fail_with:
             raise HerdrError(self.fail_with, code="agent_not_found")
         self.prompts.append(text)
+        if self.on_prompt is not None:
+            self.on_prompt()
         return AgentPrompted(type="agent_prompted", agent=self.agent_get(target))
 
 
@@ -64,6 +68,22 @@ def test_answer_goes_to_the_reply_target_once_and_resumes_the_worker(engine: Eng
     )  # fmt: skip
     herdr.status = "done"
     send_message(engine, run, "feature-a", "answer", "Keep English only.")  # same text, same key: replayed, not re-sent
+    assert len(herdr.prompts) == 1
+
+
+def test_an_answer_whose_worker_calls_back_before_the_send_is_recorded_counts_as_sent(engine: Engine, herdr: FakeHerdr) -> None:
+    # The agent takes the answer, works and sends its result (`orch inbox add` moves it question -> result) before
+    # this process records the send: the answer was submitted, and the worker stands where its result put it.
+    herdr.on_prompt = lambda: engine.ledger.transition(RUN, "feature-a", S.QUESTION, S.RESULT, cause={"test": "a fast result"})
+    run = engine.ledger.get_run(RUN)
+
+    sent = send_message(engine, run, "feature-a", "answer", "Keep English only.")
+
+    assert (sent.state, len(herdr.prompts)) == (S.RESULT, 1)
+    assert [(e.kind, e.status) for e in engine.ledger.list_effects(RUN)] == [("agent_prompt", EffectStatus.CONFIRMED)]
+    assert engine.ledger.get_worker(RUN, "feature-a").state is S.RESULT
+    herdr.on_prompt = None
+    send_message(engine, run, "feature-a", "answer", "Keep English only.")  # the same answer again: replayed, not re-sent
     assert len(herdr.prompts) == 1
 
 
