@@ -37,6 +37,23 @@ verify = ["true"]
 """
 
 
+# Dispatch reports the state it left each worker in: `working` once herdr saw the packet taken. A worker that went
+# on to send its result first (`orch inbox add` moves it to `result`) would be reported there instead, so each
+# agent here waits, once it took its packet, until the test says dispatch returned (the gate file), then works as
+# the default scenario does (docs/scenarios.md).
+def gated(gate: Path, *tasks: str) -> str:
+    """Scenarios for ``tasks``: wait for ``gate``, then update, write the claim file, commit, verify, result."""
+    steps = (
+        f'do = "run"\ncommand = "until test -e {gate}; do sleep 0.1; done"\n',
+        'do = "update"\nmessage = "Starting {task}: {objective_line}"\n',
+        'do = "write"\npath = "{claim_file}"\ncontent = "{task}: {objective_line}\\n"\n',
+        'do = "commit"\nmessage = "{task}: {objective_line}"\n',
+        'do = "verify"\n',
+        'do = "result"\n',
+    )
+    return "".join(f"\n[[task.{task}]]\n{step}" for task in tasks for step in steps)
+
+
 def provisioned(world: Any, tasks: tuple[str, ...]) -> tuple[Engine, Run]:
     """A run whose workers sit ready in their own worktrees with an idle codex (what provisioning leaves behind)."""
     engine = world.engine()
@@ -75,12 +92,15 @@ def wait_for_results(engine: Engine, run: Run, count: int, timeout_s: float = 60
 
 
 @pytest.mark.live_herdr(agents=True)
-def test_fleet_is_accepted_with_one_prompt_each_and_runs_its_packets(world: Any) -> None:
+def test_fleet_is_accepted_with_one_prompt_each_and_runs_its_packets(world: Any, tmp_path: Path) -> None:
+    gate = tmp_path / "dispatched"
+    world.write_scenarios(gated(gate, "feature-a", "feature-b"))
     engine, run = provisioned(world, ("feature-a", "feature-b"))
 
     result = dispatch(engine, run)
 
     assert [(w.task, w.outcome, w.state) for w in result.workers] == [("feature-a", "accepted", "working"), ("feature-b", "accepted", "working")]
+    gate.touch()
     # Sent concurrently: one prompt each, in whatever order the threads reached herdr.
     assert (result.path, result.prompts_sent, sorted(prompts(engine))) == ("fleet", 2, ["feature-a", "feature-b"])
     results = wait_for_results(engine, run, 2)
@@ -94,7 +114,8 @@ def test_fleet_is_accepted_with_one_prompt_each_and_runs_its_packets(world: Any)
 
 
 @pytest.mark.live_herdr(agents=True)
-def test_cli_dispatch_single_worker_json(world: Any) -> None:
+def test_cli_dispatch_single_worker_json(world: Any, tmp_path: Path) -> None:
+    world.write_scenarios(gated(tmp_path / "dispatched", "feature-a"))  # never opened: the agent stays at work
     engine, run = provisioned(world, ("feature-a",))
 
     proc = world.orch("dispatch", "--run", run.run_id, "--task", "feature-a", "--json")
@@ -131,7 +152,8 @@ def test_stalled_prompt_is_diagnosed_from_one_read_and_never_resent(world: Any) 
 
 
 @pytest.mark.parametrize("code", ["agent_not_ready"])
-def test_prompt_refused_by_herdr_is_not_sent_and_can_be_retried(world: Any, code: str) -> None:
+def test_prompt_refused_by_herdr_is_not_sent_and_can_be_retried(world: Any, code: str, tmp_path: Path) -> None:
+    world.write_scenarios(gated(tmp_path / "dispatched", "feature-a"))  # never opened: the agent stays at work
     engine, run = provisioned(world, ("feature-a",))
     world.sim.add_fault("agent prompt", code=code, message="agent feature-a is not an active named agent")
 

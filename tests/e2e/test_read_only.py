@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +27,11 @@ verify = ["true"]
 
 
 @pytest.mark.live_herdr(agents=True)
-def test_read_only_worker_is_dispatched_and_reports(world: Any) -> None:
-    world.write_scenarios('[[task.review-a]]\ndo = "result"\n')
+def test_read_only_worker_is_dispatched_and_reports(world: Any, tmp_path: Path) -> None:
+    # The agent reports only once dispatch returned (the gate file): a result sent before dispatch recorded the
+    # worker working would move it to `result` first, and dispatch would report it there.
+    gate = tmp_path / "dispatched"
+    world.write_scenarios(f'[[task.review-a]]\ndo = "run"\ncommand = "until test -e {gate}; do sleep 0.1; done"\n\n[[task.review-a]]\ndo = "result"\n')
     engine = world.engine()
     engine.controller = "run"  # callbacks through `orch inbox add`: the controller pane is a plain shell
     run_id = f"{world.controller_pane}-20261130T080000Z"
@@ -47,6 +51,7 @@ def test_read_only_worker_is_dispatched_and_reports(world: Any) -> None:
     result = dispatch(engine, run)
 
     assert [(w.task, w.outcome, w.state) for w in result.workers] == [("review-a", "accepted", "working")]
+    gate.touch()
     packet = (engine.run_dir(run_id) / "packets" / "review-a.md").read_text()
     assert "## File claim\nNone: this task is read-only. Do not create, change or delete any file, and make no commits.\n\n" in packet
     results = eventually(lambda: [m for m in engine.ledger.list_inbox(run_id) if m.kind == "result"], "no result callback")
