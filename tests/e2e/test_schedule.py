@@ -242,6 +242,9 @@ claim = ["src/second/"]
 
 
 def test_the_agent_controllers_check_in_frees_the_slot_of_a_finished_worker_and_starts_the_queued_one(world: Any) -> None:
+    # second takes its packet and stays at work: a worker that went on to send its result (which moves it to
+    # `result`) before the state is read below would show a state no check-in put it in.
+    world.write_scenarios('[[task.second]]\ndo = "stall"\n')
     plan = world.write_plan(TWO)
     run_id = world.orch("preflight", str(plan)).stdout.strip().splitlines()[-1]
     provisioned = world.orch("provision", "--run", run_id, "--json")
