@@ -470,11 +470,17 @@ def test_a_killed_run_is_resumed_without_creating_or_prompting_anything_twice(wo
 
 def test_ctrl_c_records_where_the_run_stopped_and_resume_completes_it(world: Any, tmp_path: Path) -> None:
     log = herdr_log(world, tmp_path)
-    world.write_scenarios(SLOW)
+    # The run is interrupted while it observes. With SLOW's `sleep 1`, greet's result came 0.4-0.9 s after the
+    # interrupt in rehearsals: a late interrupt finds the run verifying it. So here both workers' first step waits
+    # for the interrupt instead (the gate file, made once the run exited), and the resume finds them free to go on.
+    gate = tmp_path / "interrupted"
+    wait = f"until test -e {gate}; do sleep 0.1; done"
+    world.write_scenarios(SLOW.replace('command = "sleep 1"\n', f'command = "{wait}"\n').replace('command = "sleep 1.2"\n', f'command = "{wait}"\n'))
     proc = start_run(world, PLAN_HEAD + GREET + REVIEW, tmp_path)
     run_id = wait_for(world, "check-in round", observing)
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == 130
+    gate.touch()
 
     stopped = world.engine().ledger.get_run(run_id)
     assert (stopped.status, stopped.stopped_at) == (RunStatus.INTERRUPTED, "interrupted during observe")
