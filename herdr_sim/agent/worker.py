@@ -42,7 +42,8 @@ HERDR_TIMEOUT_S = 15
 CALLBACK_TIMEOUT_S = 60
 COMMAND_TIMEOUT_S = 600
 GIT_TIMEOUT_S = 60
-INDEX_LOCK_WAIT_S = 5  # how long a git command is run again while a sibling holds the checkout's index lock
+INDEX_LOCK_WAIT_S = 5  # how long a git command is run again while a sibling holds one of the checkout's locks
+SIBLING_LOCKS = ("index.lock", "cannot lock ref")  # git's words when a sibling's command held a lock first
 SCREEN_ONLY_THINK_S = 1.5
 # What a controller writes when it asks for the last message again (orch: after a possible merge of two callbacks).
 # A real agent reads the request and re-sends; the scripted one recognises these words in a follow-up.
@@ -576,7 +577,8 @@ class Agent:
         """Run git in the working directory.
 
         Siblings share one checkout: a sibling's `git add` or `git commit` at the same moment holds the index lock,
-        and git refuses at once ("Unable to create '…/index.lock': File exists"). An agent then runs the command
+        and git refuses at once ("Unable to create '…/index.lock': File exists"); a sibling's commit landing while
+        this one is made fails it ("cannot lock ref 'HEAD': is at … but expected …"). An agent then runs the command
         again, as this one does for a few seconds; any other failure is shown as it is.
         """
         deadline = time.monotonic() + INDEX_LOCK_WAIT_S
@@ -584,7 +586,7 @@ class Agent:
             done = subprocess.run(
                 ["git", *args], cwd=self.workdir, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL
             )
-            if done.returncode == 0 or "index.lock" not in done.stderr or time.monotonic() > deadline:
+            if done.returncode == 0 or not any(lock in done.stderr for lock in SIBLING_LOCKS) or time.monotonic() > deadline:
                 return done
             time.sleep(0.1)
 

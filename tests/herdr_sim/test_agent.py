@@ -228,6 +228,30 @@ def test_a_commit_is_named_by_git_commit_itself_when_a_sibling_moves_the_shared_
     assert result.splitlines()[2:5] == [f"Commits: {sha}", "Changed files: src/greet/sim-feature-a.txt", "Checks:"]
 
 
+def test_a_commit_a_sibling_commit_overtook_is_made_again(world: World, pane: Pane) -> None:
+    # The sibling's commit lands while this agent's `git commit` is under way (its commit-msg hook is that moment, with
+    # real git), so git refuses the ref update ("cannot lock ref 'HEAD': is at … but expected …"). A real agent runs
+    # the commit again; before, the scripted one reported its work with no commit at all.
+    hook = world.repo / ".git" / "hooks" / "commit-msg"
+    hook.write_text(
+        "#!/bin/sh\n"
+        'done="$(git rev-parse --git-common-dir)/sibling-done"\n'
+        '[ -e "$done" ] && exit 0\ntouch "$done"\n'
+        "git update-ref HEAD \"$(git commit-tree 'HEAD^{tree}' -p HEAD -m 'sibling: overtook')\"\n"
+    )
+    hook.chmod(0o755)
+    pane.paste(world.packet())
+    pane.until_prompt()
+
+    own, sibling = branch_log(world)
+    assert sibling.split(" ", 1)[1] == "sibling: overtook"
+    sha = own.split()[0]
+    assert own == f"{sha} feature-a: Add the greeting module."
+    [result] = [call[3] for call in world.calls() if call[:2] == ["agent", "prompt"] and "kind=result" in call[3]]
+    assert result.splitlines()[2:4] == [f"Commits: {sha}", "Changed files: src/greet/sim-feature-a.txt"]
+    assert "git commit failed" not in pane.transcript()
+
+
 def test_default_follow_up_appends_commits_and_reports_again(world: World, pane: Pane) -> None:
     pane.paste(world.packet())
     pane.until_prompt()
