@@ -16,7 +16,9 @@ from orchestrator.intake import KEPT_PREFIX_BYTES as KEPT_PREFIX_BYTES  # shared
 from orchestrator.intake import LIMITS_FILE as LIMITS_FILE
 from orchestrator.intake import OPEN, TARGET, read_stream, read_text, roots, saved_limit
 from orchestrator.intake import render_added as render_added
-from packets import DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, validate
+from packets import (
+    DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, parse_message, validate,
+)  # fmt: skip
 from packets.result import ResultReport, parse_result
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
 
@@ -277,7 +279,11 @@ def catch_up(engine: Engine, run: Run, task: str, since: datetime) -> Worker:
     target = _TARGET.get(message.kind or "")
     if target is None or message.received_at <= since or not is_legal(worker.state, target):
         return worker
+    # The prompt's own move cleared the question it answered, and with it the text of the one this callback asks.
+    changes = {"pending_question": parse_message(message.raw).body} if message.kind in ("question", "blocked") else {}
     try:
-        return engine.ledger.transition(run.run_id, task, worker.state, target, cause={"inbox_id": message.id, "kind": message.kind, "late": True})
+        return engine.ledger.transition(
+            run.run_id, task, worker.state, target, cause={"inbox_id": message.id, "kind": message.kind, "late": True}, **changes
+        )
     except StaleState:
         return engine.ledger.get_worker(run.run_id, task)

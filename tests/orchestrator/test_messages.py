@@ -15,6 +15,7 @@ from orchestrator.config import Settings
 from orchestrator.engine import CannotTell, Engine
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
+from orchestrator.inbox import add_message
 from orchestrator.messages import ReportRead, read_report, send_message, settle_prompt
 from registry import Effect, EffectStatus, InboxVerdict, WorkerState
 
@@ -85,6 +86,24 @@ def test_an_answer_whose_worker_calls_back_before_the_send_is_recorded_counts_as
     herdr.on_prompt = None
     send_message(engine, run, "feature-a", "answer", "Keep English only.")  # the same answer again: replayed, not re-sent
     assert len(herdr.prompts) == 1
+
+
+def test_a_question_the_worker_asks_while_its_answer_is_sent_keeps_its_text(engine: Engine, herdr: FakeHerdr) -> None:
+    # The agent takes the answer and asks its next question (a real callback, through the intake) before this process
+    # records the send. The send's own move clears the answered question; the late one moves the worker back, and its
+    # text is what status shows and what the plan's answers are matched against.
+    def ask() -> None:
+        engine.clock.advance(1)  # type: ignore[attr-defined]
+        envelope = f"[herdr-orchestration run={RUN} task=feature-a from=feature-a kind=question reply-to=w1:pa]\nWhich Python version?"
+        assert add_message(engine, engine.ledger.get_run(RUN), envelope).verdict is InboxVerdict.ACCEPTED
+
+    herdr.on_prompt = ask
+    run = engine.ledger.get_run(RUN)
+
+    sent = send_message(engine, run, "feature-a", "answer", "Keep English only.")
+
+    worker = engine.ledger.get_worker(RUN, "feature-a")
+    assert (sent.state, worker.state, worker.pending_question, len(herdr.prompts)) == (S.QUESTION, S.QUESTION, "Which Python version?", 1)
 
 
 def test_a_working_worker_gets_only_a_stop_or_an_urgent_follow_up(engine: Engine, herdr: FakeHerdr) -> None:
