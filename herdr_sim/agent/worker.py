@@ -44,6 +44,7 @@ COMMAND_TIMEOUT_S = 600
 GIT_TIMEOUT_S = 60
 INDEX_LOCK_WAIT_S = 5  # how long a git command is run again while a sibling holds one of the checkout's locks
 SIBLING_LOCKS = ("index.lock", "cannot lock ref")  # git's words when a sibling's command held a lock first
+UNSTAGED = "did not match any file(s) known to git"  # git commit -- PATHS after a sibling's commit dropped them
 SCREEN_ONLY_THINK_S = 1.5
 # What a controller writes when it asks for the last message again (orch: after a possible merge of two callbacks).
 # A real agent reads the request and re-sends; the scripted one recognises these words in a follow-up.
@@ -599,18 +600,25 @@ class Agent:
         """
         assert self.task is not None
         trailer = self.task.packet.commit_trailer
-        only: list[str] = []
-        if trailer is None:
-            self.git("add", "-A")
-        else:
-            # One pathspec at a time: git refuses a whole `add` when any pathspec matches nothing.
-            for spec in (*self.task.packet.file_claim, *self.task.written):
-                if self.git("add", "-A", "--", spec).returncode == 0:
-                    only.append(spec)
+        if trailer is not None:
             message = f"{message}\n\n{trailer}"
-        # The index is the checkout's, shared with a sibling: a plain `git commit` would also take what the sibling
-        # has just staged. A careful agent commits its own paths only (`git commit -- PATHS`).
-        done = self.git("commit", "-m", message, *(["--", *only] if only else []))
+        deadline = time.monotonic() + INDEX_LOCK_WAIT_S
+        while True:
+            only: list[str] = []
+            if trailer is None:
+                self.git("add", "-A")
+            else:
+                # One pathspec at a time: git refuses a whole `add` when any pathspec matches nothing.
+                for spec in (*self.task.packet.file_claim, *self.task.written):
+                    if self.git("add", "-A", "--", spec).returncode == 0:
+                        only.append(spec)
+            # The index is the checkout's, shared with a sibling: a plain `git commit` would also take what the
+            # sibling has just staged. A careful agent commits its own paths only (`git commit -- PATHS`).
+            done = self.git("commit", "-m", message, *(["--", *only] if only else []))
+            # A sibling's commit reads the index before it locks it and writes it back whole, so what this agent
+            # staged in between is gone ("pathspec '…' did not match any file(s) known to git"): stage it again.
+            if done.returncode == 0 or not only or UNSTAGED not in done.stderr or time.monotonic() > deadline:
+                break
         if done.returncode != 0:
             self.console.say(f"• git commit failed (exit {done.returncode}):\n{(done.stdout + done.stderr).rstrip()}")
             return

@@ -203,6 +203,12 @@ def test_default_scenario_commits_in_claim_runs_checks_and_sends_result(world: W
     assert (Path(world.env["HERDR_SIM_HOME"]) / "agents" / "w1_p2.log").read_text().count("• Turn complete.") == 1
 
 
+def attributed_packet(world: World) -> str:
+    """The packet with orch's commit rule for a branch with siblings: commit own paths, end with the trailer."""
+    rule = "- src/greet/**\n\nCommit your own files by naming them, and end every commit message with the trailer line `Orch-Task: feature-a`.\n"
+    return world.packet().replace("- src/greet/**\n", rule, 1)
+
+
 def test_a_commit_is_named_by_git_commit_itself_when_a_sibling_moves_the_shared_branch_at_once(world: World, pane: Pane) -> None:
     # A sibling sharing the checkout commits right after this agent's commit (a post-commit hook is that moment, with
     # real git): HEAD read afterwards is the sibling's commit, which the agent must not claim as its own.
@@ -214,9 +220,7 @@ def test_a_commit_is_named_by_git_commit_itself_when_a_sibling_moves_the_shared_
         "echo sibling > sibling.txt && git add sibling.txt && git commit -q -m 'sibling: moved the branch' -- sibling.txt\n"
     )
     hook.chmod(0o755)
-    # The packet's commit rule, as orch writes it for a branch with siblings: commit own paths, end with the trailer.
-    rule = "- src/greet/**\n\nCommit your own files by naming them, and end every commit message with the trailer line `Orch-Task: feature-a`.\n"
-    pane.paste(world.packet().replace("- src/greet/**\n", rule, 1))
+    pane.paste(attributed_packet(world))
     pane.until_prompt()
 
     sibling, own = branch_log(world)
@@ -249,6 +253,34 @@ def test_a_commit_a_sibling_commit_overtook_is_made_again(world: World, pane: Pa
     assert own == f"{sha} feature-a: Add the greeting module."
     [result] = [call[3] for call in world.calls() if call[:2] == ["agent", "prompt"] and "kind=result" in call[3]]
     assert result.splitlines()[2:4] == [f"Commits: {sha}", "Changed files: src/greet/sim-feature-a.txt"]
+    assert "git commit failed" not in pane.transcript()
+
+
+def test_files_a_siblings_commit_unstaged_are_staged_again_and_committed(world: World) -> None:
+    # A sibling's `git commit` reads the shared index before it locks it and writes it back whole, so a file this
+    # agent staged in between is unstaged again, and `git commit -- PATHS` answers "pathspec … did not match any
+    # file(s) known to git". A `git` first on PATH (real git underneath) leaves that index at the first commit.
+    real = subprocess.run(["sh", "-c", "command -v git"], capture_output=True, text=True, check=True).stdout.strip()
+    wrapper = world.tmp / "sibling-bin" / "git"
+    wrapper.parent.mkdir()
+    wrapper.write_text(
+        f'#!/bin/sh\nif [ "$1" = commit ] && [ ! -e "{world.tmp}/unstaged" ]; then\n'
+        f'  touch "{world.tmp}/unstaged"; "{real}" reset -q -- .\nfi\nexec "{real}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    world.env["PATH"] = f"{wrapper.parent}:{world.env['PATH']}"
+    pane = Pane(world)
+    try:
+        pane.paste(attributed_packet(world))
+        pane.until_prompt()
+    finally:
+        pane.child.terminate(force=True)
+
+    assert (world.tmp / "unstaged").exists()
+    [own] = branch_log(world)
+    sha = own.split()[0]
+    assert own == f"{sha} feature-a: Add the greeting module."
+    assert git(world.repo, "diff-tree", "--no-commit-id", "--name-only", "-r", sha).split() == ["src/greet/sim-feature-a.txt"]
     assert "git commit failed" not in pane.transcript()
 
 
