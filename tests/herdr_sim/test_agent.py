@@ -209,17 +209,17 @@ def attributed_packet(world: World) -> str:
     return world.packet().replace("- src/greet/**\n", rule, 1)
 
 
+def sibling_once(world: World, hook: str, script: str) -> None:
+    """A git hook of the shared repo that runs ``script`` the first time only: a sibling acting at that moment."""
+    path = world.repo / ".git" / "hooks" / hook
+    path.write_text(f'#!/bin/sh\ndone="$(git rev-parse --git-common-dir)/sibling-done"\n[ -e "$done" ] && exit 0\ntouch "$done"\n{script}\n')
+    path.chmod(0o755)
+
+
 def test_a_commit_is_named_by_git_commit_itself_when_a_sibling_moves_the_shared_branch_at_once(world: World, pane: Pane) -> None:
     # A sibling sharing the checkout commits right after this agent's commit (a post-commit hook is that moment, with
     # real git): HEAD read afterwards is the sibling's commit, which the agent must not claim as its own.
-    hook = world.repo / ".git" / "hooks" / "post-commit"
-    hook.write_text(
-        "#!/bin/sh\nunset GIT_INDEX_FILE\n"
-        'done="$(git rev-parse --git-common-dir)/sibling-done"\n'
-        '[ -e "$done" ] && exit 0\ntouch "$done"\n'
-        "echo sibling > sibling.txt && git add sibling.txt && git commit -q -m 'sibling: moved the branch' -- sibling.txt\n"
-    )
-    hook.chmod(0o755)
+    sibling_once(world, "post-commit", "unset GIT_INDEX_FILE\necho sibling > sibling.txt && git add sibling.txt && git commit -q -m 'sibling: moved the branch' -- sibling.txt")
     pane.paste(attributed_packet(world))
     pane.until_prompt()
 
@@ -236,14 +236,7 @@ def test_a_commit_a_sibling_commit_overtook_is_made_again(world: World, pane: Pa
     # The sibling's commit lands while this agent's `git commit` is under way (its commit-msg hook is that moment, with
     # real git), so git refuses the ref update ("cannot lock ref 'HEAD': is at … but expected …"). A real agent runs
     # the commit again; before, the scripted one reported its work with no commit at all.
-    hook = world.repo / ".git" / "hooks" / "commit-msg"
-    hook.write_text(
-        "#!/bin/sh\n"
-        'done="$(git rev-parse --git-common-dir)/sibling-done"\n'
-        '[ -e "$done" ] && exit 0\ntouch "$done"\n'
-        "git update-ref HEAD \"$(git commit-tree 'HEAD^{tree}' -p HEAD -m 'sibling: overtook')\"\n"
-    )
-    hook.chmod(0o755)
+    sibling_once(world, "commit-msg", "git update-ref HEAD \"$(git commit-tree 'HEAD^{tree}' -p HEAD -m 'sibling: overtook')\"")
     pane.paste(world.packet())
     pane.until_prompt()
 
