@@ -10,7 +10,10 @@ from pathlib import Path
 
 TIMEOUT = 10.0
 WIDTH, HEIGHT = 120, 40  # herdr 0.8.2's headless size; 0.7.5's is 80x24 (herdr_sim.versions)
-SHELL_ARGV = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "bash", "--norc", "--noprofile"]
+# HISTFILE empty: an interactive bash reads, truncates (to HISTFILESIZE, 500 by default) and rewrites $HISTFILE, which
+# is ~/.bash_history unless set; a pane shell of the simulator must never touch the history of whoever started it
+# (issue 21: the demo cut a person's 5,000-line history to 500 lines). bash keeps an empty HISTFILE empty.
+SHELL_ARGV = ["env", "-u", "TMUX", "-u", "TMUX_PANE", "HISTFILE=", "bash", "--norc", "--noprofile"]
 ARGV_ENV = ("PATH", "TERM_PROGRAM", "TERM_PROGRAM_VERSION")  # variables tmux would override in a new pane
 
 
@@ -82,7 +85,7 @@ class Tmux:
                 assigns.append(f"{name}={found}")
             elif name != "PATH":
                 unsets += ["-u", name]
-        shell = [*SHELL_ARGV[:-3], *unsets, *assigns, *SHELL_ARGV[-3:]]
+        shell = [*SHELL_ARGV[:5], *unsets, *assigns, *SHELL_ARGV[5:]]
         args += ["-P", "-F", "#{pane_id} #{pane_pid}", "--", *shell]
         out = self.run(*args).split()
         return out[0], int(out[1])

@@ -188,6 +188,9 @@ class Stage:
             "HERDR_SIM_SETTLE_MS": str(SETTLE_MS),
             "HERDR_SIM_SCENARIOS": str(self.root / "scenarios.toml"),
             "HERDR_SIM_INTEGRATIONS": "codex,claude,opencode,pi",
+            # A HOME of the stage's own: nothing the simulator, its tmux, pane shells or agents start may read or write
+            # the person's dotfiles (a pane's bash once cut their ~/.bash_history to 500 lines, issue 21).
+            "HOME": str(self.root / "home"),
             # Agents write check reports under $TMPDIR: keep them inside the temp dir so they go with it.
             "TMPDIR": str(self.root / "tmp"),
             # Running the tests must not leave __pycache__ in a worktree (untracked files count as changes).
@@ -198,6 +201,7 @@ class Stage:
     def start(self) -> dict[str, str]:
         """Start the simulated herdr and open the controller's workspace; returns the controller pane's env."""
         (self.root / "tmp").mkdir()
+        (self.root / "home").mkdir()
         (self.root / "policies").mkdir()
         (self.root / "scenarios.toml").write_text(demo_data("scenarios.toml"), encoding="utf-8")
         self.sim = SimServer(self.sim_home, self.overrides(), session=self.organization)

@@ -161,6 +161,60 @@ def test_ctrl_c_mid_run_removes_everything_and_exits_130(isolated_env: Path, sho
     assert _processes_mentioning(str(stage)) == []
 
 
+def _snapshot(root: Path, skip: Path) -> dict[str, str]:
+    """Every path under ``root`` (relative) -> what it is: a file's sha256 and mode, a directory, a link's target.
+
+    ``skip`` (orch's own documented state folder) and the directories leading to it are left out: the demo may create them.
+    """
+    import hashlib
+
+    leading = {skip, *skip.parents}
+    seen: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        if path == skip or skip in path.parents or (path.is_dir() and not path.is_symlink() and path in leading):
+            continue
+        mode = oct(path.lstat().st_mode)
+        if path.is_symlink():
+            seen[str(path.relative_to(root))] = f"link {os.readlink(path)}"
+        elif path.is_dir():
+            seen[str(path.relative_to(root))] = f"dir {mode}"
+        else:
+            seen[str(path.relative_to(root))] = f"file {mode} {hashlib.sha256(path.read_bytes()).hexdigest()}"
+    return seen
+
+
+def test_demo_leaves_every_file_of_the_callers_home_byte_identical(tmp_path: Path, short_tmpdir: Path) -> None:
+    # Issue 21: the simulator's pane shells ran with the person's HOME, and bash's default HISTFILESIZE cut a
+    # 5,000-line ~/.bash_history to its last 500 lines. Run the demo as a new user would (their HOME, no XDG or git
+    # overrides, a .bashrc, a git config with a hook path) and require every file there unchanged but orch's own
+    # documented state folder ($ORCH_HOME/demo, by default ~/.local/state/orch/demo).
+    home = tmp_path / "person"
+    home.mkdir()
+    (home / ".bash_history").write_text("".join(f"echo history line {n}\n" for n in range(5000)))
+    (home / ".bashrc").write_text("export FROM_BASHRC=1\nHISTSIZE=100\n")
+    (home / ".profile").write_text("echo profile >> ~/profile-ran\n")
+    (home / ".python_history").write_text("print(1)\n")
+    (home / ".gitconfig").write_text("[user]\n\tname = Person\n\temail = person@example.invalid\n")
+    (home / ".config" / "git").mkdir(parents=True)
+    (home / ".config" / "git" / "ignore").write_text("*.swp\n")
+    (home / "notes.txt").write_bytes(bytes(range(256)))
+    (home / ".local" / "share").mkdir(parents=True)
+    (home / ".local" / "share" / "keep").write_text("mine\n")
+    state = home / ".local" / "state" / "orch" / "demo"
+    before = _snapshot(home, state)
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("XDG_", "GIT_", "TMUX")) and name not in ("HISTFILE", "HISTSIZE", "HISTFILESIZE")}
+    env.update(HOME=str(home), TMPDIR=str(short_tmpdir))
+
+    done = subprocess.run([*ORCH, "demo", "--json"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state_dir"] == str(state)
+    assert _snapshot(home, state) == before
+    assert len((home / ".bash_history").read_text().splitlines()) == 5000
+    assert (state / "ledger.sqlite3").is_file()
+
+
 def _fenced(text: str, after: str, lang: str) -> str:
     """The first fenced block of ``lang`` after the heading line ``after``."""
     rest = text[text.index(after + "\n"):]

@@ -37,3 +37,23 @@ def test_titles_and_screens_from_one_client_are_what_separate_clients_read(tmp_p
         tmux.kill()
     # No server: nothing live, nothing read (as titles() says then).
     assert tmux.titles_and_screens([a]) == ({}, {})
+
+
+def test_a_pane_shell_neither_reads_nor_rewrites_the_callers_bash_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 21: an interactive bash truncates $HISTFILE (default ~/.bash_history) to HISTFILESIZE (500) when it starts
+    # and rewrites it when it exits; the simulator's pane shells ran with the caller's HOME and so cut their history.
+    history = tmp_path / ".bash_history"
+    history.write_text("".join(f"echo line {n}\n" for n in range(5000)))
+    before = history.read_bytes()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("HISTFILE", raising=False)
+    tmux = Tmux(tmp_path / "tmux.sock", 60, 6)
+    tmux.start()
+    try:
+        pane, _ = tmux.new_pane("a", str(tmp_path), {"PS1": "$ "})
+        tmux.send_literal(pane, 'echo "[$HISTFILE]"; history | wc -l; exit')
+        tmux.send_keys(pane, ["Enter"])
+        eventually(lambda: pane not in tmux.panes(), "the shell exited")
+    finally:
+        tmux.kill()
+    assert history.read_bytes() == before
