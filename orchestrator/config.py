@@ -72,6 +72,10 @@ def read_toml(path: Path, display: str) -> dict[str, Any]:
             lines = text.split("\n")
             line, column = len(lines), len(lines[-1]) + 1
             message = _TOML_AT_END.sub("", message)
+        for pattern, plain in _TOML_WORDING:
+            if pattern.match(message):
+                message = plain
+                break
         raise ConfigError(f"{display}:{line}:{column}: invalid TOML: {message}") from None
 
 
@@ -134,6 +138,31 @@ def dotted(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+# pydantic's type errors in the words of a TOML file ("must be a valid tuple" names a Python type nobody wrote).
+_PLAIN_TYPES = {
+    "tuple_type": 'must be a list, like ["a", "b"]',
+    "list_type": 'must be a list, like ["a", "b"]',
+    "string_type": 'must be text in quotes, like "text"',
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "model_type": "must be a table",
+    "model_attributes_type": "must be a table",
+    "dict_type": "must be a table",
+}
+
+# tomllib's messages that name a character rather than the mistake a person made.
+_TOML_WORDING = (
+    (re.compile(r"^Illegal character '\\n'$"), "a line ends inside a quoted string (is a closing quote missing?)"),
+    (re.compile(r"^Unclosed array$"), 'a list is not closed (is a "]" or a comma missing?)'),
+    (re.compile(r"^Unclosed inline table$"), 'an inline table is not closed (is a "}" missing?)'),
+    (re.compile(r"^Expected '=' after a key in a key/value pair$"), 'expected "=" after the key (a key with spaces needs quotes)'),
+    (re.compile(r"^Cannot (?:overwrite|declare) .*"), "a key or table is written twice"),
+)
+
+
 def _describe(error: Any) -> str:
     kind, value = error["type"], error.get("input")
     message: str = error["msg"]
@@ -143,7 +172,9 @@ def _describe(error: Any) -> str:
         return "is not a known field"
     if kind in ("value_error", "assertion_error"):
         return str(message).split(", ", 1)[1] if ", " in message else str(message)
-    if kind == "literal_error":
+    if kind in _PLAIN_TYPES:
+        message = _PLAIN_TYPES[kind]
+    elif kind == "literal_error":
         message = "must be " + str(error["ctx"]["expected"]).replace("'", '"')
     elif message.startswith("Input should be "):
         message = "must be " + message.removeprefix("Input should be ")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import textwrap
 from collections.abc import Callable, Sequence
 from graphlib import CycleError, TopologicalSorter
 from itertools import combinations, pairwise
@@ -12,7 +13,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, ValidationInfo, field_validator
 from tabulate import tabulate
 
 from orchestrator.config import Settings, dotted, read_toml, validation_problems
@@ -57,6 +58,17 @@ CONCURRENCY_MAX = 32
 
 _Item = Annotated[StrictStr, Field(max_length=ITEM_MAX)]
 _Items = Annotated[tuple[_Item, ...], Field(max_length=LIST_MAX)]
+
+
+
+def _claim_pattern(pattern: str) -> str:
+    # An item validator, so every bad pattern of a list gets its own line (`claim[3]: ...`), not only the first.
+    if problem := claim_pattern_problem(pattern):
+        raise ValueError(problem)
+    return pattern
+
+
+_ClaimPatterns = Annotated[tuple[Annotated[_Item, AfterValidator(_claim_pattern)], ...], Field(max_length=LIST_MAX)]
 
 _GLOB_MAGIC = re.compile(r"[*?\[]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -111,11 +123,6 @@ class Defaults(_Model):
     message_limit_bytes: StrictInt | None = Field(default=None, ge=MESSAGE_LIMIT_RANGE[0], le=MESSAGE_LIMIT_RANGE[1])
     """Largest inbound message, in bytes (1024 to 1048576); larger ones are kept aside as `oversize`; unset means the policy's (64 KiB unless a policy says otherwise)."""
 
-    @field_validator("kind")
-    @classmethod
-    def _known_kind(cls, value: str | None) -> str | None:
-        return _herdr_kind(value)
-
 
 class Integration(_Model):
     """Optional integration of accepted workers; off means orch reports accepted branches and commits and merges nothing."""
@@ -150,7 +157,7 @@ class Worker(_Model):
     """Files, packages or behaviour in scope, in words or paths."""
     exclusions: _Items = ()
     """What the worker must not touch or do."""
-    claim: _Items = ()
+    claim: _ClaimPatterns = ()
     """File claim: patterns relative to the checkout (`*` and `?` within a path segment, `**` for any number of segments); a pattern naming a directory covers everything below it; empty means read-only work."""
     evidence: _Items = ()
     """Evidence the result must carry (file references, genuine command output)."""
@@ -176,17 +183,9 @@ class Worker(_Model):
             raise ValueError(problem)
         return value
 
-    @field_validator("kind")
-    @classmethod
-    def _known_kind(cls, value: str | None) -> str | None:
-        return _herdr_kind(value)
-
     @field_validator("claim")
     @classmethod
     def _claim_patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for pattern in value:
-            if problem := claim_pattern_problem(pattern):
-                raise ValueError(problem)
         if len(set(value)) != len(value):
             raise ValueError("lists a pattern twice")
         return value
@@ -277,12 +276,6 @@ class ResolvedPlan(BaseModel):
         return self.plan.defaults.message_limit_bytes or self.policy.policy.message_limit_bytes
 
 
-def _herdr_kind(value: str | None) -> str | None:
-    if value is not None and value not in HERDR_AGENT_KINDS:
-        raise ValueError(f"{quote(value)} is not a herdr agent kind ({', '.join(HERDR_AGENT_KINDS)})")
-    return value
-
-
 # --- file claims -------------------------------------------------------------------------------------------------
 
 
@@ -361,8 +354,61 @@ def load_plan(path: Path, settings: Settings, *, display: str | None = None) -> 
         if partial is not None:
             part, indexes = partial
             problems.extend(_resolution_problems(part, settings, display, indexes))
-        raise ConfigError("\n".join(dict.fromkeys(problems))) from None
-    return resolve_plan(plan, settings, source=display)
+        raise ConfigError(_with_lines(list(dict.fromkeys(problems)), path, display)) from None
+    try:
+        return resolve_plan(plan, settings, source=display)
+    except ConfigError as exc:
+        raise ConfigError(_with_lines(exc.message.splitlines(), path, display)) from None
+
+
+_TABLE_HEADER = re.compile(r"^\[(\[)?\s*([A-Za-z0-9_.-]+)\s*\]")
+_KEY_LINE = re.compile(r"^([A-Za-z0-9_-]+)\s*=")
+_PROBLEM_PLACE = re.compile(r"^(?:workers\[(\d+)\](?: \([^\n]*?\))?(?:\.(\w+))?|(\w+)(?:\.(\w+))?)[.:\[]")
+
+
+def _with_lines(problems: list[str], path: Path, display: str) -> str:
+    """``problems`` joined, each `<display>: <where>: ...` line given the file line of its key (`plan.toml:12: ...`)."""
+    try:
+        lines = _key_lines(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return "\n".join(problems)
+    placed: list[tuple[int, str]] = []
+    prefix = f"{display}: "
+    for problem in problems:
+        rest = problem.removeprefix(prefix)
+        match = _PROBLEM_PLACE.match(rest) if problem.startswith(prefix) else None
+        line = None
+        if match and match[1] is not None:
+            worker = ("workers", int(match[1]))
+            line = lines.get((*worker, match[2])) or lines.get(worker)
+        elif match:
+            line = lines.get((match[3], match[4])) or lines.get((match[3], None))
+        placed.append((line or 0, f"{display}:{line}: {rest}" if line else problem))
+    # In file order, as an editor lists them; what has no line (a missing key) first.
+    return "\n".join(text for _, text in sorted(placed, key=lambda item: item[0]))
+
+
+def _key_lines(text: str) -> dict[tuple[str | int | None, ...], int]:
+    """Where each key of a plan file is written: ("workers", 1, "claim"), ("defaults", "kind"), ("base", None) -> line."""
+    where: dict[tuple[str | int | None, ...], int] = {}
+    table: tuple[str | int, ...] = ()
+    workers = -1
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if header := _TABLE_HEADER.match(line):
+            name = header[2]
+            if name == "workers":
+                workers += 1
+                table = ("workers", workers)
+            elif name.startswith("workers."):
+                table = ("workers", workers, *name.split(".")[1:])  # a worker's sub-table: lines count as the worker's
+            else:
+                table = tuple(name.split("."))
+            where.setdefault(table if table[0] == "workers" else (*table, None), number)
+        elif key := _KEY_LINE.match(line):
+            place = (*table[:2], key[1]) if table[:1] == ("workers",) else (*table, key[1]) if table else (key[1], None)
+            where.setdefault(place, number)
+    return where
 
 
 # Top-level fields without which placement cannot be worked out; an invalid optional one falls back to its default.
@@ -370,30 +416,64 @@ _NEEDED = ("organization", "repo", "base", "workers")
 
 
 def _valid_part(data: Any, exc: ValidationError) -> tuple[Plan, list[int]] | None:
-    """The plan without its invalid parts (and the original index of each worker kept), or None when too little is left."""
+    """The plan without its invalid parts (and the original index of each worker kept), or None when too little is left.
+
+    A worker with an invalid field is kept with that field left out (its default, or a stand-in for `objective` and
+    `deliverable`, or its label as written for `task`), so the cross-worker and policy checks still see it: an unknown
+    `after` or a disallowed kind is said in the same pass as a bad label elsewhere.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("workers"), list):
         return None
     bad_top: set[str] = set()
-    bad_workers: set[int] = set()
+    bad_fields: dict[int, set[str]] = {}
     for error in exc.errors(include_url=False):
         loc = tuple(error["loc"])
         if not loc:
             return None
+        if error["type"] == "too_short" and error.get("input"):
+            continue  # pydantic's echo of the item errors below (validation_problems skips it too)
         if loc[0] == "workers" and len(loc) >= 2 and isinstance(loc[1], int):
-            bad_workers.add(loc[1])
+            bad_fields.setdefault(loc[1], set()).add(str(loc[2]) if len(loc) >= 3 else "")
         else:
             bad_top.add(str(loc[0]))
     if bad_top & set(_NEEDED):
         return None
     part = {key: value for key, value in data.items() if key not in bad_top}
-    indexes = [i for i in range(len(data["workers"])) if i not in bad_workers]
-    part["workers"] = [data["workers"][i] for i in indexes]
+    workers: list[Any] = []
+    indexes: list[int] = []
+    for index, entry in enumerate(data["workers"]):
+        kept = _salvaged_worker(entry, bad_fields[index]) if index in bad_fields else entry
+        if kept is not None:
+            workers.append(kept)
+            indexes.append(index)
     if not indexes:
         return None
+    part["workers"] = workers
     try:
         return Plan.model_validate(part), indexes
     except ValidationError:
         return None
+
+
+def _salvaged_worker(entry: Any, bad: set[str]) -> Worker | None:
+    """``entry`` without its ``bad`` fields, for the cross-worker checks only; None when it cannot be placed at all."""
+    if not isinstance(entry, dict) or "" in bad or "branch" in bad:
+        return None  # no branch, no placement: nothing to check it against
+    kept = {key: value for key, value in entry.items() if key not in bad}
+    for field in ("objective", "deliverable"):
+        if field in bad:
+            kept[field] = "-"  # never rendered: the plan is invalid, this only lets the worker be placed
+    label = entry.get("task")
+    if "task" in bad:
+        if not isinstance(label, str):
+            return None
+        kept["task"] = "invalid-label"
+    try:
+        worker = Worker.model_validate(kept)
+    except ValidationError:
+        return None
+    # The label as written, so `after` lists naming it and the lines about this worker read as the file does.
+    return worker.model_copy(update={"task": label}) if "task" in bad else worker
 
 
 def _resolution_problems(plan: Plan, settings: Settings, source: str, indexes: list[int]) -> list[str]:
@@ -435,12 +515,16 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
     layers = overlay_layers(repo.checkout, settings.policy_dir, settings.home)
     if plan.policy.model_dump(exclude_none=True):
         layers.append(PolicyLayer(source="plan [policy]", overlay=plan.policy))
-    if plan.defaults.kind is not None:
-        if plan.policy.default_kind is not None:
-            problems.append(f"{source}: defaults.kind: policy.default_kind is also set; keep one of them")
-        layers.append(PolicyLayer(source="plan [defaults]", overlay=PolicyOverlay(default_kind=plan.defaults.kind)))
     try:
         effective = merge_policy(layers)
+        if plan.defaults.kind is not None:
+            if plan.policy.default_kind is not None:
+                problems.append(f"{source}: defaults.kind: policy.default_kind is also set; keep one of them")
+            if problem := _kind_problem(plan.defaults.kind, effective):
+                problems.append(f"{source}: defaults.kind: {problem}")
+            if plan.policy.default_kind is None and problem is None:
+                layers.append(PolicyLayer(source="plan [defaults]", overlay=PolicyOverlay(default_kind=plan.defaults.kind)))
+                effective = merge_policy(layers)
     except ConfigError as exc:
         raise ConfigError("\n".join([*problems, f"{source}: {exc.message}"])) from None
     policy = effective.policy
@@ -468,10 +552,8 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
         elif is_base(worker.branch):
             problems.append(f"{where}.branch: {quote(worker.branch)} is the base {quote(plan.base)}; a worker never runs on the base or default branch")
         kind = worker.kind or policy.default_kind
-        if worker.kind is not None and worker.kind not in policy.allowed_kinds:
-            problems.append(
-                f"{where}.kind: {quote(worker.kind)} is not allowed by policy (allowed_kinds: {', '.join(policy.allowed_kinds)}, from {effective.sources['allowed_kinds']})"
-            )
+        if worker.kind is not None and (problem := _kind_problem(worker.kind, effective)):
+            problems.append(f"{where}.kind: {problem}")
         layout = worktree_layout(repo, worker.branch)
         if problem := worktree_folder_problem(layout):
             problems.append(f"{where}.branch: {problem}")
@@ -500,6 +582,15 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
     if problems:
         raise ConfigError("\n".join(problems))
     return ResolvedPlan(source=source, plan=plan, repo=repo, policy=effective, workers=tuple(resolved), warnings=tuple(_warnings(plan, resolved, source)))
+
+
+def _kind_problem(kind: str, effective: EffectivePolicy) -> str | None:
+    """Why ``kind`` may not be used under ``effective`` policy, naming only the kinds it allows (not all of herdr's)."""
+    allowed = effective.policy.allowed_kinds
+    if kind in allowed:
+        return None
+    what = "is not allowed by policy" if kind in HERDR_AGENT_KINDS else "is not an agent kind herdr knows"
+    return f"{quote(kind)} {what}; use one of {', '.join(allowed)} (allowed_kinds, from {effective.sources['allowed_kinds']})"
 
 
 def _warnings(plan: Plan, workers: list[ResolvedWorker], source: str) -> list[str]:
@@ -668,15 +759,28 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
     ]
     warnings = "".join(f"warning: {line}\n" for line in resolved.warnings)
     return (
-        f"plan {resolved.source}: valid, {len(resolved.workers)} workers\n"
+        f"plan {resolved.source}: valid, {_count(len(resolved.workers), 'worker')}\n"
         + (f"{warnings}" if warnings else "")
         + "\n"
-        + tabulate(summary, tablefmt="plain")
+        + _summary(summary, width)
         + "\n\n"
         + _table(policy_rows, ("policy", "value", "source"), width)
         + "\n\n"
         + _table(worker_rows, ("task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode"), width)
         + "\n"
+    )
+
+
+def _summary(rows: Sequence[tuple[str, str]], width: int | None) -> str:
+    """`name  value` lines; a value longer than ``width`` allows wraps under itself."""
+    table = tabulate(rows, tablefmt="plain")
+    if width is None or max(len(line) for line in table.splitlines()) <= width:
+        return table
+    pad = max(len(name) for name, _ in rows) + 2
+    wrap = max(width - pad, 20)
+    return "\n".join(
+        textwrap.fill(value, width=wrap + pad, initial_indent=f"{name:<{pad}}", subsequent_indent=" " * pad, break_on_hyphens=False)
+        for name, value in rows
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -49,9 +50,16 @@ def plan_check(plan_file: Path, as_json: bool, commands: bool) -> None:
     if as_json:
         echo_json(check_report(resolved))
     else:
-        # Fit the terminal; a pipe or file gets whole tables (one line per worker) to grep.
-        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
-        click.echo(render_check(resolved, width), nl=False)
+        click.echo(render_check(resolved, _width()), nl=False)
+
+
+def _width() -> int | None:
+    """The columns to fit: `COLUMNS` when set (also through a pipe), else the terminal's; a pipe or file without it
+    gets whole tables (one line per worker) to grep."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
 @plan.command("schema")

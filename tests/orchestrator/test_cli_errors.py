@@ -80,8 +80,8 @@ CASES = {
     ),
     "plan with a typo": (
         ["plan", "check", "{tmp}/typo.toml", "--json"], 1,
-        "orch: {tmp}/typo.toml: workers[0] (busy).objective: is required\n"
-        "orch: {tmp}/typo.toml: workers[0] (busy).objectve: is not a known field; did you mean `objective`?\n",
+        "orch: {tmp}/typo.toml:6: workers[0] (busy).objective: is required\n"
+        "orch: {tmp}/typo.toml:8: workers[0] (busy).objectve: is not a known field; did you mean `objective`?\n",
     ),
     "unknown run": (
         ["status", "--run", "nope", "--json"], 1,

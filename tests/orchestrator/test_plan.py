@@ -107,28 +107,32 @@ def test_structural_problems_one_line_each(tmp_path: Path, settings: Settings) -
     text += worker("Api Docs", "feat/x", 'kind = "gpt"', 'claim = ["../x", "a/**b", "./a"]', "verify = [1]")
     text += worker("a" * 33, "feat/y", 'agent_args = ["-m\\n"]', "[[workers.answers]]", 'when = "(("', 'answer = "x"', "regex = true")
     text += "[integration]\nenabled = true\n"
+    # Every problem in one pass and in file order, each with its line: the invalid label does not hide the worker's
+    # kind, every bad claim pattern has its own line, and the kinds named are the ones policy allows.
     assert problems(tmp_path, settings, text) == [
-        "plan.toml: defaults.concurrency: must be greater than or equal to 1, got 0",
-        "plan.toml: defaults.agent_start_timeout_s: must be less than or equal to 300, got 301",
-        'plan.toml: defaults.mode: must be "direct" or "plan-first", got "fast"',
-        "plan.toml: integration.branch: is required when enabled = true",
-        'plan.toml: workers[0] (Api Docs).task: "Api Docs" is not a lowercase hyphen-case task label (a-z, 0-9, single hyphens between words)',
-        'plan.toml: workers[0] (Api Docs).kind: "gpt" is not a herdr agent kind (pi, claude, codex, gemini, cursor, devin, agy, cline, omp, mastracode, opencode, copilot, kimi, kiro, droid, amp, grok, hermes, kilo, qodercli, maki)',
-        'plan.toml: workers[0] (Api Docs).claim: "../x" has an empty, . or .. path segment',
-        "plan.toml: workers[0] (Api Docs).verify[0]: must be a valid string, got 1",
-        f'plan.toml: workers[1] ({"a" * 33}).task: "{"a" * 33}" cannot be a herdr agent name: it is 33 characters, herdr allows at most 32',
-        'plan.toml: workers[1] (aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa).agent_args: "-m\\n" contains a control character, which herdr rejects',
-        'plan.toml: workers[1] (aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa).answers[0].when: "((" is not a valid regular expression: missing ), unterminated subpattern at position 1',
-        "plan.toml: colour: is not a known field",
+        "plan.toml:4: colour: is not a known field",
+        "plan.toml:6: defaults.concurrency: must be greater than or equal to 1, got 0",
+        "plan.toml:7: defaults.agent_start_timeout_s: must be less than or equal to 300, got 301",
+        'plan.toml:8: defaults.mode: must be "direct" or "plan-first", got "fast"',
+        'plan.toml:11: workers[0] (Api Docs).task: "Api Docs" is not a lowercase hyphen-case task label (a-z, 0-9, single hyphens between words)',
+        'plan.toml:15: workers[0] (Api Docs).kind: "gpt" is not an agent kind herdr knows; use one of claude, codex, opencode, pi (allowed_kinds, from default)',
+        'plan.toml:16: workers[0] (Api Docs).claim[0]: "../x" has an empty, . or .. path segment',
+        'plan.toml:16: workers[0] (Api Docs).claim[1]: "a/**b": ** must be a whole path segment',
+        'plan.toml:16: workers[0] (Api Docs).claim[2]: "./a" has an empty, . or .. path segment',
+        'plan.toml:17: workers[0] (Api Docs).verify[0]: must be text in quotes, like "text", got 1',
+        f'plan.toml:20: workers[1] ({"a" * 33}).task: "{"a" * 33}" cannot be a herdr agent name: it is 33 characters, herdr allows at most 32',
+        'plan.toml:24: workers[1] (aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa).agent_args: "-m\\n" contains a control character, which herdr rejects',
+        'plan.toml:25: workers[1] (aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa).answers[0].when: "((" is not a valid regular expression: missing ), unterminated subpattern at position 1',
+        "plan.toml:29: integration.branch: is required when enabled = true",
     ]
 
 
 def test_missing_fields_and_no_workers(tmp_path: Path, settings: Settings) -> None:
     assert problems(tmp_path, settings, 'organization = "a/b"\nworkers = []\n') == [
-        'plan.toml: organization: "a/b" must be 1-64 characters from A-Z a-z 0-9 . _ -',
         "plan.toml: repo: is required",
         "plan.toml: base: is required",
-        "plan.toml: workers: must not be empty",
+        'plan.toml:1: organization: "a/b" must be 1-64 characters from A-Z a-z 0-9 . _ -',
+        "plan.toml:2: workers: must not be empty",
     ]
 
 
@@ -143,15 +147,15 @@ def test_policy_and_layout_problems_one_line_each(tmp_path: Path, settings: Sett
     text += worker("five", "fix/b", 'claim = ["src/**/*.py"]')
     text += '[integration]\nenabled = true\nbranch = "fix/b"\n'
     assert problems(tmp_path, settings, text) == [
-        'plan.toml: workers[0] (api-docs).branch: "Feat/x" is not a Conventional Branch: type "Feat" is not one of build, chore, ci, docs, feat, fix, perf, refactor, revert, style, test',
-        'plan.toml: workers[1] (api-docs).task: "api-docs" is already the task label of workers[0]; task labels and agent names must be unique',
-        'plan.toml: workers[1] (api-docs).branch: "feature/x" is not a Conventional Branch: type "feature" is allowed only when policy enables it in extra_branch_types',
-        'plan.toml: workers[1] (api-docs).kind: "gemini" is not allowed by policy (allowed_kinds: claude, codex, opencode, pi, from default)',
-        'plan.toml: workers[2] (one).branch: "feat/main-line" is the base "origin/feat/main-line"; a worker never runs on the base or default branch',
-        "plan.toml: workers[4] (three).setup: a sibling shares the checkout of workers[3] (two); put setup commands on that first worker",
-        'plan.toml: workers[4] (three).claim: "src/x/y.py" may overlap "src/**/*.py" claimed by workers[3] (two) in the same checkout (fix/a); orch counts two globs as overlapping unless it can prove them disjoint',
-        'plan.toml: workers[5] (four).claim: "docs/index.md" may overlap "docs/" claimed by workers[4] (three) in the same checkout (fix/a); orch counts two globs as overlapping unless it can prove them disjoint',
-        'plan.toml: integration.branch: "fix/b" is the branch of workers[6] (five); integration needs a dedicated branch',
+        'plan.toml:9: workers[0] (api-docs).branch: "Feat/x" is not a Conventional Branch: type "Feat" is not one of build, chore, ci, docs, feat, fix, perf, refactor, revert, style, test',
+        'plan.toml:12: workers[1] (api-docs).task: "api-docs" is already the task label of workers[0]; task labels and agent names must be unique',
+        'plan.toml:15: workers[1] (api-docs).branch: "feature/x" is not a Conventional Branch: type "feature" is allowed only when policy enables it in extra_branch_types',
+        'plan.toml:16: workers[1] (api-docs).kind: "gemini" is not allowed by policy; use one of claude, codex, opencode, pi (allowed_kinds, from default)',
+        'plan.toml:22: workers[2] (one).branch: "feat/main-line" is the base "origin/feat/main-line"; a worker never runs on the base or default branch',
+        'plan.toml:36: workers[4] (three).claim: "src/x/y.py" may overlap "src/**/*.py" claimed by workers[3] (two) in the same checkout (fix/a); orch counts two globs as overlapping unless it can prove them disjoint',
+        "plan.toml:37: workers[4] (three).setup: a sibling shares the checkout of workers[3] (two); put setup commands on that first worker",
+        'plan.toml:44: workers[5] (four).claim: "docs/index.md" may overlap "docs/" claimed by workers[4] (three) in the same checkout (fix/a); orch counts two globs as overlapping unless it can prove them disjoint',
+        'plan.toml:54: integration.branch: "fix/b" is the branch of workers[6] (five); integration needs a dedicated branch',
     ]
 
 
@@ -161,7 +165,7 @@ def test_overlay_for_the_checkout_changes_the_rules(tmp_path: Path, settings: Se
     (tmp_path / "plan.toml").write_text(HEAD + worker("a", "hotfix/login") + worker("b", "fix/x", 'kind = "codex"'))
     with pytest.raises(ConfigError) as caught:
         load_plan(tmp_path / "plan.toml", settings, display="plan.toml")
-    assert caught.value.message == 'plan.toml: workers[1] (b).kind: "codex" is not allowed by policy (allowed_kinds: claude, from acme.toml)'
+    assert caught.value.message == 'plan.toml:16: workers[1] (b).kind: "codex" is not allowed by policy; use one of claude (allowed_kinds, from acme.toml)'
     (tmp_path / "plan.toml").write_text(HEAD + worker("a", "hotfix/login"))
     assert load_plan(tmp_path / "plan.toml", settings).workers[0].kind == "claude"
 
@@ -172,16 +176,16 @@ def test_plan_defaults_kind_is_the_last_layer(tmp_path: Path, settings: Settings
     assert (resolved.workers[0].kind, resolved.policy.sources["default_kind"]) == ("pi", "plan [defaults]")
     text = HEAD + '[defaults]\nkind = "gemini"\n[policy]\ndefault_kind = "pi"\n' + worker("a", "fix/a")
     assert problems(tmp_path, settings, text) == [
-        "plan.toml: defaults.kind: policy.default_kind is also set; keep one of them",
-        'plan.toml: policy: default_kind "gemini" (from plan [defaults]) is not in allowed_kinds claude, codex, opencode, pi (from default)',
+        "plan.toml:5: defaults.kind: policy.default_kind is also set; keep one of them",
+        'plan.toml:5: defaults.kind: "gemini" is not allowed by policy; use one of claude, codex, opencode, pi (allowed_kinds, from default)',
     ]
 
 
 def test_plan_policy_narrows_branch_types(tmp_path: Path, settings: Settings) -> None:
     text = HEAD + '[policy]\nbranch_types = ["feat"]\ndescription_pattern = "wid-[0-9]+-.+"\n' + worker("a", "fix/a") + worker("b", "feat/login")
     assert problems(tmp_path, settings, text) == [
-        'plan.toml: workers[0] (a).branch: "fix/a" is not a Conventional Branch: type "fix" is not one of feat',
-        'plan.toml: workers[1] (b).branch: "feat/login" is not a Conventional Branch: description "login" does not match the policy\'s description_pattern "wid-[0-9]+-.+"',
+        'plan.toml:12: workers[0] (a).branch: "fix/a" is not a Conventional Branch: type "fix" is not one of feat',
+        'plan.toml:18: workers[1] (b).branch: "feat/login" is not a Conventional Branch: description "login" does not match the policy\'s description_pattern "wid-[0-9]+-.+"',
     ]
 
 
@@ -234,10 +238,10 @@ def test_schema_and_placement_problems_come_in_one_pass(tmp_path: Path, settings
     text += worker("three", "feat/c", 'claim = ["src/"]')
     text += worker("four", "feat/c", 'claim = ["src/x.py"]')
     assert problems(tmp_path, settings, text) == [
-        "plan.toml: defaults.concurrency: must be less than or equal to 32, got 10000",
-        "plan.toml: workers[0] (one).verfy: is not a known field; did you mean `verify`?",
-        'plan.toml: workers[1] (two).branch: "Feat/b" is not a Conventional Branch: type "Feat" is not one of build, chore, ci, docs, feat, fix, perf, refactor, revert, style, test',
-        'plan.toml: workers[3] (four).claim: "src/x.py" may overlap "src/" claimed by workers[2] (three) in the same checkout (feat/c); orch counts two globs as overlapping unless it can prove them disjoint',
+        "plan.toml:5: defaults.concurrency: must be less than or equal to 32, got 10000",
+        "plan.toml:13: workers[0] (one).verfy: is not a known field; did you mean `verify`?",
+        'plan.toml:19: workers[1] (two).branch: "Feat/b" is not a Conventional Branch: type "Feat" is not one of build, chore, ci, docs, feat, fix, perf, refactor, revert, style, test',
+        'plan.toml:33: workers[3] (four).claim: "src/x.py" may overlap "src/" claimed by workers[2] (three) in the same checkout (feat/c); orch counts two globs as overlapping unless it can prove them disjoint',
     ]
 
 
@@ -245,11 +249,11 @@ def test_did_you_mean_covers_every_table(tmp_path: Path, settings: Settings) -> 
     text = HEAD.replace("repo =", "rpeo = \"x\"\nrepo =") + "[defualts]\n[integration]\nenabeld = true\n"
     text += worker("one", "feat/a", "[[workers.answers]]", 'wen = "x"', 'answer = "y"')
     assert problems(tmp_path, settings, text) == [
-        "plan.toml: integration.enabeld: is not a known field; did you mean `enabled`?",
-        "plan.toml: workers[0] (one).answers[0].when: is required",
-        "plan.toml: workers[0] (one).answers[0].wen: is not a known field; did you mean `when`?",
-        "plan.toml: rpeo: is not a known field; did you mean `repo`?",
-        "plan.toml: defualts: is not a known field; did you mean `defaults`?",
+        "plan.toml:2: rpeo: is not a known field; did you mean `repo`?",
+        "plan.toml:5: defualts: is not a known field; did you mean `defaults`?",
+        "plan.toml:7: integration.enabeld: is not a known field; did you mean `enabled`?",
+        "plan.toml:14: workers[0] (one).answers[0].when: is required",
+        "plan.toml:14: workers[0] (one).answers[0].wen: is not a known field; did you mean `when`?",
     ]
 
 
@@ -257,9 +261,9 @@ def test_field_sizes_are_limited_and_never_echoed_whole(tmp_path: Path, settings
     text = HEAD + worker("one", "feat/a").replace('objective = "o"', f'objective = "{"x" * 1_000_000}"')
     text += worker("two", "feat/b", f"scope = {['s'] * 101}".replace("'", '"'), f'verify = ["{"v" * 2001}"]')
     assert problems(tmp_path, settings, text) == [
-        "plan.toml: workers[0] (one).objective: is 1000000 characters long; at most 100000 are allowed",
-        "plan.toml: workers[1] (two).scope: has 101 items; at most 100 are allowed",
-        "plan.toml: workers[1] (two).verify[0]: is 2001 characters long; at most 2000 are allowed",
+        "plan.toml:7: workers[0] (one).objective: is 1000000 characters long; at most 100000 are allowed",
+        "plan.toml:16: workers[1] (two).scope: has 101 items; at most 100 are allowed",
+        "plan.toml:17: workers[1] (two).verify[0]: is 2001 characters long; at most 2000 are allowed",
     ]
 
 
@@ -336,5 +340,5 @@ def test_message_limit_comes_from_the_plan_defaults_else_the_policy(tmp_path: Pa
     (tmp_path / "plan.toml").write_text(HEAD + "[defaults]\nmessage_limit_bytes = 8192\n" + worker("a", "fix/a"))
     assert load_plan(tmp_path / "plan.toml", settings).message_limit == 8192
     assert problems(tmp_path, settings, HEAD + "[defaults]\nmessage_limit_bytes = 100\n" + worker("a", "fix/a")) == [
-        "plan.toml: defaults.message_limit_bytes: must be greater than or equal to 1024, got 100",
+        "plan.toml:5: defaults.message_limit_bytes: must be greater than or equal to 1024, got 100",
     ]
