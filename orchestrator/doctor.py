@@ -160,10 +160,11 @@ def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAU
         plan = load_plan(plan_path, engine.settings, display=str(plan_path))
     except ConfigError as exc:
         raise ConfigError(exc.message, hint=exc.hint or "`orch plan check PLAN` shows every problem") from None
+    # herdr first: without it nothing else can be probed, and a person without herdr should not be sent to clone first.
+    entries = engine.herdr.integration_status()
     if not plan.repo.checkout.is_dir():
         raise OrchError(f"the plan's checkout {plan.repo.checkout} does not exist", hint="clone the repository there (or set the plan's `path`), then run `orch doctor` again")
     kinds = list(dict.fromkeys(w.kind for w in plan.workers))
-    entries = engine.herdr.integration_status()
     scratch = Path(tempfile.mkdtemp(prefix="orch-doctor-"))
     probe = _probe_engine(engine, scratch / "home")
     try:

@@ -56,6 +56,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         text += "\n[[workers]]" + PLAN.format(task=task).split("[[workers]]")[1]
     snapshot.write_text(text)
     (tmp_path / "typo.toml").write_text(PLAN.format(task="busy").replace("objective", "objectve"))
+    (tmp_path / "valid.toml").write_text(PLAN.format(task="busy"))  # its checkout ({tmp}/src/acme/widgets) does not exist
     ledger = Ledger.open(orch_home / "ledger.sqlite3")
     ledger.create_run(RUN, controller_target="w1:p1", session="acme", organization="acme", repo="widgets", plan_path=snapshot)
     for task, path in WORKERS.items():
@@ -119,6 +120,11 @@ CASES = {
         ["preflight", "{tmp}/typo.toml"], 1,
         "orch: this agent is outside herdr (HERDR_ENV is not 1); stop: orch orchestrates only from a herdr pane\n"
         "hint: run orch from a shell or agent inside a herdr pane\n",
+    ),
+    "herdr missing, doctor: herdr is named before the missing checkout": (
+        ["doctor", "{tmp}/valid.toml"], 3,
+        "orch: herdr integration status: cannot execute '/nonexistent/herdr' (No such file or directory)\n"
+        "hint: install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
     ),
     "herdr missing, observe": (
         ["observe", "--run", RUN, "--once"], 3,
