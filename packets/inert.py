@@ -1,8 +1,10 @@
-"""Worker text made inert for a terminal: every character that could drive one is shown escaped; pure, imports nothing of ours."""
+"""Worker text made inert for a terminal: every character that could drive one, or hide from a reader, is shown escaped; pure."""
 
 from __future__ import annotations
 
 import unicodedata
+
+from packets.glyphs import BLANK_LOOKING, MAX_MARKS, is_default_ignorable, is_mark
 
 # Categories a terminal may act on, or that hide or reorder what a reader sees:
 #   Cc  C0 and C1 controls and DEL (ESC starts every CSI/OSC/DCS sequence; C1 0x9b/0x9d/0x90 are 8-bit CSI/OSC/DCS),
@@ -10,12 +12,16 @@ import unicodedata
 #       BOM, word joiner, invisible operators, Unicode tag characters (U+E0000 block),
 #   Zl, Zp  U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (some terminals and viewers break lines there),
 #   Cs  lone surrogates (undecodable bytes read with surrogateescape).
-# Letters, marks, symbols, private-use and unassigned characters are printable and left alone.
+# and besides them every Default_Ignorable_Code_Point (variation selectors, Hangul fillers, the combining grapheme
+# joiner), the blank-looking letters of `packets.glyphs.BLANK_LOOKING` (the Braille blank) and every combining mark past
+# `MAX_MARKS` on one character (a flood that draws over the lines around it).
+# Other letters, marks, symbols, private-use and unassigned characters are printable and left alone.
 _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
 _SHORT = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
-def _escape(char: str) -> str:
+def escape_char(char: str) -> str:
+    """One character as a visible escape (\\t, \\x1b, \\u200b, \\U000e0041)."""
     if char in _SHORT:
         return _SHORT[char]
     code = ord(char)
@@ -28,7 +34,15 @@ def _escape(char: str) -> str:
 
 def is_hidden(char: str) -> bool:
     """Whether one character could act on a terminal or hide, reorder or fake what a reader sees."""
-    return unicodedata.category(char) in _HIDDEN
+    return unicodedata.category(char) in _HIDDEN or char in BLANK_LOOKING or is_default_ignorable(char)
+
+
+def _shown(text: str, keep: str) -> str:
+    out, marks = [], 0
+    for char in text:
+        marks = marks + 1 if is_mark(char) else 0
+        out.append(escape_char(char) if char not in keep and (is_hidden(char) or marks > MAX_MARKS) else char)
+    return "".join(out)
 
 
 def inert(text: str) -> str:
@@ -38,11 +52,11 @@ def inert(text: str) -> str:
     """
     if text.isascii() and text.isprintable():
         return text
-    return "".join(_escape(char) if char not in "\n\t" and is_hidden(char) else char for char in text)
+    return _shown(text, "\n\t")
 
 
 def inert_line(text: str) -> str:
     """One line of inert text: like inert(), and newlines and tabs are escaped too, so it cannot start a line of its own."""
     if text.isascii() and text.isprintable():
         return text
-    return "".join(_escape(char) if is_hidden(char) else char for char in text)
+    return _shown(text, "")

@@ -10,11 +10,24 @@ import unicodedata
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from typing import TYPE_CHECKING, Protocol
 
 from packets.errors import EnvelopeError
 from packets.grammar import CONTROLLER_KINDS, DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, Envelope, parse_envelope
-from packets.inert import inert_line
+from packets.glyphs import (
+    BLANK_LOOKING,
+    EMOJI_PRESENTATION,
+    MAX_MARKS,
+    emoji_variation_allowed,
+    header_in_skeleton,
+    is_default_ignorable,
+    is_mark,
+    is_variation_selector,
+    looks_blank,
+    skeleton,
+)
+from packets.inert import escape_char, inert_line
 from packets.result_lines import read_result
 
 if TYPE_CHECKING:
@@ -156,11 +169,13 @@ _SEQUENCES = {"[": "CSI", "]": "OSC", "P": "DCS", "_": "APC", "^": "PM", "X": "S
 _BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # Joiners shape Persian and Indic text and emoji sequences; every other format character is refused (docs/message-contract.md).
 _SHAPING = frozenset("\u200c\u200d")
+_HANGUL_FILLERS = frozenset("\u115f\u1160\u3164\uffa0")
 _PLAIN = re.compile(r"[\t\n\x20-\x7e]*")
 
 
+@cache
 def _forbidden(char: str) -> str | None:
-    """What a body character is when it is not allowed (None when it is)."""
+    """What a body character is when it is never allowed, whatever stands around it (None when it may be)."""
     code = ord(char)
     if char in "\t\n" or 0x20 <= code < 0x7F:
         return None
@@ -183,6 +198,34 @@ def _forbidden(char: str) -> str | None:
         return "an undecodable byte"
     if category == "Cf" and char not in _SHAPING:
         return "an invisible formatting character"
+    if char in _HANGUL_FILLERS:
+        return "a Hangul filler"
+    if char in BLANK_LOOKING:
+        return "a blank-looking character"
+    if char == "\u034f":
+        return "a combining grapheme joiner"
+    if is_default_ignorable(char) and char not in _SHAPING and not is_variation_selector(char):
+        return "a default-ignorable character"
+    return None
+
+
+def _misplaced(line: str, index: int, marks: int) -> str | None:
+    """What an allowed-in-context character is when its neighbours do not allow it (None when they do)."""
+    char = line[index]
+    before = line[index - 1] if index else ""
+    after = line[index + 1] if index + 1 < len(line) else ""
+    if char in _SHAPING:
+        visible = all(side and not side.isspace() and side not in _SHAPING for side in (before, after))
+        return None if visible else "a joiner with nothing to join"
+    if is_variation_selector(char):
+        if char in EMOJI_PRESENTATION and emoji_variation_allowed(before, after):
+            return None
+        return "a variation selector outside an emoji sequence"
+    if is_mark(char):
+        if not before or before.isspace():
+            return "a combining mark with no character to carry it"
+        if marks > MAX_MARKS:
+            return f"a flood of combining marks (more than {MAX_MARKS} on one character)"
     return None
 
 
@@ -192,63 +235,73 @@ def _offender(what: str, line: str, column: int) -> str:
         name = _SEQUENCES.get(after)
         shown = inert_line(line[column - 1 : column + 11])
         return f"an escape sequence ({name} {shown})" if name else f"an escape character ({shown})"
-    return f"{what} ({inert_line(line[column - 1])})"
+    char = line[column - 1]
+    return f"{what} ({inert_line(char) if char.isascii() else escape_char(char)})"
 
 
-# Letters from other scripts that read as the Latin letters of a header (a hand-made subset of Unicode confusables),
-# dashes that read as "-", and brackets and equals signs NFKC leaves alone.
-_LOOKALIKES = str.maketrans(
-    {
-        **dict.fromkeys("аɑα", "a"), "в": "b", **dict.fromkeys("сϲ", "c"), **dict.fromkeys("ԁɗ", "d"),
-        **dict.fromkeys("еєε", "e"), "ғ": "f", **dict.fromkeys("ɡց", "g"), **dict.fromkeys("һн", "h"),
-        **dict.fromkeys("іıιӏ", "i"), "ј": "j", **dict.fromkeys("кκ", "k"), "м": "m", **dict.fromkeys("ոη", "n"),
-        **dict.fromkeys("оοօσ", "o"), **dict.fromkeys("рρ", "p"), "ԛ": "q", **dict.fromkeys("гᴦ", "r"), "ѕ": "s",
-        **dict.fromkeys("тτ", "t"), **dict.fromkeys("υս", "u"), **dict.fromkeys("νѵ", "v"), "ԝ": "w",
-        **dict.fromkeys("хχ", "x"), **dict.fromkeys("уү", "y"),
-        **dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u2043\u02d7", "-"),
-        **dict.fromkeys("\u27e6\u3010\u3014\u3016\u3018\u301a\u2045", "["),
-        **dict.fromkeys("\ua78a\u2e40\u30a0\u2550", "="),
-    }
-)
-# Blank-looking letters that are not whitespace to Python.
-_FILLERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-
-
-def _skeleton(line: str) -> str:
-    """A line as a reader sees it: NFKC, case folded, look-alikes mapped, invisible characters and spaces removed."""
-    text = unicodedata.normalize("NFKC", line).casefold().translate(_LOOKALIKES)
-    return "".join(
-        char for char in text
-        if not char.isspace() and char not in _FILLERS and unicodedata.category(char) not in ("Cf", "Cc", "Mn", "Me", "Zl", "Zp")
-    )  # fmt: skip
+def _character_rule(lines: Sequence[str]) -> tuple[int, int, str] | None:
+    """The first character a person would not see as it is: (line, column, what it is), or None."""
+    for number, line in enumerate(lines, start=1):
+        if line.isascii() and _PLAIN.fullmatch(line):
+            continue
+        marks = 0
+        for index, char in enumerate(line):
+            marks = marks + 1 if is_mark(char) else 0
+            what = _forbidden(char) or _misplaced(line, index, marks)
+            if what is not None:
+                return number, index + 1, what
+    return None
 
 
 def looks_like_header(line: str) -> bool:
     """Whether a body line would pass for an envelope header to a reader or a model, however it is disguised."""
-    seen = _skeleton(line)
-    return "[herdr-orchestration" in seen or "herdr-orchestrationrun=" in seen or ("from=" in seen and "reply-to=" in seen)
+    return header_in_skeleton(skeleton(line))
+
+
+# A header split over lines is looked for in every run of up to this many lines, then in the whole body.
+_WINDOW = 6
+
+
+def _header_rule(lines: Sequence[str]) -> str | None:
+    """Where the body holds something a reader would take for an envelope header, or None."""
+    seen = [skeleton(line) for line in lines]
+    for number, line in enumerate(lines, start=1):
+        if header_in_skeleton(seen[number - 1]):
+            shown = inert_line(line if len(line) <= 60 else line[:60] + "…")
+            return f'body line {number} looks like an envelope header ("{shown}")'
+    for size in range(2, _WINDOW + 1):
+        for start in range(len(lines) - size + 1):
+            if header_in_skeleton("".join(seen[start : start + size])):
+                return f"body lines {start + 1}-{start + size} read together look like an envelope header"
+    if len(lines) > _WINDOW and (_NAME_ONLY in "".join(seen)) and header_in_skeleton("".join(seen)):
+        return "the body read across its lines holds an envelope header"
+    return None
+
+
+_NAME_ONLY = skeleton("orchestration")
 
 
 def screen_body(body: str) -> tuple[Reason, str] | None:
-    """The body rules: not blank, no control, bidi, tag or invisible character, no second header; first failure wins."""
+    """The body rules: not blank, every character one a person sees as it is, no second header; first failure wins."""
     if not body.strip():
         shown = "empty" if not body else f"only whitespace ({inert_line(body[:40])})"
         return Reason.EMPTY_BODY, f"the body is {shown}; send one header line followed by a concise message or a report path"
     lines = body.split("\n")
-    for number, line in enumerate(lines if not _PLAIN.fullmatch(body) else (), start=1):
-        for column, char in enumerate(line, start=1):
-            what = _forbidden(char)
-            if what is not None:
-                return Reason.INJECTION, (
-                    f"body line {number}, column {column}: {_offender(what, line, column)}; "
-                    "a message holds printable text, tabs and newlines only"
-                )
-    for number, line in enumerate(lines, start=1):
-        if looks_like_header(line):
-            shown = inert_line(line if len(line) <= 60 else line[:60] + "…")
-            return Reason.INJECTION, (
-                f'body line {number} looks like an envelope header ("{shown}"); a message has one header, its first line'
-            )
+    found = None if _PLAIN.fullmatch(body) else _character_rule(lines)
+    if found is not None:
+        number, column, what = found
+        return Reason.INJECTION, (
+            f"body line {number}, column {column}: {_offender(what, lines[number - 1], column)}; "
+            "a message holds printable text, tabs and newlines only"
+        )
+    if looks_blank(body):
+        return Reason.EMPTY_BODY, (
+            f"the body shows nothing a person can see ({inert_line(body[:40])}); "
+            "send one header line followed by a concise message or a report path"
+        )
+    where = _header_rule(lines)
+    if where is not None:
+        return Reason.INJECTION, f"{where}; a message has one header, its first line"
     return None
 
 
