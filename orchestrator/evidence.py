@@ -60,6 +60,7 @@ class Subject(BaseModel):
     verification: tuple[str, ...]
     peers: tuple[PeerClaim, ...] = ()
     task: str | None = None  # the worker's task label: on a shared branch, its commits are those whose trailer names it
+    pinned_sha: str | None = None  # the run's base as preflight pinned it: the worker's history must hold it
 
     @property
     def requires_changes(self) -> bool:
@@ -141,6 +142,10 @@ def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = run_check
             commits=(), changed_files=(), outside_claim=(), checks=(),
         )
     base = subject.base_sha[:12]
+    pinned = subject.pinned_sha
+    if pinned is not None and not git.is_ancestor(subject.repo, pinned, head):
+        # A branch on another history (a force-pushed base, a branch reset elsewhere) would join unrelated histories.
+        blocking.append(f"{subject.branch} at {head[:12]} does not descend from the run's pinned base {pinned[:12]}: integrating it would merge unrelated histories")
     commits = git.commits_between(subject.repo, subject.base_sha, head)
     changed = git.changed_paths(subject.repo, subject.base_sha, head)
     shared = [peer.task for peer in subject.peers if peer.branch == subject.branch]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import time
 from collections.abc import Callable
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from orchestrator.children import run_child
-from orchestrator.errors import OrchError
+from orchestrator.errors import OrchError, one_line
 
 GIT_TIMEOUT_S = 120.0
 
@@ -55,6 +56,14 @@ class GitError(OrchError):
         self.result = result
 
 
+def command_text(argv: tuple[str, ...] | list[str]) -> str:
+    """A git argv as one readable line: an argument holding whitespace is quoted, a line break shown as ``\\n``.
+
+    A merge's ``-m`` message spans lines; printed raw it split an error into `orch:` lines of argv fragments.
+    """
+    return " ".join(shlex.quote(arg.replace("\n", "\\n")) if not arg or any(c.isspace() for c in arg) else arg for arg in argv)
+
+
 def run_git(args: list[str], *, cwd: Path | str | None = None, check: bool = True, timeout: float = GIT_TIMEOUT_S) -> GitResult:
     """Run ``git <args>``; with ``check`` a non-zero exit raises GitError carrying git's stderr."""
     argv = ("git", *args) if cwd is None else ("git", "-C", str(cwd), *args)
@@ -68,11 +77,11 @@ def run_git(args: list[str], *, cwd: Path | str | None = None, check: bool = Tru
         raise GitError("git is not installed or not on PATH") from exc
     except subprocess.TimeoutExpired as exc:
         _told(GitResult(argv, -1, "", f"timed out after {timeout:g}s", time.monotonic() - started))
-        raise GitError(f"git timed out after {timeout:g}s: {' '.join(argv)}") from exc
+        raise GitError(f"git timed out after {timeout:g}s: {command_text(argv)}") from exc
     result = _told(GitResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started))
     if check and proc.returncode != 0:
         detail = proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}"
-        raise GitError(f"{' '.join(argv)} failed: {detail}", result)
+        raise GitError(f"{command_text(argv)} failed: {one_line(detail)}", result)
     return result
 
 
@@ -223,7 +232,7 @@ def is_ancestor(repo: Path | str, sha: str, rev: str) -> bool:
     result = run_git(["merge-base", "--is-ancestor", sha, rev], cwd=repo, check=False)
     if result.returncode not in (0, 1):
         detail = result.stderr.strip() or f"exit {result.returncode}"
-        raise GitError(f"{' '.join(result.argv)} failed: {detail}", result)
+        raise GitError(f"{command_text(result.argv)} failed: {one_line(detail)}", result)
     return result.returncode == 0
 
 

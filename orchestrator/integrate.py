@@ -9,13 +9,13 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator import claims, git
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
-from orchestrator.errors import ExitCode, OrchError
+from orchestrator.errors import ExitCode, OrchError, one_line
 from orchestrator.verify import blocked_by_verification, stored_verification
 from registry import Effect, Run, Worker, WorkerState
 
 S = WorkerState
 
-Outcome = Literal["accepted", "merged", "already integrated", "conflict", "held", "not merged"]
+Outcome = Literal["accepted", "merged", "already integrated", "conflict", "held", "unrelated", "not merged"]
 # The journal fact every enabled integrate call leaves (orchestrator.report FACT_INTEGRATION reads it for Blockers).
 FACT_INTEGRATION = "integration"
 
@@ -138,6 +138,12 @@ def _ensure_worktree(engine: Engine, run: Run, repo: str, branch: str, base: str
         git.add_branch_worktree(repo, path, branch, start)
         return WorktreeReady(path=real, branch=branch)
 
+    if git.branch_exists(repo, branch) and not git.is_ancestor(repo, base, f"refs/heads/{branch}"):
+        # A branch of the same name from elsewhere: merging the run's work into it would join another history.
+        raise OrchError(
+            f"integration branch {branch} exists and does not hold the run's pinned base {base[:12]}; orch merges only into a branch that starts from it",
+            hint="rename or delete that branch, or set a different [integration] branch in the plan, then resume",
+        )
     if found() is None:
         engine.echo(f"integrate: worktree {path} on {branch}")
     engine.once(
@@ -195,7 +201,7 @@ def _merge(engine: Engine, run: Run, worker: Worker, head: str, worktree: Path, 
             if conflicts:
                 raise MergeConflict(task, conflicts)
             detail = merged.stderr.strip() or merged.stdout.strip() or f"exit {merged.returncode}"
-            raise git.GitError(f"{' '.join(merged.argv)} failed: {detail}", merged)
+            raise git.GitError(f"{git.command_text(merged.argv)} failed: {one_line(detail)}", merged)
         tip = git.rev_parse(worktree, "HEAD")
         assert tip is not None  # a merge that succeeded leaves HEAD on a commit
         return MergeDone(head_sha=head, integrated_sha=tip)
@@ -239,6 +245,13 @@ def held_back(workers: list[Worker]) -> dict[str, tuple[tuple[str, ...], tuple[s
 
 def _failure(run: Run, into: str, items: list[IntegrationItem], stopped: str | None) -> IntegrateFailure | None:
     held = [i for i in items if i.outcome == "held"]
+    unrelated = [i.task for i in items if i.outcome == "unrelated"]
+    if unrelated:
+        first = unrelated[0]
+        return IntegrateFailure(
+            reason=f"{', '.join(unrelated)} not merged into {into}: {'its head does' if len(unrelated) == 1 else 'their heads do'} not descend from the run's pinned base {(run.base_sha or '')[:12]} (merging would join unrelated histories)",
+            hint=f"send the work back: `orch send --run {run.run_id} {first} --kind follow-up TEXT` (rebuild it on {(run.base_sha or '')[:12]}), then `orch verify --run {run.run_id} --task {first}`",
+        )
     if stopped is not None:
         conflict = next(i for i in items if i.task == stopped)
         return IntegrateFailure(
@@ -293,6 +306,10 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
         if worker.integrated_sha and git.is_ancestor(worktree, head, f"refs/heads/{into}"):
             results.append(item.model_copy(update={"outcome": "already integrated", "integrated_sha": worker.integrated_sha}))
             continue
+        if run.base_sha and not git.is_ancestor(worktree, run.base_sha, head):
+            # Verification blocks such a head first; this guard holds whatever the ledger says: never unrelated histories.
+            results.append(item.model_copy(update={"outcome": "unrelated"}))
+            continue
         engine.echo(f"integrate: merging {worker.task_label} ({head[:12]}) into {into}")
         try:
             done = _merge(engine, run, worker, head, worktree, into)
@@ -313,10 +330,11 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
         )  # fmt: skip
         results.append(item.model_copy(update={"outcome": "merged", "integrated_sha": done.integrated_sha}))
     conflicts = next((list(i.conflicts) for i in results if i.outcome == "conflict"), [])
+    unrelated = [i.task for i in results if i.outcome == "unrelated"]
     engine.ledger.record_fact(
         run.run_id, FACT_INTEGRATION,
         detail={"paused_by": list(paused), "held": [{"task": i.task, "by": list(i.held_by), "files": list(i.overlap)} for i in results if i.outcome == "held"],
-                "stopped_at": stopped, "conflicts": conflicts},
+                "stopped_at": stopped, "conflicts": conflicts, **({"unrelated": unrelated} if unrelated else {})},
     )  # fmt: skip
     return IntegrateResult(**base, worktree=str(worktree) if worktree else None, items=tuple(results), stopped_at=stopped, failure=_failure(run, into, results, stopped))
 
@@ -332,6 +350,8 @@ def _item_line(item: IntegrationItem, width: int, result: IntegrateResult) -> st
         return f"  {item.task:<{width}}  {where}  {item.outcome} as {(item.integrated_sha or '')[:12]}"
     if item.outcome == "conflict":
         return f"  {item.task:<{width}}  {where}  conflict in {', '.join(item.conflicts)}: merge aborted, integration stopped here"
+    if item.outcome == "unrelated":
+        return f"  {item.task:<{width}}  {where}  not merged: does not descend from the run's pinned base (unrelated histories)"
     if item.outcome == "held":
         shares = f" (shares {', '.join(item.overlap)})" if item.overlap else ""
         return f"  {item.task:<{width}}  {where}  held back by {', '.join(item.held_by)}{shares}"

@@ -45,6 +45,9 @@ OutcomeState = Literal["ready", "failed", "provisioning", "queued", "skipped"]
 
 T = TypeVar("T")
 
+# The base ref found moved since preflight pinned it (orchestrator.report FACT_BASE_MOVED reads it, same detail keys).
+FACT_BASE_MOVED = "base_moved"
+
 # A right split halves the width; below this many columns per half a worker's TUI gets cramped, so split down.
 MIN_SPLIT_COLUMNS = 80
 
@@ -439,6 +442,7 @@ class _Round:
     snapshot: Snapshot
     tabs: SharedRead[tuple[TabInfo, ...]]
     _fetch_lock: threading.Lock = field(default_factory=threading.Lock)
+    _moved_lock: threading.Lock = field(default_factory=threading.Lock)
     _base: tuple[str | None, str | None, str] | None = None  # (remote, error, note)
 
     @property
@@ -481,9 +485,7 @@ class _Round:
                     job.notes.append(f"fetched {remote} {branch}")
                 elif not git.missing_remote_ref(result.stderr):
                     raise _Fail("fetch", _fetch_error(result, remote, branch))
-        sha = git.rev_parse(repo, base)
-        if sha is None:
-            raise _Fail("fetch", f"base {base} names no commit in {repo}")
+        sha = self._pinned(job, repo, base)
         into = self.plan.plan.integration
         if job.planned.after and into.enabled and into.branch:
             # A dependant starts from the integration branch, which holds its predecessors' accepted work.
@@ -493,6 +495,31 @@ class _Round:
             job.notes.append(f"starts from {into.branch} at {tip[:12]} (after {', '.join(job.planned.after)})")
             return tip
         return sha
+
+    def _pinned(self, job: _Job, repo: str, base: str) -> str:
+        """The commit preflight pinned for the base, never the ref resolved again: a base moved since is noticed.
+
+        A force-pushed ``origin/main`` would otherwise put later workers on a history the earlier ones do not share,
+        and integration would then refuse to merge unrelated histories. The move is journalled (FACT_BASE_MOVED) for
+        the report, once per commit the base was found at.
+        """
+        now = git.rev_parse(repo, base)
+        pinned = self.run.base_sha
+        if pinned is None:  # a run recorded before preflight pinned its base: the ref is all there is
+            if now is None:
+                raise _Fail("fetch", f"base {base} names no commit in {repo}")
+            return now
+        if git.rev_parse(repo, pinned) is None:
+            raise _Fail("fetch", f"the base commit {pinned[:12]} pinned at preflight ({base}) is no longer in {repo}; orch never starts a worker on another base")
+        if now != pinned:
+            how = "deleted" if now is None else "fast-forward" if git.is_ancestor(repo, pinned, now) else "rewritten"
+            job.notes.append(f"base {base} moved since preflight ({how}: now {now[:12] if now else 'nothing'}); starts from the pinned {pinned[:12]}")
+            with self._moved_lock:
+                seen = {(e.detail.get("now")) for e in self.engine.ledger.events(self.run.run_id) if e.kind == FACT_BASE_MOVED}
+                if now not in seen:
+                    detail = {"base": base, "pinned": pinned, "now": now, "how": how, "noticed_by": job.task}
+                    self.engine.ledger.record_fact(self.run.run_id, FACT_BASE_MOVED, detail=detail)
+        return pinned
 
     def _fetch_base(self, repo: str, base: str) -> tuple[str | None, str | None, str]:
         names = git.remotes(repo)
@@ -532,8 +559,12 @@ def _provision_checkout(rnd: _Round, job: _Job) -> None:
     if found is not None:
         _settle_in_flight_create(rnd, job, found)
         created_by_run = _confirmed(rnd, job, "worktree_create") is not None
+        _starts_from(rnd, layout.branch, base_sha, f"the checkout {found.path} of {layout.branch}", then="no agent was started in it")
         pane, side = _reuse_checkout(rnd, job, found)
     else:
+        # herdr checks an existing local branch out as it is (`--base` is ignored then): it must hold the base already.
+        if git.branch_exists(rnd.repo_path, layout.branch):
+            _starts_from(rnd, layout.branch, base_sha, f"the existing branch {layout.branch}", then="nothing was created")
         try:
             checkout = _create(rnd, job, base_sha)
         except HerdrWorktreeCreateFailed as exc:
@@ -552,6 +583,8 @@ def _provision_checkout(rnd: _Round, job: _Job) -> None:
             rnd.update(job, created_worktree_paths=_add(rnd.worker(job.task).created_worktree_paths, path))
             if checkout.workspace_id:
                 rnd.update(job, created_workspace_ids=_add(rnd.worker(job.task).created_workspace_ids, checkout.workspace_id))
+            # Proven by read-back, not by what was asked: the new checkout's branch holds the pinned base.
+            _starts_from(rnd, layout.branch, base_sha, f"the new checkout {path} of {layout.branch}", then="the checkout is kept and no agent was started in it")
             if checkout.root_pane_id is None:
                 raise _Fail(
                     "create",
@@ -565,6 +598,15 @@ def _provision_checkout(rnd: _Round, job: _Job) -> None:
     _read_back(rnd, job, tab_id)
     if created_by_run and job.planned.worker.setup:
         _setup(rnd, job, path)
+
+
+def _starts_from(rnd: _Round, branch: str, base_sha: str, what: str, *, then: str) -> None:
+    """Fail the worker closed when ``branch`` does not hold ``base_sha`` (the pinned base, or its integration tip)."""
+    head = git.rev_parse(rnd.repo_path, f"refs/heads/{branch}")
+    if head is not None and git.is_ancestor(rnd.repo_path, base_sha, head):
+        return
+    at = f"at {head[:12]}" if head else "with no commit"
+    raise _Fail("create", f"{what} is {at}, which does not descend from the base {base_sha[:12]} this run starts every worker from; {then}")
 
 
 def _add(values: tuple[str, ...], value: str) -> tuple[str, ...]:

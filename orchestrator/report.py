@@ -59,6 +59,11 @@ RESOLVING: frozenset[WorkerState] = frozenset(
 FACT_DIALOG = "dialog"
 # record_fact(run, "transcript", task_label=task, detail={"path", …}): the worker's saved terminal history (orchestrator/transcripts.py).
 FACT_TRANSCRIPT = "transcript"
+# record_fact(run, "base_moved", detail={"base", "pinned", "now", "how", "noticed_by"}) (orchestrator.provision's fetch
+# gate): the base ref no longer names the commit preflight pinned; "how" is fast-forward, rewritten or deleted.
+FACT_BASE_MOVED = "base_moved"
+# Moves that leave the run's work on a history the base no longer has: the person decides what to do with it.
+BASE_LOST = frozenset({"rewritten", "deleted"})
 # Effect kinds that close what a run created; a created item is closed when a confirmed one names it.
 CLOSING_EFFECTS: Mapping[str, tuple[str, ...]] = {
     "pane": ("pane_close",),
@@ -177,7 +182,7 @@ class RetiredItem(_Model):
     seqs: tuple[int, ...]
 
 
-BlockerKind = Literal["run_failed", "question", "blocked", "verification_blocked", "integration_paused", "failed", "in_flight", "skipped"]
+BlockerKind = Literal["run_failed", "question", "blocked", "verification_blocked", "integration_paused", "failed", "in_flight", "skipped", "base_moved"]
 
 
 class Blocker(_Model):
@@ -213,6 +218,7 @@ class Report(_Model):
     verification: tuple[VerificationItem, ...]
     retired: tuple[RetiredItem, ...]
     blockers: tuple[Blocker, ...]
+    base_moves: tuple[str, ...] = ()  # each time the base was found moved since preflight pinned it, in words
 
 
 # --- reading the journal -----------------------------------------------------------------------------------------
@@ -518,6 +524,11 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
             check_ins = journal.of(task, EventKind.CHECK_IN)[-worker.unchanged_check_ins :] if worker.unchanged_check_ins else []
             out.append(Blocker(task=task, name=worker.name, kind="failed", text=text, seqs=_seqs(into, *check_ins)))
     out += _integration_blockers(workers, journal)
+    out += [
+        Blocker(task=None, name=None, kind="base_moved", text=base_move_text(e.detail), seqs=(e.seq,))
+        for e in journal.events
+        if e.kind == FACT_BASE_MOVED and e.detail.get("how") in BASE_LOST
+    ]
     names = {w.task_label: w.name for w in workers}
     for effect in effects:
         if effect.status is EffectStatus.INTENDED:
@@ -530,6 +541,16 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
                 )
             )  # fmt: skip
     return tuple(out)
+
+
+def base_move_text(detail: Mapping[str, Any]) -> str:
+    """One moved-base fact in words: what moved, how, and that every worker still started from the pinned commit."""
+    base, pinned, now, how = (str(detail.get(k) or "") for k in ("base", "pinned", "now", "how"))
+    where = {"fast-forward": f"fast-forward to {now[:12]}", "rewritten": f"rewritten: now {now[:12]}, which does not contain it", "deleted": "deleted"}.get(how, how)
+    text = f"base {base} moved during the run (pinned at preflight as {pinned[:12]}; {where}); every worker started from {pinned[:12]}"
+    if how in BASE_LOST:
+        text += ", so the run's work is on a history the base no longer has: rebase it onto the new base before landing it"
+    return text
 
 
 def _integration_blockers(workers: Sequence[Worker], journal: _Journal) -> list[Blocker]:
@@ -552,6 +573,11 @@ def _integration_blockers(workers: Sequence[Worker], journal: _Journal) -> list[
         files = ", ".join(f for f in entry.get("files", []) if isinstance(f, str))
         text = f"not merged: paused by {by}" + (f" (both change {files})" if files else "")
         out.append(Blocker(task=worker.task_label, name=worker.name, kind="integration_paused", text=text, seqs=(last.seq,)))
+    unrelated = last.detail.get("unrelated")
+    for task in unrelated if isinstance(unrelated, list) else []:
+        if isinstance(task, str) and (worker := by_task.get(task)) is not None and not worker.integrated_sha:
+            text = "not merged: its head does not descend from the run's pinned base (merging would join unrelated histories)"
+            out.append(Blocker(task=task, name=worker.name, kind="integration_paused", text=text, seqs=(last.seq,)))
     stopped = last.detail.get("stopped_at")
     if isinstance(stopped, str) and (worker := by_task.get(stopped)) is not None and not worker.integrated_sha:
         conflicts = ", ".join(c for c in last.detail.get("conflicts", []) if isinstance(c, str)) or "the index"
@@ -587,7 +613,7 @@ def _verdict(
             owner = item.name or "run"
             reasons.append(f"{owner} {item.what} {item.id} is open" + (f" ({item.reason})" if item.reason else " with no reason recorded"))
     # Blocked and failed workers are already "not accepted" above; their evidence is on the Blockers line.
-    reasons.extend(_blocker_text(b) for b in blockers if b.kind in ("question", "in_flight", "integration_paused"))
+    reasons.extend(_blocker_text(b) for b in blockers if b.kind in ("question", "in_flight", "integration_paused", "base_moved"))
     return (RunVerdict.PARTIAL, tuple(reasons)) if reasons else (RunVerdict.PASS, ())
 
 
@@ -615,6 +641,7 @@ def build_report(ledger: Ledger, run_id: str, *, integration_required: bool = Fa
         verification=tuple(_verification(w, journal) for w in workers),
         retired=retired,
         blockers=blockers,
+        base_moves=tuple(base_move_text(e.detail) for e in journal.events if e.kind == FACT_BASE_MOVED),
     )
 
 
@@ -683,7 +710,7 @@ def _retired_text(r: RetiredItem) -> str:
 def _blocker_text(b: Blocker) -> str:
     if b.kind == "run_failed":
         return f"run failed: {b.text}"
-    if b.kind == "in_flight":
+    if b.kind in ("in_flight", "base_moved"):
         return b.text
     label = {"verification_blocked": "blocked by verification", "integration_paused": "integration paused"}.get(b.kind, b.kind)
     return f"{b.name} {label}: {b.text}"
@@ -717,6 +744,7 @@ def render_markdown(report: Report, workers: Sequence[Worker]) -> str:
     """`report.md`: the compact block, why the verdict is not PASS, and one detail section per worker."""
     out = [f"# Herdr orchestration report: {report.run_id}", "", "```text", *compact_lines(report), "```", ""]
     out += [f"Run status: {report.run_status}. Exit code: {report.exit_code}.", ""]
+    out += [f"Base: {text}" for text in report.base_moves] + ([""] if report.base_moves else [])
     if report.verdict_reasons:
         out += [f"## Why {report.verdict.value}", "", *(f"- {r}" for r in report.verdict_reasons), ""]
     by_task = {w.task_label: w for w in workers}

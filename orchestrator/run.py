@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.effects import settle_in_flight
 from orchestrator.engine import Engine
-from orchestrator.errors import ExitCode, OrchError
+from orchestrator.errors import ExitCode, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
 from orchestrator.observe import Observation, answers_owed, check_in
@@ -156,11 +156,31 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
             f"run {run.run_id} interrupted during {stage}; no new work was dispatched, workers and evidence are in place",
             hint=f"continue with `orch resume {run.run_id}`",
         ) from None
+    except OrchError as exc:
+        raise _stopped(engine, run, stage, exc) from exc
     verdict = write_report(engine, run)[0].verdict
     finished = ledger.set_run_status(run.run_id, RunStatus.FINISHED, stopped_at="report", verdict=verdict)
     # Written again so the report on disk shows the run as finished, not as it was a moment before.
     report, _ = write_report(engine, finished)
     return RunOutcome(run_id=run.run_id, finished=True, stopped_at="report", report=report, exit_code=int(VERDICT_EXIT[report.verdict]))
+
+
+def _stopped(engine: Engine, run: Run, stage: str, exc: OrchError) -> OrchError:
+    """A stop on an error: the run left resumable with its report written, and the error as one readable line.
+
+    The report is written even so (the person reads what stands: workers, evidence, what was kept); a failure to
+    write it must not hide the error that stopped the run.
+    """
+    what = one_line(exc.message) or type(exc).__name__
+    try:
+        engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=f"stopped during {stage}: {what}")
+        write_report(engine, engine.ledger.get_run(run.run_id))
+        written = f"; the report is in {engine.run_dir(run.run_id) / 'report.md'}"
+    except (OrchError, RegistryError, OSError):
+        written = ""
+    stopped = OrchError(f"run {run.run_id} stopped during {stage}: {what}{written}", hint=exc.hint or f"fix the cause, then `orch resume {run.run_id}`")
+    stopped.exit_code = exc.exit_code
+    return stopped
 
 
 def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequence[Worker]) -> RunOutcome:

@@ -98,7 +98,7 @@ def _subject(engine: Engine, run: Run, worker: Worker, peers: Iterable[Worker]) 
         return "no branch or base SHA is recorded for this worker (evidence cannot be reproduced)"
     return Subject(
         repo=Path(repo), branch=worker.branch, base_sha=base, claim=worker.claimed_files,
-        verification=planned.worker.verify, task=worker.task_label,
+        verification=planned.worker.verify, task=worker.task_label, pinned_sha=run.base_sha,
         peers=tuple(
             PeerClaim(task=peer.task_label, branch=peer.branch or "", claim=peer.claimed_files)
             for peer in peers if peer.task_label != worker.task_label

@@ -247,3 +247,20 @@ def test_a_commit_no_sibling_can_be_tied_to_fails_closed_for_every_worker_of_the
         f"commit {stray[:12]} on feat/api-docs cannot be attributed to a worker of this branch (it has no Orch-Task trailer); attribution fails closed",
         f"commit {other[:12]} on feat/api-docs cannot be attributed to a worker of this branch (its Orch-Task trailer names intruder); attribution fails closed",
     ))
+
+
+def test_a_branch_on_another_history_than_the_pinned_base_is_blocked(worker_branch: Any, tmp_path: Path) -> None:
+    repo, base, worktree = worker_branch
+    # The branch was rebuilt on a rewritten base (a force-pushed main): an orphan history that never held the pin.
+    repo.git("checkout", "--quiet", "--orphan", "rewritten", cwd=worktree)
+    sha = repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
+    repo.git("branch", "--quiet", "-f", "feat/api-docs", "rewritten")
+    repo.git("checkout", "--quiet", "feat/api-docs", cwd=worktree)
+    subject = _subject(repo, base, verification=()).model_copy(update={"pinned_sha": base})
+
+    result = verify(subject, ResultClaim())
+
+    assert (result.disposition, result.reasons) == (
+        "blocked",
+        (f"feat/api-docs at {sha[:12]} does not descend from the run's pinned base {base[:12]}: integrating it would merge unrelated histories",),
+    )

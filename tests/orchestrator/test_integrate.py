@@ -187,3 +187,30 @@ def test_the_integration_branch_checked_out_by_the_person_is_refused(tmp_path: P
         f"orch merges only in its own worktree {integration_worktree(fleet.engine, fleet.run)}"
     )
     assert git_repo.git("rev-list", "--count", INTO) == "1"
+
+
+def test_accepted_work_that_does_not_descend_from_the_pinned_base_is_never_merged(tmp_path: Path, git_repo: Any) -> None:
+    fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
+    docs, greeting = _accept_docs_and_greeting(fleet)
+    # The run's pin names another history (as a base force-pushed before the workers were built on the new one would).
+    side = tmp_path / "side"
+    git_repo.git("worktree", "add", "--quiet", "--detach", str(side))
+    git_repo.git("checkout", "--quiet", "--orphan", "rewritten", cwd=side)
+    pinned = git_repo.commit("rewritten", {"README.md": "# rewritten\n"}, cwd=side)
+    git_repo.git("worktree", "remove", "--force", str(side))
+    run = fleet.engine.ledger.update_run(RUN_ID, base_sha=pinned)
+
+    result = integrate_run(fleet.engine, run)
+
+    worktree = integration_worktree(fleet.engine, run).resolve()
+    assert render_integrate(result) == (
+        f"integrate {RUN_ID} into {INTO} (worktree {worktree}):\n"
+        f"  api-docs  docs/api @ {docs[:12]}  not merged: does not descend from the run's pinned base (unrelated histories)\n"
+        f"  greeting  feat/greeting @ {greeting[:12]}  not merged: does not descend from the run's pinned base (unrelated histories)\n"
+        "not accepted: survey (working)\n"
+    )
+    assert result.failure is not None and result.failure.reason == (
+        f"api-docs, greeting not merged into {INTO}: their heads do not descend from the run's pinned base {pinned[:12]} (merging would join unrelated histories)"
+    )
+    assert fleet.repo.git("rev-list", INTO).splitlines() == [pinned]
+    assert [fleet.engine.ledger.get_worker(RUN_ID, t).integrated_sha for t in ("api-docs", "greeting")] == [None, None]

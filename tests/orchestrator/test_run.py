@@ -15,7 +15,8 @@ from orchestrator.errors import OrchError
 from orchestrator.evidence import Verification
 from orchestrator.herdr import HerdrCli
 from orchestrator.progress import Progress
-from orchestrator.run import _stop_for_person, resume_run
+from orchestrator.git import GitError
+from orchestrator.run import _stop_for_person, _stopped, resume_run
 from registry import WorkerState
 
 S = WorkerState
@@ -123,4 +124,26 @@ def test_resume_settle_of_an_agent_driven_run_records_the_answer_for_its_door(tm
     engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
     decided = [e.detail for e in engine.ledger.events(RUN) if e.kind == DECIDED]
     assert decided == [{"effect_id": effect.id, "answer": "sent"}]
+    engine.close()
+
+
+def test_a_run_stopped_by_an_error_is_left_resumable_with_its_report_and_says_so_in_one_line(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
+    run = engine.ledger.create_run(RUN, controller_target="w1:p1", fields={"controller_kind": "run"})
+    engine.ledger.add_worker(RUN, "docs", name="docs", kind="codex", objective="Document it.")
+    failed = GitError("git merge failed:\nfatal: refusing to merge unrelated histories")
+    failed.exit_code = 7  # type: ignore[assignment]
+
+    stopped = _stopped(engine, run, "integrate", failed)
+
+    report = engine.run_dir(RUN) / "report.md"
+    assert (stopped.message, stopped.hint, stopped.exit_code) == (
+        f"run {RUN} stopped during integrate: git merge failed: / fatal: refusing to merge unrelated histories; the report is in {report}",
+        f"fix the cause, then `orch resume {RUN}`",
+        7,
+    )
+    after = engine.ledger.get_run(RUN)
+    assert (after.status, after.stopped_at) == ("interrupted", "stopped during integrate: git merge failed: / fatal: refusing to merge unrelated histories")
+    assert report.read_text().startswith(f"# Herdr orchestration report: {RUN}\n")
     engine.close()
