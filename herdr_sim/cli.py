@@ -634,7 +634,7 @@ class Cli:
                 pane.revision += 1
                 return {"type": "pane_info", "pane": e.pane_info(pane)}
             return self.request(rid, cmd, rename)
-        if sub in ("report-agent", "release-agent"):
+        if sub in ("report-agent", "release-agent") or (sub == "report-agent-session" and self.profile.resume_command):
             return self.pane_report(sub, args)
         if sub == "wait-output":
             return self.wait_output(args)
@@ -658,7 +658,16 @@ class Cli:
         usage = (f"usage: herdr pane {sub} <pane_id> --source ID --agent LABEL"
                  + (" --state idle|working|blocked|unknown" if sub == "report-agent" else ""))
         values = ("--source", "--agent", "--seq") + (
-            ("--state", "--message", "--agent-session-id", "--agent-session-path") if sub == "report-agent" else ())
+            ("--state", "--message", "--agent-session-id", "--agent-session-path") if sub == "report-agent" else
+            ("--agent-session-id", "--agent-session-path", "--session-start-source") if sub == "report-agent-session" else ())
+        resume: list[str] | None = None
+        if self.profile.resume_command and sub != "release-agent" and "--" in args:
+            # 0.9.5 row 6 (0.9.2): `-- RESUME_ARG…`, the command that resumes the session after a restart; it starts
+            # with a plain command name.
+            at = args.index("--")
+            args, resume = args[:at], args[at + 1:]
+            if not resume or resume[0].startswith("-") or "/" in resume[0] or not resume[0].strip():
+                raise Usage("the resume command must start with a plain command name")
         if self.profile.report_agent_any_order:
             # 0.9 (#2926): options may come before the pane id, and `--option=value` is accepted.
             split: list[str] = []
@@ -691,8 +700,13 @@ class Cli:
             if sub == "report-agent":
                 e.report(pane, f.values["--source"], f.values["--agent"], f.values["--state"], seq,
                          f.values.get("--agent-session-id"), f.values.get("--agent-session-path"))
+            elif sub == "report-agent-session":
+                e.report_session(pane, f.values["--source"], f.values["--agent"], seq,
+                                 f.values.get("--agent-session-id"), f.values.get("--agent-session-path"))
             else:
                 e.release(pane, f.values["--source"], f.values["--agent"])
+            if resume is not None:
+                pane.resume_command = resume
         return self.request("cli:request", f"pane {sub}", report, quiet=True)
 
     MOVE_USAGE = ("usage: herdr pane move <pane_id> --tab <tab_id> --split right|down [--target-pane ID] "
@@ -895,7 +909,8 @@ class Cli:
             raise ApiError("agent_explain_unavailable", f"agent target {target} does not have a detected agent label")
         else:
             screen = "\n".join(e.tmux.capture(pane.tmux, history=False, joined=False, ansi=False))
-            found = detect.explain(kind or pane.detected or "", screen, detect.app_title(e.tmux.titles().get(pane.tmux, "")))
+            found = detect.explain(kind or pane.detected or "", screen, detect.app_title(e.tmux.titles().get(pane.tmux, "")),
+                                   codex_unknown=e.profile.codex_unknown_ready)
             doc = found.to_json()
             doc["_text"] = found.text()
         return doc
@@ -1402,6 +1417,34 @@ def machine_command(selector: str, args: list[str]) -> int:
     return 2
 
 
+def machine_local(args: list[str]) -> int:
+    """`herdr machine list|status|reconnect` (0.9.5 rows 4-5): local commands over the saved machine profiles, of
+    which the simulator has none. The empty `--json` shapes and the text lines are ours (herdr's are not documented)."""
+    usage = ("usage: herdr machine list [--json] | herdr machine status [<label-or-id>] [--json] | "
+             "herdr machine reconnect <label-or-id>")
+    sub, rest = (args[0], args[1:]) if args else ("", [])
+    as_json = "--json" in rest
+    words = [a for a in rest if a != "--json"]
+    unknown = next((a for a in words if a.startswith("-")), None)
+    if unknown is not None:
+        print(f"error: unexpected argument '{unknown}'", file=sys.stderr)
+        return 2
+    if sub == "list" and not words:
+        print(json.dumps({"machines": []}) if as_json else "no saved machines")
+        return 0
+    if sub == "status" and len(words) <= 1:
+        if words:
+            print(f"error: unknown machine '{words[0]}'; use `herdr machine list`", file=sys.stderr)
+            return 2
+        print(json.dumps({"machines": []}) if as_json else "no saved machines")
+        return 0
+    if sub == "reconnect" and len(words) == 1 and not as_json:
+        print(f"error: unknown machine '{words[0]}'; use `herdr machine list`", file=sys.stderr)
+        return 2
+    print(f"error: {usage}", file=sys.stderr)
+    return 2
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of `herdr-sim` (and of `<home>/bin/herdr`)."""
     raw = list(sys.argv[1:] if argv is None else argv)
@@ -1461,6 +1504,8 @@ def main(argv: list[str] | None = None) -> int:
             return server.serve(cli.paths, session)
         if top == "status":
             return cli.status(rest)
+        if top == "machine" and profile.machine_status:
+            return machine_local(rest)
         if top in ("session", "integration", "api", "fault", *GROUPS):
             if not rest:
                 if top == "fault":

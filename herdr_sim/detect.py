@@ -16,6 +16,8 @@ from typing import Any
 BRAILLE_SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 MANIFEST_VERSION = "herdr-sim.1"
 FALLBACK = "default_known_agent_idle_fallback"
+# 0.9.5 DELTA row 10 (0.9.3): a codex screen no rule matches is `unknown`, not idle (the reason's name is ours).
+CODEX_FALLBACK = "codex_no_matching_rule_unknown"
 # A newly detected agent is left unknown this long before its screen is read (src/pane/agent_detection.rs:11-12).
 STARTUP_GRACE_S = 3.0
 
@@ -70,6 +72,8 @@ class Explained:
     rule: Rule | None
     evaluated: tuple[tuple[Rule, bool, str], ...] = field(default=())
 
+    fallback: str = FALLBACK
+
     @property
     def visible_blocker(self) -> bool:
         return self.rule is not None and self.rule.visible and self.state == "blocked"
@@ -93,7 +97,7 @@ class Explained:
             "screen_detection_skipped": False,
             "skip_state_update": rule is not None and rule.skip_update,
             "skipped_update_reason": f"matched_rule:{rule.id}" if rule is not None and rule.skip_update else None,
-            "fallback_reason": FALLBACK if rule is None else None,
+            "fallback_reason": self.fallback if rule is None else None,
             "warning": None,
             "evaluated_rules": [
                 {"id": r.id, "priority": r.priority, "region": r.region, "state": r.state, "matched": matched,
@@ -106,7 +110,7 @@ class Explained:
         """herdr's plain `agent explain` lines (src/cli/agent.rs print_agent_explain_text)."""
         lines = [f"agent: {self.agent}", f"state: {self.state}", f"manifest: bundled {MANIFEST_VERSION}"]
         if self.rule is None:
-            lines += ["rule: none", f"fallback_reason: {FALLBACK}"]
+            lines += ["rule: none", f"fallback_reason: {self.fallback}"]
         else:
             lines.append(f"rule: {self.rule.id} (region={self.rule.region} priority={self.rule.priority})")
             evidence = next(text for r, _, text in self.evaluated if r is self.rule)
@@ -215,8 +219,9 @@ def app_title(title: str) -> str:
     return "" if title == socket.gethostname() else title
 
 
-def explain(kind: str, screen: str, title: str = "") -> Explained:
-    """Evaluate every rule of the kind; the highest-priority match wins, else the known-agent idle fallback."""
+def explain(kind: str, screen: str, title: str = "", *, codex_unknown: bool = False) -> Explained:
+    """Evaluate every rule of the kind; the highest-priority match wins, else the known-agent idle fallback (for
+    codex from 0.9.3, ``codex_unknown``: `unknown`)."""
     evaluated: list[tuple[Rule, bool, str]] = []
     best: Rule | None = None
     for rule in RULES.get(kind, ()):
@@ -225,4 +230,6 @@ def explain(kind: str, screen: str, title: str = "") -> Explained:
         evaluated.append((rule, matched, text))
         if matched and (best is None or rule.priority > best.priority):
             best = rule
+    if best is None and codex_unknown and kind == "codex":
+        return Explained(agent=kind, state="unknown", rule=None, evaluated=tuple(evaluated), fallback=CODEX_FALLBACK)
     return Explained(agent=kind, state=best.state if best else "idle", rule=best, evaluated=tuple(evaluated))

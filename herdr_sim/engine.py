@@ -19,6 +19,10 @@ from herdr_sim.tmux import Tmux, TmuxError
 AREA = {"x": 0, "y": 0, "width": 200, "height": 50}
 SCROLL = {"offset_from_bottom": 0, "max_offset_from_bottom": 0, "viewport_rows": 24}
 RESERVED_SOURCES = {f"herdr:{k}": k for k in ("claude", "codex", "copilot", "devin", "droid", "qodercli", "cursor")}
+# 0.9.5 row 12 (0.9.2): inherited Claude Code, Codex and terminal session markers a new pane no longer gets (the
+# release notes name the kinds, not the variables: these are the ones those programs set).
+SESSION_MARKERS = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CODEX_SANDBOX", "CODEX_THREAD_ID", "TERM_SESSION_ID",
+                   "ITERM_SESSION_ID", "WT_SESSION", "KITTY_WINDOW_ID", "WEZTERM_PANE")
 RANK = {"blocked": 4, "done": 3, "working": 2, "idle": 1, "unknown": 0}
 
 
@@ -162,6 +166,8 @@ class Engine:
             return
         self.world.state_change_seq += 1
         pane.state_change_seq = self.world.state_change_seq
+        if new == "idle" and old in ("working", "blocked"):
+            pane.completion_seq += 1  # 0.9.5 row 1: a finished turn (shown only from 0.9.2: agent_info)
         if new != "idle":
             pane.seen = True
         elif old in ("working", "blocked") or (old == "unknown" and not label_changed):
@@ -236,6 +242,8 @@ class Engine:
             info["agent_session"] = dict(pane.agent_session)
         info["scroll"] = {**SCROLL, "viewport_rows": self.profile.height}
         info["revision"] = pane.revision
+        if self.profile.restore_error and pane.restore_error is not None:
+            info["restore_error"] = pane.restore_error  # 0.9.5 row 2: optional, only when the restore failed
         return info
 
     def agent_info(self, pane: Pane) -> dict[str, Any]:
@@ -257,6 +265,8 @@ class Engine:
         if pane.interactive_ready:
             info["interactive_ready"] = True
         info["state_change_seq"] = pane.state_change_seq
+        if self.profile.completion_seq:
+            info["completion_seq"] = pane.completion_seq  # 0.9.5 row 1 (0.9.2)
         if pane.agent_session:
             info["agent_session"] = dict(pane.agent_session)
         info["cwd"] = pane.cwd
@@ -303,7 +313,8 @@ class Engine:
         ws.next_pane += 1
         self.world.terminal_counter += 1
         terminal_id = f"term_{int(self.now * 1e6):x}{self.world.terminal_counter:x}"
-        tmux_id, pid = self.tmux.new_pane(terminal_id, cwd, self.pane_env(ws.workspace_id, tab_id, pane_id, env))
+        unset = SESSION_MARKERS if self.profile.strips_session_markers else ()
+        tmux_id, pid = self.tmux.new_pane(terminal_id, cwd, self.pane_env(ws.workspace_id, tab_id, pane_id, env), unset)
         pane = Pane(pane_id=pane_id, terminal_id=terminal_id, workspace_id=ws.workspace_id, tab_id=tab_id,
                     tmux=tmux_id, shell_pid=pid, cwd=cwd)
         self.world.panes[pane_id] = pane
@@ -599,6 +610,19 @@ class Engine:
             pane.revision += 1
         self.set_state(pane, self.effective_state(pane), label_changed=label_changed)
 
+    def report_session(self, pane: Pane, source: str, agent: str, seq: int | None,
+                       session_id: str | None, session_path: str | None) -> None:
+        """pane report-agent-session (0.9.5 profile): the session identity only, never the state; seq-based drop."""
+        label = procs.parse_kind(agent.strip()) or agent.strip()
+        if seq is not None:
+            last = pane.hook_seqs.get(source)
+            if last is not None and seq <= last:
+                return
+            pane.hook_seqs[source] = seq
+        if session_id or session_path:
+            pane.agent_session = {"source": source, "agent": label, **(
+                {"kind": "id", "value": session_id} if session_id else {"kind": "path", "value": session_path or ""})}
+
     def effective_state(self, pane: Pane) -> str:
         """Hook authority first, except that a visible blocker on screen wins (src/terminal/state.rs:1837-1848);
         without hooks, the screen decides."""
@@ -627,7 +651,8 @@ class Engine:
                     screen = "\n".join(self.tmux.capture(pane.tmux, history=False, joined=False, ansi=False))
                 except TmuxError:
                     continue
-            found = detect.explain(pane.detected, screen, detect.app_title(titles[pane.tmux]))
+            found = detect.explain(pane.detected, screen, detect.app_title(titles[pane.tmux]),
+                                   codex_unknown=self.profile.codex_unknown_ready)
             if found.rule is not None and found.rule.skip_update:
                 continue
             pane.screen_state, pane.screen_blocker = found.state, found.visible_blocker  # type: ignore[assignment]
@@ -696,7 +721,10 @@ class Engine:
                 return
             if pane.launch_deadline is None:
                 return
-        if kind_seen and pane.state in ("idle", "blocked") and settled:
+        # 0.9.5 row 10 (0.9.3): a codex screen no rule matches is `unknown`, and `agent start` takes it as ready.
+        codex_unknown = (self.profile.codex_unknown_ready and pane.launch_kind == "codex" and pane.state == "unknown"
+                         and pane.screen_state == "unknown" and pane.hook_state is None)
+        if kind_seen and (pane.state in ("idle", "blocked") or codex_unknown) and settled:
             pane.launch_kind = pane.launch_typed_at = pane.launch_deadline = None
             pane.interactive_ready = True
             pane.revision += 1

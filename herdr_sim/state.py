@@ -63,6 +63,14 @@ class Pane:
     launch_typed_at: float | None = None
     launch_deadline: float | None = None
     interactive_ready: bool = False
+    # 0.9.5 DELTA row 1: finished turns (a change to idle from working or blocked, the moment herdr shows `done`).
+    completion_seq: int = 0
+    # 0.9.5 DELTA row 2: why the pane could not be restored after a server restart (the simulator never restores:
+    # every server starts empty, so only a test sets it).
+    restore_error: str | None = None
+    # 0.9.5 DELTA row 6: the command a hook reported as resuming its session (`… -- RESUME_ARG…`); herdr shows it
+    # nowhere documented, so neither does the simulator.
+    resume_command: list[str] | None = None
 
 
 @dataclass

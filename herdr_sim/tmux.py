@@ -69,8 +69,9 @@ class Tmux:
         """Kill the tmux server and with it every pane process it still hosts."""
         self.run("kill-server", check=False)
 
-    def new_pane(self, session: str, cwd: str, env: dict[str, str]) -> tuple[str, int]:
-        """Create a session whose single pane runs a plain bash; return (tmux pane id, shell pid)."""
+    def new_pane(self, session: str, cwd: str, env: dict[str, str], unset: tuple[str, ...] = ()) -> tuple[str, int]:
+        """Create a session whose single pane runs a plain bash without the ``unset`` variables; return (tmux pane
+        id, shell pid)."""
         args = ["new-session", "-d", "-s", session, "-x", str(self.width), "-y", str(self.height), "-c", cwd]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
@@ -78,7 +79,7 @@ class Tmux:
         # TERM_PROGRAM (spawn.c), whatever -e says; `env NAME=…` in the pane's own argv is the only way the pane gets
         # herdr's values (<home>/bin first on PATH; herdr 0.9's TERM_PROGRAM=herdr, else the outer terminal's).
         assigns: list[str] = []
-        unsets: list[str] = []
+        unsets: list[str] = [word for name in unset if name not in env for word in ("-u", name)]
         for name in ARGV_ENV:
             found: str | None = env.get(name, os.environ.get(name) if name != "PATH" else None)
             if found is not None:

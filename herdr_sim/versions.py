@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ENV = "HERDR_SIM_VERSION"
 # 0.9 DELTA rows 11-12: the server a client talks to may run another release (read by `herdr-sim server` at start).
@@ -61,6 +61,18 @@ class Profile:
     negotiates: bool
     # 0.8.2 "Unchanged": `api schema` gains workspace.move_block (0.8.0) and pane.input.set (0.8.2).
     extra_methods: tuple[str, ...]
+    # 0.9.5 row 1 (0.9.2): agent info carries `completion_seq`, a per-agent count of finished turns.
+    completion_seq: bool = False
+    # 0.9.5 row 2 (0.9.2): pane info carries `restore_error` when a pane could not be restored after a restart.
+    restore_error: bool = False
+    # 0.9.5 rows 4-5 (0.9.2): `herdr machine status [<label-or-id>] [--json]` and `machine reconnect <label-or-id>`.
+    machine_status: bool = False
+    # 0.9.5 row 6 (0.9.2): `pane report-agent[-session] … -- RESUME_ARG…` records the command that resumes the session.
+    resume_command: bool = False
+    # 0.9.5 row 10 (0.9.3): `agent start` counts a codex agent that is `unknown` but interactive-ready as ready.
+    codex_unknown_ready: bool = False
+    # 0.9.5 row 12 (0.9.2): new panes lose inherited Claude Code, Codex and terminal session markers.
+    strips_session_markers: bool = False
 
 
 V075 = Profile(
@@ -89,8 +101,15 @@ V09 = Profile(
     negotiates=True, extra_methods=("workspace.move_block", "pane.input.set"),
 )  # fmt: skip
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (V075, V082, V09)}
-NEWEST = V09
+# 0.9.2-0.9.5 (../herdr-0.9.5/DELTA.md): 0.9.1 plus the additive fields, `machine status`, resume commands and codex
+# readiness; where that DELTA is silent the profile keeps 0.9.1's behaviour (docs/simulator.md lists those rows).
+V095 = replace(
+    V09, name="0.9.5", version="0.9.5", completion_seq=True, restore_error=True, machine_status=True,
+    resume_command=True, codex_unknown_ready=True, strips_session_markers=True,
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (V075, V082, V09, V095)}
+NEWEST = V095
 
 
 class UnknownVersion(ValueError):
@@ -126,7 +145,8 @@ def _numbers(text: str) -> tuple[int, ...] | None:
 
 def server_release(env: Mapping[str, str] | None = None) -> Release:
     """HERDR_SIM_SERVER_VERSION: unset or empty, the client's own release; a profile name; or any X.Y.Z from 0.9.0
-    on, played as the 0.9 profile under that number (a server left running across a client update, or a newer one)."""
+    on, played under that number as the 0.9 profile (0.9.0-0.9.1) or the 0.9.5 one (0.9.2 and later: a server left
+    running across a client update, or a newer one)."""
     env = os.environ if env is None else env
     raw = env.get(SERVER_ENV, "").strip()
     if not raw:
@@ -138,7 +158,7 @@ def server_release(env: Mapping[str, str] | None = None) -> Release:
     numbers = _numbers(raw)
     if numbers is None or numbers < (0, 9, 0):
         raise UnknownVersion(f"invalid {SERVER_ENV}: {raw} (expected one of {', '.join(PROFILES)}, or a version from 0.9.0 on)")
-    return Release(V09, raw)
+    return Release(V09 if numbers < (0, 9, 2) else V095, raw)
 
 
 def parse_release(text: str) -> Release | None:

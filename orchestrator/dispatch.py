@@ -36,6 +36,7 @@ from orchestrator.errors import (
 )
 from orchestrator.herdr_models import AgentInfo, AgentStatus
 from orchestrator.inbox import catch_up
+from orchestrator.messages import BASELINE_COMPLETION
 from orchestrator.plan import ResolvedPlan
 from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
 
@@ -63,13 +64,16 @@ class PromptOutcome(BaseModel):
     accepted: bool
     status: str | None = None
     state_change_seq: int | None = None
+    # herdr 0.9.2+: the agent's count of finished turns when the prompt's answer came (None before 0.9.2).
+    completion_seq: int | None = None
     error_code: str | None = None
     error: str | None = None
     via: str | None = None
 
 
 class Acceptance(BaseModel):
-    """Evidence that the worker took its packet: a state after submission, or a state_change_seq past the baseline."""
+    """Evidence that the worker took its packet: a state after submission, a state_change_seq past the baseline, or
+    (herdr 0.9.2+) a completion_seq past its baseline: a turn already finished since the packet was sent."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -77,6 +81,9 @@ class Acceptance(BaseModel):
     status: str
     state_change_seq: int
     baseline_seq: int | None
+    # herdr 0.9.2+ only (None before): what turn completion is later judged against (orchestrator.observe).
+    completion_seq: int | None = None
+    baseline_completion_seq: int | None = None
 
 
 class Diagnosis(BaseModel):
@@ -142,6 +149,15 @@ class _Item:
         value = self.request.get("baseline_seq")
         return value if isinstance(value, int) else None
 
+    @property
+    def baseline_completion(self) -> int | None:
+        value = self.request.get(BASELINE_COMPLETION)
+        return value if isinstance(value, int) else None
+
+    def acceptance(self, via: str, info: AgentInfo) -> Acceptance:
+        return Acceptance(via=via, status=info.agent_status, state_change_seq=info.state_change_seq, baseline_seq=self.baseline,
+                          completion_seq=info.completion_seq, baseline_completion_seq=self.baseline_completion)
+
 
 def dispatch_key(task: str) -> str:
     """The effect key of a worker's initial packet (follow-ups use later numbers)."""
@@ -205,6 +221,16 @@ def dispatch(engine: Engine, run: Run, tasks: Sequence[str] | None = None, *, ga
     return DispatchResult(run_id=run.run_id, path=path, prompts_sent=sent, workers=tuple(reports))
 
 
+def completion_baseline(engine: Engine, run_id: str, task: str) -> int | None:
+    """The completion_seq baseline of the worker's latest prompt (packet, answer or follow-up), or None when herdr had
+    no counter then (before 0.9.2): a turn is finished once herdr's completion_seq moved past it."""
+    for effect in reversed(engine.ledger.list_effects(run_id, task_label=task)):
+        if effect.kind == "agent_prompt" and effect.status in (EffectStatus.INTENDED, EffectStatus.CONFIRMED):
+            value = effect.request.get(BASELINE_COMPLETION)
+            return value if isinstance(value, int) else None
+    return None
+
+
 def _each(cap: int, fn: Callable[[_Item], T], items: list[_Item]) -> list[T]:
     """fn over items on up to ``cap`` threads, results in order; the first exception propagates after all finish."""
     if len(items) <= 1 or cap == 1:
@@ -263,7 +289,7 @@ def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> boo
     if worker.pane_id and info.pane_id != worker.pane_id:
         item.report = _report(item, "skipped", f"agent {worker.name} is in pane {info.pane_id}, but the ledger has {worker.pane_id}; not sending")
         return False
-    if info.agent_status not in SENDABLE:
+    if info.agent_status not in SENDABLE and not _codex_ready(info):
         item.report = _report(item, "skipped", f"agent {worker.name} is {info.agent_status}; a packet goes only to an idle or done agent")
         return False
     if engine.planned(plan, item.task).mode == "plan-first":
@@ -273,7 +299,15 @@ def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> boo
             return False
         info = engine.herdr.agent_get(worker.name)  # the baseline after the mode keys, so they do not count as acceptance
     item.request = {"target": worker.name, "pane_id": info.pane_id, "baseline_seq": info.state_change_seq}
+    if info.completion_seq is not None:
+        item.request[BASELINE_COMPLETION] = info.completion_seq
     return True
+
+
+def _codex_ready(info: AgentInfo) -> bool:
+    """herdr 0.9.3+ calls a codex screen no detection rule matches `unknown`, and its own `agent start` takes such an
+    agent as ready when it is interactive-ready (../herdr-0.9.5/DELTA.md row 10): so does dispatch."""
+    return info.agent_status == "unknown" and info.interactive_ready and info.agent == "codex"
 
 
 def _enter_plan_mode(engine: Engine, worker: Worker) -> str | None:
@@ -355,17 +389,23 @@ def _prompt(engine: Engine, name: str, text: str, *, wait: bool, timeout_ms: int
         if wait:
             result = engine.herdr.agent_prompt(name, text, wait=True, until=ACCEPTED_STATES, timeout_ms=timeout_ms)
             return PromptOutcome(
-                submitted="yes", accepted=True, status=result.agent.agent_status, state_change_seq=result.agent.state_change_seq, via="agent prompt --wait"
-            )
+                submitted="yes", accepted=True, status=result.agent.agent_status, state_change_seq=result.agent.state_change_seq,
+                completion_seq=result.agent.completion_seq, via="agent prompt --wait",
+            )  # fmt: skip
         result = engine.herdr.agent_prompt(name, text)
-        return PromptOutcome(submitted="yes", accepted=False, status=result.agent.agent_status, state_change_seq=result.agent.state_change_seq)
+        return PromptOutcome(submitted="yes", accepted=False, status=result.agent.agent_status, state_change_seq=result.agent.state_change_seq,
+                             completion_seq=result.agent.completion_seq)  # fmt: skip
     except (HerdrPromptStalled, HerdrWaitExpired, HerdrAgentNotRunning) as exc:
         # herdr submits before it waits: these arrive after the text and Enter were written (CONTRACT §8.3).
         return PromptOutcome(submitted="yes", accepted=False, error_code=exc.code, error=exc.message)
 
 
-def _is_accepted(info: AgentInfo, baseline: int | None) -> bool:
-    return info.agent_status == "working" or (baseline is not None and info.state_change_seq > baseline)
+def _is_accepted(info: AgentInfo, item: _Item) -> bool:
+    """Working now, or its state moved since the baseline, or (0.9.2+) a turn finished since it: an agent that took
+    the packet and ended its turn before orch looked again."""
+    if info.agent_status == "working" or (item.baseline is not None and info.state_change_seq > item.baseline):
+        return True
+    return item.baseline_completion is not None and info.completion_seq is not None and info.completion_seq > item.baseline_completion
 
 
 def _confirm(engine: Engine, run: Run, items: list[_Item], *, gate_ms: int) -> None:
@@ -375,7 +415,8 @@ def _confirm(engine: Engine, run: Run, items: list[_Item], *, gate_ms: int) -> N
         assert item.outcome is not None
         if item.outcome.accepted and item.outcome.status is not None and item.outcome.state_change_seq is not None:
             accepted[item.task] = Acceptance(via=item.outcome.via or "agent prompt", status=item.outcome.status,
-                                             state_change_seq=item.outcome.state_change_seq, baseline_seq=item.baseline)
+                                             state_change_seq=item.outcome.state_change_seq, baseline_seq=item.baseline,
+                                             completion_seq=item.outcome.completion_seq, baseline_completion_seq=item.baseline_completion)
     # A single-target prompt that stalled already waited herdr's gate: go straight to the diagnosis.
     stalled_now = {i.task for i in items if i.outcome is not None and i.outcome.error_code == "agent_prompt_stalled" and i.briefing is not None}
     waiting = [i for i in items if i.task not in accepted and i.task not in stalled_now]
@@ -383,8 +424,8 @@ def _confirm(engine: Engine, run: Run, items: list[_Item], *, gate_ms: int) -> N
         listed = {info.name: info for info in engine.herdr.agent_list() if info.name}
         for item in waiting:
             info = listed.get(item.worker.name)
-            if info is not None and _is_accepted(info, item.baseline):
-                accepted[item.task] = Acceptance(via="agent list", status=info.agent_status, state_change_seq=info.state_change_seq, baseline_seq=item.baseline)
+            if info is not None and _is_accepted(info, item):
+                accepted[item.task] = item.acceptance("agent list", info)
         laggards = [i for i in waiting if i.task not in accepted]
         if laggards:
             with ThreadPoolExecutor(max_workers=len(laggards)) as pool:
@@ -408,7 +449,7 @@ def _await_working(engine: Engine, item: _Item, gate_ms: int) -> Acceptance | No
     name = item.worker.name
     try:
         info = engine.herdr.agent_wait(name, until=("working",), timeout_ms=gate_ms)
-        return Acceptance(via="agent wait", status=info.agent_status, state_change_seq=info.state_change_seq, baseline_seq=item.baseline)
+        return item.acceptance("agent wait", info)
     except (HerdrWaitExpired, HerdrAgentNotRunning, HerdrNotFound, HerdrTimeout):
         # HerdrTimeout: herdr's `agent wait` can overrun its own timeout (herdr#4280) and our wall clock kills it; a
         # wait is a read, so the `agent get` below decides instead of one worker aborting the fleet's confirmation.
@@ -417,8 +458,8 @@ def _await_working(engine: Engine, item: _Item, gate_ms: int) -> Acceptance | No
         info = engine.herdr.agent_get(name)
     except HerdrNotFound:
         return None
-    if _is_accepted(info, item.baseline):
-        return Acceptance(via="agent get", status=info.agent_status, state_change_seq=info.state_change_seq, baseline_seq=item.baseline)
+    if _is_accepted(info, item):
+        return item.acceptance("agent get", info)
     return None
 
 

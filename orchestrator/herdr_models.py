@@ -91,6 +91,8 @@ class PaneInfo(Wire):
     display_agent: str | None = None
     agent_session: AgentSession | None = None
     scroll: PaneScroll | None = None
+    # herdr 0.9.2+ (../herdr-0.9.5/DELTA.md row 2): why the pane could not be restored after a server restart.
+    restore_error: str | None = None
 
 
 class AgentInfo(Wire):
@@ -115,6 +117,9 @@ class AgentInfo(Wire):
     title: str | None = None
     display_agent: str | None = None
     agent_session: AgentSession | None = None
+    # herdr 0.9.2+ (../herdr-0.9.5/DELTA.md row 1): this agent's count of finished turns; None before 0.9.2. A turn
+    # finished since a baseline only when this moved past it (an idle<->done flip never moves it).
+    completion_seq: int | None = None
 
 
 class Rect(Wire):

@@ -13,6 +13,11 @@ from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
 from orchestrator.inbox import catch_up, report_roots
+
+# The request key of a prompt's completion_seq baseline (herdr 0.9.2+, ../herdr-0.9.5/DELTA.md row 1), recorded only
+# where herdr has the counter: a turn started by that prompt is finished once completion_seq moved past it
+# (orchestrator.dispatch.completion_baseline, read by orchestrator.observe).
+BASELINE_COMPLETION = "baseline_completion_seq"
 from packets import build_controller_message
 from registry import Effect, Run, StaleState, Worker, WorkerState
 
@@ -106,8 +111,10 @@ def send_message(
     if existing is not None:
         request = dict(existing.request)  # the intent as first recorded (its baseline included), never recomputed
     else:
-        baseline = engine.herdr.agent_get(target).state_change_seq
-        request = {"target": target, "kind": kind, "text": text, "baseline_seq": baseline}
+        info = engine.herdr.agent_get(target)
+        request = {"target": target, "kind": kind, "text": text, "baseline_seq": info.state_change_seq}
+        if info.completion_seq is not None:  # herdr 0.9.2+: the turn this message starts ends past it (observe)
+            request[BASELINE_COMPLETION] = info.completion_seq
     prompted = engine.once(
         run.run_id,
         task,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator import messages
 from orchestrator.dialogs import approval_form, flat
+from orchestrator.dispatch import completion_baseline
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.quirks import excerpt
 from orchestrator.errors import HerdrError, HerdrMissing, OrchError
@@ -43,6 +44,8 @@ ASK_FOR_RESULT = (
 What = Literal[
     "update", "answered", "needs_answer", "blocked", "blocked_ui", "approval", "result", "report", "asked_for_result",
     "settled_without_result", "working", "failed", "kept_aside", "send_failed", "herdr_unavailable", "gone",
+    # herdr 0.9.2+: idle or done without a finished turn (completion_seq unmoved since the last prompt).
+    "turn_not_finished",
     # A kept-aside prompt holding several workers' headers, and the requests to repeat that it leads to (orchestrator.repeats).
     "possible_merge", "asked_to_repeat",
     # The scheduler, from the check-in (orchestrator.fleet): queued workers started as slots free, or skipped.
@@ -391,11 +394,19 @@ class _Round:
                 self.note(task, "working", f"herdr says {status}, but the screen still shows work ({flat(shown)}); not asking for the result yet")
                 status, output = "working", output + "\n" + shown
                 self.herdr_states[task] = status
+        finished = True
+        if status in ("idle", "done") and worker.state is S.WORKING:
+            baseline = completion_baseline(self.engine, self.run.run_id, task)
+            if baseline is not None and info is not None and info.completion_seq is not None and info.completion_seq <= baseline:
+                # herdr 0.9.2+ counts finished turns: an idle or done that did not move it is no finished turn
+                # (a leftover done, an idle<->done flip), so the worker is not asked for its result on it.
+                finished = False
+                self.note(task, "turn_not_finished", f"herdr says {status}, but its completion_seq is still {info.completion_seq} (no turn finished since the last prompt); not asking for the result yet")
         seen = self.ledger.record_check_in(self.run.run_id, task, liveness_token(info.state_change_seq if info else None, output))
         asked_before = False
         # Ask only once the worker has stayed settled, unchanged, across two check-ins: a worker that just sent its
         # result (or question) and went idle may be seen before that callback has reached the inbox.
-        if status in ("idle", "done") and self._settled_after_dispatch(worker, info) and seen.unchanged_check_ins >= 1 and task not in self.repeat_asked:
+        if status in ("idle", "done") and finished and self._settled_after_dispatch(worker, info) and seen.unchanged_check_ins >= 1 and task not in self.repeat_asked:
             asked_before = self.missing_result(worker, status)
         if seen.unchanged_check_ins >= STALL_LIMIT:
             reason = f"no change of state or output across {STALL_LIMIT} consecutive check-ins"

@@ -257,7 +257,7 @@ def test_the_ledger_doc_shows_the_effect_table_of_the_code() -> None:
 
 SIMULATOR_DOC = ROOT / "docs" / "simulator.md"
 SHARED = ROOT.parent / "shared"
-DELTAS = {"0.8.2": SHARED / "herdr-0.8.2" / "DELTA.md", "0.9": SHARED / "herdr-0.9.1" / "DELTA.md"}
+DELTAS = {"0.8.2": SHARED / "herdr-0.8.2" / "DELTA.md", "0.9": SHARED / "herdr-0.9.1" / "DELTA.md", "0.9.5": SHARED / "herdr-0.9.5" / "DELTA.md"}
 
 
 def _inventory() -> dict[str, tuple[list[str], list[str]]]:

@@ -25,7 +25,8 @@ from orchestrator.preflight import integration_problems
 
 pytestmark = [pytest.mark.e2e, pytest.mark.any_version]
 
-PROFILES = ("0.7.5", "0.8.2", "0.9")
+PROFILES = ("0.7.5", "0.8.2", "0.9", "0.9.5")
+NINE = ("0.9", "0.9.5")  # the 0.9.1 profile and the 0.9.2-0.9.5 one
 DIALOG = "Do you trust the contents of this directory?"
 
 
@@ -82,7 +83,7 @@ def screen(sim: SimServer, pane: str, source: str = "recent") -> str:
 
 def test_082_row1_version_and_protocol(tmp_path: Path, version: str) -> None:
     herdr = offline(tmp_path, version)
-    expected = {"0.7.5": ("herdr 0.7.5", 17), "0.8.2": ("herdr 0.8.2", 20), "0.9": ("herdr 0.9.1", 22)}[version]
+    expected = {"0.7.5": ("herdr 0.7.5", 17), "0.8.2": ("herdr 0.8.2", 20), "0.9": ("herdr 0.9.1", 22), "0.9.5": ("herdr 0.9.5", 22)}[version]
     status = herdr.status()
     assert (herdr.version().text, status.client.protocol, version_support(status.client.version)) == (*expected, "tested")
 
@@ -265,7 +266,7 @@ def test_09_row2_the_wait_gate_needs_working_or_blocked(sim: SimServer, version:
     for key, value in sim.env().items():
         monkeypatch.setenv(key, value)
     code = sim_cli.main(["agent", "prompt", "gated", "hi", "--wait", "--timeout", "1000"])
-    assert code == (1 if version == "0.9" else 0)
+    assert code == (1 if version in NINE else 0)
 
 
 def test_09_row3_a_long_codex_prompt_is_one_ordered_submission(sim: SimServer, version: str, tmp_path: Path) -> None:
@@ -300,14 +301,14 @@ def test_09_row4_recent_reads_include_what_is_on_screen(sim: SimServer, version:
 def test_09_row5_report_agent_options_before_the_pane(sim: SimServer, version: str, tmp_path: Path) -> None:
     pane = workspace(sim, tmp_path)
     done = sim.run(["pane", "report-agent", "--source", "test", "--agent=codex", "--state", "idle", pane])
-    assert done.returncode == (0 if version == "0.9" else 2)
+    assert done.returncode == (0 if version in NINE else 2)
     ok(sim.run(["pane", "report-agent", pane, "--source", "test", "--agent", "codex", "--state", "working"]))  # the old order always works
 
 
 def test_09_row6_worktree_trust_repository(sim: SimServer, version: str, git_repo_factory: Any, tmp_path: Path) -> None:
     repo = git_repo_factory(tmp_path / "repo")
     done = sim.run(["worktree", "list", "--cwd", str(repo.path), "--json", "--trust-repository"])
-    assert (done.returncode, done.stderr) == ((0, "") if version == "0.9" else (2, "unknown option: --trust-repository\n"))
+    assert (done.returncode, done.stderr) == ((0, "") if version in NINE else (2, "unknown option: --trust-repository\n"))
 
 
 def test_09_row8_closing_a_primary_with_worktree_workspaces(sim: SimServer, version: str, git_repo_factory: Any, tmp_path: Path) -> None:
@@ -315,7 +316,7 @@ def test_09_row8_closing_a_primary_with_worktree_workspaces(sim: SimServer, vers
     repo = git_repo_factory(tmp_path / "repo")
     created = herdr.worktree_create(cwd=repo.path, branch="feat/x", path=tmp_path / "wt")
     primary = next(w.workspace_id for w in herdr.workspace_list() if w.workspace_id != created.workspace.workspace_id)
-    if version == "0.9":
+    if version in NINE:
         with pytest.raises(e.HerdrGroupCloseRequired):
             herdr.workspace_close(primary)
         assert len(herdr.workspace_list()) == 2
@@ -333,8 +334,8 @@ def test_09_rows11_12_a_client_and_a_server_of_different_releases(tmp_path: Path
     with SimServer(tmp_path / "sim", {"HERDR_SIM_VERSION": version, "HERDR_SIM_SERVER_VERSION": server}) as sim:
         herdr = HerdrCli(str(sim.paths.bin / "herdr"), env=sim.env(), retry=RetryPolicy(read_attempts=1))
         status = herdr.status()
-        client = {"0.7.5": ("0.7.5", 17), "0.8.2": ("0.8.2", 20), "0.9": ("0.9.1", 22)}[version]
-        fits = {("0.8.2", "0.8.2"), ("0.9", "0.9.0")}
+        client = {"0.7.5": ("0.7.5", 17), "0.8.2": ("0.8.2", 20), "0.9": ("0.9.1", 22), "0.9.5": ("0.9.5", 22)}[version]
+        fits = {("0.8.2", "0.8.2"), ("0.9", "0.9.0"), ("0.9.5", "0.9.0")}
         assert (herdr.version().text, status.client.version, status.client.protocol) == (f"herdr {client[0]}", *client)
         assert (status.server.version, status.server.protocol, status.server.compatible, status.update.restart_needed) == (
             server, 20 if server == "0.8.2" else 22, (version, server) in fits, server != client[0])
@@ -365,7 +366,7 @@ def test_09_row10_no_session_is_gone_in_09(tmp_path: Path, version: str) -> None
     env = {**os.environ, "HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version}
     done = subprocess.run([herdr_sim(), "--no-session"], env=env, capture_output=True, text=True, timeout=30)
     listed = "--no-session" in subprocess.run([herdr_sim(), "--help"], env=env, capture_output=True, text=True, timeout=30).stdout
-    if version == "0.9":
+    if version in NINE:
         assert (done.returncode, done.stderr, listed) == (2, "unknown option: --no-session\nrun 'herdr --help' for usage\n", False)
     else:  # a launch option: the TUI, which the simulator does not play
         assert (done.returncode, done.stderr, listed) == (2, "herdr-sim: the interactive TUI is not simulated; use a subcommand\n", True)
@@ -393,7 +394,7 @@ def test_09_row14_new_errors_map_to_their_types(tmp_path: Path, version: str) ->
     env = {**os.environ, "HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version}
     argv = [herdr_sim(), "--machine", "mac", "agent", "list"]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
-    said = "error: unknown machine 'mac'; use `herdr machine list`" if version == "0.9" else "unknown option: --machine / run 'herdr --help' for usage"
+    said = "error: unknown machine 'mac'; use `herdr machine list`" if version in NINE else "unknown option: --machine / run 'herdr --help' for usage"
     mapped = error_for(HerdrCall(tuple(argv), done.returncode, done.stdout, done.stderr, 0.0))
     assert (type(mapped), mapped.message) == (e.HerdrUsageError, f"herdr-sim --machine: herdr rejected orch's arguments: {said}")
 
@@ -422,7 +423,7 @@ def test_09_machines_the_machine_prefix(tmp_path: Path, version: str, argv: list
     env = {**os.environ, "HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version}
     done = subprocess.run([herdr_sim(), *argv], env=env, capture_output=True, text=True, timeout=30)
     first = next(a for a in argv if a.startswith("--machine"))
-    expected = f"{stderr}\n" if version == "0.9" else f"unknown option: {first}\nrun 'herdr --help' for usage\n"
+    expected = f"{stderr}\n" if version in NINE else f"unknown option: {first}\nrun 'herdr --help' for usage\n"
     assert (done.returncode, done.stdout, done.stderr) == (2, "", expected)
 
 
@@ -441,8 +442,111 @@ def test_09_row15_api_schema_methods(tmp_path: Path, version: str) -> None:
 def test_09_row16_panes_say_they_run_in_herdr(sim: SimServer, version: str, tmp_path: Path) -> None:
     pane = workspace(sim, tmp_path)
     run_in(sim, pane, 'echo "tp=${TERM_PROGRAM:-none}"')
-    expected = "tp=herdr" if version == "0.9" else "tp=none"
+    expected = "tp=herdr" if version in NINE else "tp=none"
     eventually(lambda: expected in screen(sim, pane).splitlines(), what=expected)
+
+
+# --- 0.9.5 DELTA (0.9.2-0.9.5) ----------------------------------------------------------------------------------------
+
+
+def test_095_rows1_3_completion_seq_counts_finished_turns_and_a_done_flip_never_moves_it(sim: SimServer, version: str, tmp_path: Path) -> None:
+    """0.9.2 added `completion_seq` to agent info (row 1), an optional field only (row 3: the rest is unchanged). It
+    moves when a turn finishes; reading the agent (a done -> idle flip when its tab is seen) never moves it."""
+    herdr = boundary(sim)
+    pane = workspace(sim, tmp_path)
+    herdr.agent_start("counted", kind="codex", pane=pane, timeout_ms=20000)
+    before = ok(sim.run(["agent", "get", "counted"]))["agent"]
+    added = {"completion_seq"} if version == "0.9.5" else set()
+    assert set(before) == {"terminal_id", "name", "agent", "agent_status", "workspace_id", "tab_id", "pane_id", "focused",
+                           "interactive_ready", "state_change_seq", "cwd", "foreground_cwd", "revision"} | added
+    herdr.agent_prompt("counted", "say hi", wait=True, timeout_ms=20000)
+    after = herdr.agent_get("counted")
+    if version != "0.9.5":
+        assert (before.get("completion_seq"), after.completion_seq) == (None, None)
+        return
+    assert after.completion_seq == before["completion_seq"] + 1
+    herdr.agent_focus("counted")  # the turn seen: done -> idle, no new completion
+    seen = herdr.agent_get("counted")
+    assert (seen.agent_status, seen.completion_seq) == ("idle", after.completion_seq)
+
+
+def test_095_row2_restore_error_is_shown_only_when_a_restore_failed(sim: SimServer, version: str, tmp_path: Path) -> None:
+    """The simulator never restores panes (every server starts empty), so the test records a failed restore itself."""
+    from herdr_sim.state import Store
+
+    herdr = boundary(sim)
+    pane = workspace(sim, tmp_path)
+    assert herdr.pane_get(pane).restore_error is None
+    with Store(sim.paths).transaction() as world:
+        world.panes[pane].restore_error = "resume command exited with status 1"
+    expected = "resume command exited with status 1" if version == "0.9.5" else None
+    assert (herdr.pane_get(pane).restore_error, ok(sim.run(["pane", "get", pane]))["pane"].get("restore_error")) == (expected, expected)
+
+
+def test_095_rows4_5_machine_status_and_reconnect(tmp_path: Path, version: str) -> None:
+    """0.9.2's `machine status [<label-or-id>] [--json]` and `machine reconnect <label-or-id>`: local commands over
+    the saved machines, of which the simulator has none. orch does not drive other machines
+    (test_herdr_argv_contract.py::test_095_rows4_5_orch_never_asks_about_machines)."""
+    env = {**os.environ, "HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version}
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        done = subprocess.run([herdr_sim(), *argv], env=env, capture_output=True, text=True, timeout=30)
+        return done.returncode, done.stdout, done.stderr
+
+    calls = [("machine", "status", "--json"), ("machine", "status"), ("machine", "status", "mac"), ("machine", "reconnect", "mac"),
+             ("machine", "reconnect"), ("machine", "list", "--json")]
+    if version != "0.9.5":
+        assert [run(*argv) for argv in calls] == [(2, "", "unknown command: machine\nrun 'herdr --help' for usage\n")] * len(calls)
+        return
+    unknown = (2, "", "error: unknown machine 'mac'; use `herdr machine list`\n")
+    usage = (2, "", "error: usage: herdr machine list [--json] | herdr machine status [<label-or-id>] [--json] | herdr machine reconnect <label-or-id>\n")
+    assert [run(*argv) for argv in calls] == [(0, '{"machines": []}\n', ""), (0, "no saved machines\n", ""), unknown, unknown, usage,
+                                              (0, '{"machines": []}\n', "")]
+
+
+def test_095_row6_a_reported_resume_command(sim: SimServer, version: str, tmp_path: Path) -> None:
+    """0.9.2: `pane report-agent[-session] … -- RESUME_ARG…` records the command that resumes the agent's session
+    after a restart (a plain command name first). The simulator keeps it in its state and shows it nowhere, as
+    herdr's documented output does not show it either."""
+    from herdr_sim.state import Store
+
+    pane = workspace(sim, tmp_path)
+    session = sim.run(["pane", "report-agent-session", pane, "--source", "orch", "--agent", "codex", "--", "codex", "resume", "--last"])
+    state = sim.run(["pane", "report-agent", pane, "--source", "t", "--agent", "codex", "--state", "idle", "--", "codex", "resume", "--last", "-m", "o3"])
+    bad = sim.run(["pane", "report-agent-session", pane, "--source", "orch", "--agent", "codex", "--", "/bin/codex"])
+    recorded = Store(sim.paths).load().panes[pane].resume_command
+    if version != "0.9.5":
+        assert (session.returncode, state.returncode, bad.returncode, recorded) == (2, 2, 2, None)
+        return
+    assert (session.returncode, state.returncode, recorded) == (0, 0, ["codex", "resume", "--last", "-m", "o3"])
+    assert (bad.returncode, bad.stderr) == (2, "the resume command must start with a plain command name\n")
+
+
+def test_095_row10_codex_unknown_but_interactive_ready_is_ready(version: str, tmp_path: Path) -> None:
+    """0.9.3: a codex screen no detection rule matches is `unknown` (other kinds: the idle fallback), and `agent start`
+    takes an `unknown` codex that is interactive-ready as ready (the simulator's launch settles on it)."""
+    from herdr_sim import detect
+    from herdr_sim.engine import Engine
+    from herdr_sim.paths import Paths
+    from herdr_sim.state import Pane, World
+
+    newest = version == "0.9.5"
+    assert (detect.explain("codex", "", "", codex_unknown=newest).state, detect.explain("claude", "", "", codex_unknown=newest).state) == (
+        "unknown" if newest else "idle", "idle")
+    pane = Pane(pane_id="w1:p1", terminal_id="t1", workspace_id="w1", tab_id="w1:t1", tmux="%1", shell_pid=1, cwd=str(tmp_path),
+                detected="codex", screen_state="unknown", name="cx", launch_kind="codex", launch_typed_at=0.0, launch_deadline=60.0)
+    engine = Engine(Paths(tmp_path / "sim"), World(settle_ms=300, panes={"w1:p1": pane}), now=1.0)
+    engine.settle(pane)
+    assert (pane.state, pane.interactive_ready, pane.launch_kind) == ("unknown", newest, None if newest else "codex")
+
+
+def test_095_row12_new_panes_lose_inherited_session_markers(tmp_path: Path, version: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDECODE", "1")  # the server's environment, as if herdr were started inside Claude Code
+    with SimServer(tmp_path / "sim", {"HERDR_SIM_VERSION": version}) as sim:
+        pane = workspace(sim, tmp_path)
+        run_in(sim, pane, 'echo "cc=${CLAUDECODE:-none}"')
+        expected = "cc=none" if version == "0.9.5" else "cc=1"
+        eventually(lambda: expected in screen(sim, pane).splitlines(), what=expected)
 
 
 # --- every success answer of the 0.8.2 profile is a 0.8.2 success_response --------------------------------------------

@@ -44,6 +44,9 @@ class FakeAgent:
     reacts: str = "work"  # work | stall | finish
     screen: str = "› \n"
     prompts: list[str] = field(default_factory=list)
+    completion: int | None = None  # herdr 0.9.2+'s completion_seq (None: an older herdr)
+    ready: bool = False  # interactive_ready
+    kind: str = "codex"
 
 
 class FakeHerdr:
@@ -59,7 +62,8 @@ class FakeHerdr:
 
     def _info(self, a: FakeAgent) -> AgentInfo:
         return AgentInfo(terminal_id=f"t-{a.name}", agent_status=a.status, workspace_id="w1", tab_id="w1:t1", pane_id=a.pane_id,  # type: ignore[arg-type]
-                         focused=False, revision=0, state_change_seq=a.seq, name=a.name, agent="codex")
+                         focused=False, revision=0, state_change_seq=a.seq, name=a.name, agent=a.kind, completion_seq=a.completion,
+                         interactive_ready=a.ready)
 
     def _get(self, name: str) -> FakeAgent:
         if name not in self.agents:
@@ -84,6 +88,7 @@ class FakeHerdr:
             a.status, a.seq = "working", a.seq + 1
         elif a.reacts == "finish":
             a.status, a.seq = "done", a.seq + 2
+            a.completion = None if a.completion is None else a.completion + 1
         elif wait:
             raise HerdrPromptStalled(f"herdr agent prompt: agent_prompt_stalled: no observed state change; state_change_seq remained {a.seq}",
                                      code="agent_prompt_stalled")
@@ -159,6 +164,43 @@ def test_single_target_uses_prompt_wait_and_records_acceptance(tmp_path: Path) -
     transitions = [(e.from_state, e.to_state) for e in engine.ledger.events(RUN_ID, task_label="api-pagination") if e.kind == "transition"]
     assert transitions[-2:] == [(WorkerState.READY, WorkerState.DISPATCHED), (WorkerState.DISPATCHED, WorkerState.WORKING)]
     assert engine.ledger.get_worker(RUN_ID, "api-pagination").reply_target == "api-pagination"
+
+
+def test_on_herdr_095_the_completion_seq_baseline_and_acceptance_are_recorded_in_the_ledger(tmp_path: Path) -> None:
+    """herdr 0.9.2+ (../herdr-0.9.5/DELTA.md row 1): each packet's request keeps the agent's completion_seq before the
+    send, and the acceptance the counter after it, so turn completion is later judged against that baseline
+    (orchestrator.observe) instead of an idle/done flip."""
+    herdr = FakeHerdr([FakeAgent(name=TASKS[0], pane_id="w2:p1", reacts="work", completion=5),
+                       FakeAgent(name=TASKS[1], pane_id="w2:p2", reacts="finish", completion=7)])
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, TASKS[:2])
+
+    result = dispatch(engine, run, list(TASKS[:2]))
+
+    assert [(w.task, w.outcome, w.detail) for w in result.workers] == [
+        ("api-pagination", "accepted", "accepted: working (seq 11, baseline 10) via agent list"),
+        ("api-tests", "accepted", "accepted: done (seq 12, baseline 10) via agent list")]
+    baselines = [engine.ledger.find_effect(RUN_ID, dispatch_key(t)).request["baseline_completion_seq"] for t in TASKS[:2]]  # type: ignore[union-attr]
+    accepted = [e.detail["cause"]["acceptance"] for t in TASKS[:2] for e in engine.ledger.events(RUN_ID, task_label=t) if e.kind == "transition" and e.to_state is WorkerState.WORKING]
+    assert (baselines, [(a["completion_seq"], a["baseline_completion_seq"]) for a in accepted]) == ([5, 7], [(5, 5), (8, 7)])
+
+
+def test_095_row10_a_codex_herdr_calls_unknown_but_interactive_ready_is_sent_its_packet(tmp_path: Path) -> None:
+    """herdr 0.9.3+ calls an idle codex whose screen no rule matches `unknown`, and takes it as ready once it is
+    interactive-ready (../herdr-0.9.5/DELTA.md row 10): dispatch sends it its packet. Any other unknown agent, or a
+    codex not interactive-ready, is still not sent one."""
+    herdr = FakeHerdr([FakeAgent(name=TASKS[0], pane_id="w2:p1", status="unknown", ready=True),
+                       FakeAgent(name=TASKS[1], pane_id="w2:p2", status="unknown", ready=True, kind="claude"),
+                       FakeAgent(name=TASKS[2], pane_id="w2:p3", status="unknown")])
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine)
+
+    result = dispatch(engine, run)
+
+    assert [(w.task, w.outcome, w.detail) for w in result.workers] == [
+        ("api-pagination", "accepted", "accepted: working (seq 11, baseline 10) via agent prompt --wait"),
+        ("api-tests", "skipped", "agent api-tests is unknown; a packet goes only to an idle or done agent"),
+        ("pagination-docs", "skipped", "agent pagination-docs is unknown; a packet goes only to an idle or done agent")]
 
 
 def test_fleet_sends_without_wait_and_confirms_with_one_shared_list(tmp_path: Path) -> None:

@@ -112,7 +112,7 @@ FORMS: list[tuple[str, Callable[[HerdrCli], Any], list[str], str, str]] = [
 # herdr answers these without a server (main.rs / local CLI commands); every other form needs the socket.
 LOCAL = {"--version", "--help", "status --json", "session list --json", "integration status", "api schema --json"}
 NO_SERVER = 'Error: Os { code: 2, kind: NotFound, message: "No such file or directory" }\n'
-PROFILES = ("0.7.5", "0.8.2", "0.9")
+PROFILES = ("0.7.5", "0.8.2", "0.9", "0.9.5")
 DOCS = {"0.8.2": "herdr-0.8.2/upstream/cli-reference.mdx", "0.9": "herdr-0.9.1/upstream/cli-reference.mdx"}
 # Flags the docs do not show but the source accepts, per release: (form, flag) -> why it still parses there.
 VERSION_EXCEPTIONS: dict[tuple[str, str], dict[str, str]] = {
@@ -333,6 +333,12 @@ def test_09_machines_orch_drives_only_its_own_herdr() -> None:
     or --remote, which herdr refuses beside --session (a `--machine` after the command, inside a prompt, is payload)."""
     assert [f[0] for f in FORMS if any(w.startswith(("--machine", "--remote")) for w in f[2][:1])] == []
     assert sim.machine_prefix(["agent", "prompt", "w4:p1", "--machine"]) is None
+
+
+def test_095_rows4_5_orch_never_asks_about_machines() -> None:
+    """0.9.2's `machine status` and `machine reconnect` check and re-authenticate saved machines; orch drives its own
+    server only (test_09_machines_orch_drives_only_its_own_herdr), so no form, and no engine call, is a machine command."""
+    assert ([f[0] for f in FORMS if f[2][0] == "machine"], _engine_calls("machine_status"), _engine_calls("machine_reconnect")) == ([], [], [])
 
 
 # --- 0.8.2 and 0.9 DELTA rows whose handling is what orch sends, or never sends --------------------------------------

@@ -153,3 +153,51 @@ def test_a_worktree_create_without_root_pane_parses_with_nowhere_to_start() -> N
     created = m.SuccessEnvelope.model_validate(data).result
 
     assert isinstance(created, m.WorktreeCreated) and created.root_pane is None
+
+
+def _with_extras(value: Any) -> Any:
+    """The same document with a field no herdr has sent yet in every object, at every depth (explain's rule verdicts
+    are kept as herdr's raw objects, so they are left as they are)."""
+    if isinstance(value, dict):
+        inner = {k: v if k == "evaluated_rules" else _with_extras(v) for k, v in value.items()}
+        return {**inner, "completion_seq_v2": 1, "future_field": {"nested": [1, "x"]}}
+    if isinstance(value, list):
+        return [_with_extras(v) for v in value]
+    return value
+
+
+def _reached(model: pydantic.BaseModel, seen: set[type[pydantic.BaseModel]]) -> None:
+    seen.add(type(model))
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        for item in value if isinstance(value, tuple) else (value,):
+            if isinstance(item, pydantic.BaseModel):
+                _reached(item, seen)
+
+
+BARE_SAMPLES = {"status.json": m.HerdrStatus, "status_not_running.json": m.HerdrStatus, "session_list.json": m.SessionList,
+                "agent_explain.json": m.AgentExplain, **{name: m.ErrorEnvelope for name in ERROR_SAMPLES}}
+
+
+def test_095_row3_every_herdr_model_reads_a_document_with_extra_fields_as_without_them() -> None:
+    """herdr adds optional fields freely (0.9.2's completion_seq and restore_error: ../herdr-0.9.5/DELTA.md row 3): every
+    wire model, fed each sample with unknown fields added to every object, reads exactly what it reads without them."""
+    seen: set[type[pydantic.BaseModel]] = set()
+    for name, model in [*((n, m.SuccessEnvelope) for n in ENVELOPE_SAMPLES), *BARE_SAMPLES.items()]:
+        raw = json.loads(_sample(name))
+        plain, extra = model.model_validate(raw), model.model_validate(_with_extras(raw))
+        assert extra == plain, name
+        _reached(plain, seen)
+    built = {m.IntegrationEntry, m.HerdrVersion, m.HerdrFeatures}  # orch builds these itself, from text lines
+    wire = {cls for cls in vars(m).values() if isinstance(cls, type) and issubclass(cls, m.Wire) and cls is not m.Wire}
+    assert sorted(c.__name__ for c in wire - seen - built) == []
+
+
+def test_095_rows1_2_completion_seq_and_restore_error_are_read_when_herdr_sends_them() -> None:
+    agent = json.loads(_sample("agent_get.json"))
+    pane = json.loads(_sample("pane_get.json"))
+    assert (m.SuccessEnvelope.model_validate(agent).result.agent.completion_seq, m.SuccessEnvelope.model_validate(pane).result.pane.restore_error) == (None, None)  # type: ignore[union-attr]
+    agent["result"]["agent"]["completion_seq"] = 4
+    pane["result"]["pane"]["restore_error"] = "resume command exited with status 1"
+    assert (m.SuccessEnvelope.model_validate(agent).result.agent.completion_seq, m.SuccessEnvelope.model_validate(pane).result.pane.restore_error) == (  # type: ignore[union-attr]
+        4, "resume command exited with status 1")

@@ -58,11 +58,13 @@ class FakeHerdr:
     screens: dict[str, str] = field(default_factory=dict)
     explain_state: str = "unknown"
     prompts: list[tuple[str, str]] = field(default_factory=list)
+    completions: dict[str, int] = field(default_factory=dict)  # herdr 0.9.2+'s completion_seq; absent: an older herdr
 
     def _info(self, pane: str) -> AgentInfo:
         return AgentInfo(
             terminal_id="t", agent_status=self.states[pane], workspace_id="w1", tab_id="w1:t1", pane_id=pane,
             focused=False, revision=1, state_change_seq=self.seqs.get(pane, 1), name=f"feature-{pane[-1]}", agent="codex",
+            completion_seq=self.completions.get(pane),
         )  # fmt: skip
 
     def agent_list(self) -> tuple[AgentInfo, ...]:
@@ -248,6 +250,33 @@ def test_settled_worker_without_result_is_asked_once_then_surfaced(engine: Engin
     fourth = observe(engine, run_of(engine), once=True)
     assert [(o.what, o.text) for o in fourth.observations] == [("settled_without_result", "idle without a result after being asked for it")]
     assert len(herdr.prompts) == 1
+
+
+@pytest.mark.parametrize("herdr_095", [True, False], ids=["0.9.5", "before-0.9.2"])
+def test_a_done_flip_with_an_unchanged_completion_seq_is_no_finished_turn(engine: Engine, herdr: FakeHerdr, herdr_095: bool) -> None:
+    """herdr 0.9.2+ counts finished turns (../herdr-0.9.5/DELTA.md row 1): a worker whose packet was sent at
+    completion_seq 3 and that herdr now calls `done` with the counter still at 3 has not finished that turn (a leftover
+    done, or an idle<->done flip), so it is not asked for its result; once the counter moves it is. Without the
+    counter (before 0.9.2) today's evidence decides: settled across two check-ins."""
+    engine.ledger.transition(RUN, "feature-a", S.WORKING, S.FAILED)
+    effect = engine.ledger.intend(RUN, "feature-b", "agent_prompt", "feature-b:dispatch:1",
+                                  {"target": "feature-b", "pane_id": "w1:pb", "baseline_seq": 1, **({"baseline_completion_seq": 3} if herdr_095 else {})})
+    engine.ledger.confirm(effect, {"submitted": "yes", "accepted": True})
+    herdr.states["w1:pb"] = "done"
+    if herdr_095:
+        herdr.completions["w1:pb"] = 3
+    first, second = (observe(engine, run_of(engine), once=True) for _ in range(2))
+    flip = "herdr says done, but its completion_seq is still 3 (no turn finished since the last prompt); not asking for the result yet"
+    if herdr_095:
+        assert [[(o.what, o.text) for o in r.observations] for r in (first, second)] == [[("turn_not_finished", flip)]] * 2
+        assert herdr.prompts == []
+        herdr.completions["w1:pb"] = 4  # the turn finished: the counter moved
+        herdr.seqs["w1:pb"] = 2
+        third, fourth = (observe(engine, run_of(engine), once=True) for _ in range(2))
+        assert ([o.what for o in third.observations], [o.what for o in fourth.observations]) == ([], ["asked_for_result"])
+    else:
+        assert ([o.what for o in first.observations], [o.what for o in second.observations]) == ([], ["asked_for_result"])
+    assert len(herdr.prompts) == 1 and "kind=follow-up" in herdr.prompts[0][1]
 
 
 def test_worker_that_ignores_the_request_for_its_result_fails_with_that_evidence(engine: Engine, herdr: FakeHerdr) -> None:
