@@ -32,7 +32,6 @@ from orchestrator.errors import (
     HerdrUnavailable,
     HerdrWaitExpired,
     OrchError,
-    one_line,
 )
 from orchestrator.herdr_models import AgentInfo, AgentStatus
 from orchestrator.inbox import catch_up
@@ -314,6 +313,8 @@ def _enter_plan_mode(engine: Engine, worker: Worker) -> str | None:
     """Switch the agent to plan mode and confirm it on screen (orchestrator.agents); the reason when that cannot be done."""
     try:
         enter_plan_mode(engine, worker)
+    except HerdrUnavailable:
+        raise
     except OrchError as exc:
         return f"plan mode not confirmed, not sent: {exc.message}"
     return None
@@ -340,22 +341,10 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
             item.briefing = brief(engine, run, item.task)
         return _prompt(engine, name, item.briefing.text, wait=wait, timeout_ms=timeout_ms)
 
-    def once() -> PromptOutcome:
-        # In flight from an earlier process: orchestrator.messages.settle_prompt decides (done / not done / ask).
-        return engine.once(run.run_id, item.task, "agent_prompt", item.key, item.request, act, model=PromptOutcome, unknown_on=UNKNOWN)
-
     try:
-        try:
-            item.outcome = once()
-        except UNKNOWN as exc:
-            # We cannot tell whether herdr wrote the prompt, and a second one would be a second turn: the effect stays
-            # in flight and one read-back settles it now if the agent moved; else a later dispatch settles it.
-            why = one_line(exc.message)
-            try:
-                item.outcome = once()
-            except InFlightEffect:
-                item.report = _report(item, "unknown", f"prompt outcome unknown ({why}); left in flight, not re-sent: a later dispatch settles it by read-back")
-                return
+        # A lost call, or one an earlier process left in flight: orchestrator.messages.settle_prompt decides (done /
+        # not done / ask), never a second packet blindly (it would be a second turn).
+        item.outcome = engine.once(run.run_id, item.task, "agent_prompt", item.key, item.request, act, model=PromptOutcome, unknown_on=UNKNOWN)
     except InFlightEffect as exc:
         item.report = _report(item, "unknown", f"{exc.message}; not re-sent")
         return

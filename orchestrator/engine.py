@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from orchestrator import git
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
-from orchestrator.errors import HerdrTimeout, OrchError, one_line
+from orchestrator.errors import HerdrProtocolError, HerdrTimeout, OrchError, one_line
 from orchestrator.locations import LEDGER_FILE, run_dir
 from orchestrator.runlog import RunLog
 from registry import Effect, EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
@@ -126,6 +126,10 @@ class Engine:
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # Resolved plan snapshots, by path and content (see plan_for).
     _plans: dict[tuple[str, bytes], ResolvedPlan] = field(default_factory=dict, repr=False)
+    # An effect whose call was lost (timed out, killed, garbled) is read back this many times, this far apart,
+    # before the run stops to ask (Engine.settle_lost).
+    settle_attempts: int = 4
+    settle_pause_s: float = 1.0
 
     @classmethod
     def from_env(
@@ -285,16 +289,17 @@ class Engine:
         ``settle`` reads herdr or git back when an earlier process left the effect in flight and answers
         ``Done(result, how)`` (confirmed with that result), ``NotDone(how)`` (abandoned, then made now under the next
         attempt key) or ``CannotTell(question, command)`` (raises InFlightEffect naming both); how it decided is
-        journalled as an ``effect_settled`` fact. ``unknown_on``: exceptions that leave the outcome unknown (a
-        process timeout or killed herdr call, garbled output). The effect stays in flight instead of failing, so
-        the next call settles it by read-back rather than retrying it; the exception still propagates.
+        journalled as an ``effect_settled`` fact. ``unknown_on``: exceptions that leave the outcome unknown besides a
+        timed-out or killed herdr call and garbled output (always unknown). Such an outcome is never retried blindly:
+        it is settled here, in this process, by the same read-back (``settle_lost``); done returns its result, not
+        done makes it again under the next attempt key, and what read-back cannot tell raises InFlightEffect.
         """
         from orchestrator.effects import EFFECTS  # the table imports nothing of the engine, but names its kinds
 
         if kind not in EFFECTS:
             raise OrchError(f"effect kind {kind} is not in orchestrator.effects.EFFECTS; say there how read-back settles it")
         ledger = self.ledger
-        unknown: tuple[type[Exception], ...] = (*unknown_on, HerdrTimeout)
+        unknown: tuple[type[Exception], ...] = (*unknown_on, HerdrTimeout, HerdrProtocolError)
         attempt = 1
         while True:
             attempt_key = key if attempt == 1 else f"{key}#{attempt}"
@@ -304,27 +309,68 @@ class Engine:
                 continue
             if effect.status is EffectStatus.CONFIRMED:
                 return model.model_validate(effect.response)
-            if effect.is_new:
-                break
-            answer = self._apply(effect, settle() if settle is not None else self._read_back(run_id, effect))
-            if isinstance(answer, NotDone):
-                continue
-            if isinstance(answer, Done):
-                return model.model_validate(answer.result.model_dump(mode="json"))
-            raise self._cannot_tell(effect, answer)
+            if not effect.is_new:
+                answer = self._apply(effect, settle() if settle is not None else self._read_back(run_id, effect))
+                if isinstance(answer, NotDone):
+                    continue
+                if isinstance(answer, Done):
+                    return model.model_validate(answer.result.model_dump(mode="json"))
+                raise self._cannot_tell(effect, answer)
+            try:
+                result = act()
+            except unknown as exc:
+                # It may have happened: only a read-back may say, never a second attempt. Read-back needs to know it
+                # ran to its limit (or answered garbage), which is evidence of its own.
+                detail = {"effect_id": effect.id, "kind": kind, "key": effect.key, "error": type(exc).__name__, "message": one_line(str(exc))}
+                ledger.record_fact(run_id, "effect_unknown", task_label=task, detail=detail)
+                settled = self.settle_lost(run_id, effect, settle, exc)
+                if isinstance(settled, NotDone):
+                    continue  # proven not made: made now under the next attempt key
+                return model.model_validate(settled.result.model_dump(mode="json"))
+            except Exception as exc:
+                ledger.fail(effect, one_line(str(exc)) or type(exc).__name__)
+                raise
+            ledger.confirm(effect, result.model_dump(mode="json"))
+            return result
+
+    def settle_lost(self, run_id: str, effect: Effect, settle: Callable[[], Settlement[Any]] | None, lost: Exception) -> Done[Any] | NotDone:
+        """Settle an effect whose own call left its outcome unknown, in this process, by its kind's read-back.
+
+        Read back up to ``settle_attempts`` times with ``settle_pause_s`` between (a call that was slow, not lost,
+        lands meanwhile): done or not done as read-back says. A read-back that itself gets no answer means herdr is
+        not answering at all (HerdrUnavailable: the run stops until it is back, resume settles the effect). A
+        read-back that finds what the effect was about gone (HerdrNotFound) abandons the effect and raises that
+        error, which the phase meets as it would without the lost call. What read-back still cannot tell raises
+        InFlightEffect with the person's question (the effect stays in flight, ``orch resume`` asks again).
+        """
+        import tenacity  # only when a call was lost: most orch processes never need it
+
+        from orchestrator.errors import HerdrNotFound, HerdrUnavailable
+
+        def read_back() -> Done[Any] | NotDone | CannotTell:
+            return self._apply(effect, settle() if settle is not None else self._read_back(run_id, effect))
+
+        retrying = tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(max(1, self.settle_attempts)),
+            wait=tenacity.wait_fixed(self.settle_pause_s),
+            retry=tenacity.retry_if_result(lambda answer: isinstance(answer, CannotTell)) | tenacity.retry_if_exception_type(HerdrTimeout),
+            sleep=self.clock.sleep,
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome is not None else None,
+        )
         try:
-            result = act()
-        except unknown as exc:
-            # It may have happened: only a read-back may say, never a second attempt. Read-back needs to know it
-            # ran to its limit (or answered garbage), which is evidence of its own.
-            detail = {"effect_id": effect.id, "kind": kind, "key": effect.key, "error": type(exc).__name__, "message": one_line(str(exc))}
-            ledger.record_fact(run_id, "effect_unknown", task_label=task, detail=detail)
+            answer = retrying(read_back)
+        except HerdrTimeout as exc:
+            raise HerdrUnavailable(
+                f"herdr did not answer the read-back of {effect.kind} (effect {effect.id}) after its call was lost: {exc.message}",
+                call=exc.call, hint=exc.hint,
+            ) from None
+        except HerdrNotFound as exc:
+            self._settled(effect, "not_done", f"read-back found it gone: {exc.message}")
+            self.ledger.abandon(effect, f"read back: gone ({one_line(exc.message)})")
             raise
-        except Exception as exc:
-            ledger.fail(effect, one_line(str(exc)) or type(exc).__name__)
-            raise
-        ledger.confirm(effect, result.model_dump(mode="json"))
-        return result
+        if isinstance(answer, (Done, NotDone)):
+            return answer
+        raise self._cannot_tell(effect, answer if isinstance(answer, CannotTell) else CannotTell("", ""), lost=lost)
 
     def settle_effect(self, run: Run, effect: Effect) -> Done[Any] | NotDone | CannotTell:
         """Settle one in-flight effect by its kind's read-back (orchestrator.effects): confirmed with what read-back
@@ -351,8 +397,12 @@ class Engine:
         return done
 
     @staticmethod
-    def _cannot_tell(effect: Effect, answer: CannotTell) -> InFlightEffect:
-        what = f"{effect.kind} for {effect.task_label or effect.run_id} (effect {effect.id}) was started by an earlier orch process and read-back cannot tell whether it happened"
+    def _cannot_tell(effect: Effect, answer: CannotTell, lost: Exception | None = None) -> InFlightEffect:
+        if lost is not None:
+            why = type(lost).__name__
+            what = f"{effect.kind} for {effect.task_label or effect.run_id} (effect {effect.id}) got no answer from herdr ({why}) and read-back cannot tell whether it happened"
+        else:
+            what = f"{effect.kind} for {effect.task_label or effect.run_id} (effect {effect.id}) was started by an earlier orch process and read-back cannot tell whether it happened"
         if answer.question:
             return InFlightEffect(f"{what}: {answer.question}", hint=answer.command)
         return InFlightEffect(

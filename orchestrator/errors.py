@@ -77,7 +77,7 @@ def one_line(text: str) -> str:
     return " / ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
 
-class HerdrError(OrchError):
+class HerdrFailure(OrchError):
     """A herdr call failed; ``call`` holds argv, exit code, stdout and stderr, ``code`` herdr's error code if any."""
 
     def __init__(
@@ -95,14 +95,23 @@ class HerdrError(OrchError):
         self.herdr_message = herdr_message
 
 
-class HerdrMissing(HerdrError):
-    """The herdr binary could not be executed (not installed, not on PATH, not executable)."""
+class HerdrError(HerdrFailure):
+    """herdr answered this call with a failure about what it was asked (or the call itself went wrong)."""
+
+
+class HerdrUnavailable(HerdrFailure):
+    """The herdr server is not running or refuses connections: the whole run waits for herdr, no worker fails for it.
+
+    Deliberately not a HerdrError: a phase's ``except HerdrError`` means "herdr said no about this pane, agent or
+    worktree", and an outage must never be read as that (a worker failed for good, an agent taken as gone). It
+    reaches `orch run`, which stops the run interrupted until herdr is back (orchestrator.run).
+    """
 
     exit_code = ExitCode.HERDR_UNAVAILABLE
 
 
-class HerdrUnavailable(HerdrError):
-    """The herdr server is not running or refuses connections; reads may retry, the run cannot proceed."""
+class HerdrMissing(HerdrError):
+    """The herdr binary could not be executed (not installed, not on PATH, not executable)."""
 
     exit_code = ExitCode.HERDR_UNAVAILABLE
 
@@ -190,7 +199,7 @@ class HerdrDirtyWorktree(HerdrCommandError):
 
 
 # herdr error code -> exception class; codes not listed become a plain HerdrCommandError (CONTRACT.md §11).
-HERDR_ERROR_BY_CODE: dict[str, type[HerdrError]] = {
+HERDR_ERROR_BY_CODE: dict[str, type[HerdrFailure]] = {
     "workspace_not_found": HerdrNotFound,
     "tab_not_found": HerdrNotFound,
     "pane_not_found": HerdrNotFound,

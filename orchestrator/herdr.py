@@ -28,7 +28,7 @@ from orchestrator.errors import (
     HerdrCall,
     HerdrCallLost,
     HerdrCommandError,
-    HerdrError,
+    HerdrFailure,
     HerdrMissing,
     HerdrPaneBusy,
     HerdrProtocolError,
@@ -579,7 +579,7 @@ class HerdrCli:
             return self._once(argv, limit)
         return retrying(self._once, argv, limit)
 
-    def _retrying(self, attempts: int, wait_s: float, error: type[HerdrError]) -> tenacity.Retrying:
+    def _retrying(self, attempts: int, wait_s: float, error: type[HerdrFailure]) -> tenacity.Retrying:
         return tenacity.Retrying(
             stop=tenacity.stop_after_attempt(attempts),
             wait=tenacity.wait_fixed(wait_s),
@@ -676,7 +676,7 @@ def echo_line(call: HerdrCall) -> str:
     return f"herdr> {argv}  [{outcome}, {call.seconds:.2f}s]"
 
 
-def error_for(call: HerdrCall) -> HerdrError:
+def error_for(call: HerdrCall) -> HerdrFailure:
     """Map a failed herdr call to its typed error (CONTRACT §0): the one place exit codes are interpreted."""
     stderr_lines = [line for line in call.stderr.splitlines() if line.strip()]
     last = stderr_lines[-1].strip() if stderr_lines else ""

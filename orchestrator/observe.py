@@ -12,7 +12,7 @@ from orchestrator.dialogs import approval_form, flat
 from orchestrator.dispatch import completion_baseline
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.quirks import excerpt
-from orchestrator.errors import HerdrError, HerdrMissing, OrchError
+from orchestrator.errors import HerdrError, HerdrMissing, HerdrUnavailable, OrchError
 from orchestrator.fleet import advance
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
@@ -176,7 +176,8 @@ class _Round:
             # No herdr binary at all is no passing outage: checking in again cannot help, so say so (exit 3).
             raise
         except HerdrError as exc:
-            # A timeout or an unreachable server is a check-in without news, never a verdict on any worker.
+            # A timeout is a check-in without news, never a verdict on any worker (an unreachable server is no
+            # HerdrError: it stops the run until herdr is back, orchestrator.run).
             self.note(None, "herdr_unavailable", exc.message)
             return False
         for message in self.ledger.list_inbox(self.run.run_id, unhandled=True):
@@ -257,6 +258,8 @@ class _Round:
             high_water = max((m.id for m in self.ledger.list_inbox(self.run.run_id)), default=0)
             try:
                 messages.send_message(self.engine, self.run, task, "follow-up", REPEAT_REQUEST, key=repeat_key(task, merge.inbox_id, high_water), agent_status=status)
+            except HerdrUnavailable:
+                raise  # herdr is down: the run stops for it (orchestrator.run), nothing is decided about this worker
             except OrchError as exc:
                 self.note(task, "send_failed", f"request to repeat its last message not sent: {exc.message}", merge.inbox_id)
                 continue
@@ -317,6 +320,8 @@ class _Round:
             # One key per question: a later attempt replays a confirmed send, and settles an unknown one by read-back
             # (engine.once), so the answer is never sent twice.
             messages.send_message(self.engine, self.run, task, "answer", planned.answer, key=f"{task}:answer:{question_id}", agent_status=status)
+        except HerdrUnavailable:
+            raise  # herdr is down: the answer is still owed once it is back
         except (OrchError, StaleState) as exc:
             text = exc.message if isinstance(exc, OrchError) else str(exc)
             # read back could not tell whether it landed: only the person can say (`orch resume --settle`)
@@ -477,6 +482,8 @@ class _Round:
             return True
         try:
             messages.send_message(self.engine, self.run, task, "follow-up", ASK_FOR_RESULT, key=key, agent_status=status)
+        except HerdrUnavailable:
+            raise
         except OrchError as exc:
             self.note(task, "send_failed", f"request for the missing result not sent: {exc.message}")
             return False

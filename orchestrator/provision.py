@@ -26,11 +26,12 @@ from orchestrator.dialogs import DialogStop, answer_trust_dialog
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.errors import (
     HerdrAgentNotReady,
-    HerdrCallLost,
     HerdrError,
     HerdrNameTaken,
     HerdrNotFound,
     HerdrPaneBusy,
+    HerdrTimeout,
+    HerdrUnavailable,
     HerdrWaitExpired,
     HerdrWorktreeCreateFailed,
     OrchError,
@@ -901,11 +902,14 @@ def _guarded(rnd: _Round, job: _Job, stage: Callable[[_Round, _Job], None]) -> N
     except _Blocked as blocked:
         job.notes.append("left in provisioning: its agent waits at a start-up dialog")
         job.error = blocked.message
-    except HerdrCallLost as exc:
-        # The herdr process died of a signal: its effect (left in flight by Engine.once) is an unknown outcome to
-        # settle by read-back at the next provisioning round or resume, not a failure of the worker.
-        job.notes.append("left in provisioning: a herdr call died of a signal; read-back settles its effect next")
+    except HerdrTimeout as exc:
+        # A herdr call that ran to its limit or died of a signal (a read, or a read-back that could not settle an
+        # effect): an unknown outcome, not a failure of the worker. It stays in provisioning; read-back settles any
+        # effect left in flight at the next round or resume.
+        job.notes.append("left in provisioning: a herdr call did not answer; read-back settles its effect next")
         job.error = exc.message
+    except HerdrUnavailable:
+        raise  # herdr is down: no worker fails for it, the run stops until herdr is back (orchestrator.run)
     except OrchError as exc:
         _fail(rnd, job, "herdr", exc.message)
     if job.error is not None or rnd.worker(job.task).state is not WorkerState.PROVISIONING:

@@ -20,7 +20,7 @@ from orchestrator.agents import AGENTS
 from orchestrator.engine import Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.transcripts import save_transcript
 from orchestrator.schedule import AGENT_EXITED
-from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, OrchError, one_line
+from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, HerdrUnavailable, OrchError, one_line
 from orchestrator.report import Wait, open_wait
 from packets import inert_line
 from registry import Effect, Run, Worker
@@ -461,6 +461,8 @@ def _stop_working(engine: Engine, run: Run, ladder: _Ladder, timeout_s: float) -
     body = f"Your task is over (disposition: {disposition}). Stop now, do not send a result, and end your turn."
     try:
         messages.send_message(engine, run, task, "stop", body, key=f"{task}:retire{ladder.round}:stop", agent_status="working")
+    except HerdrUnavailable:
+        raise  # herdr is down: retiring waits for it (orchestrator.run)
     except (OrchError, HerdrCommandError) as exc:
         return f"working (stop not sent: {one_line(exc.message)})"
     ladder.items.append(Item(kind="agent", id=worker.pane_id or task, action="stopped"))

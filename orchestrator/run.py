@@ -15,8 +15,8 @@ from types import FrameType
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.effects import settle_in_flight
-from orchestrator.engine import Engine
-from orchestrator.errors import ExitCode, OrchError, one_line
+from orchestrator.engine import CannotTell, Engine
+from orchestrator.errors import ExitCode, HerdrError, HerdrTimeout, HerdrUnavailable, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
 from orchestrator.observe import Observation, answers_owed, check_in
@@ -54,6 +54,29 @@ class Interrupted(OrchError):
     """The person stopped the run (Ctrl-C or SIGTERM); workers and evidence stay in place."""
 
     exit_code = ExitCode.INTERRUPTED
+
+
+class HerdrDown(OrchError):
+    """herdr stopped answering (not running, refusing connections, or not answering a read-back): the run is
+    interrupted, nothing is failed for it, and `orch resume` continues once herdr is back."""
+
+    exit_code = ExitCode.HERDR_UNAVAILABLE
+
+
+# herdr itself is down, not a thing herdr was asked about: the run waits for it.
+OUTAGE = (HerdrUnavailable, HerdrTimeout)
+
+
+def _herdr_down(engine: Engine, run: Run, stage: str, exc: OrchError) -> HerdrDown:
+    """Record the run as interrupted by an outage (with its report) and say, in one line, what to do."""
+    stopped = f"herdr is down during {stage}"
+    engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
+    write_report(engine, engine.ledger.get_run(run.run_id))
+    why = one_line(exc.message)
+    return HerdrDown(
+        f"herdr is down: {why}; run {run.run_id} stopped during {stage}, no worker was failed for it, workers and evidence are in place: "
+        f"`orch resume {run.run_id}` once it is back"
+    )
 
 
 @contextmanager
@@ -135,6 +158,11 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                     engine.clock.sleep(interval)
                     continue
                 break
+            # A run never goes on to integrate, retire and finish with an effect whose outcome is unknown: what
+            # read-back settles now is settled, what it cannot is the person's one question.
+            questions = unsettled(engine, run)
+            if questions:
+                return _stop_for_effects(engine, run, progress, questions)
             waiting = [w for w in ledger.list_workers(run.run_id) if w.state in WAITING_ON_PERSON]
             if waiting:
                 return _stop_for_person(engine, run, progress, waiting)
@@ -149,6 +177,8 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
             stage = "retire"
             retire(engine, run, keep=keep)
             show()
+    except OUTAGE as exc:
+        raise _herdr_down(engine, run, stage, exc) from None
     except KeyboardInterrupt:
         ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=f"interrupted during {stage}")
         report, _ = write_report(engine, ledger.get_run(run.run_id))
@@ -181,6 +211,34 @@ def _stopped(engine: Engine, run: Run, stage: str, exc: OrchError) -> OrchError:
     stopped = OrchError(f"run {run.run_id} stopped during {stage}: {what}{written}", hint=exc.hint or f"fix the cause, then `orch resume {run.run_id}`")
     stopped.exit_code = exc.exit_code
     return stopped
+def unsettled(engine: Engine, run: Run) -> list[str]:
+    """Settle every effect of the run still in flight by read-back; one line (question -> command) per one left."""
+    lines = []
+    for effect in engine.ledger.in_flight(run.run_id):
+        who = effect.task_label or "the run"
+        try:
+            answer = engine.settle_effect(run, effect)
+        except HerdrError as exc:
+            lines.append(
+                f"{effect.kind} for {who} (effect {effect.id}) is in flight and its read-back failed: {one_line(exc.message)} "
+                f"-> look at herdr, then `orch resume {run.run_id}`"
+            )
+            continue
+        if isinstance(answer, CannotTell):
+            what = f"{effect.kind} for {who} (effect {effect.id}): read-back cannot tell whether it happened"
+            question = f"{what}: {answer.question}" if answer.question else what
+            lines.append(f"{question} -> {answer.command or f'look at herdr and git, then `orch resume {run.run_id}`'}")
+    return lines
+
+
+def _stop_for_effects(engine: Engine, run: Run, progress: Progress, questions: Sequence[str]) -> RunOutcome:
+    """An effect's outcome stays unknown after read-back: stop, resumable, with the question and its command."""
+    for line in questions:
+        progress.note(f"unsettled: {line}", engine.clock.now())
+    stopped = f"waiting for the person: {len(questions)} side effect(s) read-back cannot settle"
+    engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
+    report, _ = write_report(engine, engine.ledger.get_run(run.run_id))
+    return RunOutcome(run_id=run.run_id, finished=False, stopped_at=stopped, report=report, exit_code=int(VERDICT_EXIT[report.verdict]))
 
 
 def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequence[Worker]) -> RunOutcome:
@@ -285,6 +343,8 @@ def resume_run(
                 )
             for question in settle_in_flight(engine, run):
                 progress.note(f"cannot tell by read-back: {question.question} -> {question.command}", engine.clock.now())
+    except OUTAGE as exc:
+        raise _herdr_down(engine, run, "resume", exc) from None
     except KeyboardInterrupt:
         engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at="interrupted while resuming")
         raise Interrupted(f"run {run.run_id} interrupted while resuming", hint=f"continue with `orch resume {run.run_id}`") from None

@@ -298,13 +298,16 @@ def test_unknown_prompt_outcome_stays_in_flight_and_is_never_repeated(tmp_path: 
 
     assert [(w.outcome, w.state, w.detail) for w in first.workers] == [(
         "unknown", "ready",
-        "prompt outcome unknown (herdr agent prompt: no answer within 75 s (killed)); left in flight, not re-sent: a later dispatch settles it by read-back",
+        "agent_prompt for api-pagination (effect 1) got no answer from herdr (HerdrTimeout) and read-back cannot tell whether it happened: "
+        "the packet to api-pagination ended without an answer (HerdrTimeout) and api-pagination (idle) shows no sign of it: did it arrive? "
+        "Read its pane (`herdr agent read api-pagination`); not re-sent",
     )]
     assert first.prompts_sent == 1 and second.prompts_sent == 0
     assert [(w.outcome, w.state) for w in second.workers] == [("unknown", "ready")]
-    # One prompt; every later look is a read-back of state and screen (right after the timeout, then on the second dispatch).
+    # One prompt; every later look is a read-back of state and screen (four right after the timeout, a pause apart,
+    # then one on the second dispatch).
     look = [("agent get", "api-pagination"), ("agent read", "api-pagination", "recent", "400")]
-    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination"), *look, *look]
+    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination"), *look * 4, *look]
     effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
     assert effect is not None and effect.status is EffectStatus.INTENDED
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone
-from orchestrator.errors import HerdrError, HerdrTimeout
+from orchestrator.errors import HerdrCallLost, HerdrError, HerdrNotFound, HerdrProtocolError, HerdrTimeout, HerdrUnavailable
 from orchestrator.herdr import HerdrCli
 from registry import EffectStatus
 
@@ -76,39 +76,33 @@ def test_a_failed_effect_is_retried_under_a_new_attempt_key(engine: Engine) -> N
     assert statuses(engine) == [("split", "failed"), ("split#2", "confirmed")]
 
 
-def test_an_unknown_outcome_stays_in_flight_and_is_settled_by_read_back(engine: Engine) -> None:
-    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
-    with pytest.raises(HerdrTimeout):
-        once(engine, acts, unknown_on=(HerdrTimeout,))
-    assert statuses(engine) == [("split", "intended")]
-
-    acts.found = Made(pane_id="w1:p7")
-    assert once(engine, acts, unknown_on=(HerdrTimeout,)) == Made(pane_id="w1:p7")
-    assert (acts.acted, acts.settled) == (1, 1)
-    effect = engine.ledger.find_effect(RUN_ID, "split")
-    assert effect is not None and effect.status is EffectStatus.CONFIRMED and effect.response == {"pane_id": "w1:p7"}
+LOST = HerdrTimeout("herdr pane split: no answer within 30 s (killed)")
 
 
-def test_an_unknown_outcome_that_read_back_cannot_find_is_never_retried(engine: Engine) -> None:
-    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
-    with pytest.raises(HerdrTimeout):
-        once(engine, acts, unknown_on=(HerdrTimeout,))
-    for _ in range(2):
-        with pytest.raises(InFlightEffect) as caught:
-            once(engine, acts, unknown_on=(HerdrTimeout,))
-    assert caught.value.message == "pane_split for w1:p1-20261130T080000Z (effect 1) was started by an earlier orch process and read-back cannot tell whether it happened"
-    assert (acts.acted, acts.settled) == (1, 2)
-    assert statuses(engine) == [("split", "intended")]
+def unknown_facts(engine: Engine) -> list[dict[str, object]]:
+    return [e.detail for e in engine.ledger.events(RUN_ID) if e.kind == "effect_unknown"]
 
 
 def settled_facts(engine: Engine) -> list[dict[str, object]]:
     return [e.detail for e in engine.ledger.events(RUN_ID) if e.kind == "effect_settled"]
 
 
-def test_read_back_that_proves_an_effect_did_not_happen_makes_it_now_under_the_next_attempt_key(engine: Engine) -> None:
-    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
-    with pytest.raises(HerdrTimeout):
-        once(engine, acts)  # a timeout is an unknown outcome even when the caller lists none
+def test_a_lost_call_is_settled_by_read_back_in_the_same_call_and_the_phase_goes_on(engine: Engine) -> None:
+    acts = Acts(LOST)
+    acts.found = Made(pane_id="w1:p7")
+
+    assert once(engine, acts) == Made(pane_id="w1:p7")
+
+    assert (acts.acted, acts.settled) == (1, 1)
+    effect = engine.ledger.find_effect(RUN_ID, "split")
+    assert effect is not None and effect.status is EffectStatus.CONFIRMED and effect.response == {"pane_id": "w1:p7"}
+    assert unknown_facts(engine) == [{"effect_id": 1, "kind": "pane_split", "key": "split", "error": "HerdrTimeout", "message": "herdr pane split: no answer within 30 s (killed)"}]
+
+
+@pytest.mark.parametrize("lost", [LOST, HerdrCallLost("herdr pane split: the herdr process died of signal 9; its outcome is unknown"),
+                                  HerdrProtocolError("herdr pane split: unexpected exit 0: garbage")])
+def test_read_back_that_proves_a_lost_call_did_not_happen_makes_it_again_under_the_next_attempt_key(engine: Engine, lost: Exception) -> None:
+    acts = Acts(lost)
     acts.found = NotDone("no pane in the checkout")  # type: ignore[assignment]
 
     assert once(engine, acts) == Made(pane_id="w1:p2")
@@ -119,10 +113,8 @@ def test_read_back_that_proves_an_effect_did_not_happen_makes_it_now_under_the_n
     assert engine.ledger.find_effect(RUN_ID, "split").error == "read back: not done (no pane in the checkout)"  # type: ignore[union-attr]
 
 
-def test_read_back_that_proves_an_effect_happened_confirms_it_with_how_it_decided(engine: Engine) -> None:
-    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
-    with pytest.raises(HerdrTimeout):
-        once(engine, acts)
+def test_read_back_that_proves_a_lost_call_happened_confirms_it_with_how_it_decided(engine: Engine) -> None:
+    acts = Acts(LOST)
     acts.found = Done(Made(pane_id="w1:p9"), "pane w1:p9 is in the checkout")  # type: ignore[assignment]
 
     assert once(engine, acts) == Made(pane_id="w1:p9")
@@ -131,20 +123,76 @@ def test_read_back_that_proves_an_effect_happened_confirms_it_with_how_it_decide
     assert settled_facts(engine) == [{"effect_id": 1, "kind": "pane_split", "key": "split", "answer": "done", "how": "pane w1:p9 is in the checkout"}]
 
 
-def test_read_back_that_cannot_tell_asks_one_question_with_the_command_that_answers_it(engine: Engine) -> None:
-    acts = Acts(HerdrTimeout("herdr pane split: no answer within 30 s (killed)"))
-    with pytest.raises(HerdrTimeout):
-        once(engine, acts)
+class Landing(Acts):
+    """Read-back cannot tell at first; the effect shows up on the third read (a slow call, not a lost one)."""
+
+    def settle(self) -> Made | CannotTell:  # type: ignore[override]
+        self.settled += 1
+        return Made(pane_id="w1:p5") if self.settled == 3 else CannotTell("did the split land?", "orch resume --settle 1=sent")
+
+
+def test_read_back_is_repeated_with_a_pause_until_it_can_tell(engine: Engine) -> None:
+    acts = Landing(LOST)
+
+    assert once(engine, acts) == Made(pane_id="w1:p5")
+
+    assert (acts.acted, acts.settled) == (1, 3)
+    assert engine.clock.slept == [1.0, 1.0]  # type: ignore[attr-defined]
+    assert statuses(engine) == [("split", "confirmed")]
+
+
+def test_read_back_that_never_can_tell_stops_with_one_question_and_the_command_that_answers_it(engine: Engine) -> None:
+    acts = Acts(LOST)
     acts.found = CannotTell("did the split land?", "orch resume --settle 1=sent")  # type: ignore[assignment]
 
     with pytest.raises(InFlightEffect) as caught:
         once(engine, acts)
 
     assert (caught.value.message, caught.value.hint) == (
-        "pane_split for w1:p1-20261130T080000Z (effect 1) was started by an earlier orch process and read-back cannot tell whether it happened: did the split land?",
+        "pane_split for w1:p1-20261130T080000Z (effect 1) got no answer from herdr (HerdrTimeout) and read-back cannot tell whether it happened: did the split land?",
         "orch resume --settle 1=sent",
     )
+    assert (acts.acted, acts.settled) == (1, 4)
+    assert engine.clock.slept == [1.0, 1.0, 1.0]  # type: ignore[attr-defined]
     assert statuses(engine) == [("split", "intended")]
+    # A later process (`orch resume`) asks the same read-back again, never repeats the call.
+    with pytest.raises(InFlightEffect) as again:
+        once(engine, acts)
+    assert again.value.message == "pane_split for w1:p1-20261130T080000Z (effect 1) was started by an earlier orch process and read-back cannot tell whether it happened: did the split land?"
+    assert acts.acted == 1
+
+
+class Silent(Acts):
+    def settle(self) -> Made | None:
+        self.settled += 1
+        raise HerdrTimeout("herdr pane get: no answer within 30 s (killed)")
+
+
+def test_a_read_back_herdr_does_not_answer_either_is_herdr_down_and_leaves_the_effect_in_flight(engine: Engine) -> None:
+    acts = Silent(LOST)
+
+    with pytest.raises(HerdrUnavailable) as caught:
+        once(engine, acts)
+
+    assert caught.value.message == "herdr did not answer the read-back of pane_split (effect 1) after its call was lost: herdr pane get: no answer within 30 s (killed)"
+    assert (acts.acted, acts.settled) == (1, 4)
+    assert statuses(engine) == [("split", "intended")]
+
+
+class Gone(Acts):
+    def settle(self) -> Made | None:
+        self.settled += 1
+        raise HerdrNotFound("herdr pane get: pane_not_found: no pane w1:p1", code="pane_not_found")
+
+
+def test_a_read_back_that_finds_its_subject_gone_abandons_the_effect_and_says_so(engine: Engine) -> None:
+    acts = Gone(LOST)
+
+    with pytest.raises(HerdrNotFound):
+        once(engine, acts)
+
+    assert statuses(engine) == [("split", "abandoned")]
+    assert settled_facts(engine) == [{"effect_id": 1, "kind": "pane_split", "key": "split", "answer": "not_done", "how": "read-back found it gone: herdr pane get: pane_not_found: no pane w1:p1"}]
 
 
 def test_an_effect_kind_missing_from_the_effects_table_is_refused_before_anything_is_recorded(engine: Engine) -> None:

@@ -326,10 +326,10 @@ ERROR_CASES = [
     ids=[case[0] for case in ERROR_CASES],
 )
 def test_failures_map_to_typed_one_line_errors_with_the_call_attached(
-    rc: int, stdout: str, stderr: str, cls: type[e.HerdrError], code: str | None, message: str, exit_code: ExitCode
+    rc: int, stdout: str, stderr: str, cls: type[e.HerdrFailure], code: str | None, message: str, exit_code: ExitCode
 ) -> None:
     runner = FakeRunner((rc, stdout, stderr))
-    with pytest.raises(e.HerdrError) as info:
+    with pytest.raises(e.HerdrFailure) as info:
         make_cli(runner, retry=RetryPolicy(read_attempts=1)).agent_get("reviewer")
     err = info.value
     assert (type(err), err.code, str(err), err.exit_code) == (cls, code, message, exit_code)
@@ -463,7 +463,7 @@ def test_agent_start_does_not_retry_other_failures() -> None:
 def test_effects_and_waits_are_never_retried(call: Callable[[HerdrCli], Any], failure: tuple[int, str, str]) -> None:
     runner = FakeRunner(failure)
     sleeps: list[float] = []
-    with pytest.raises(e.HerdrError):
+    with pytest.raises(e.HerdrFailure):
         call(make_cli(runner, sleeps))
     assert (len(runner.argvs), sleeps) == (1, [])
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,12 +12,12 @@ import pytest
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.errors import OrchError
+from orchestrator.errors import ExitCode, OrchError
 from orchestrator.evidence import Verification
-from orchestrator.herdr import HerdrCli
+from orchestrator.herdr import HerdrCli, RetryPolicy
 from orchestrator.progress import Progress
 from orchestrator.git import GitError
-from orchestrator.run import _stop_for_person, _stopped, resume_run
+from orchestrator.run import HerdrDown, _stop_for_person, _stopped, resume_run
 from registry import WorkerState
 
 S = WorkerState
@@ -146,4 +147,32 @@ def test_a_run_stopped_by_an_error_is_left_resumable_with_its_report_and_says_so
     after = engine.ledger.get_run(RUN)
     assert (after.status, after.stopped_at) == ("interrupted", "stopped during integrate: git merge failed: / fatal: refusing to merge unrelated histories")
     assert report.read_text().startswith(f"# Herdr orchestration report: {RUN}\n")
+    engine.close()
+
+
+def _no_server(argv: object, *, env: object, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess(list(argv), 1, "", 'Error: Os { code: 111, kind: ConnectionRefused, message: "Connection refused" }\n')  # type: ignore[call-overload]
+
+
+def test_herdr_down_while_resuming_stops_the_run_interrupted_in_one_line_and_fails_nothing(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    herdr = HerdrCli("herdr", runner=_no_server, retry=RetryPolicy(read_attempts=1))
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock(), env={})
+    engine.ledger.create_run(RUN, controller_target="w1:p1", fields={"controller_kind": "run", "workspace_id": "w2", "repo_tab_id": "w2:t1"})
+    engine.ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x")
+    engine.ledger.intend(RUN, "feature-a", "pane_split", "feature-a:pane_split", {"pane": "w2:p1", "cwd": str(tmp_path)})
+
+    with pytest.raises(HerdrDown) as raised:
+        resume_run(engine, RUN, Progress(io.StringIO(), live=False))
+
+    assert (raised.value.message, raised.value.hint, raised.value.exit_code) == (
+        f"herdr is down: herdr pane get: herdr server is not running; run {RUN} stopped during resume, no worker was failed for it, "
+        f"workers and evidence are in place: `orch resume {RUN}` once it is back",
+        None, ExitCode.HERDR_UNAVAILABLE,
+    )
+    run = engine.ledger.get_run(RUN)
+    assert (run.status, run.stopped_at) == ("interrupted", "herdr is down during resume")
+    assert [(w.task_label, w.state) for w in engine.ledger.list_workers(RUN)] == [("feature-a", S.PROVISIONING)]
+    assert [str(e.status) for e in engine.ledger.list_effects(RUN)] == ["intended"]  # settled once herdr is back
+    assert (engine.run_dir(RUN) / "report.md").exists()
     engine.close()
