@@ -1,8 +1,7 @@
-"""The plan file (`plan.toml`): its model, its file claims, and its resolution into placed workers under the Layout Contract."""
+"""The plan file (`plan.toml`): its model and its resolution into placed workers under the Layout Contract."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 import textwrap
@@ -16,6 +15,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, ValidationInfo, field_validator
 from tabulate import tabulate
 
+from orchestrator import claims
 from orchestrator.config import Settings, dotted, read_toml, validation_problems
 from orchestrator.errors import ConfigError
 from orchestrator.layout import (
@@ -63,14 +63,13 @@ _Items = Annotated[tuple[_Item, ...], Field(max_length=LIST_MAX)]
 
 def _claim_pattern(pattern: str) -> str:
     # An item validator, so every bad pattern of a list gets its own line (`claim[3]: ...`), not only the first.
-    if problem := claim_pattern_problem(pattern):
+    if problem := claims.pattern_problem(pattern):
         raise ValueError(problem)
     return pattern
 
 
 _ClaimPatterns = Annotated[tuple[Annotated[_Item, AfterValidator(_claim_pattern)], ...], Field(max_length=LIST_MAX)]
 
-_GLOB_MAGIC = re.compile(r"[*?\[]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -274,65 +273,6 @@ class ResolvedPlan(BaseModel):
     def message_limit(self) -> int:
         """The inbound message size limit: `defaults.message_limit_bytes`, else the policy's."""
         return self.plan.defaults.message_limit_bytes or self.policy.policy.message_limit_bytes
-
-
-# --- file claims -------------------------------------------------------------------------------------------------
-
-
-def claim_pattern_problem(pattern: str) -> str | None:
-    """Why ``pattern`` is not a usable claim (relative, `/`-separated, no `.`/`..`, `**` only as a whole segment), or None."""
-    if not pattern:
-        return "an empty pattern claims nothing; leave the claim empty for read-only work"
-    if pattern.startswith("/") or "\\" in pattern:
-        return f"{quote(pattern)} must be relative to the checkout, with / separators"
-    for segment in pattern.removesuffix("/").split("/"):
-        if segment in ("", ".", ".."):
-            return f"{quote(pattern)} has an empty, . or .. path segment"
-        if "**" in segment and segment != "**":
-            return f"{quote(pattern)}: ** must be a whole path segment"
-    return None
-
-
-def _segments(pattern: str) -> list[str]:
-    parts = pattern.removesuffix("/").split("/")
-    # Any pattern may name a directory and then covers everything below it (the orchestrator.claims grammar the
-    # verifier uses), so every pattern ends in an implicit `**`.
-    return parts if parts[-1] == "**" else [*parts, "**"]
-
-
-def claims_may_overlap(a: str, b: str) -> bool:
-    """False only when no path can fall under both patterns; anything orch cannot prove disjoint counts as overlapping."""
-    for x, y in zip(_segments(a), _segments(b), strict=False):
-        # Segments line up from the start until the first `**`; after it, any path could be under both.
-        if x == "**" or y == "**":
-            return True
-        if _segments_disjoint(x, y):
-            return False
-    return True
-
-
-def _segments_disjoint(x: str, y: str) -> bool:
-    magic_x, magic_y = bool(_GLOB_MAGIC.search(x)), bool(_GLOB_MAGIC.search(y))
-    if not magic_x and not magic_y:
-        return x != y
-    if not magic_x:
-        return not fnmatch.fnmatchcase(x, y)
-    if not magic_y:
-        return not fnmatch.fnmatchcase(y, x)
-    # Two globs: every match starts with the literal text before the first wildcard and ends with the text after the last.
-    px, py = _literal_prefix(x), _literal_prefix(y)
-    qx, qy = _literal_suffix(x), _literal_suffix(y)
-    return not (px.startswith(py) or py.startswith(px)) or not (qx.endswith(qy) or qy.endswith(qx))
-
-
-def _literal_prefix(segment: str) -> str:
-    match = _GLOB_MAGIC.search(segment)
-    return segment[: match.start()] if match else segment
-
-
-def _literal_suffix(segment: str) -> str:
-    last = max(segment.rfind(ch) for ch in "*?[]")
-    return segment[last + 1 :]
 
 
 # --- loading and resolution ----------------------------------------------------------------------------------------
@@ -619,7 +559,7 @@ def _overlap_problems(workers: list[ResolvedWorker], source: str) -> list[str]:
     for first, second in combinations(workers, 2):
         if first.worktree.branch != second.worktree.branch:
             continue  # separate worktrees isolate overlapping edits
-        pair = next(((a, b) for b in second.worker.claim for a in first.worker.claim if claims_may_overlap(a, b)), None)
+        pair = next(((a, b) for b in second.worker.claim for a in first.worker.claim if claims.may_overlap(a, b)), None)
         if pair is not None:
             problems.append(
                 f"{source}: workers[{second.index}] ({second.task}).claim: {quote(pair[1])} may overlap {quote(pair[0])} claimed by "

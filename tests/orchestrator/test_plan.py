@@ -8,10 +8,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from orchestrator import claims
 from orchestrator.config import Settings, read_toml
 from orchestrator.errors import ConfigError
-from orchestrator.plan import DEFAULT_STOP_CONDITIONS, Answer, Plan, claims_may_overlap, load_plan, render_reference
+from orchestrator.plan import DEFAULT_STOP_CONDITIONS, Answer, Plan, load_plan, render_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "plan.toml"
@@ -37,45 +36,6 @@ def problems(tmp_path: Path, settings: Settings, text: str) -> list[str]:
     with pytest.raises(ConfigError) as caught:
         load_plan(tmp_path / "plan.toml", settings, display="plan.toml")
     return caught.value.message.splitlines()
-
-
-# --- claims --------------------------------------------------------------------------------------------------------
-
-# (a, b, may they overlap?): False only where orch can prove no path falls under both.
-OVERLAPS = [
-    ("src/api/**", "tests/api/x.py", False),
-    ("docs/", "src/", False),
-    ("docs/a.md", "docs/b.md", False),
-    ("docs/*.md", "src/*.md", False),
-    ("src/a*", "src/b*", False),
-    ("src/*.py", "src/x.py/y.md", True),  # "*.py" may name a directory
-    ("src/*.py", "src/x/y.py", False),
-    ("src/*", "src/x/y.py", True),
-    ("src/**/*.py", "src/**/*.md", True),  # so may "x.py" below any depth
-    ("docs", "docs/api.md", True),  # a claim on a directory covers what is below it
-    ("docs/api.md", "docs/api.md", True),
-    ("**", "anything", True),
-    ("**/test_*.py", "src/app.py", True),  # orch cannot prove this pair disjoint, so it counts as overlapping
-    ("src/?.py", "src/ab.py", False),
-    ("src/?.py", "src/a.py", True),
-    ("src/[ab].py", "src/c.py", False),
-    ("a*z", "ab*", True),
-    ("a*z", "b*", False),
-    ("x*.md", "*.py", False),
-]
-
-
-@pytest.mark.parametrize(("a", "b", "expected"), OVERLAPS)
-def test_claim_overlap_is_conservative(a: str, b: str, expected: bool) -> None:
-    assert claims_may_overlap(a, b) is expected
-    assert claims_may_overlap(b, a) is expected
-
-
-@pytest.mark.parametrize(("a", "b", "expected"), [row for row in OVERLAPS if not row[2]])
-def test_a_disjointness_proof_holds_for_the_verifier_grammar(a: str, b: str, expected: bool) -> None:
-    # Any path the verifier (orchestrator.claims) puts under both would break a proof; try the likely ones.
-    candidates = {a, b, *(p.replace("*", "x").replace("?", "a") for p in (a, b)), f"{a.rstrip('/')}/x", f"{b.rstrip('/')}/x"}
-    assert [path for path in sorted(candidates) if claims.matches(path, a) and claims.matches(path, b)] == []
 
 
 # --- whole plans ---------------------------------------------------------------------------------------------------
