@@ -1,0 +1,102 @@
+"""Scenarios with real agents: a false claim rejected on re-run, a silent worker, an approval through `orch approve`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+import pytest
+from real_world import RealWorld
+
+from herdr_sim.model.brains import Spec
+
+pytestmark = pytest.mark.real_agents
+
+ONE_WORKER = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+checkin_interval_s = 1
+
+[[workers]]
+task = "usage-docs"
+kind = "{kind}"
+objective = "Write a usage guide for the widgets package."
+deliverable = "docs/usage.md committed on docs/usage."
+branch = "docs/usage"
+claim = ["docs/"]
+verify = ["grep -q 'Python 3.11' docs/usage.md"]
+"""
+
+
+def report(world: RealWorld, run_id: str) -> str:
+    """The run's report with its run id, temp paths, herdr ids and short SHAs made stable."""
+    text = world.orch("report", "--run", run_id).stdout
+    text = text.replace(run_id, "<run>").replace(str(world.root), "<root>")
+    text = re.sub(r"pane w1:p[2-9]\d*", "pane w1:pN", re.sub(r"workspace w[2-9]\d*", "workspace wN", text))
+    return re.sub(r"\b[0-9a-f]{12}\b", "<base>", re.sub(r"\b[0-9a-f]{7}\b", "<sha>", text))
+
+
+@pytest.mark.parametrize("kind", ["pi", "claude", "codex", "opencode"])
+def test_a_false_claim_is_rejected_on_re_run(real_world: Callable[..., RealWorld], kind: str) -> None:
+    world = real_world(kind, {"usage-docs": Spec(brain="false-claim")})
+
+    done = world.orch("run", str(world.write_plan(ONE_WORKER.format(kind=kind))), "--json")
+
+    outcome = json.loads(done.stdout)
+    assert (outcome["finished"], outcome["exit_code"]) == (True, 11), done.stderr[-4000:]
+    check = "`grep -q 'Python 3.11' docs/usage.md`"
+    text = report(world, outcome["run_id"])
+    assert text == (
+        "Herdr: FAIL\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: usage-docs=retired/rejected\n"
+        "Callbacks: run <run>; usage-docs 1 accepted (result); missing result: none\n"
+        f"Verification: usage-docs: {check} exit 2 -> rejected (no commits on docs/usage since base <base>, but the task "
+        f"had to change files; cited file docs/usage.md does not exist at <base>; check {check} failed on re-run (exit 2); "
+        f"worker reported {check} passing, but it does not pass on re-run)\n"
+        "Retired: usage-docs pane w1:pN closed; usage-docs worktree <root>/src/acme/widgets.worktrees/widgets-docs-usage "
+        "removed; usage-docs workspace wN closed\n"
+        "Blockers: none\n"
+    ), text
+    assert world.agent_processes() == []
+
+
+@pytest.mark.parametrize("kind", ["pi", "claude", "codex", "opencode"])
+def test_a_silent_worker_is_reported_missing_its_result(real_world: Callable[..., RealWorld], kind: str) -> None:
+    world = real_world(kind, {"usage-docs": Spec(brain="silent")})
+
+    done = world.orch("run", str(world.write_plan(ONE_WORKER.format(kind=kind))), "--json")
+
+    outcome = json.loads(done.stdout)
+    assert outcome["finished"], done.stderr[-4000:]
+    text = report(world, outcome["run_id"])
+    assert "missing result: usage-docs" in text, text
+    assert world.agent_processes() == []
+
+
+@pytest.mark.parametrize("kind", ["claude", "codex", "opencode"])  # pi has no permission form
+def test_approvals_at_the_agents_own_form_are_answered_through_orch_approve(real_world: Callable[..., RealWorld], kind: str) -> None:
+    world = real_world(kind, ask=True)
+    plan = world.write_plan(ONE_WORKER.format(kind=kind))
+
+    done = world.orch("run", str(plan), "--json")
+    outcome = json.loads(done.stdout)
+    run_id = outcome["run_id"]
+    rounds = 0
+    while not outcome["finished"]:
+        assert outcome["stopped_at"] == "waiting for the person: usage-docs", done.stderr[-4000:]
+        assert "usage-docs waits at an approval form" in done.stderr, done.stderr[-4000:]
+        approved = world.orch("approve", "usage-docs", "--run", run_id)
+        assert approved.returncode == 0, approved.stderr
+        assert approved.stdout.startswith("usage-docs: approved the permission prompt with "), approved.stdout
+        rounds += 1
+        assert rounds <= 8, "more approvals than the worker's tool calls"
+        done = world.orch("resume", run_id, "--json")
+        outcome = json.loads(done.stdout)
+
+    assert (outcome["report"]["verdict"], rounds > 0) == ("PASS", True), done.stderr[-4000:]
+    assert world.agent_processes() == []
