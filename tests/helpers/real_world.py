@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
+import re
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -71,6 +70,20 @@ class RealWorld:
     def run_dir(self, run_id: str) -> Path:
         return Path(self.env["ORCH_HOME"]) / "runs" / run_id.replace(":", "_")
 
+    def diagnose(self, done: subprocess.CompletedProcess[str]) -> str:
+        """What to read when a run went wrong: orch's progress, every pane's screen and title, the model's log."""
+        tmux = ["tmux", "-S", str(self.sim.paths.tmux_socket), "-f", "/dev/null"]
+        listed = subprocess.run([*tmux, "list-panes", "-a", "-F", "#{pane_id}\t#{pane_title}"], capture_output=True, text=True, timeout=10)
+        parts = [f"orch exited {done.returncode}; stderr (tail):", done.stderr[-3000:]]
+        for line in listed.stdout.splitlines():
+            pane, _, title = line.partition("\t")
+            screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", pane], capture_output=True, text=True, timeout=10).stdout
+            parts += [f"--- pane {pane} title={title!r}", "\n".join(row for row in screen.splitlines() if row.strip())[-2000:]]
+        parts.append("--- model requests: " + ", ".join(
+            f"{e['n']}:{e.get('task') or '-'}:{'+'.join(c['name'] for c in e.get('reply', {}).get('calls', [])) or 'text'}"
+            for e in self.model.requests() if e.get("method") == "POST"))
+        return "\n".join(parts)
+
     def agent_processes(self) -> list[int]:
         """Live processes whose HOME is one of this world's agent homes (the real agents and anything they started)."""
         needle = f"HOME={self.launchers / 'homes'}/".encode()
@@ -88,15 +101,9 @@ class RealWorld:
         return found
 
 
-def packets_received(world: RealWorld, task: str) -> list[str]:
-    """The packet texts the model saw for ``task``: the first user text naming it in each logged request."""
-    seen = []
-    for entry in world.model.requests():
-        if entry.get("task") == task:
-            seen.append(json.dumps(entry["request"]))
-    return seen
-
-
-def first_request(world: RealWorld, task: str) -> dict[str, Any] | None:
-    """The first logged request that carried ``task``'s packet."""
-    return next((e for e in world.model.requests() if e.get("task") == task), None)
+def stable_report(world: RealWorld, run_id: str) -> str:
+    """`orch report` with its run id, temp paths, herdr ids and SHAs made stable (w1:pN, wN, <sha>, <base>)."""
+    text = world.orch("report", "--run", run_id).stdout
+    text = text.replace(run_id, "<run>").replace(str(world.root), "<root>")
+    text = re.sub(r"pane w1:p[2-9]\d*", "pane w1:pN", re.sub(r"workspace w[2-9]\d*", "workspace wN", text))
+    return re.sub(r"\b[0-9a-f]{12}\b", "<base>", re.sub(r"\b[0-9a-f]{7}\b", "<sha>", text))

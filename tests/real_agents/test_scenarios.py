@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 
 import pytest
-from real_world import RealWorld
+from real_world import RealWorld, stable_report
 
 from herdr_sim.model.brains import Spec
 
@@ -32,14 +31,6 @@ verify = ["grep -q 'Python 3.11' docs/usage.md"]
 """
 
 
-def report(world: RealWorld, run_id: str) -> str:
-    """The run's report with its run id, temp paths, herdr ids and short SHAs made stable."""
-    text = world.orch("report", "--run", run_id).stdout
-    text = text.replace(run_id, "<run>").replace(str(world.root), "<root>")
-    text = re.sub(r"pane w1:p[2-9]\d*", "pane w1:pN", re.sub(r"workspace w[2-9]\d*", "workspace wN", text))
-    return re.sub(r"\b[0-9a-f]{12}\b", "<base>", re.sub(r"\b[0-9a-f]{7}\b", "<sha>", text))
-
-
 @pytest.mark.parametrize("kind", ["pi", "claude", "codex", "opencode"])
 def test_a_false_claim_is_rejected_on_re_run(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind, {"usage-docs": Spec(brain="false-claim")})
@@ -47,9 +38,9 @@ def test_a_false_claim_is_rejected_on_re_run(real_world: Callable[..., RealWorld
     done = world.orch("run", str(world.write_plan(ONE_WORKER.format(kind=kind))), "--json")
 
     outcome = json.loads(done.stdout)
-    assert (outcome["finished"], outcome["exit_code"]) == (True, 11), done.stderr[-4000:]
+    assert (outcome["finished"], outcome["exit_code"]) == (True, 11), world.diagnose(done)
     check = "`grep -q 'Python 3.11' docs/usage.md`"
-    text = report(world, outcome["run_id"])
+    text = stable_report(world, outcome["run_id"])
     assert text == (
         "Herdr: FAIL\n"
         "Controller: acme/w1/w1:t1/w1:p1\n"
@@ -62,7 +53,7 @@ def test_a_false_claim_is_rejected_on_re_run(real_world: Callable[..., RealWorld
         "removed; usage-docs workspace wN closed\n"
         "Blockers: none\n"
     ), text
-    assert world.agent_processes() == []
+    assert world.agent_processes() == [], world.diagnose(done)
 
 
 @pytest.mark.parametrize("kind", ["pi", "claude", "codex", "opencode"])
@@ -72,10 +63,10 @@ def test_a_silent_worker_is_reported_missing_its_result(real_world: Callable[...
     done = world.orch("run", str(world.write_plan(ONE_WORKER.format(kind=kind))), "--json")
 
     outcome = json.loads(done.stdout)
-    assert outcome["finished"], done.stderr[-4000:]
-    text = report(world, outcome["run_id"])
+    assert outcome["finished"], world.diagnose(done)
+    text = stable_report(world, outcome["run_id"])
     assert "missing result: usage-docs" in text, text
-    assert world.agent_processes() == []
+    assert world.agent_processes() == [], world.diagnose(done)
 
 
 @pytest.mark.parametrize("kind", ["claude", "codex", "opencode"])  # pi has no permission form
@@ -88,8 +79,8 @@ def test_approvals_at_the_agents_own_form_are_answered_through_orch_approve(real
     run_id = outcome["run_id"]
     rounds = 0
     while not outcome["finished"]:
-        assert outcome["stopped_at"] == "waiting for the person: usage-docs", done.stderr[-4000:]
-        assert "usage-docs waits at an approval form" in done.stderr, done.stderr[-4000:]
+        assert outcome["stopped_at"] == "waiting for the person: usage-docs", world.diagnose(done)
+        assert "usage-docs waits at an approval form" in done.stderr, world.diagnose(done)
         approved = world.orch("approve", "usage-docs", "--run", run_id)
         assert approved.returncode == 0, approved.stderr
         assert approved.stdout.startswith("usage-docs: approved the permission prompt with "), approved.stdout
@@ -98,5 +89,5 @@ def test_approvals_at_the_agents_own_form_are_answered_through_orch_approve(real
         done = world.orch("resume", run_id, "--json")
         outcome = json.loads(done.stdout)
 
-    assert (outcome["report"]["verdict"], rounds > 0) == ("PASS", True), done.stderr[-4000:]
-    assert world.agent_processes() == []
+    assert (outcome["report"]["verdict"], rounds > 0) == ("PASS", True), world.diagnose(done)
+    assert world.agent_processes() == [], world.diagnose(done)
