@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
-from tabulate import tabulate
 
+from orchestrator import tables
 from orchestrator.agents import enter_plan_mode
 from orchestrator.briefing import Briefing, brief
 from orchestrator.engine import Engine, InFlightEffect
@@ -526,7 +526,7 @@ def _report(
 # --- rendering ------------------------------------------------------------------------------------------------------
 
 
-def render_dispatch(result: DispatchResult) -> str:
+def render_dispatch(result: DispatchResult, width: int | None = None) -> str:
     """The human `orch dispatch` output: a summary line, one row per worker, and the screen of each stalled worker."""
     counts: dict[str, int] = {}
     for w in result.workers:
@@ -535,7 +535,7 @@ def render_dispatch(result: DispatchResult) -> str:
     how = {"single": "one target, prompt --wait", "fleet": "fleet, prompts then concurrent acceptance", "none": "nothing new to send"}[result.path]
     lines = [f"dispatch run {result.run_id}: {summary}; {result.prompts_sent} prompt(s) sent ({how})", ""]
     rows = [(w.task, w.agent, w.outcome, w.state, w.detail) for w in result.workers]
-    lines.append(tabulate(rows, headers=("task", "agent", "outcome", "state", "detail"), tablefmt="simple", disable_numparse=True))
+    lines.append(tables.table(rows, ("task", "agent", "outcome", "state", "detail"), width))
     for w in result.workers:
         if w.diagnosis is not None and w.diagnosis.last_lines:
             lines += ["", f"{w.task}: last lines of its pane ({w.diagnosis.suggests}):", *(f"  | {line}" for line in w.diagnosis.last_lines)]

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, ValidationInfo, field_validator
 from tabulate import tabulate
 
-from orchestrator import claims
+from orchestrator import claims, tables
 from orchestrator.config import Settings, dotted, read_toml, validation_problems
 from orchestrator.errors import ConfigError
 from orchestrator.layout import (
@@ -704,9 +704,9 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
         + "\n"
         + _summary(summary, width)
         + "\n\n"
-        + _table(policy_rows, ("policy", "value", "source"), width)
+        + tables.table(policy_rows, ("policy", "value", "source"), width)
         + "\n\n"
-        + _table(worker_rows, ("task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode"), width)
+        + tables.table(worker_rows, ("task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode"), width)
         + "\n"
     )
 
@@ -722,19 +722,6 @@ def _summary(rows: Sequence[tuple[str, str]], width: int | None) -> str:
         textwrap.fill(value, width=wrap + pad, initial_indent=f"{name:<{pad}}", subsequent_indent=" " * pad, break_on_hyphens=False)
         for name, value in rows
     )
-
-
-def _table(rows: Sequence[Sequence[str]], headers: Sequence[str], width: int | None) -> str:
-    """A table, or (wider than ``width``) one block per row: its first cell, then `header  value` lines."""
-    table = tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
-    if width is None or max(len(line) for line in table.splitlines()) <= width:
-        return table
-    pad = max(len(h) for h in headers[1:])
-    blocks = []
-    for row in rows:
-        lines = [f"{headers[0]} {row[0]}"] + [f"  {header:<{pad}}  {value}" for header, value in zip(headers[1:], row[1:], strict=True)]
-        blocks.append("\n".join(lines))
-    return "\n\n".join(blocks)
 
 
 def _policy_value(value: object) -> str:

@@ -8,6 +8,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
+from orchestrator import tables
 from orchestrator.repeats import named_workers
 from orchestrator.transcripts import transcript_of
 from packets import inert_line
@@ -158,8 +159,8 @@ def _one_line(text: str | None) -> str:
     return inert_line(" ".join(text.split())) if text else "-"
 
 
-def render_status(view: RunStatusView) -> str:
-    """Header lines, then one table row per worker, ending in a newline."""
+def render_status(view: RunStatusView, width: int | None = None) -> str:
+    """Header lines, then one table row per worker (one block per worker when wider than ``width``), ending in a newline."""
     status = view.status.value + (f" ({view.verdict.value})" if view.verdict else "") + (f", stopped at {view.stopped_at}" if view.stopped_at else "")
     base = " ".join(part for part in (view.base_ref, view.base_sha[:12] if view.base_sha else None) if part) or "-"
     header = [
@@ -178,7 +179,7 @@ def render_status(view: RunStatusView) -> str:
         for w in view.workers
     ]  # fmt: skip
     table = (
-        tabulate(rows, headers=("task", "name", "kind", "state", "disposition", "pane", "last callback", "question"), tablefmt="simple", disable_numparse=True)
+        tables.table(rows, ("task", "name", "kind", "state", "disposition", "pane", "last callback", "question"), width)
         if rows
         else "no workers"
     )
@@ -190,12 +191,12 @@ def render_status(view: RunStatusView) -> str:
     return tabulate(header, tablefmt="plain") + "\n\n" + table + "\n" + transcripts + merged
 
 
-def render_run_list(runs: RunList) -> str:
-    """One row per run, ending in a newline."""
+def render_run_list(runs: RunList, width: int | None = None) -> str:
+    """One row per run (one block per run when wider than ``width``), ending in a newline."""
     if not runs.runs:
         return "no runs\n"
     rows = [
         (r.run_id, r.status.value, r.verdict.value if r.verdict else "-", r.controller, r.repo or "-", r.workers, f"{r.created_at:%Y-%m-%d %H:%M:%SZ}")
         for r in runs.runs
     ]
-    return tabulate(rows, headers=("run", "status", "verdict", "controller", "repo", "workers", "created"), tablefmt="simple", disable_numparse=True) + "\n"
+    return tables.table(rows, ("run", "status", "verdict", "controller", "repo", "workers", "created"), width) + "\n"

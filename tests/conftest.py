@@ -31,6 +31,7 @@ _LEAKY_ENV = (
     "GIT_DIR",
     "GIT_WORK_TREE",
     "NO_COLOR",
+    "COLUMNS",  # a developer's terminal width would reshape tables the goldens pin
 )
 
 

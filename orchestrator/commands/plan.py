@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import sys
 from pathlib import Path
 
 import click
@@ -14,6 +11,7 @@ from orchestrator.commands.base import echo_json
 from orchestrator.config import Settings
 from orchestrator.dryrun import plan_commands, render_commands
 from orchestrator.plan import Plan, check_report, load_plan, render_check
+from orchestrator.tables import terminal_width
 
 
 @click.group()
@@ -50,16 +48,7 @@ def plan_check(plan_file: Path, as_json: bool, commands: bool) -> None:
     if as_json:
         echo_json(check_report(resolved))
     else:
-        click.echo(render_check(resolved, _width()), nl=False)
-
-
-def _width() -> int | None:
-    """The columns to fit: `COLUMNS` when set (also through a pipe), else the terminal's; a pipe or file without it
-    gets whole tables (one line per worker) to grep."""
-    columns = os.environ.get("COLUMNS", "")
-    if columns.isdigit() and int(columns) > 0:
-        return int(columns)
-    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+        click.echo(render_check(resolved, terminal_width()), nl=False)
 
 
 @plan.command("schema")

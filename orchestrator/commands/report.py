@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import click
-
+import functools
 from typing import TYPE_CHECKING
+
+import click
 
 from orchestrator.commands.base import emit, engine_from, json_option, run_option
 from orchestrator.errors import OrchError
@@ -73,13 +74,14 @@ def status(ctx: click.Context, run_id: str | None, all_runs: bool, as_json: bool
       orch status --all --json
     """
     from orchestrator.status import build_run_list, build_status, render_run_list, render_status
+    from orchestrator.tables import terminal_width
 
     engine = engine_from(ctx)
     if all_runs:
         if run_id is not None:
             raise click.UsageError("--all and --run are exclusive")
-        emit(build_run_list(engine.ledger), as_json, render_run_list)
+        emit(build_run_list(engine.ledger), as_json, functools.partial(render_run_list, width=terminal_width()))
         return
     run = pick_run(engine, run_id)
-    emit(build_status(engine.ledger, run.run_id, engine.clock.now()), as_json, render_status)
+    emit(build_status(engine.ledger, run.run_id, engine.clock.now()), as_json, functools.partial(render_status, width=terminal_width()))
 

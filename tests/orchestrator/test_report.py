@@ -410,6 +410,19 @@ def test_status_command(orch_home: Path) -> None:
     assert [run["run_id"] for run in json.loads(result.stdout)["runs"]] == [PASS_RUN, FAIL_RUN]
 
 
+def test_status_fits_the_terminal_columns(orch_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A person's 80-column terminal (COLUMNS, as a pipe through `less` keeps it): the worker table becomes one block
+    # per worker rather than lines wrapped into noise; without COLUMNS and without a terminal, whole rows to grep.
+    with Ledger.open(orch_home / "ledger.sqlite3", now=Tick()) as ledger:
+        build_fail(ledger)
+    monkeypatch.setenv("COLUMNS", "80")
+    result = invoke("status", "--run", FAIL_RUN)
+    assert (result.exit_code, result.stdout) == (0, (GOLDEN / "status_fail_80_columns.txt").read_text())
+    assert max(len(line) for line in (GOLDEN / "status_fail.txt").read_text().splitlines()) > 80
+    listed = invoke("status", "--all")
+    assert (listed.exit_code, listed.stdout) == (0, (GOLDEN / "status_all_80_columns.txt").read_text())
+
+
 def test_unknown_run_is_one_line(orch_home: Path) -> None:
     result = invoke("report", "--run", "nope")
     assert (result.exit_code, result.stdout) == (1, "")
