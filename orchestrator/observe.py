@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator import messages
+from orchestrator import git, messages
 from orchestrator.dialogs import approval_form, flat
 from orchestrator.dispatch import completion_baseline
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.quirks import excerpt
-from orchestrator.errors import HerdrError, HerdrMissing, HerdrUnavailable, OrchError
+from orchestrator.transcripts import save_transcript
+from orchestrator.errors import HerdrError, HerdrMissing, HerdrNotFound, HerdrUnavailable, OrchError
 from orchestrator.fleet import advance
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
@@ -24,6 +26,11 @@ from registry import Effect, EffectStatus, InboxMessage, InboxVerdict, Run, Stal
 S = WorkerState
 STALL_LIMIT = 3  # spec §5: no state or output change across 3 consecutive check-ins
 READ_LINES = 60
+# A worker failed because a person's hands took its pane or agent: the failure's cause carries {LOST: how, "pane": id}
+# (orchestrator.status marks such a pane closed).
+LOST = "lost"
+PANE_CLOSED = "pane_closed"
+AGENT_EXITED_OUTSIDE = "agent_exited"
 DEFAULT_INTERVAL_S = 30.0
 # A planned answer whose send failed (a herdr timeout, a refused prompt) is tried at this many check-ins in all,
 # then left to the person: a herdr that keeps refusing must not keep a run waiting for ever.
@@ -368,6 +375,12 @@ class _Round:
         if info is None:
             try:
                 info = self.engine.herdr.agent_get(target)
+            except HerdrNotFound as exc:
+                lost = self.lost(worker)
+                if lost is not None:
+                    self._fail(worker, *lost)
+                    return
+                self.note(task, "gone", f"no agent at {target}: {exc.message}")
             except HerdrError as exc:
                 self.note(task, "gone", f"no agent at {target}: {exc.message}")
         status: str | None = info.agent_status if info else None
@@ -417,6 +430,35 @@ class _Round:
             reason = f"no change of state or output across {STALL_LIMIT} consecutive check-ins"
             # A settled worker that ignored the request for its result is not a stalled one: say what it failed to do.
             self._fail(seen, f"{status} without a result after being asked for it once; {reason}" if asked_before else reason)
+
+    def lost(self, worker: Worker) -> tuple[str, str] | None:
+        """Why herdr has no agent for a live worker, when a person's hands explain it; None when they do not.
+
+        Its pane closed (by hand, `herdr pane close`, tmux) or its agent exited outside orch (the pane is back at a
+        shell) are facts, not a stall: the worker fails at once with what it leaves behind, instead of after three
+        silent check-ins. Only while the controller's own pane is there: a herdr that lost every pane (a restart)
+        is no person's doing.
+        """
+        herdr, pane = self.engine.herdr, worker.pane_id
+        if pane is None:
+            return None
+        try:
+            herdr.pane_get(self.run.controller_target)
+        except HerdrError:
+            return None
+        try:
+            herdr.pane_get(pane)
+        except HerdrNotFound:
+            what = f"its pane {pane} was closed outside orch (by hand or by another tool) while it was {worker.state.value}"
+            kept, how = "no terminal history (the pane is gone)", PANE_CLOSED
+        except HerdrError:
+            return None
+        else:
+            what = f"its agent exited outside orch while it was {worker.state.value}; pane {pane} is back at a shell"
+            saved = save_transcript(self.engine, self.run, worker, pane)
+            kept = f"its terminal history in {saved}" if saved else "no terminal history (the pane could not be read)"
+            how = AGENT_EXITED_OUTSIDE
+        return f"{what}; saved: {saved_work(self.engine, self.run, worker)}, {kept}", how
 
     def approval_form(self, worker: Worker) -> bool:
         """A blocked agent at its kind's approval form: the worker is `blocked` with the form's text, for the person."""
@@ -502,13 +544,33 @@ class _Round:
         except StaleState:
             return self.ledger.get_worker(self.run.run_id, worker.task_label)
 
-    def _fail(self, worker: Worker, reason: str) -> None:
+    def _fail(self, worker: Worker, reason: str, lost: str | None = None) -> None:
         current = self.ledger.get_worker(self.run.run_id, worker.task_label)
+        cause: dict[str, object] = {"reason": reason, **({LOST: lost, "pane": worker.pane_id} if lost else {})}
         try:
-            self.ledger.transition(self.run.run_id, worker.task_label, current.state, S.FAILED, cause={"reason": reason})
+            self.ledger.transition(self.run.run_id, worker.task_label, current.state, S.FAILED, cause=cause)
         except StaleState:
             return
         self.note(worker.task_label, "failed", reason)
+
+
+def saved_work(engine: Engine, run: Run, worker: Worker) -> str:
+    """What a worker lost outside orch leaves behind, in words: its commits since the base, and its worktree."""
+    repo, base, branch = run.repo_path, worker.base_sha or run.base_sha, worker.branch
+    if not repo or not base or not branch:
+        commits = "no branch recorded"
+    else:
+        try:
+            found = git.commits_between(repo, base, f"refs/heads/{branch}")
+        except git.GitError:
+            commits = f"branch {branch} cannot be read"
+        else:
+            shown = ", ".join(sha[:7] for sha in found[-3:][::-1]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+            commits = f"{len(found)} commit{'' if len(found) == 1 else 's'} on {branch} ({shown})" if found else f"no commits on {branch}"
+    path = worker.worktree_path
+    if path is None:
+        return commits
+    return f"{commits}, the worktree {path} (kept)" if Path(path).is_dir() else f"{commits}; its worktree {path} is gone"
 
 
 def check_in(engine: Engine, run: Run, number: int = 1) -> tuple[list[Observation], set[str], dict[str, str]]:

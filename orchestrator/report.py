@@ -64,6 +64,10 @@ FACT_TRANSCRIPT = "transcript"
 FACT_BASE_MOVED = "base_moved"
 # Moves that leave the run's work on a history the base no longer has: the person decides what to do with it.
 BASE_LOST = frozenset({"rewritten", "deleted"})
+# The observe phase's failure of a worker whose pane a person closed: its cause holds {LOST: PANE_CLOSED, "pane": id}
+# (orchestrator.observe's LOST and PANE_CLOSED).
+LOST = "lost"
+PANE_CLOSED = "pane_closed"
 # Effect kinds that close what a run created; a created item is closed when a confirmed one names it.
 CLOSING_EFFECTS: Mapping[str, tuple[str, ...]] = {
     "pane": ("pane_close",),
@@ -74,6 +78,8 @@ CLOSING_EFFECTS: Mapping[str, tuple[str, ...]] = {
 # The retire ladder's own account, in the cause of its retired/retained transition: {"items": [{"kind", "id", "action", "reason"}]}.
 CLOSED_ACTIONS = frozenset({"closed", "removed", "gone"})
 KEPT_ACTION = "kept"
+# A ladder entry "gone" with a reason: the item was closed or removed outside orch (orchestrator.retire CLOSED_OUTSIDE).
+GONE_ACTION = "gone"
 # Keys of a transition's or fact's cause/detail that carry the human-readable evidence, in order of preference.
 REASON_KEYS: tuple[str, ...] = ("reason", "evidence", "decision", "error", "question")
 # A list of evidence sentences (the verify phase's cause), read when none of REASON_KEYS is there.
@@ -177,7 +183,7 @@ class RetiredItem(_Model):
     name: str | None
     what: Literal["pane", "worktree", "workspace"]
     id: str
-    status: Literal["closed", "retained", "open"]
+    status: Literal["closed", "retained", "open", "gone"]  # gone: found closed or removed outside orch (reason says)
     reason: str | None
     seqs: tuple[int, ...]
 
@@ -447,6 +453,10 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
         ladder = _ladder_item(journal, task, item)
         if ladder is not None:
             event, entry = ladder
+            if entry.get("action") == GONE_ACTION and _reason(entry):
+                # Closed or removed by someone else before the ladder came: said so, never credited to the run.
+                items.append(RetiredItem(task=task, name=name, what=what, id=item, status="gone", reason=_reason(entry), seqs=(event.seq,)))
+                return
             if entry.get("action") in CLOSED_ACTIONS:
                 items.append(RetiredItem(task=task, name=name, what=what, id=item, status="closed", reason=None, seqs=(event.seq,)))
                 return
@@ -483,6 +493,26 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
     for workspace in run.created_workspace_ids:
         settle(None, None, "workspace", workspace, None)
     return tuple(items)
+
+
+def pane_fates(ledger: Ledger, run_id: str) -> dict[str, str]:
+    """Each pane of the run that is no longer open, in words: ``closed`` (by the run) or ``closed outside orch``.
+
+    From the ledger alone, like the report: the Retired items, and before retirement a worker failed because its pane
+    was closed under it (orchestrator.observe: the failure's cause carries ``lost``).
+    """
+    run, workers = ledger.get_run(run_id), ledger.list_workers(run_id)
+    journal = _Journal(ledger.events(run_id))
+    fates: dict[str, str] = {}
+    for worker in workers:
+        into = journal.last_into(worker.task_label, WorkerState.FAILED)
+        cause = into.detail.get("cause") if into is not None else None
+        if isinstance(cause, Mapping) and cause.get(LOST) == PANE_CLOSED and isinstance(cause.get("pane"), str):
+            fates[cause["pane"]] = "closed outside orch"
+    for item in _retired(run, workers, ledger.list_effects(run_id), journal):
+        if item.what == "pane" and item.status in ("closed", "gone"):
+            fates[item.id] = "closed" if item.status == "closed" else "closed outside orch"
+    return fates
 
 
 def _ladder_item(journal: _Journal, task: str | None, item: str) -> tuple[Event, Mapping[str, Any]] | None:
@@ -702,7 +732,7 @@ def _verification_text(v: VerificationItem, *, reasons: bool = True) -> str:
 
 def _retired_text(r: RetiredItem) -> str:
     owner = r.name or "run"
-    word = {"closed": "removed" if r.what == "worktree" else "closed", "retained": "retained", "open": "open"}[r.status]
+    word = {"closed": "removed" if r.what == "worktree" else "closed", "retained": "retained", "open": "open", "gone": "gone"}[r.status]
     reason = r.reason if r.reason else ("no reason recorded" if r.status == "open" else None)
     return f"{owner} {r.what} {r.id} {word}" + (f" ({reason})" if reason else "")
 

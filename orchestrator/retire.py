@@ -23,7 +23,7 @@ from orchestrator.schedule import AGENT_EXITED
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, HerdrUnavailable, OrchError, one_line
 from orchestrator.report import Wait, open_wait
 from packets import inert_line
-from registry import Effect, Run, Worker
+from registry import Effect, EffectStatus, Run, Worker
 from registry.machine import WorkerState
 from registry.kinds import EventKind
 
@@ -52,6 +52,10 @@ KEPT_ON_REQUEST = "kept on request"
 # A worker waiting on the person keeps its agent, pane and worktree: the person's answer must reach somebody.
 WAIT_WORDS = {"question": "a question", "blocked": "a block", "verification_blocked": "a verification block"}
 NEVER_STARTED = "failed before its agent started; kept for inspection (`orch retire --run {run} --abandon {task} --reason TEXT` removes it)"
+
+# Why a pane or checkout the run created was already gone when the ladder came to it (orchestrator.report shows it).
+CLOSED_OUTSIDE = "closed outside orch, not by this run"
+REMOVED_OUTSIDE = "removed outside orch, not by this run; {branch} its commits"
 
 ItemKind = Literal["agent", "pane", "worktree", "workspace"]
 Action = Literal["stopped", "exited", "closed", "removed", "kept", "untouched", "gone"]
@@ -268,7 +272,11 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
     try:
         herdr.pane_get(pane)
     except HerdrNotFound:
-        ladder.items.append(Item(kind="pane", id=pane, action="gone"))
+        # Gone before the ladder touched it: after orch's own exit (herdr may close a pane whose agent leaves), or
+        # closed by someone else, which the report must not credit to the run.
+        ours = any(e.kind == "pane_send_keys" and e.status is EffectStatus.CONFIRMED and e.request.get("pane") == pane
+                   for e in engine.ledger.list_effects(run.run_id, task_label=task))  # fmt: skip
+        ladder.items.append(Item(kind="pane", id=pane, action="gone", reason=None if ours else CLOSED_OUTSIDE))
         ladder.pane_done = True
         return
     # Before the agent exits (a TUI's history may leave with it) and long before the pane closes.
@@ -548,7 +556,10 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
     """Decide and do: keep a checkout that holds work, else remove it (herdr if a workspace of ours tracks it, else git)."""
     checkout = Path(path)
     if not checkout.exists():
-        return Item(kind="worktree", id=path, action="gone")
+        removed = any(e.kind == "worktree_remove" and e.request.get("path") == path for e in engine.ledger.list_effects(run.run_id))
+        branches = sorted({w.branch for w in owners if w.branch})
+        reason = REMOVED_OUTSIDE.format(branch=f"branch {', '.join(branches)} keeps" if branches else "its branch keeps")
+        return Item(kind="worktree", id=path, action="gone", reason=None if removed else reason)
     try:
         repo = run.repo_path or git.worktree_checkouts(checkout)[0]
         if _real(path) not in {_real(p) for p in git.worktree_checkouts(repo)}:

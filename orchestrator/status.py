@@ -10,6 +10,7 @@ from tabulate import tabulate
 
 from orchestrator import tables
 from orchestrator.repeats import named_workers
+from orchestrator.report import pane_fates
 from orchestrator.transcripts import transcript_of
 from packets import inert_line
 from registry import InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
@@ -28,6 +29,7 @@ class WorkerStatus(_Model):
     state: WorkerState
     disposition: WorkerState | None
     pane: str | None
+    pane_closed: str | None = None  # the pane is no longer open: "closed" (by the run) or "closed outside orch"
     last_callback_id: int | None
     last_callback_kind: str | None
     last_callback_at: datetime | None
@@ -109,12 +111,13 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
     inbox = ledger.list_inbox(run_id)
     events = ledger.events(run_id)
     rows = []
+    fates = pane_fates(ledger, run_id)
     for worker in ledger.list_workers(run_id):
         last = _last_callback(worker, inbox)
         rows.append(
             WorkerStatus(
                 task=worker.task_label, name=worker.name, kind=worker.kind, state=worker.state,
-                disposition=worker.final_disposition, pane=worker.pane_id,
+                disposition=worker.final_disposition, pane=worker.pane_id, pane_closed=fates.get(worker.pane_id or ""),
                 last_callback_id=last.id if last else None, last_callback_kind=last.kind if last else None,
                 last_callback_at=last.received_at if last else None,
                 last_callback_age_s=int((now - last.received_at).total_seconds()) if last else None,
@@ -172,7 +175,7 @@ def render_status(view: RunStatusView, width: int | None = None) -> str:
     ]
     rows = [
         (
-            w.task, w.name, w.kind, w.state.value, w.disposition.value if w.disposition else "-", w.pane or "-",
+            w.task, w.name, w.kind, w.state.value, w.disposition.value if w.disposition else "-", f"{w.pane} ({w.pane_closed})" if w.pane and w.pane_closed else w.pane or "-",
             f"{w.last_callback_kind or '?'} {age(w.last_callback_age_s or 0)} ago" if w.last_callback_id is not None else "-",
             _one_line(w.pending_question),
         )
