@@ -327,6 +327,7 @@ def run_demo(
             pane_env["ORCH_HOME"] = str(home)
             engine = Engine.from_env(pane_env, herdr_binary=str(stage.sim_home / "bin" / "herdr"), log_calls=True)
             engine.controller = "run"
+            engine.command = "orch demo"
             try:
                 outcome = run_plan(engine, plan, Progress(progress_stream), on_preflight=show_checks)
                 run_dir = engine.run_dir(outcome.run_id)

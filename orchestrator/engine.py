@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, Union, cast
 
@@ -124,6 +125,9 @@ class Engine:
     _local: threading.local = field(default_factory=threading.local, repr=False)
     _opened: list[Ledger] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # What drives runs from this process, for the holder note of the one-driver lock (orchestrator.driver).
+    command: str = "orch"
+    _driving: list[Path] = field(default_factory=list, repr=False)
     # Resolved plan snapshots, by path and content (see plan_for).
     _plans: dict[tuple[str, bytes], ResolvedPlan] = field(default_factory=dict, repr=False)
     # An effect whose call was lost (timed out, killed, garbled) is read back this many times, this far apart,
@@ -194,7 +198,13 @@ class Engine:
         return ledger
 
     def close(self) -> None:
-        """Close every ledger connection this engine opened (and stop logging git calls)."""
+        """Close every ledger connection this engine opened, let go of the runs it drove (and stop logging git calls)."""
+        from orchestrator import driver
+
+        with self._lock:
+            driving, self._driving = self._driving, []
+        for path in driving:
+            driver.release(path)
         if self._stop_logging is not None:
             self._stop_logging()
             self._stop_logging = None
@@ -223,6 +233,58 @@ class Engine:
         if not candidates:
             raise OrchError("no unfinished run in the ledger", hint="start one with `orch run PLAN` (step by step: `orch preflight PLAN`)")
         return self.attach_log(max(candidates, key=lambda r: r.created_at))
+
+    def drive(self, run_id: str) -> None:
+        """Make this process the run's one driver until ``close`` (orchestrator.driver); RunDriven names the one that is.
+
+        Every command that acts on a run calls this before it changes anything; a worker's callback never does.
+        """
+        from orchestrator import driver
+
+        path = self.run_dir(run_id) / driver.LOCK_FILE
+        with self._lock:
+            if path in self._driving:
+                return
+        try:
+            driver.acquire(path, run_id, command=self.command, since=self.clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
+        except OSError as exc:
+            raise OrchError(
+                f"cannot lock run {run_id} at {path}: {exc.strerror or exc}",
+                hint=f"orch keeps its state in {self.settings.orch_home}: make it writable (or point ORCH_HOME elsewhere)",
+            ) from None
+        with self._lock:
+            self._driving.append(path)
+
+    def refuse_second_run(self, plan_path: Path) -> None:
+        """`orch run PLAN` where this pane has an unfinished run of the same plan file is refused: it would take over
+        that run's worktrees and agents and send their packets again. Reads the ledger only when there is one."""
+        from orchestrator import driver
+
+        pane = self.env.get("HERDR_PANE_ID")
+        if not pane or not self.ledger_path.exists():
+            return
+        plan = str(plan_path.absolute())
+        for run in self.ledger.list_runs():
+            if run.status is RunStatus.FINISHED or run.controller_target != pane or run.plan_path != plan:
+                continue
+            found = driver.holder(self.run_dir(run.run_id) / driver.LOCK_FILE)
+            if found is not None:
+                raise driver.RunDriven(
+                    f"run {run.run_id} of {plan_path} is being driven by another orch process: {found.describe()}",
+                    hint="one orch process drives a run at a time, so nothing is sent twice: wait for it to end, or stop it "
+                    f"(Ctrl-C in its pane) and continue with `orch resume {run.run_id}`",
+                )
+            stopped = f": {run.stopped_at}" if run.stopped_at else ""
+            raise OrchError(
+                f"run {run.run_id} of {plan_path} is unfinished ({run.status}{stopped}); a second run would take over its worktrees and agents",
+                hint=f"`orch resume {run.run_id}` continues it (nothing is made or sent twice); `orch cancel {run.run_id}` ends it",
+            )
+
+    def drive_run(self, run_id: str | None = None) -> Run:
+        """``find_run``, then ``drive`` it: what every command that acts on a run starts with."""
+        run = self.find_run(run_id)
+        self.drive(run.run_id)
+        return run
 
     def attach_log(self, run: Run) -> Run:
         """From now on this engine's herdr and git calls go to ``run``'s orch.log; returns the run."""

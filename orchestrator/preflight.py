@@ -600,6 +600,7 @@ class _Preflight:
             raise OrchError(f"run id {run_id} is already taken", hint="run `orch preflight PLAN` again")
         snapshot = self.engine.run_dir(run_id) / "plan.toml"
         snapshot.parent.mkdir(parents=True, exist_ok=True)
+        self.engine.drive(run_id)  # before the run exists: no other process may drive it from its first effect on
         shutil.copyfile(self.plan_path, snapshot)
         save_message_limit(self.engine, run_id, self.plan.message_limit)
         workers = [

@@ -282,6 +282,7 @@ def run_plan(
     on_preflight: Callable[[PreflightResult], None] | None = None,
 ) -> RunOutcome:
     """`orch run PLAN`: preflight (a new run), then drive it to its report."""
+    engine.refuse_second_run(plan_path)
     checked = preflight(engine, plan_path)
     if on_preflight is not None:
         on_preflight(checked)
@@ -316,6 +317,7 @@ def resume_run(
             "no unfinished run in the ledger: a run stopped before it was recorded created nothing in herdr or git",
             hint="re-run `orch run PLAN`: it starts from the beginning",
         ) from exc
+    engine.drive(run.run_id)
     if run.controller_kind != "run":
         # Its workers call back with `herdr agent prompt <controller>`, which this process cannot receive.
         raise OrchError(
@@ -368,7 +370,7 @@ def record_decisions(engine: Engine, run_id: str | None, decisions: Mapping[int,
     questions end in the same `orch resume RUN --settle ID=…` command: the answer is recorded, and the door's next
     check-in settles the effect by it.
     """
-    run = engine.find_run(run_id)
+    run = engine.drive_run(run_id)
     if run.controller_kind == "run":
         return None
     checked = [(_check_decision(engine, run, effect_id, answer), answer) for effect_id, answer in decisions.items()]

@@ -34,6 +34,14 @@ def engine_from(ctx: click.Context) -> Engine:
                 click.echo(f"herdr: {inert_line(' '.join(call.argv))} -> {call.returncode}", err=True)  # all calls, git's too: the run's orch.log
 
         engine = Engine.from_env(dict(os.environ), herdr_binary=obj.get("herdr"), echo=progress_echo, on_call=echo_call, defer_herdr=True, log_calls=True)
+        # Who holds a run's one-driver lock, as a refused second driver is told: `orch resume`, `orch inbox add`…
+        # (the command's words only: its arguments may carry message text).
+        names = []
+        here: click.Context | None = ctx
+        while here is not None and here.parent is not None:
+            names.append(here.info_name or "")
+            here = here.parent
+        engine.command = " ".join(["orch", *reversed(names)])
         obj["engine"] = engine
         root.call_on_close(engine.close)
     engine_: Engine = obj["engine"]

@@ -31,7 +31,7 @@ def dispatch(ctx: click.Context, run_id: str | None, tasks: tuple[str, ...], as_
       orch dispatch --task api-tests --json
     """
     engine = engine_from(ctx)
-    run = engine.find_run(run_id)
+    run = engine.drive_run(run_id)
     result = dispatch_phase(engine, run, tasks or None)
     emit(result, as_json, functools.partial(render_dispatch, width=terminal_width()))
     if not result.ok:

@@ -80,7 +80,9 @@ def inbox_add(
             raise OrchError("--separator splits stdin only", hint="pass the messages on stdin with `-`")
 
     engine = engine_from(ctx)
-    run = engine.find_run(run_id)
+    # A check-in acts on the run (answers, prompts): one driver at a time. Recording alone only appends to the
+    # inbox, like a worker's callback, and never waits on or is refused by the run's driver.
+    run = engine.drive_run(run_id) if check else engine.find_run(run_id)
     limit = message_limit(engine, run)
     # Both doors measure the same bytes; a batch may hold BATCH_MAX messages, each measured against the limit on its
     # own (orchestrator.handover), so the input is never held beyond BATCH_MAX times the limit.

@@ -27,7 +27,7 @@ def observe(ctx: click.Context, run_id: str | None, once: bool, interval: float,
       orch observe --once --json
     """
     engine = engine_from(ctx)
-    result = observe_run(engine, engine.find_run(run_id), once=once, interval=interval, max_rounds=max_rounds)
+    result = observe_run(engine, engine.drive_run(run_id), once=once, interval=interval, max_rounds=max_rounds)
     emit(result, as_json, render_observe)
 
 
@@ -49,7 +49,7 @@ def answer(ctx: click.Context, run_id: str | None, as_json: bool, task: str, tex
       orch answer fix-login "Keep English only."
     """
     engine = engine_from(ctx)
-    emit(send_message(engine, engine.find_run(run_id), task, "answer", text), as_json, _render_sent)
+    emit(send_message(engine, engine.drive_run(run_id), task, "answer", text), as_json, _render_sent)
 
 
 @click.command("send")
@@ -68,7 +68,7 @@ def send(ctx: click.Context, run_id: str | None, kind: str, urgent: bool, as_jso
       orch send fix-login --kind stop "Scope changed; stop and report what you have."
     """
     engine = engine_from(ctx)
-    sent = send_message(engine, engine.find_run(run_id), task, "follow-up" if kind == "follow-up" else "stop", text, urgent=urgent)
+    sent = send_message(engine, engine.drive_run(run_id), task, "follow-up" if kind == "follow-up" else "stop", text, urgent=urgent)
     emit(sent, as_json, _render_sent)
 
 
@@ -89,4 +89,4 @@ def approve(ctx: click.Context, run_id: str | None, deny: bool, as_json: bool, t
     from orchestrator.dialogs import approve as approve_form, render_approved
 
     engine = engine_from(ctx)
-    emit(approve_form(engine, engine.find_run(run_id), task, "deny" if deny else "approve"), as_json, render_approved)
+    emit(approve_form(engine, engine.drive_run(run_id), task, "deny" if deny else "approve"), as_json, render_approved)

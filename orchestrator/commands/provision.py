@@ -27,7 +27,7 @@ def provision(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
       orch provision --run w1:p1-20261130T080000Z --json
     """
     engine = engine_from(ctx)
-    result = provision_run(engine, engine.find_run(run_id))
+    result = provision_run(engine, engine.drive_run(run_id))
     emit(result, as_json, render_provision)
     if not result.ok:
         sys.exit(int(ExitCode.FAILURE))

@@ -35,6 +35,6 @@ def retire(ctx: click.Context, run_id: str | None, tasks: tuple[str, ...], keep:
     if reason and not abandon:
         raise OrchError("--reason goes with --abandon TASK")
     engine = engine_from(ctx)
-    run = engine.find_run(run_id)
+    run = engine.drive_run(run_id)
     result = retire_run(engine, run, tasks=list(tasks) or None, keep=keep, abandon={task: reason or "" for task in abandon})
     emit(result, as_json, render_retire)

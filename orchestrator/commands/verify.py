@@ -38,7 +38,7 @@ def verify(ctx: click.Context, run_id: str | None, tasks: tuple[str, ...], super
     if superseded and reason is None:
         raise OrchError("--supersede needs a --reason saying what replaced the work")
     engine = engine_from(ctx)
-    run = engine.find_run(run_id)
+    run = engine.drive_run(run_id)
     if superseded:
         result = supersede(engine, run, superseded, reason or "")
     else:
@@ -66,7 +66,7 @@ def integrate(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
       orch integrate --run w1:p1-20261130T080000Z --json
     """
     engine = engine_from(ctx)
-    result = integrate_run(engine, engine.find_run(run_id))
+    result = integrate_run(engine, engine.drive_run(run_id))
     emit(result, as_json, render_integrate)
     if result.failure is not None:
         click.echo(f"orch: {result.failure.reason}", err=True)

@@ -126,6 +126,6 @@ def test_every_hint_template_parses_and_names_its_run(where: str, span: str) -> 
     except click.ClickException as exc:
         pytest.fail(f"{where}: `{span}` does not parse: {exc.format_message()}")
     names = {p.name for p in command.params}
-    # `orch status --all` lists every run; `orch resume RUN_ID` names it positionally.
-    if "run_id" in names and command.name != "resume" and "--all" not in argv:
+    # `orch status --all` lists every run; `orch resume RUN_ID` and `orch cancel RUN` name it positionally.
+    if "run_id" in names and command.name not in ("resume", "cancel") and "--all" not in argv:
         assert "--run" in argv, f"{where}: `{span}` works on a run but does not name it with --run"
