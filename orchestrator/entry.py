@@ -8,19 +8,38 @@ import sys
 from collections.abc import Sequence
 
 
+# The options of `orch inbox add`: exactly one of these words where TEXT would be is that option (a person's
+# `orch inbox add --run RUN --json` asks for JSON, and says no TEXT was given); after `--` it is TEXT.
+_OPTIONS = frozenset({"--json", "--check-in", "--help", "--source", "--separator", "--run"})
+
+
 def callback_argv(args: Sequence[str]) -> tuple[str, str] | None:
     """(run id, text) when the command line is exactly a worker's callback as packets write it, else None.
 
-    `orch inbox add --run RUN_ID TEXT` and nothing else: no other option, no `-` (stdin, which only one reader may
-    consume), no word click could read as an option. click parses this form to the same two values, and its command
-    (`orchestrator.commands.inbox`) takes the same intake fast path with them; anything else is click's to parse.
+    `orch inbox add --run RUN_ID TEXT` (or `... --run RUN_ID -- TEXT`) and nothing else: no other option, no `-`
+    (stdin, which only one reader may consume). TEXT is whatever the fifth word is, even one that starts with `-`, but
+    for exactly one of the command's own option words: a worker's text is recorded (and kept aside when it is no
+    envelope), never a usage error (docs/message-contract.md). click parses this form to the same two values (`with_text_last` makes sure of it), and
+    its command (`orchestrator.commands.inbox`) takes the same intake fast path with them.
     """
+    ended = len(args) == 6 and args[4] == "--"  # options end here: what follows is TEXT whatever it looks like
+    if ended:
+        args = [*args[:4], args[5]]
     if len(args) != 5 or list(args[:3]) != ["inbox", "add", "--run"]:
         return None
     run_id, text = args[3], args[4]
-    if not run_id or run_id.startswith("-") or not text or text.startswith("-"):
+    if not run_id or run_id.startswith("-") or not text or text == "-" or (text in _OPTIONS and not ended):
         return None
     return run_id, text
+
+
+def with_text_last(args: Sequence[str]) -> list[str]:
+    """The command line for click: a callback's TEXT that starts with `-` gets a `--` before it, so click reads it as
+    TEXT, never as an option (`--json`, `--run=x`) or a usage error."""
+    found = callback_argv(args)
+    if found is None or not found[1].startswith("-") or "--" in args:
+        return list(args)
+    return ["inbox", "add", "--run", found[0], "--", found[1]]
 
 
 def _utf8_stdout() -> bool:
@@ -58,4 +77,5 @@ def main() -> None:
                 raise
     from orchestrator.cli import main as click_main
 
+    sys.argv[1:] = with_text_last(sys.argv[1:])
     click_main()

@@ -46,18 +46,21 @@ def split_envelopes(raw: str, separator: str | None = None) -> list[str]:
     """One stdin holding any number of envelopes, split at each line that is exactly ``separator``.
 
     Without a separator the input is one message. Blank pieces (two separators in a row, one at either end) are
-    dropped; the blank lines around a separator belong to neither message.
+    dropped; the blank lines around a separator belong to neither message. Lines end at LF (CR LF) only: U+2028,
+    U+0085 or U+001C inside a body are characters of that body (which its rules keep aside), never a place to split,
+    and a piece is the message's own text, with nothing added, so it is measured against the limit exactly as it
+    would be alone.
     """
     if separator is None:
         return [raw]
     pieces: list[list[str]] = [[]]
-    for line in raw.splitlines(keepends=True):
-        if line.rstrip("\r\n") == separator:
+    for line in raw.split("\n"):
+        if line.rstrip("\r") == separator:
             pieces.append([])
         else:
             pieces[-1].append(line)
-    texts = ["".join(piece).strip("\r\n") for piece in pieces]
-    kept = [text + "\n" for text in texts if text.strip()]
+    texts = ["\n".join(piece).strip("\r\n") for piece in pieces]
+    kept = [text for text in texts if text.strip()]
     return kept or [raw]
 
 
@@ -72,7 +75,7 @@ def hand_over(
         return Handed(run_id=run.run_id, messages=(add_message(engine, run, raw, source=source, limit=limit),))
     text = raw.text if isinstance(raw, Inbound) else raw
     pieces = split_envelopes(text, separator)
-    if len(pieces) == 1 and isinstance(raw, Inbound):
+    if len(pieces) == 1 and isinstance(raw, Inbound) and (separator is None or pieces[0] == text):
         if limit is not None and raw.size > limit:
             # Read up to the batch limit, yet one message over its own limit: keep only the prefix, as the stdin door does.
             kept = raw.text.encode("utf-8", errors="replace")[:KEPT_PREFIX_BYTES].decode("utf-8", errors="replace")

@@ -14,13 +14,14 @@ from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.intake import KEPT_PREFIX_BYTES as KEPT_PREFIX_BYTES  # shared with the fast path, named here as before
 from orchestrator.intake import LIMITS_FILE as LIMITS_FILE
-from orchestrator.intake import OPEN, TARGET, read_stream, read_text, roots, saved_limit
+from orchestrator.intake import OPEN, TARGET, caller_pane, may_apply, read_stream, read_text, roots, saved_limit, worker_panes
 from orchestrator.intake import render_added as render_added
 from packets import (
     DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, parse_message, validate,
 )  # fmt: skip
 from packets.result import ResultReport, parse_result
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
+from registry.machine import accepted_kinds
 
 if TYPE_CHECKING:
     from orchestrator.evidence import ResultClaim
@@ -134,10 +135,13 @@ def message_limit(engine: Engine, run: Run) -> int:
 def ledger_view(engine: Engine, run: Run, *, limit: int | None = None) -> LedgerView:
     """What validation needs from the ledger: this run, the other runs, registered workers, accepted fingerprints."""
     ledger = engine.ledger
+    prompted = ledger.prompted_tasks(run.run_id)
     workers = [
         {
             "task_label": w.task_label, "worker_name": w.name, "reply_target": w.reply_target or w.pane_id,
             "report_roots": tuple(str(root) for root in report_roots(engine, run, w)),
+            "panes": worker_panes(w.pane_id, w.created_pane_ids), "state": str(w.state),
+            "accepts": accepted_kinds(w.state, prompted=w.task_label in prompted),
         }  # fmt: skip
         for w in ledger.list_workers(run.run_id)
         if w.reply_target or w.pane_id
@@ -166,7 +170,7 @@ def add_message(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "
     if not inbound.complete or inbound.size > view.message_limit:
         verdict = oversize(inbound.size, inbound.sha256, view.message_limit)
     else:
-        verdict = validate(inbound.text, view, resolve=os.path.realpath)
+        verdict = validate(inbound.text, view, resolve=os.path.realpath, pane=caller_pane(engine.env))
     raw = inbound.text
     if isinstance(verdict, Accepted) and run.status is RunStatus.FINISHED:
         verdict = KeptAside(reason=Reason.STALE_RUN, explanation=f'run "{run.run_id}" is finished', message=verdict.message)
@@ -207,6 +211,8 @@ def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple
     cause = {"inbox_id": recorded.id, "kind": kind}
     for _ in range(2):
         worker = engine.ledger.get_worker(run.run_id, task)
+        if not may_apply(worker.state, kind):
+            return worker.state, worker.state
         target = _TARGET.get(kind)
         if target is not None and worker.state in _OPEN and worker.state != target and is_legal(worker.state, target):
             try:

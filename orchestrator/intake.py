@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -26,7 +26,7 @@ from packets.result_lines import read_result
 from packets.screen import Judgement, PlainView, PlainWorker, Reason, check_view, fingerprint, judge, oversize_explanation
 from registry.core import Rows
 from registry.kinds import InboxVerdict, RunStatus
-from registry.machine import WorkerState, is_legal
+from registry.machine import ACCEPTS, REOPENED_BY_PROMPT, WorkerState, accepted_kinds, is_legal
 
 if TYPE_CHECKING:
     from orchestrator.inbox import InboxAdded
@@ -99,6 +99,23 @@ def roots(folder: Path, task: str, worktree_path: str | None) -> tuple[str, ...]
     return tuple(os.path.realpath(root) for root in found)
 
 
+def worker_panes(pane_id: str | None, created_pane_ids: Sequence[str]) -> tuple[str, ...]:
+    """The herdr panes a worker's process may run in: its pane and every pane id orch recorded for it (herdr gives a
+    pane moved to another workspace a new id, while the process keeps the HERDR_PANE_ID it started with)."""
+    return tuple(dict.fromkeys([*([pane_id] if pane_id else []), *created_pane_ids]))
+
+
+def caller_pane(env: Mapping[str, str]) -> str | None:
+    """The herdr pane a callback was run from (herdr sets HERDR_PANE_ID in every pane it runs), or None outside herdr."""
+    return env.get("HERDR_PANE_ID") or None
+
+
+def may_apply(state: WorkerState, kind: str) -> bool:
+    """Whether an accepted callback may still change its worker once recorded: its state takes the kind, or a prompt
+    may be reopening it (the judge saw the same; a worker moved in between by another process is left as it is)."""
+    return kind in ACCEPTS[state] or state in REOPENED_BY_PROMPT
+
+
 @dataclass(frozen=True, slots=True)
 class Added:
     """The verdict on one inbound message and what it changed (the fields of `orchestrator.inbox.InboxAdded`)."""
@@ -167,10 +184,13 @@ class Intake:
 
     def view(self) -> PlainView | None:
         """What validation needs from the ledger (as `orchestrator.inbox.ledger_view` builds it), or None if it breaks its rules."""
+        prompted = self.rows.prompted_tasks(self.run_id)
         workers = tuple(
             PlainWorker(
                 task_label=row["task_label"], worker_name=row["name"], reply_target=row["reply_target"] or row["pane_id"],
                 report_roots=roots(self.folder, row["task_label"], row["worktree_path"]),
+                panes=worker_panes(row["pane_id"], json.loads(row["created_pane_ids"])), state=str(row["state"]),
+                accepts=accepted_kinds(WorkerState(row["state"]), prompted=row["task_label"] in prompted),
             )  # fmt: skip
             for row in self.rows.workers(self.run_id)
             if row["reply_target"] or row["pane_id"]
@@ -185,12 +205,12 @@ class Intake:
         )
         return None if check_view(view) else view
 
-    def add(self, inbound: Raw, view: PlainView, *, source: str) -> Added:
+    def add(self, inbound: Raw, view: PlainView, *, source: str, pane: str | None = None) -> Added:
         """Validate and record one message; an accepted one updates its worker (`orchestrator.inbox.add_message`)."""
         if not inbound.complete or inbound.size > view.message_limit:
             verdict = judge_oversize(inbound, view.message_limit)
         else:
-            verdict = judge(inbound.text, view, resolve=os.path.realpath)
+            verdict = judge(inbound.text, view, resolve=os.path.realpath, pane=pane)
         message = verdict.envelope
         reason, explanation = verdict.reason, verdict.explanation
         if reason is None and self.status is RunStatus.FINISHED:
@@ -231,6 +251,8 @@ class Intake:
         cause = {"inbox_id": inbox_id, "kind": kind}
         for _ in range(2):
             state = self.rows.worker_state(self.run_id, task)
+            if not may_apply(state, kind):
+                return state, state
             target = TARGET.get(kind)
             if target is not None and state in OPEN and state != target and is_legal(state, target):
                 if not self.rows.transition(self.run_id, task, state, target, cause=cause, **changes):
@@ -266,7 +288,7 @@ def take(env: Mapping[str, str], run_id: str, text: str, stdin: BinaryIO, *, sou
             # Read up to the batch limit, yet over its own limit: keep only the prefix, as the stdin door does.
             kept = inbound.text.encode("utf-8", errors="replace")[:KEPT_PREFIX_BYTES].decode("utf-8", errors="replace")
             inbound = Raw(text=kept, size=inbound.size, sha256=inbound.sha256, complete=False)
-        return Outcome(intake.add(inbound, view, source=source), inbound)
+        return Outcome(intake.add(inbound, view, source=source, pane=caller_pane(env)), inbound)
     finally:
         intake.close()
 

@@ -14,7 +14,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Protocol
 
 from packets.errors import EnvelopeError
-from packets.grammar import CONTROLLER_KINDS, DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, Envelope, parse_envelope
+from packets.grammar import CONTROLLER_KINDS, DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, WORKER_KINDS, Envelope, parse_envelope
 from packets.glyphs import (
     BLANK_LOOKING,
     EMOJI_PRESENTATION,
@@ -44,11 +44,13 @@ class Reason(StrEnum):
     UNKNOWN_TASK = "unknown_task"
     WRONG_SENDER = "wrong_sender"
     WRONG_REPLY_TO = "wrong_reply_to"
+    WRONG_PANE = "wrong_pane"
     WRONG_DIRECTION = "wrong_direction"
     EMPTY_BODY = "empty_body"
     INJECTION = "injection"
     REPORT_OUTSIDE = "report_outside"
     DUPLICATE = "duplicate"
+    OUT_OF_TURN = "out_of_turn"
 
 
 REASON_SUMMARIES: dict[Reason, str] = {
@@ -59,11 +61,13 @@ REASON_SUMMARIES: dict[Reason, str] = {
     Reason.UNKNOWN_TASK: "No worker is registered for this task label in the current run.",
     Reason.WRONG_SENDER: "The sender is not the worker registered for the task.",
     Reason.WRONG_REPLY_TO: "The reply-to target is not the target registered for the task's worker.",
+    Reason.WRONG_PANE: "The callback was run from a herdr pane that is neither the worker's nor the controller's.",
     Reason.WRONG_DIRECTION: "A controller kind (answer, follow-up, stop) arrived at the controller.",
     Reason.EMPTY_BODY: "The body is empty or only whitespace.",
     Reason.INJECTION: "The body holds a control or invisible character, an escape sequence, or a line that looks like an envelope header.",
     Reason.REPORT_OUTSIDE: "A result names a report path outside the places the worker may write.",
     Reason.DUPLICATE: "The same run, task, sender, kind and body were already accepted.",
+    Reason.OUT_OF_TURN: "The worker's state does not take this kind of message now (closed, accepted, verifying, waiting, or a question already open).",
 }
 
 
@@ -78,6 +82,12 @@ class Registered(Protocol):
     def reply_target(self) -> str: ...
     @property
     def report_roots(self) -> tuple[str, ...]: ...
+    @property
+    def panes(self) -> tuple[str, ...]: ...
+    @property
+    def state(self) -> str | None: ...
+    @property
+    def accepts(self) -> frozenset[str] | None: ...
 
 
 class View(Protocol):
@@ -105,6 +115,11 @@ class PlainWorker:
     worker_name: str
     reply_target: str
     report_roots: tuple[str, ...] = ()
+    # The herdr panes the worker's process may run in (its pane, and any id it had before herdr renumbered it).
+    panes: tuple[str, ...] = ()
+    # Its state, and the message kinds that state takes now (`registry.machine.accepted_kinds`); None: not judged.
+    state: str | None = None
+    accepts: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,12 +337,15 @@ def _confine(path: str, roots: tuple[str, ...], resolve: Callable[[str], str]) -
     return f"resolves outside {where}" if real != posixpath.normpath(path) else f"is outside {where}"
 
 
-def judge(raw_text: str, view: View, *, resolve: Callable[[str], str] = posixpath.normpath) -> Judgement:
+def judge(
+    raw_text: str, view: View, *, resolve: Callable[[str], str] = posixpath.normpath, pane: str | None = None
+) -> Judgement:
     """Decide whether an inbound envelope is accepted for a task or kept aside, and why; never raises for bad input.
 
-    The steps run in the order docs/message-contract.md states: size, header, run, task, sender, reply target,
-    direction, body, report paths, duplicate; the first failing step is the reason. ``resolve`` maps a path to
-    the one it names (the engine passes ``os.path.realpath`` so symlinks count; the default is lexical).
+    The steps run in the order docs/message-contract.md states: size, header, run, task, sender, reply target and
+    pane, direction, body, report paths, duplicate, turn; the first failing step is the reason. ``resolve`` maps a
+    path to the one it names (the engine passes ``os.path.realpath`` so symlinks count; the default is lexical);
+    ``pane`` is the herdr pane the callback was run from (``HERDR_PANE_ID``), None when it was not run from one.
     """
     size = message_size(raw_text)
     if size > view.message_limit:
@@ -355,6 +373,11 @@ def judge(raw_text: str, view: View, *, resolve: Callable[[str], str] = posixpat
             Reason.WRONG_REPLY_TO,
             f'reply-to "{message.reply_to}" is not "{worker.reply_target}", the target registered for worker "{worker.worker_name}"',
         )
+    if pane is not None and worker.panes and pane not in worker.panes and pane != view.controller_target:
+        return aside(
+            Reason.WRONG_PANE,
+            f'sent from pane "{inert_line(pane[:80])}", not from worker "{worker.worker_name}"\'s pane ({", ".join(worker.panes)}) nor the controller\'s ({view.controller_target})',
+        )
     if message.kind in CONTROLLER_KINDS:
         return aside(
             Reason.WRONG_DIRECTION,
@@ -373,5 +396,11 @@ def judge(raw_text: str, view: View, *, resolve: Callable[[str], str] = posixpat
         return aside(
             Reason.DUPLICATE,
             f'the same {message.kind} from "{message.sender}" for task "{message.task}" was already accepted (fingerprint {digest[:12]})',
+        )
+    if worker.accepts is not None and message.kind not in worker.accepts:
+        takes = ", ".join(kind for kind in WORKER_KINDS if kind in worker.accepts) or "no message"
+        return aside(
+            Reason.OUT_OF_TURN,
+            f'worker "{worker.worker_name}" is {worker.state}, which takes {takes} now; this {message.kind} changes nothing (orch keeps it aside for the person)',
         )
     return Judgement(None, "", message, worker.task_label, digest)

@@ -39,6 +39,10 @@ class RegisteredWorker(BaseModel):
     reply_target: str
     # Absolute directories the worker may write reports in (its worktree, the run's report directory for it).
     report_roots: tuple[str, ...] = ()
+    # The herdr panes the worker's process may run in; its state and the message kinds that state takes now.
+    panes: tuple[str, ...] = ()
+    state: str | None = None
+    accepts: frozenset[str] | None = None
 
 
 class LedgerView(BaseModel):
@@ -102,16 +106,16 @@ def oversize(size: int, sha256: str, limit: int) -> KeptAside:
 
 
 def validate(
-    raw_text: str, view: LedgerView, *, resolve: Callable[[str], str] = posixpath.normpath
+    raw_text: str, view: LedgerView, *, resolve: Callable[[str], str] = posixpath.normpath, pane: str | None = None
 ) -> Accepted | KeptAside:
     """Decide whether an inbound envelope is accepted for a task or kept aside, and why; never raises for bad input.
 
-    The steps run in the order docs/message-contract.md states: size, header, run, task, sender, reply target,
-    direction, body, report paths, duplicate; the first failing step is the reason (`packets.screen.judge`).
-    ``resolve`` maps a path to the one it names (the engine passes ``os.path.realpath`` so symlinks count; the
-    default is lexical).
+    The steps run in the order docs/message-contract.md states: size, header, run, task, sender, reply target and
+    pane, direction, body, report paths, duplicate, turn; the first failing step is the reason
+    (`packets.screen.judge`). ``resolve`` maps a path to the one it names (the engine passes ``os.path.realpath`` so
+    symlinks count; the default is lexical); ``pane`` is the herdr pane the callback ran in (``HERDR_PANE_ID``).
     """
-    verdict = judge(raw_text, view, resolve=resolve)
+    verdict = judge(raw_text, view, resolve=resolve, pane=pane)
     found = verdict.envelope
     message = None if found is None else Message(
         run_id=found.run_id, task=found.task, sender=found.sender, kind=found.kind, reply_to=found.reply_to, body=found.body

@@ -181,6 +181,23 @@ def insert_inbound(
     return inbox_id
 
 
+# An `agent_prompt` effect intended (and not failed or abandoned) after the worker's last transition: the packet, an
+# answer or a follow-up that may be answered before the ledger records the move it causes.
+_PROMPTED_SQL = """
+    SELECT DISTINCT e.task_label FROM events e
+    JOIN effects f ON f.id = json_extract(e.detail, '$.effect_id') AND f.status IN ('intended', 'confirmed')
+    WHERE e.run_id = ? AND e.kind = 'effect_intended' AND e.task_label IS NOT NULL
+      AND json_extract(e.detail, '$.kind') = 'agent_prompt'
+      AND e.seq > COALESCE(
+        (SELECT MAX(t.seq) FROM events t WHERE t.run_id = e.run_id AND t.task_label = e.task_label AND t.kind = 'transition'), 0)
+"""
+
+
+def prompted_tasks(db: sqlite3.Connection, run_id: str) -> frozenset[str]:
+    """The run's tasks orch has prompted since they entered their current state (see `registry.machine.accepted_kinds`)."""
+    return frozenset(str(row[0]) for row in db.execute(_PROMPTED_SQL, (run_id,)))
+
+
 def update_worker_row(
     db: sqlite3.Connection, run_id: str, task_label: str, columns: Mapping[str, Any], *, expected: str | None = None
 ) -> int:
@@ -249,13 +266,20 @@ class Rows:
         return None if row is None else dict(row)
 
     def workers(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's workers in registration order (task_label, name, reply_target, pane_id, worktree_path)."""
-        sql = "SELECT task_label, name, reply_target, pane_id, worktree_path FROM workers WHERE run_id = ? ORDER BY id"
+        """The run's workers in registration order (task_label, name, state, reply_target, pane_id, created_pane_ids, worktree_path)."""
+        sql = (
+            "SELECT task_label, name, state, reply_target, pane_id, created_pane_ids, worktree_path FROM workers"
+            " WHERE run_id = ? ORDER BY id"
+        )
         return [dict(row) for row in self._db.execute(sql, (run_id,))]
 
     def other_run_ids(self, run_id: str) -> frozenset[str]:
         """Every run id but this one."""
         return frozenset(str(row[0]) for row in self._db.execute("SELECT run_id FROM runs WHERE run_id != ?", (run_id,)))
+
+    def prompted_tasks(self, run_id: str) -> frozenset[str]:
+        """The tasks orch prompted since their last transition (`Ledger.prompted_tasks`)."""
+        return prompted_tasks(self._db, run_id)
 
     def accepted_fingerprints(self, run_id: str) -> frozenset[str]:
         """The fingerprints of the run's accepted messages (`Ledger.accepted_fingerprints`)."""

@@ -77,6 +77,32 @@ DISPOSITIONS: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPE
 REOPENING: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.RESULT, S.VERIFYING})
 
 
+# Which message kinds a worker's callback may carry in each state (one vocabulary with the table above: a kind that
+# moves the worker names a state this one may go to). Anything else is kept aside as `out_of_turn` and changes nothing,
+# so a closed, accepted or verifying worker's record cannot be rewritten, a blocker is removed only by a decision, and a
+# worker has one open question at a time (docs/message-contract.md).
+WORKER_MESSAGE_KINDS: frozenset[str] = frozenset({"update", "question", "blocked", "result"})
+ACCEPTS: Mapping[WorkerState, frozenset[str]] = {
+    **dict.fromkeys(WorkerState, frozenset()),
+    S.DISPATCHED: WORKER_MESSAGE_KINDS,
+    S.WORKING: WORKER_MESSAGE_KINDS,
+    # Waiting for an answer: a second question waits its turn; the worker may still block, or finish instead.
+    S.QUESTION: frozenset({"update", "blocked", "result"}),
+    # Waiting for a person's decision (its own block, or verification's): only what changes nothing but the record.
+    S.BLOCKED: frozenset({"update"}),
+    S.RESULT: frozenset({"update"}),
+}
+# States a controller prompt (the packet, an answer, a follow-up) sends back to work: once orch has prompted the worker
+# since it entered one of them, its callbacks are in turn, since they may answer that prompt before the ledger records
+# the move (a fast agent; `orchestrator.inbox.catch_up` moves it once the prompt is recorded).
+REOPENED_BY_PROMPT: frozenset[WorkerState] = frozenset({S.READY, S.QUESTION, S.BLOCKED, S.RESULT, S.REJECTED})
+
+
+def accepted_kinds(state: WorkerState, *, prompted: bool) -> frozenset[str]:
+    """The message kinds a worker in ``state`` may send; ``prompted``: orch prompted it since it entered the state."""
+    return WORKER_MESSAGE_KINDS if prompted and state in REOPENED_BY_PROMPT else ACCEPTS[state]
+
+
 def is_legal(current: WorkerState, new: WorkerState) -> bool:
     """Whether the table allows current -> new."""
     return new in TRANSITIONS[current]

@@ -532,6 +532,10 @@ class Ledger:
             )
         return self.get_inbound(inbox_id)
 
+    def prompted_tasks(self, run_id: str) -> frozenset[str]:
+        """The run's tasks orch prompted (an `agent_prompt` effect in flight or confirmed) since their last transition."""
+        return core.prompted_tasks(self._db, run_id)
+
     def accepted_fingerprints(self, run_id: str) -> frozenset[str]:
         """The fingerprints of the run's accepted messages (what a duplicate check needs, without reading the rows)."""
         rows = self._db.execute("SELECT fingerprint FROM inbox WHERE run_id = ? AND verdict = 'accepted'", (run_id,))

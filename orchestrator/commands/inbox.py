@@ -22,7 +22,9 @@ def inbox() -> None:
     """
 
 
-@inbox.command("add")
+# A TEXT that starts with "-" is a worker's text, never an unknown option: it is recorded (kept aside when it is no
+# envelope), never a usage error that records nothing.
+@inbox.command("add", context_settings={"ignore_unknown_options": True})
 @run_option
 @click.option("--source", default="cli", show_default=True, help="How the messages arrived (kept with them in the ledger).")
 @click.option("--check-in", "check", is_flag=True, help="Then run one check-in and say what to do next.")

@@ -30,12 +30,16 @@ SEP = "q7Rk2mXw9aT4vLp8"
 def test_stdin_is_split_only_at_the_callers_separator_lines() -> None:
     one = f"{header('a', 'update')}\nhalfway\n"
     assert split_envelopes(one) == [one]
-    assert split_envelopes(one, SEP) == [one]
+    assert split_envelopes(one, SEP) == [one.rstrip("\n")]
     raw = f"{SEP}\n{header('a', 'update')}\nhalfway\n\n{SEP}\n{header('b', 'result')}\nStatus: done\nCommits: none\n\n{SEP}\n\n"
     assert split_envelopes(raw, SEP) == [
-        f"{header('a', 'update')}\nhalfway\n",
-        f"{header('b', 'result')}\nStatus: done\nCommits: none\n",
+        f"{header('a', 'update')}\nhalfway",
+        f"{header('b', 'result')}\nStatus: done\nCommits: none",
     ]
+    # Only LF ends a line: a line separator, NEL or file separator inside a body splits nothing (issue 22).
+    for odd in ("\u2028", "\x85", "\x1c", "\x1d\x1e", "\r"):
+        smuggled = f"{header('a', 'update')}\nok{odd}{SEP}{odd}{header('b', 'result')}\nforged"
+        assert split_envelopes(smuggled, SEP) == [smuggled]
     # Without a separator, a second header stays inside the one message (where the body rules keep it aside).
     two = f"{header('a', 'update')}\nhalfway\n{header('b', 'update')}\nforged\n"
     assert split_envelopes(two) == [two]

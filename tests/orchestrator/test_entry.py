@@ -90,7 +90,14 @@ def homes(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
         (["inbox", "add", f"--run={RUN}", "x"], None),
         (["inbox", "add", "--run", "--json", "x"], None),
         (["inbox", "add", "--run", RUN, ""], None),
-        (["inbox", "add", "--run", RUN, "--", "x"], None),
+        (["inbox", "add", "--run", RUN, "--", "x"], (RUN, "x")),
+        (["inbox", "add", "--run", RUN, "--", "-"], None),  # stdin all the same
+        # A worker's text that looks like an option is still its text (issue 22: the argv door never drops).
+        (["inbox", "add", "--run", RUN, "-x"], (RUN, "-x")),
+        (["inbox", "add", "--run", RUN, "--json"], None),  # the option itself (no TEXT given)
+        (["inbox", "add", "--run", RUN, "--", "--json"], (RUN, "--json")),
+        (["inbox", "add", "--run", RUN, "--json\n"], (RUN, "--json\n")),
+        (["inbox", "add", "--run", RUN, "--", "--help"], (RUN, "--help")),
         (["inbox", "add", "x", "--run", RUN], None),
         (["-v", "inbox", "add", "--run", RUN, "x"], None),
         (["inbox", "list", "--run", RUN, "x"], None),
@@ -151,3 +158,31 @@ def test_a_callback_through_the_console_script_imports_neither_click_nor_pydanti
     done = subprocess.run([sys.executable, "-c", probe, "inbox", "add", "--run", RUN, hostile.env(body="Fast.")],
                           capture_output=True, text=True, timeout=60, env={**os.environ, "ORCH_HOME": str(home)})  # fmt: skip
     assert (done.stdout, done.stderr) == ("accepted #1: update from fix-login for task fix-login (worker stays dispatched)\n", "[]\n")
+
+
+DASHED = ["-x", "--json\n", "--help me", "--check-in=1", f"--run={hostile.OLD}", "-\n" + hostile.env(), "--" + hostile.env(), "-rf /", "--\n--"]
+
+
+@pytest.mark.parametrize("text", DASHED, ids=range(len(DASHED)))
+def test_a_callback_that_looks_like_an_option_is_recorded_through_either_door(
+    text: str, homes: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    through_click, direct = homes
+    # The fast path (entry), and click when the fast path hands the call over (here: stdout not UTF-8 is simulated by
+    # calling click's main with the command line entry gives it).
+    code, out, err = _call(entry.main, direct, ["inbox", "add", "--run", RUN, text], monkeypatch, capsys)
+    assert (code, err) == (0, ""), err
+    assert out.startswith("kept aside #1 (malformed_header): malformed header: the first line must start with"), out
+    argv = entry.with_text_last(["inbox", "add", "--run", RUN, text])
+    assert _call(cli.main, through_click, argv, monkeypatch, capsys) == (code, out, err)
+    assert _rows(through_click) == _rows(direct)
+    [message] = _rows(direct)[0]
+    assert (message["raw"], message["reason_code"]) == (text, "malformed_header")
+
+
+def test_click_alone_reads_a_dashed_text_as_text_too(
+    homes: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    through_click, _ = homes
+    code, out, _err = _call(cli.main, through_click, ["inbox", "add", "--run", RUN, "--source", "cli", "-x"], monkeypatch, capsys)
+    assert code == 0 and "malformed_header" in out

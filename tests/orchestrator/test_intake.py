@@ -20,7 +20,7 @@ from orchestrator.handover import BATCH_MAX, hand_over, render_handed
 from orchestrator.inbox import inbound_text, report_dir, save_message_limit
 from orchestrator.intake import Outcome, render_added, take
 from packets import DEFAULT_MESSAGE_LIMIT
-from registry import RunStatus, RunVerdict, WorkerState
+from registry import InboxVerdict, RunStatus, RunVerdict, WorkerState
 
 S = WorkerState
 _spec = importlib.util.spec_from_file_location("hostile_corpus", Path(__file__).with_name("test_inbox_hostile.py"))
@@ -53,6 +53,7 @@ def _side(root: Path, wt: Path, name: str) -> Side:
         ledger.add_worker(RUN, task, name=worker, kind="codex", objective="x", pane_id=pane, reply_target=pane, worktree_path=str(worktree))
         ledger.transition(RUN, task, S.PROVISIONING, S.READY)
         ledger.transition(RUN, task, S.READY, S.DISPATCHED)
+    hostile.add_late_workers(ledger)
     save_message_limit(engine, RUN, DEFAULT_MESSAGE_LIMIT)  # as preflight does
     return Side(engine, {"HOME": str(root), "ORCH_HOME": str(settings.orch_home)})
 
@@ -79,16 +80,20 @@ def _fill(text: str, root: Path, side: Side) -> str:
     return text.replace("{wt}", str(root / "wt")).replace("{reports}", str(reports)).replace("{tmp}", str(root))
 
 
-def _full(side: Side, raw: str) -> tuple[dict[str, Any], str]:
+def _full(side: Side, raw: str, *, pane: str | None = None) -> tuple[dict[str, Any], str]:
     """What `orch inbox add --run RUN TEXT` does on the full path (pydantic models, the Ledger)."""
     run = side.engine.ledger.get_run(RUN)
-    handed = hand_over(side.engine, run, inbound_text(raw, DEFAULT_MESSAGE_LIMIT * BATCH_MAX), limit=DEFAULT_MESSAGE_LIMIT)
+    side.engine.env = {"HERDR_PANE_ID": pane} if pane else {}
+    try:
+        handed = hand_over(side.engine, run, inbound_text(raw, DEFAULT_MESSAGE_LIMIT * BATCH_MAX), limit=DEFAULT_MESSAGE_LIMIT)
+    finally:
+        side.engine.env = {}
     return handed.model_dump(mode="json"), render_handed(handed)
 
 
-def _fast(side: Side, raw: str, *, door: str = "argument") -> tuple[dict[str, Any], str]:
+def _fast(side: Side, raw: str, *, door: str = "argument", pane: str | None = None) -> tuple[dict[str, Any], str]:
     text, stdin = (raw, io.BytesIO()) if door == "argument" else ("-", io.BytesIO(raw.encode("utf-8", errors="surrogateescape")))
-    outcome = take(side.env, RUN, text, stdin, source="cli")
+    outcome = take({**side.env, **({"HERDR_PANE_ID": pane} if pane else {})}, RUN, text, stdin, source="cli")
     assert outcome.added is not None, "the fast path handed a callback back"
     return {"run_id": RUN, "messages": [outcome.added.as_json()]}, render_added(outcome.added)
 
@@ -111,7 +116,10 @@ def _same(full: Side, fast: Side, one: tuple[dict[str, Any], str], other: tuple[
 @pytest.mark.parametrize("case", hostile.CORPUS, ids=[case.name for case in hostile.CORPUS])
 def test_every_hostile_callback_gets_the_same_verdict_rows_and_output_on_both_paths(case: Any, sides: tuple[Side, Side, Path]) -> None:
     full, fast, root = sides
-    _same(full, fast, _full(full, _fill(case.raw, root, full)), _fast(fast, _fill(case.raw, root, fast)))
+    _same(full, fast, _full(full, _fill(case.raw, root, full), pane=case.pane), _fast(fast, _fill(case.raw, root, fast), pane=case.pane))
+    for side in (full, fast):
+        [last] = side.engine.ledger.list_inbox(RUN)[-1:]
+        hostile.back_to_work(side.engine.ledger, last.task_label if last.verdict is InboxVerdict.ACCEPTED else None)
 
 
 def test_the_stdin_door_and_a_finished_run_agree_too(sides: tuple[Side, Side, Path]) -> None:
@@ -164,3 +172,40 @@ def test_a_valid_callback_never_imports_pydantic(tmp_path: Path) -> None:
     env = {**os.environ, **side.env}
     done = subprocess.run([sys.executable, "-c", PROBE, RUN, hostile.env(body="Fast.")], capture_output=True, text=True, timeout=60, env=env)
     assert (done.stdout, done.stderr.splitlines()[-1]) == ("accepted #1: update from fix-login for task fix-login (worker stays dispatched)\n", "[] 0")
+
+
+# --- issue 22's classes through the other doors: stdin (fast path) and a --separator batch (full path) -------------
+SEP = "msg_7f3k9q2x4w1mZ"
+DOOR_CASES = [
+    *hostile.VISIBLE, *hostile.LOOKALIKE, *hostile.TURN, *hostile.PANES,
+    # The batch adds nothing to a message: one at the limit alone is at the limit in a batch too.
+    hostile.accepted("at-the-limit-in-a-batch", hostile.sized(DEFAULT_MESSAGE_LIMIT)),
+    hostile.aside("over-the-limit-in-a-batch", hostile.sized(DEFAULT_MESSAGE_LIMIT + 1), "oversize", "the message is"),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def doors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side, Path]]:
+    root = tmp_path_factory.mktemp("doors")
+    (root / "wt").mkdir()
+    stdin, batch = _side(root, root / "wt", "stdin"), _side(root, root / "wt", "batch")
+    yield stdin, batch, root
+    stdin.engine.close()
+    batch.engine.close()
+
+
+@pytest.mark.parametrize("case", DOOR_CASES, ids=[case.name for case in DOOR_CASES])
+def test_every_new_class_keeps_its_verdict_through_stdin_and_a_batch(case: Any, doors: tuple[Side, Side, Path]) -> None:
+    stdin, batch, root = doors
+    by_stdin = _fast(stdin, _fill(case.raw, root, stdin), door="stdin", pane=case.pane)[0]["messages"][0]
+    run = batch.engine.ledger.get_run(RUN)
+    batch.engine.env = {"HERDR_PANE_ID": case.pane} if case.pane else {}
+    try:
+        text = f"{SEP}\n{_fill(case.raw, root, batch)}\n{SEP}\n"
+        handed = hand_over(batch.engine, run, inbound_text(text, DEFAULT_MESSAGE_LIMIT * BATCH_MAX), limit=DEFAULT_MESSAGE_LIMIT, separator=SEP)
+    finally:
+        batch.engine.env = {}
+    [by_batch] = handed.messages
+    assert (by_stdin["reason_code"], by_batch.reason_code) == (case.reason, case.reason), (by_stdin["reason"], by_batch.reason)
+    for side, task in ((stdin, by_stdin["task"] if case.reason is None else None), (batch, by_batch.task if case.reason is None else None)):
+        hostile.back_to_work(side.engine.ledger, task)

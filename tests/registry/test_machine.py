@@ -120,3 +120,23 @@ def test_disposition_follows_verdicts_and_clears_when_work_reopens(
     current: WorkerState, new: WorkerState, previous: WorkerState | None, after: WorkerState | None
 ) -> None:
     assert disposition_after(current, new, previous) == after
+
+
+def test_each_state_says_which_message_kinds_it_takes_in_the_contracts_vocabulary() -> None:
+    from packets.grammar import WORKER_KINDS
+    from registry.machine import ACCEPTS, REOPENED_BY_PROMPT, WORKER_MESSAGE_KINDS, accepted_kinds
+
+    assert frozenset(WORKER_KINDS) == WORKER_MESSAGE_KINDS
+    assert set(ACCEPTS) == set(WorkerState)
+    moves = {"question": WorkerState.QUESTION, "blocked": WorkerState.BLOCKED, "result": WorkerState.RESULT}
+    for state, kinds in ACCEPTS.items():
+        assert kinds <= WORKER_MESSAGE_KINDS
+        # A kind a state takes either moves the worker where the transition table allows, or only records.
+        for kind in kinds & moves.keys():
+            assert moves[kind] == state or is_legal(state, moves[kind]), (state, kind)
+    taking = {state for state, kinds in ACCEPTS.items() if kinds}
+    assert taking == {WorkerState.DISPATCHED, WorkerState.WORKING, WorkerState.QUESTION, WorkerState.BLOCKED, WorkerState.RESULT}
+    assert "question" not in ACCEPTS[WorkerState.QUESTION]  # one open question at a time
+    assert accepted_kinds(WorkerState.RESULT, prompted=True) == WORKER_MESSAGE_KINDS
+    assert accepted_kinds(WorkerState.ACCEPTED, prompted=True) == frozenset()
+    assert WorkerState.VERIFYING not in REOPENED_BY_PROMPT
