@@ -173,16 +173,24 @@ _YES_LINE = Gate(one_of=(Gate(line_regex=(r"(?i)^\s*❯?\s*1\.\s*yes\b",)), Gate
 
 RULES: dict[str, tuple[Rule, ...]] = {
     # Claude Code: the title's first character spins while busy (braille, half circles from 2.1.228) and is ✳ when
-    # idle; forms end with "Esc to cancel" after the form's top rule (changelog 0.8.2 #2268).
+    # idle, but only with TMUX unset in its environment; forms end with "Esc to cancel" after the form's top rule
+    # (changelog 0.8.2 #2268). From real screens (claude 2.1.328, ../shared/real-agents): notices a turn waits on
+    # end "Enter to continue · Esc to cancel", the auto-mode question has no footer at all, and the footer under the
+    # prompt box says "esc to interrupt" while a turn runs (the only busy sign on screen when the title stays ✳).
     "claude": (
         Rule("title_spinner", "working", 1100, "osc_title", Gate(regex=(r"^[\u2800-\u28ff\u25d0-\u25d3] ",)), visible=True),
         Rule("confirm_form", "blocked", 980, "after_last_horizontal_rule", visible=True, gate=Gate(
             contains=("esc to cancel",),
             one_of=(
                 Gate(contains=("enter to confirm",)),
+                Gate(contains=("enter to continue",)),
                 Gate(contains=("enter to select",), one_of=(Gate(contains=("arrow keys to navigate",)), Gate(contains=("↑/↓ to navigate",)))),
             ),
         )),
+        Rule("auto_mode_question", "blocked", 980, "after_last_horizontal_rule", visible=True,
+             gate=Gate(contains=("make auto mode your default permission mode?",))),
+        Rule("interrupt_footer", "working", 960, "bottom_non_empty_lines(1)", visible=True,
+             gate=Gate(line_regex=(r"·\s*esc to interrupt\s*$",))),
         Rule("prompt_box", "idle", 950, "prompt_box_body", visible=True, gate=Gate(
             line_regex=(r"^\s*❯",), none_of=(Gate(contains=("esc to cancel",)), Gate(contains=("enter to select",))))),
         Rule("permission_prompt", "blocked", 840, "after_last_horizontal_rule", visible=True,
@@ -196,6 +204,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("title_spinner", "working", 1050, "osc_title", Gate(regex=(rf"(?:^| )[{BRAILLE_SPINNER}](?: |$)",)), visible=True),
         Rule("trust_directory", "blocked", 950, "top_non_empty_lines(20)", visible=True, gate=Gate(
             regex=(r"\A> You are in [^\n]+", r"Do\s+you\s+trust\s+the\s+contents\s+of\s+this\s+directory\?"))),
+        # codex 0.169's trust dialog (../shared/real-agents codex-19), and its sign-in chooser without a provider.
+        Rule("trust_folder", "blocked", 950, "top_non_empty_lines(20)", visible=True, gate=Gate(
+            line_regex=(r"^\s*Folder access\s*$",), contains=("trust this folder?", "enter continue"))),
+        Rule("sign_in", "blocked", 940, "whole_recent", visible=True, gate=Gate(contains=("welcome to codex", "press enter to continue"))),
         Rule("approval_form", "blocked", 900, "after_last_prompt_marker", visible=True, gate=Gate(one_of=(
             Gate(contains=("press enter to confirm or esc to cancel",)), Gate(contains=("allow command?",))))),
         Rule("yes_no_question", "blocked", 600, "whole_recent", Gate(one_of=(Gate(contains=("[y/n]",)), Gate(contains=("yes (y)",))))),
@@ -204,10 +216,13 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule("title_idle", "idle", 100, "osc_title", visible=True,
              gate=Gate(regex=(r"\S",), none_of=(Gate(regex=(rf"(?:^| )[{BRAILLE_SPINNER}](?: |$)",)), Gate(contains=("Action Required",))))),
     ),
-    # opencode: a "Permission required" box; "esc to interrupt" under the input while busy.
+    # opencode: a "Permission required" box; under the input while busy a progress bar and "esc interrupt" (no "to"
+    # in opencode 1.18, ../shared/real-agents opencode-4; older releases said "esc to interrupt").
     "opencode": (
         Rule("permission_required", "blocked", 300, "whole_recent", Gate(contains=("△ Permission required",)), visible=True),
-        Rule("interrupt_hint", "working", 110, "whole_recent", Gate(contains=("esc to interrupt",)), visible=True),
+        Rule("interrupt_hint", "working", 110, "whole_recent", visible=True,
+             gate=Gate(one_of=(Gate(contains=("esc to interrupt",)), Gate(contains=("esc interrupt",))))),
+        Rule("progress_bar", "working", 100, "whole_recent", Gate(regex=(r"(■|⬝){4,}",)), visible=True),
     ),
     # pi: a "Working..." line while busy; no approval forms at all.
     "pi": (Rule("working_line", "working", 100, "whole_recent", Gate(contains=("Working...",)), visible=True),),

@@ -42,7 +42,7 @@ def flat(text: str) -> str:
     # Worker text: every control or format character is shown escaped, never obeyed (packets.inert_line).
     lines = [inert_line(" ".join(line.split())) for line in text.splitlines()]
     # Box-drawing rules carry no words; they only widen the line.
-    return " / ".join(line for line in lines if line and line.strip("─━═-"))
+    return " / ".join(line for line in lines if line and line.strip("─━═╌-"))
 
 
 def send_keys(engine: Engine, worker: Worker, pane_id: str, screen: Screen, keys: tuple[str, ...], key: str) -> DialogKeys:
@@ -76,10 +76,10 @@ def settle_dialog_keys(engine: Engine, run: Run, effect: Effect) -> Done[DialogK
     request = effect.request
     worker = engine.ledger.get_worker(run.run_id, effect.task_label or "")
     kinds = quirks(worker.kind)
-    screens = [s for s in (kinds.trust_dialog, *kinds.approval_forms) if s is not None and s.name == request.get("dialog")]
-    if not screens:
+    screen = kinds.dialog_named(str(request.get("dialog")))
+    if screen is None:
         return CannotTell(f"which dialog did effect {effect.id} answer? {worker.kind} has no {request.get('dialog')} in the quirk table", "orch status")
-    return _read_back(engine, str(request["pane"]), screens[0], tuple(request.get("keys") or ()))
+    return _read_back(engine, str(request["pane"]), screen, tuple(request.get("keys") or ()))
 
 
 def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed: bool, why_not: str, wait_timeout_ms: int) -> str | None:
@@ -90,8 +90,9 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
     kinds = quirks(worker.kind)
     shown = engine.herdr.pane_read(pane_id, source="visible")
     text = excerpt(shown)
-    trust = kinds.trust_dialog
-    if trust is None or not trust.matches(shown):
+    trust = kinds.trust_on(shown)
+    if trust is None:
+        stop_at_notice(engine, worker, shown)
         engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
             "dialog": None, "kind": worker.kind, "answered": False, "reason": "not a dialog orch knows", "screen": text})  # fmt: skip
         raise DialogStop(f"{worker.name} ({worker.kind}) is blocked at start-up by a dialog orch does not know; nothing was typed. Screen: {flat(text)}")
@@ -117,6 +118,25 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
     if info.agent_status not in ("idle", "done"):
         raise DialogStop(f"{worker.name} answered its {trust.name} dialog but is {info.agent_status}, not idle")
     return f"answered the {worker.kind} {trust.name} dialog with {' '.join(keys)} ({why_not})"
+
+
+def stop_at_notice(engine: Engine, worker: Worker, shown: str) -> None:
+    """A start-up notice or form of the table on the screen: record it and raise DialogStop with its hint (never answered).
+
+    Returns when the screen shows none of them.
+    """
+    kinds = quirks(worker.kind)
+    notice = kinds.notice_on(shown) or kinds.approval_on(shown)
+    if notice is None:
+        return
+    text = excerpt(shown)
+    why = "orch never answers a start-up notice: it is the person's decision"
+    engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
+        "dialog": notice.name, "kind": worker.kind, "answered": False, "reason": why, "screen": text})  # fmt: skip
+    raise DialogStop(
+        f"{worker.name} ({worker.kind}) stopped at its {notice.name} at start-up and nothing was typed ({why}). Screen: {flat(text)}",
+        hint=notice.hint or "answer it in the pane yourself, then re-run",
+    )
 
 
 Decision = Literal["approve", "deny"]

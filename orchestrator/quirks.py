@@ -8,10 +8,24 @@ Keys use herdr's key syntax (`enter`, `esc`, `shift+tab`: CONTRACT §6 `pane sen
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class Proof(BaseModel):
+    """Where an entry was seen on a real agent: the agent's version and the captured screens (file names) showing it.
+
+    The captures are the real-agents lane's (`../shared/real-agents/screens/`, re-captured when an agent releases);
+    `tests/orchestrator/test_captured_screens.py` runs every one of them through this table.
+    """
+
+    model_config = _FROZEN
+
+    version: str
+    captures: tuple[str, ...]
 
 
 class Screen(BaseModel):
@@ -24,10 +38,15 @@ class Screen(BaseModel):
     accept_keys: tuple[str, ...]  # the agent's own keys for "yes" once the cursor is on the accept option
     decline_keys: tuple[str, ...]  # the agent's own keys for "no" / cancel
     source: str
-    # A numbered menu whose cursor may open on any option: the option that accepts, and the cursor's mark. Enter
-    # confirms whatever the cursor is on, so orch first moves the cursor there, reading where it is from the screen.
+    # A menu whose cursor may open on any option: the option that accepts, and the cursor's mark. Enter confirms
+    # whatever the cursor is on, so orch first moves the cursor there, reading where it is from the screen.
     accept_option: str | None = None
     cursor: str | None = None
+    # Every option's words: a menu without numbers (Claude Code's trust dialog) is read by these. Empty: numbered lines.
+    options: tuple[str, ...] = ()
+    # For a dialog orch never answers: what the person can do (answer it in the pane, or the setting that avoids it).
+    hint: str | None = None
+    proof: Proof | None = None  # None: no captured real screen confirms this entry
 
     def matches(self, screen: str) -> bool:
         """Whether this dialog is what the screen shows."""
@@ -40,17 +59,51 @@ class Screen(BaseModel):
         """
         if self.accept_option is None or self.cursor is None:
             return self.accept_keys
-        options = [m for line in screen.splitlines() if (m := _OPTION.match(line))]
-        at = [i for i, m in enumerate(options) if m.group(1) == self.cursor]
-        target = [i for i, m in enumerate(options) if m.group(2).strip() == self.accept_option]
+        options = [found for line in screen.splitlines() if (found := self._option(line)) is not None]
+        at = [i for i, (cursor, _) in enumerate(options) if cursor]
+        target = [i for i, (_, words) in enumerate(options) if words == self.accept_option]
         if len(at) != 1 or len(target) != 1:
             return None
         moves = target[0] - at[0]
         return ("down",) * moves + ("up",) * -moves + self.accept_keys
 
+    def _option(self, line: str) -> tuple[bool, str] | None:
+        """(cursor on it, the option's words) for a menu line (`❯ Yes, I trust this folder`, `  2. No, exit`), else None."""
+        assert self.cursor is not None
+        text = line.strip()
+        cursor = text.startswith(self.cursor)
+        if cursor:
+            text = text[len(self.cursor) :].strip()
+        numbered = _NUMBER.match(text)
+        if numbered:
+            text = text[numbered.end() :].strip()
+        if self.options:
+            return (cursor, text) if text in self.options else None
+        return (cursor, text) if numbered else None
 
-# A numbered menu line: an optional cursor mark, the number, the option's words (`❯ 1. Yes, I trust this folder`).
-_OPTION = re.compile(r"^\s*([^\s\d\w]?)\s*\d+\.\s+(.+?)\s*$")
+
+# A menu line's number (`1. `), before the option's words.
+_NUMBER = re.compile(r"\d+\.\s+")
+
+
+class Sign(BaseModel):
+    """A state shown on screen: every pattern matches and no ``absent`` one does, or ``title`` matches the pane title."""
+
+    model_config = _FROZEN
+
+    name: str
+    patterns: tuple[str, ...] = ()
+    absent: tuple[str, ...] = ()
+    title: str | None = None  # a regex over the terminal title (herdr reads it; orch's pane reads do not carry it)
+    source: str
+    proof: Proof | None = None
+
+    def matches(self, screen: str, title: str = "") -> bool:
+        """Whether the screen (or the title) shows this sign."""
+        flags = re.IGNORECASE | re.MULTILINE
+        if self.patterns and all(re.search(p, screen, flags) for p in self.patterns) and not any(re.search(p, screen, flags) for p in self.absent):
+            return True
+        return self.title is not None and bool(title) and re.search(self.title, title) is not None
 
 
 class PlanMode(BaseModel):
@@ -63,6 +116,20 @@ class PlanMode(BaseModel):
     # Mode keys cycle through several modes; more presses than this means the mode is not where we expect it.
     max_presses: int
     source: str
+    proof: Proof | None = None
+
+
+ReadState = Literal["blocked", "working", "ready", "idle", "unknown"]
+
+
+class Reading(BaseModel):
+    """What orch's table reads on one screen: a dialog (blocked), busy, ready for a first prompt, at rest, or unknown."""
+
+    model_config = _FROZEN
+
+    state: ReadState
+    sign: str | None = None  # the dialog's or sign's name
+    dialog: Screen | None = None
 
 
 class Quirks(BaseModel):
@@ -73,31 +140,103 @@ class Quirks(BaseModel):
     kind: str
     exit_command: str | None = None
     exit_source: str | None = None
-    trust_dialog: Screen | None = None
+    exit_proof: Proof | None = None
+    trust_dialogs: tuple[Screen, ...] = ()  # newest first: agents change their wording between releases
+    start_notices: tuple[Screen, ...] = ()  # other dialogs at start-up: orch never answers them (each has a hint)
     approval_forms: tuple[Screen, ...] = ()
     plan_mode: PlanMode | None = None
+    # The agent can take its first prompt (dispatch never pastes before it shows). None: herdr's readiness alone.
+    ready: Sign | None = None
+    idle: tuple[Sign, ...] = ()  # at rest after a turn, where the first-start sign may be gone
+    busy: tuple[Sign, ...] = ()
+
+    def trust_on(self, screen: str) -> Screen | None:
+        """The trust dialog the screen shows, if any."""
+        return next((dialog for dialog in self.trust_dialogs if dialog.matches(screen)), None)
+
+    def notice_on(self, screen: str) -> Screen | None:
+        """The start-up notice (a dialog orch never answers) the screen shows, if any."""
+        return next((notice for notice in self.start_notices if notice.matches(screen)), None)
 
     def approval_on(self, screen: str) -> Screen | None:
         """The approval or permission form the screen shows, if any."""
         return next((form for form in self.approval_forms if form.matches(screen)), None)
 
+    def dialog_on(self, screen: str) -> Screen | None:
+        """Any dialog of the table on this screen: a trust dialog, a start-up notice or an approval form."""
+        return self.trust_on(screen) or self.notice_on(screen) or self.approval_on(screen)
+
+    def dialog_named(self, name: str) -> Screen | None:
+        """The table's dialog of this name (an effect names the dialog it answered)."""
+        return next((s for s in (*self.trust_dialogs, *self.start_notices, *self.approval_forms) if s.name == name), None)
+
+    def read(self, screen: str, title: str = "") -> Reading:
+        """The table's reading of a screen: a dialog wins, then a busy sign, then the ready sign, then an idle sign."""
+        dialog = self.dialog_on(screen)
+        if dialog is not None:
+            return Reading(state="blocked", sign=dialog.name, dialog=dialog)
+        busy = next((s for s in self.busy if s.matches(screen, title)), None)
+        if busy is not None:
+            return Reading(state="working", sign=busy.name)
+        if self.ready is not None and self.ready.matches(screen, title):
+            return Reading(state="ready", sign=self.ready.name)
+        idle = next((s for s in self.idle if s.matches(screen, title)), None)
+        if idle is not None:
+            return Reading(state="idle", sign=idle.name)
+        return Reading(state="unknown")
+
 
 _EXIT_SOURCE = "spec §7 retire ladder (`/exit`); the agent's own slash command"
 _DELTA_13 = "herdr 0.8.2 changelog #2268 and detection manifest claude.toml (`live_blocked_form`, `generic_permission_prompt`)"
+_LANE = "captured by the real-agents lane (`../shared/real-agents/`)"
+CLAUDE = "claude 2.1.328"
+CODEX = "codex 0.169.0"
+OPENCODE = "opencode 1.18.33"
+PI = "pi 0.73.1"
+
+
+def _seen(version: str, *captures: str) -> Proof:
+    return Proof(version=version, captures=captures)
+
 
 QUIRKS: dict[str, Quirks] = {
     "claude": Quirks(
         kind="claude",
         exit_command="/exit",
-        exit_source=_EXIT_SOURCE,
-        trust_dialog=Screen(
-            name="trust folder",
-            patterns=(r"trust (this folder|the files in this folder)", r"enter to confirm"),
-            accept_keys=("enter",),
-            decline_keys=("esc",),
-            source="Claude Code's first-start folder trust dialog (`Quick safety check: Is this a project you created or one you trust?`, `❯ 1. Yes, I trust this folder` / `2. No, exit`, `Enter to confirm · Esc to cancel`; public captures show the cursor opening on `No, exit` in later releases, so orch moves it to the accept option first); " + _DELTA_13,
-            accept_option="Yes, I trust this folder",
-            cursor="❯",
+        exit_source=_EXIT_SOURCE + "; " + _LANE + ": `/exit` then Enter returns the shell",
+        exit_proof=_seen(CLAUDE, "claude-11.txt"),
+        trust_dialogs=(
+            Screen(
+                name="trust folder",
+                patterns=(r"trust (this folder|the files in this folder)", r"enter to confirm"),
+                accept_keys=("enter",),
+                decline_keys=("esc",),
+                source="Claude Code's first-start folder trust dialog (`Quick safety check: Is this a project you created or one you trust?`, options without numbers, the cursor `❯` opening on `No, exit` above `Yes, I trust this folder`, `Enter to confirm · Esc to cancel`): Down then Enter accepts; " + _LANE + "; " + _DELTA_13,
+                accept_option="Yes, I trust this folder",
+                cursor="❯",
+                options=("Yes, I trust this folder", "No, exit"),
+                proof=_seen(CLAUDE, "claude-3.txt", "claude-4.txt", "claude-5.txt"),
+            ),
+        ),
+        start_notices=(
+            Screen(
+                name="API key question",
+                patterns=(r"do you want to use this api key\?", r"enter to confirm"),
+                accept_keys=("up", "enter"),
+                decline_keys=("enter",),
+                source="Claude Code asks once per HOME whether to use `ANTHROPIC_API_KEY` (cursor on `No (recommended)`); " + _LANE,
+                hint="it is the person's account decision: answer it in the pane, or pre-approve the key in the agent's `~/.claude.json` (`customApiKeyResponses.approved`: the key's last 20 characters)",
+                proof=_seen(CLAUDE, "claude-5.txt", "claude-6.txt", "claude-7.txt"),
+            ),
+            Screen(
+                name="auto mode question",
+                patterns=(r"make auto mode your default permission mode\?",),
+                accept_keys=("enter",),
+                decline_keys=("down", "enter"),
+                source="Claude Code asks once whether auto mode becomes the default permission mode (cursor on `Yes, set auto mode …`, no footer); " + _LANE,
+                hint="it changes the person's default permission mode: answer it in the pane, or set `disableAutoMode` in the agent's `~/.claude/settings.json`",
+                proof=_seen(CLAUDE, "claude-12.txt", "claude-13.txt"),
+            ),
         ),
         approval_forms=(
             Screen(
@@ -105,7 +244,16 @@ QUIRKS: dict[str, Quirks] = {
                 patterns=(r"do you want to proceed\?", r"^\s*❯?\s*1\.\s*yes\b", r"esc to cancel"),
                 accept_keys=("enter",),
                 decline_keys=("esc",),
-                source="Claude Code's tool permission form (`❯ 1. Yes` preselected, `Esc to cancel`); " + _DELTA_13,
+                source="Claude Code's tool permission form (`❯ 1. Yes` preselected, `Esc to cancel · Tab to amend`); " + _LANE + "; " + _DELTA_13,
+                proof=_seen(CLAUDE, "claude-14.txt", "claude-18.txt", "claude-26.txt"),
+            ),
+            Screen(
+                name="notice",
+                patterns=(r"enter to continue\s*·\s*esc to cancel",),
+                accept_keys=("enter",),
+                decline_keys=("esc",),
+                source="Claude Code's mid-turn notices (`Enter to continue · Esc to cancel`; in auto mode a billing notice before the first tool call): the turn waits on it, so it is a form for `orch approve`, never read as idle; " + _LANE,
+                proof=_seen(CLAUDE, "claude-8.txt", "claude-9.txt", "claude-10.txt"),
             ),
         ),
         plan_mode=PlanMode(
@@ -114,19 +262,63 @@ QUIRKS: dict[str, Quirks] = {
             max_presses=3,
             source="Claude Code: Shift+Tab cycles permission modes (default -> accept edits on -> plan mode on) and the footer shows `plan mode on`; herdr sends Shift+Tab only from 0.8.2 on (DELTA 0.8.2 #7, #1561)",
         ),
+        ready=Sign(
+            name="prompt box",
+            patterns=(r"^❯\s*$",),
+            source="the empty input line `❯` of Claude Code's prompt box (the dialogs' `❯` lines carry an option); " + _LANE,
+            proof=_seen(CLAUDE, "claude-7.txt", "claude-13.txt", "claude-22.txt", "claude-27.txt"),
+        ),
+        busy=(
+            Sign(
+                name="interrupt footer",
+                patterns=(r"·\s*esc to interrupt\s*$",),
+                source="the footer `⏸ manual mode on · esc to interrupt` while a turn runs (`? for shortcuts` at rest); " + _LANE,
+                proof=_seen(CLAUDE, "claude-15.txt", "claude-17.txt", "claude-19.txt", "claude-20.txt"),
+            ),
+            Sign(
+                name="title spinner",
+                title=r"^[\u2800-\u28ff\u25d0-\u25d3] ",
+                source="the terminal title's spinner (braille up to 2.1.227, half circles from 2.1.228; `✳` at rest), drawn only when `TMUX` is unset in the agent's environment (herdr's own panes); herdr 0.8.2 detection manifest claude.toml `osc_title_working`",
+            ),
+        ),
     ),
     "codex": Quirks(
         kind="codex",
         exit_command="/exit",
-        exit_source=_EXIT_SOURCE,
-        trust_dialog=Screen(
-            name="trust directory",
-            patterns=(r"^> You are in ", r"do\s+you\s+trust\s+the\s+contents\s+of\s+this\s+directory\?"),
-            accept_keys=("enter",),
-            decline_keys=("esc",),
-            source="codex first start in a directory (`› 1. Yes, continue` preselected, `Press enter to continue`); herdr 0.8.2 detection manifest codex.toml `trust_directory` and src/detect/manifest/tests.rs `codex_trust_directory_requires_live_top_region`",
-            accept_option="Yes, continue",
-            cursor="›",
+        exit_source=_EXIT_SOURCE + "; " + _LANE,
+        exit_proof=_seen(CODEX, "codex-16.txt"),
+        trust_dialogs=(
+            Screen(
+                name="trust folder",
+                patterns=(r"^\s*folder access\s*$", r"trust this folder\?", r"enter continue"),
+                accept_keys=("enter",),
+                decline_keys=("esc",),
+                source="codex's folder access dialog (`Trust this folder?`, `› 1. Trust and continue` / `2. Back to Agent Command Center`, `enter continue · esc back`); a prompt pasted into it is lost and its Enter trusts the folder; " + _LANE,
+                accept_option="Trust and continue",
+                cursor="›",
+                options=("Trust and continue", "Back to Agent Command Center"),
+                proof=_seen(CODEX, "codex-6.txt", "codex-7.txt", "codex-19.txt", "codex-20.txt"),
+            ),
+            Screen(
+                name="trust directory",
+                patterns=(r"^> You are in ", r"do\s+you\s+trust\s+the\s+contents\s+of\s+this\s+directory\?"),
+                accept_keys=("enter",),
+                decline_keys=("esc",),
+                source="older codex releases (`> You are in <dir>`, `› 1. Yes, continue` preselected, `Press enter to continue`); herdr 0.8.2 detection manifest codex.toml `trust_directory` and src/detect/manifest/tests.rs `codex_trust_directory_requires_live_top_region`",
+                accept_option="Yes, continue",
+                cursor="›",
+            ),
+        ),
+        start_notices=(
+            Screen(
+                name="sign-in chooser",
+                patterns=(r"welcome to codex", r"press enter to continue"),
+                accept_keys=("enter",),
+                decline_keys=("esc",),
+                source="codex without a configured provider asks how to sign in; " + _LANE,
+                hint="configure a model provider in the agent's `~/.codex/config.toml` (`model_provider`, `[model_providers.<id>]`), or sign in in the pane",
+                proof=_seen(CODEX, "codex-2.txt", "codex-3.txt"),
+            ),
         ),
         approval_forms=(
             Screen(
@@ -134,26 +326,87 @@ QUIRKS: dict[str, Quirks] = {
                 patterns=(r"press enter to confirm or esc to cancel|allow command\?",),
                 accept_keys=("enter",),
                 decline_keys=("esc",),
-                source="codex command approval (`› 1. Yes, proceed (y)` preselected, `Press enter to confirm or esc to cancel`); herdr 0.8.2 detection manifest codex.toml `live_strong_blocker`",
+                source="codex command approval (`› 1. Yes, proceed (y)` preselected, `Press enter to confirm or esc to cancel`, title `[ . ] Action Required`); " + _LANE + "; herdr 0.8.2 detection manifest codex.toml `live_strong_blocker`",
+                proof=_seen(CODEX, "codex-14.txt", "codex-15.txt"),
+            ),
+        ),
+        ready=Sign(
+            name="input line",
+            patterns=(r"^›(\s|$)",),
+            source="codex's input line `› Ask Codex to do anything` (the menus' `›` lines are dialogs, read first); " + _LANE,
+            proof=_seen(CODEX, "codex-4.txt", "codex-7.txt", "codex-17.txt"),
+        ),
+        busy=(
+            Sign(
+                name="working line",
+                patterns=(r"^[•◦]\s+Working \([^)]*esc to interrupt\)",),
+                title=r"(?:^| )[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏](?: |$)",
+                source="`• Working (3s • esc to interrupt)` above the input line, and a braille spinner before the title; " + _LANE + "; herdr 0.8.2 detection manifest codex.toml",
+                proof=_seen(CODEX, "codex-9.txt", "codex-10.txt", "codex-11.txt", "codex-12.txt", "codex-13.txt"),
             ),
         ),
     ),
     "opencode": Quirks(
         kind="opencode",
         exit_command="/exit",
-        exit_source=_EXIT_SOURCE,
+        exit_source=_EXIT_SOURCE + "; " + _LANE,
+        exit_proof=_seen(OPENCODE, "opencode-11.txt"),
         approval_forms=(
             Screen(
                 name="permission required",
                 patterns=(r"△ Permission required",),
                 accept_keys=("enter",),
                 decline_keys=("esc",),
-                source="opencode's permission box (`Allow once` preselected, `enter confirm`, `esc dismiss`); herdr 0.8.2 detection manifest opencode.toml `permission_required`",
+                source="opencode's permission box (`Allow once` preselected, `Allow always`, `Reject`, `enter confirm`); " + _LANE + "; herdr 0.8.2 detection manifest opencode.toml `permission_required`",
+                proof=_seen(OPENCODE, "opencode-7.txt", "opencode-8.txt"),
+            ),
+        ),
+        ready=Sign(
+            name="Ask anything",
+            patterns=(r"ask anything",),
+            source="opencode takes a prompt only once `Ask anything…` shows in its input box, about 10 s after start (a prompt sent earlier is lost; herdr reads the blank screen before it as idle); " + _LANE,
+            proof=_seen(OPENCODE, "opencode-1.txt", "opencode-2.txt", "opencode-3.txt"),
+        ),
+        idle=(
+            Sign(
+                name="commands footer",
+                patterns=(r"ctrl\+p commands",),
+                absent=(r"esc interrupt",),
+                source="after a turn the input box is empty (no `Ask anything`) and the footer shows `ctrl+p commands` without `esc interrupt`; " + _LANE,
+                proof=_seen(OPENCODE, "opencode-10.txt", "opencode-12.txt"),
+            ),
+        ),
+        busy=(
+            Sign(
+                name="interrupt footer",
+                patterns=(r"esc (to )?interrupt",),
+                source="the footer `⬝⬝⬝⬝⬝■■■  esc interrupt` (no `to`) while a turn runs; " + _LANE + "; herdr 0.8.2 detection manifest opencode.toml `progress_bar_working`",
+                proof=_seen(OPENCODE, "opencode-4.txt", "opencode-5.txt", "opencode-6.txt", "opencode-8.txt", "opencode-9.txt"),
             ),
         ),
     ),
-    # pi asks for no approvals and shows no trust dialog (herdr's pi manifest knows only its `Working...` line).
-    "pi": Quirks(kind="pi", exit_command="/exit", exit_source=_EXIT_SOURCE),
+    # pi asks for no approvals and shows no trust dialog; `/exit` is no command of pi's: it goes to the model as a
+    # prompt (pi-11, pi-12), so the stop ladder types `/quit`.
+    "pi": Quirks(
+        kind="pi",
+        exit_command="/quit",
+        exit_source="pi's own command (`/quit`, or Ctrl-D on an empty editor); `/exit` is sent to the model as a prompt; " + _LANE,
+        exit_proof=_seen(PI, "pi-2.txt", "pi-11.txt", "pi-12.txt", "pi-13.txt"),
+        ready=Sign(
+            name="key help",
+            patterns=(r"ctrl\+c/ctrl\+d clear/exit",),
+            source="pi draws its key help (`escape interrupt · ctrl+c/ctrl+d clear/exit · / commands`) with its editor, ~5 s after start; " + _LANE,
+            proof=_seen(PI, "pi-1.txt", "pi-3.txt", "pi-10.txt"),
+        ),
+        busy=(
+            Sign(
+                name="working line",
+                patterns=(r"Working\.\.\.",),
+                source="`⠇ Working...` above the editor while a turn runs; " + _LANE + "; herdr 0.8.2 detection manifest pi.toml `working_literal`",
+                proof=_seen(PI, "pi-4.txt", "pi-5.txt", "pi-6.txt", "pi-7.txt", "pi-8.txt", "pi-9.txt"),
+            ),
+        ),
+    ),
     "gemini": Quirks(kind="gemini", exit_command="/exit", exit_source=_EXIT_SOURCE),
 }
 
@@ -173,42 +426,67 @@ def excerpt(screen: str, lines: int = 12) -> str:
     return "\n".join(rows[-lines:])
 
 
+def _verified(proof: Proof | None) -> str:
+    if proof is None:
+        return "unverified: no captured real screen shows it"
+    return f"{proof.version}: " + ", ".join(f"`{name}`" for name in proof.captures)
+
+
 def render_reference() -> str:
-    """docs/agent-quirks.md: the table above for people, one row per fact with its source (tests keep it in step)."""
+    """docs/agent-quirks.md: the table above for people, one row per fact with its source and proof (tests keep it in step)."""
     out = [
         "# Agent quirks: what each kind shows and which keys answer it",
         "",
         "Generated from `orchestrator/quirks.py` (`tests/orchestrator/test_quirks.py` fails when they differ; `ORCH_UPDATE_GOLDEN=1` rewrites it).",
         "orch types only these keys, only through a recorded effect, and only when policy or a person said so:",
         "",
-        "- **Trust dialog** (first start of an agent in a directory): answered at provisioning with the accept keys when `[policy] trust_run_worktrees` is on (the default) and the run created the worktree (a menu's cursor is first moved to the accept option, from where the screen shows it; a screen that does not show it is reported, nothing typed); otherwise the worker fails with the dialog's text and nothing is typed. Any other dialog at start is reported the same way. Recorded as a `dialog` fact and in the report's `Dialogs:` line.",
-        "- **Approval forms** (mid-turn): the worker becomes `blocked` with the form's text (observation reads the screen when herdr says `blocked`); `orch approve --run RUN_ID TASK` (or `--deny`) sends the agent's own keys, as the person or the agent controller decides. orch never approves on its own.",
+        "- **Trust dialog** (first start of an agent in a directory): answered at provisioning with the accept keys when `[policy] trust_run_worktrees` is on (the default) and the run created the worktree (a menu's cursor is first moved to the accept option, from where the screen shows it; a screen that does not show it is reported, nothing typed); otherwise the worker fails with the dialog's text and nothing is typed. Recorded as a `dialog` fact and in the report's `Dialogs:` line.",
+        "- **Start-up notice** (any other dialog before the first prompt: an API key, a default permission mode, a sign-in): never answered by orch, since each is the person's own account or settings decision; the worker fails with the dialog's text and the hint (answer it in the pane, or the agent setting that avoids it), nothing typed. A dialog the table does not know is reported the same way.",
+        "- **Ready sign** (the agent can take its first prompt): provisioning reads the pane (`pane read`) until it shows, after herdr's own readiness (herdr reads a blank, still-starting screen as idle), for up to `agent_start_timeout_s`; dispatch reads the screen again right before pasting and sends nothing when a dialog or form is there or the sign is missing. A packet's Enter never answers a dialog.",
+        "- **Approval forms** (mid-turn, including notices a turn waits on): the worker becomes `blocked` with the form's text (observation reads the screen when herdr says `blocked`, and when it says `idle` mid-turn); `orch approve --run RUN_ID TASK` (or `--deny`) sends the agent's own keys, as the person or the agent controller decides. orch never approves on its own.",
+        "- **Busy and idle signs**: what the screen shows while a turn runs and at rest after it (herdr decides the state; these rows are what the captures show, and what the simulator's screen rules read).",
         "- **Exit command**: typed by `orch retire --run RUN_ID` into an agent at rest; a kind without one keeps its pane.",
         "- **Plan mode**: the key pressed until the confirmation text shows (`mode = \"plan-first\"`).",
         "",
         "Patterns are case-insensitive regular expressions that must all match the visible screen. Keys use herdr's key syntax (`pane send-keys`).",
+        "**Verified** names the agent version and the captured screens (`../shared/real-agents/screens/`, re-captured by the real-agents lane when an agent releases) that show the entry; `tests/orchestrator/test_captured_screens.py` runs every capture through this table and the simulator's screen rules.",
         "",
-        "| Kind | Quirk | Recognised by | Keys | Source |",
-        "|---|---|---|---|---|",
+        "| Kind | Quirk | Recognised by | Keys | Source | Verified |",
+        "|---|---|---|---|---|---|",
     ]
 
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
+    def pats(patterns: tuple[str, ...]) -> str:
+        return ", ".join(f"`{cell(p)}`" for p in patterns)
+
+    def sign(s: Sign) -> str:
+        shown = pats(s.patterns) + (f", none of {pats(s.absent)}" if s.absent else "")
+        title = f"title `{cell(s.title)}`" if s.title else ""
+        return " or ".join(part for part in (shown, title) if part)
+
     for kind, entry in QUIRKS.items():
-        if entry.trust_dialog is not None:
-            d = entry.trust_dialog
-            pats = ", ".join(f"`{cell(p)}`" for p in d.patterns)
+        for d in entry.trust_dialogs:
             accept = f"`{' '.join(d.accept_keys)}`" + (f" once the cursor (`{d.cursor}`) is on `{d.accept_option}` (`down`/`up` first, read from the screen)" if d.accept_option else "")
-            out.append(f"| {kind} | trust dialog: {d.name} | {pats} | accept {accept}, decline `{' '.join(d.decline_keys)}` | {cell(d.source)} |")
+            out.append(f"| {kind} | trust dialog: {d.name} | {pats(d.patterns)} | accept {accept}, decline `{' '.join(d.decline_keys)}` | {cell(d.source)} | {_verified(d.proof)} |")
+        for n in entry.start_notices:
+            out.append(f"| {kind} | start-up notice: {n.name} | {pats(n.patterns)} | never answered by orch: {cell(n.hint or '')} | {cell(n.source)} | {_verified(n.proof)} |")
+        if entry.ready is not None:
+            out.append(f"| {kind} | ready sign: {entry.ready.name} | {sign(entry.ready)} | - | {cell(entry.ready.source)} | {_verified(entry.ready.proof)} |")
+        for s in entry.idle:
+            out.append(f"| {kind} | idle sign: {s.name} | {sign(s)} | - | {cell(s.source)} | {_verified(s.proof)} |")
+        for s in entry.busy:
+            out.append(f"| {kind} | busy sign: {s.name} | {sign(s)} | - | {cell(s.source)} | {_verified(s.proof)} |")
         for form in entry.approval_forms:
-            pats = ", ".join(f"`{cell(p)}`" for p in form.patterns)
-            out.append(f"| {kind} | approval form: {form.name} | {pats} | approve `{' '.join(form.accept_keys)}`, deny `{' '.join(form.decline_keys)}` | {cell(form.source)} |")
+            out.append(f"| {kind} | approval form: {form.name} | {pats(form.patterns)} | approve `{' '.join(form.accept_keys)}`, deny `{' '.join(form.decline_keys)}` | {cell(form.source)} | {_verified(form.proof)} |")
         if entry.exit_command is not None:
-            out.append(f"| {kind} | exit command | - | `{entry.exit_command}` then `enter` | {cell(entry.exit_source or '')} |")
+            out.append(f"| {kind} | exit command | - | `{entry.exit_command}` then `enter` | {cell(entry.exit_source or '')} | {_verified(entry.exit_proof)} |")
         if entry.plan_mode is not None:
             m = entry.plan_mode
-            out.append(f"| {kind} | plan mode | `{cell(m.confirm_text)}` on screen | `{m.key}`, at most {m.max_presses} presses | {cell(m.source)} |")
-        if entry.trust_dialog is None and not entry.approval_forms:
-            out.append(f"| {kind} | no trust dialog, no approval forms known | - | - | herdr 0.8.2 detection manifests: none for {kind} |")
+            out.append(f"| {kind} | plan mode | `{cell(m.confirm_text)}` on screen | `{m.key}`, at most {m.max_presses} presses | {cell(m.source)} | {_verified(m.proof)} |")
+        if not entry.trust_dialogs and not entry.approval_forms:
+            out.append(f"| {kind} | no trust dialog, no approval forms known | - | - | herdr 0.8.2 detection manifests; the real-agents captures | {_verified(entry.exit_proof) if entry.exit_proof else 'unverified: no captured real screen shows it'} |")
+        if entry.ready is None:
+            out.append(f"| {kind} | no ready sign known: herdr's readiness alone | - | - | - | unverified: no captured real screen shows it |")
     return "\n".join(out) + "\n"

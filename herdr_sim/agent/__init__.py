@@ -47,7 +47,7 @@ def _log_path(env: dict[str, str]) -> Path | None:
 
 
 def main(kind: str) -> None:
-    """Run the scripted agent of this kind on the current tty until /exit, Ctrl-C at the prompt, or a scripted crash."""
+    """Run the scripted agent of this kind on the current tty until its exit command (`/exit`; pi: `/quit`), Ctrl-C at the prompt, or a scripted crash."""
     env = dict(os.environ)
     problem = None
     try:

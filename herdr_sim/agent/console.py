@@ -252,9 +252,9 @@ class Console:
             with self._log_path.open("a") as log:
                 log.writelines(f"{stamp} {line}\n" for line in text.splitlines() or [""])
 
-    def prompt(self) -> None:
-        """Show the input prompt."""
-        self.raw_write(PROMPT)
+    def prompt(self, mark: str = PROMPT) -> None:
+        """Show the input prompt (the kind's own mark)."""
+        self.raw_write(mark)
 
     def poll(self, timeout: float | None) -> Event | None:
         """Next input event, waiting up to timeout seconds (None: forever)."""

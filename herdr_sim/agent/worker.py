@@ -257,14 +257,14 @@ class Agent:
         dialog = screens.trust_dialog(self.kind, self.cwd) if self.behaviour.trust_dialog else None
         if dialog is not None and not self._known("trusted"):
             # No hook report yet: like the real agents, the dialog comes before the integration's first event.
-            focus = dialog.cancel if self.behaviour.trust_focus_decline else 0
-            if self.choose(dialog, clear_screen=True, selected=focus) != 0:
+            focus = dialog.cancel if self.behaviour.trust_focus_decline else dialog.opens_on
+            if self.choose(dialog, clear_screen=True, selected=focus) != dialog.accept:
                 return False
             self._remember("trusted")
         return True
 
     def run(self) -> int:
-        """Serve prompts until /exit, Ctrl-C at the prompt, or end of input; return the exit status."""
+        """Serve prompts until its exit command (`/exit`; pi: `/quit`), Ctrl-C at the prompt, or end of input; return the exit status."""
         if not self.behaviour.hooks:
             self.console.log("screen only: no hook reports")
         if not self.start_up():
@@ -283,16 +283,18 @@ class Agent:
                     return 0
                 if isinstance(event, Submit):
                     break
-        self.console.say(f"{self.kind} (herdr-sim scripted agent) - paste a delegation packet; /exit to quit")
+        self.console.say(f"{self.kind} (herdr-sim scripted agent) - paste a delegation packet; {screens.exit_commands(self.kind)[0]} to quit")
+        for line in screens.ready_lines(self.kind):
+            self.console.say(line)
         self.report("idle")
         while True:
-            self.console.prompt()
+            self.console.prompt(screens.prompt(self.kind))
             event = self.deferred.popleft() if self.deferred else self.console.poll(None)
             if isinstance(event, (Interrupt, EndOfInput)):
                 self.console.say("Bye.")
                 return 0
             if isinstance(event, Submit):
-                if event.text.strip() == "/exit":
+                if event.text.strip() in screens.exit_commands(self.kind):
                     self.console.say("Bye.")
                     return 0
                 if event.text.strip():

@@ -53,12 +53,13 @@ def _ledger_facts(world: Any, run_id: str, kind: str) -> list[dict[str, Any]]:
         engine.close()
 
 
-# Later Claude Code releases open the trust menu on "No, exit": Enter alone would quit, so orch moves the cursor first.
-TRUSTING_CURSOR_ON_NO = TRUSTING + "trust_focus_decline = true\n"
+# Claude Code (2.1.328, ../shared/real-agents claude-3) opens its trust menu on "No, exit" above "Yes, I trust this
+# folder": Enter alone would quit, so orch moves the cursor first. A codex menu opening on "Back …" is moved up.
+TRUSTING_CURSOR_ON_NO = TRUSTING.replace("[agents.codex]\ntrust_dialog = true\n", "[agents.codex]\ntrust_dialog = true\ntrust_focus_decline = true\n")
 
 
-@pytest.mark.parametrize("scenarios, claude_keys", [(TRUSTING, ["enter"]), (TRUSTING_CURSOR_ON_NO, ["up", "enter"])], ids=["cursor on yes", "cursor on no"])
-def test_trust_dialogs_at_first_start_are_answered_and_recorded_when_policy_allows(world: Any, scenarios: str, claude_keys: list[str]) -> None:
+@pytest.mark.parametrize("scenarios, codex_keys", [(TRUSTING, ["enter"]), (TRUSTING_CURSOR_ON_NO, ["up", "enter"])], ids=["codex on yes", "codex on no"])
+def test_trust_dialogs_at_first_start_are_answered_and_recorded_when_policy_allows(world: Any, scenarios: str, codex_keys: list[str]) -> None:
     world.write_scenarios(scenarios)
     plan = world.write_plan(PLAN.format(policy=""))
 
@@ -68,10 +69,10 @@ def test_trust_dialogs_at_first_start_are_answered_and_recorded_when_policy_allo
     assert (done.returncode, outcome["report"]["verdict"]) == (0, "PASS"), done.stderr
     facts = sorted(_ledger_facts(world, outcome["run_id"], "dialog"), key=lambda f: f["task"])
     assert [(f["task"], f["kind"], f["dialog"], f["answered"], f["keys"]) for f in facts] == [
-        ("api-docs", "codex", "trust directory", True, ["enter"]),
-        ("cli-help", "claude", "trust folder", True, claude_keys),
+        ("api-docs", "codex", "trust folder", True, codex_keys),
+        ("cli-help", "claude", "trust folder", True, ["down", "enter"]),
     ]
-    assert facts[0]["screen"].splitlines()[0].startswith("> You are in ")
+    assert "  Trust this folder? Codex can read, edit, and run files here, subject to your" in facts[0]["screen"].splitlines()
     # Every worker's terminal history was saved before its pane closed, and the report names the file.
     engine = world.engine()
     run_dir = engine.run_dir(outcome["run_id"])
@@ -81,7 +82,7 @@ def test_trust_dialogs_at_first_start_are_answered_and_recorded_when_policy_allo
         assert "Sent result." in transcript.read_text()
     markdown = (run_dir / "report.md").read_text()
     assert f"- Transcript: {run_dir}/transcripts/api-docs.txt" in markdown.splitlines()
-    assert "- Dialogs: codex trust directory answered with enter (policy trust_run_worktrees, from default: a worktree this run created)" in markdown.splitlines()
+    assert f"- Dialogs: codex trust folder answered with {' '.join(codex_keys)} (policy trust_run_worktrees, from default: a worktree this run created)" in markdown.splitlines()
     status = world.orch("status", "--run", outcome["run_id"]).stdout
     assert status.endswith(f"transcripts:\n  api-docs: {run_dir}/transcripts/api-docs.txt\n  cli-help: {run_dir}/transcripts/cli-help.txt\n")
 
@@ -97,7 +98,7 @@ def test_trust_dialogs_are_surfaced_and_nothing_is_typed_when_policy_says_no(wor
     run_id = outcome["run_id"]
     facts = sorted(_ledger_facts(world, run_id, "dialog"), key=lambda f: f["task"])
     assert [(f["task"], f["dialog"], f["answered"], f["reason"]) for f in facts] == [
-        ("api-docs", "trust directory", False, "policy trust_run_worktrees is off, from plan [policy]"),
+        ("api-docs", "trust folder", False, "policy trust_run_worktrees is off, from plan [policy]"),
         ("cli-help", "trust folder", False, "policy trust_run_worktrees is off, from plan [policy]"),
     ]
     engine = world.engine()
@@ -107,10 +108,11 @@ def test_trust_dialogs_are_surfaced_and_nothing_is_typed_when_policy_says_no(wor
     finally:
         engine.close()
     assert blockers["api-docs"].startswith(
-        "api-docs (codex) stopped at its trust directory dialog and nothing was typed "
-        "(policy trust_run_worktrees is off, from plan [policy]). Screen: > You are in "
+        "api-docs (codex) stopped at its trust folder dialog and nothing was typed "
+        "(policy trust_run_worktrees is off, from plan [policy]). Screen: "
     )
-    assert blockers["cli-help"].endswith("❯ 1. Yes, I trust this folder / 2. No, exit / Enter to confirm · Esc to cancel")
+    assert blockers["api-docs"].endswith("› 1. Trust and continue / 2. Back to Agent Command Center / enter continue · esc back")
+    assert blockers["cli-help"].endswith("❯ No, exit / Yes, I trust this folder / Enter to confirm · Esc to cancel")
     # The agents still wait at their dialogs: no key reached them (the simulator remembers every trusted directory).
     assert not list((world.sim.home / "agents").glob("trusted-*.txt"))
 
@@ -173,9 +175,10 @@ def test_an_approval_form_mid_turn_is_a_blocked_worker_answered_through_orch(wor
     assert (outcome["finished"], outcome["stopped_at"]) == (False, "waiting for the person: cli-help"), stopped.stderr
     waits = [line.split(" ", 1)[1] for line in stopped.stderr.splitlines() if "waits at an approval form" in line]
     assert waits == [
-        "cli-help waits at an approval form: claude permission prompt: • Wrote src/cli/help.txt / Bash command / make deploy / Do you want to proceed? / ❯ 1. Yes / "
-        "2. Yes, and don't ask again for this command / 3. No, and tell Claude what to do differently (esc) / "
-        f"Esc to cancel · Tab to amend · ctrl+e to explain -> `orch approve --run {run_id} cli-help` or `orch approve --run {run_id} cli-help --deny`, then `orch resume {run_id}`"
+        "cli-help waits at an approval form: claude permission prompt: Run a command / │ make deploy / This command requires approval / "
+        "Do you want to proceed? / ❯ 1. Yes / "
+        "2. Yes, and don't ask again for this command / 3. No / "
+        f"Esc to cancel · Tab to amend -> `orch approve --run {run_id} cli-help` or `orch approve --run {run_id} cli-help --deny`, then `orch resume {run_id}`"
     ]
     # Nothing was typed into the form while it waited.
     engine = world.engine()
@@ -198,7 +201,7 @@ def test_an_approval_form_mid_turn_is_a_blocked_worker_answered_through_orch(wor
     assert world.repo.git("show", "feat/cli-help:src/cli/help.txt") == "usage: widgets [--help]"
     facts = _ledger_facts(world, run_id, "dialog")
     assert [(f["dialog"], f["answered"], f["keys"], f["reason"]) for f in facts] == [
-        ("trust folder", True, ["enter"], "policy trust_run_worktrees, from default: a worktree this run created"),
+        ("trust folder", True, ["down", "enter"], "policy trust_run_worktrees, from default: a worktree this run created"),
         ("permission prompt", True, ["enter"], "approved through `orch approve`"),
     ]
 

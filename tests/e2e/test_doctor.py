@@ -64,14 +64,14 @@ def test_doctor_passes_on_a_healthy_setup_and_leaves_nothing_behind(world: Any) 
         "codex: PASS in T\n"
         "  installed: yes (`codex`)\n"
         f"  integration: {HOOK['codex']}\n"
-        "  trust dialog: trust directory, answered with enter\n"
+        "  trust dialog: trust folder, answered with enter\n"
         "  prompt: accepted\n"
         "  callback: update #1 accepted\n"
         "  cleanup: agent exited, workspace closed, scratch worktree removed\n"
         "claude: PASS in T\n"
         "  installed: yes (`claude`)\n"
         f"  integration: {HOOK['claude']}\n"
-        "  trust dialog: trust folder, answered with enter\n"
+        "  trust dialog: trust folder, answered with down enter\n"
         "  prompt: accepted\n"
         "  callback: update #2 accepted\n"
         "  cleanup: agent exited, workspace closed, scratch worktree removed\n"
@@ -165,7 +165,7 @@ def test_doctor_fails_when_no_valid_callback_arrives(world: Any) -> None:
             "the probe's callback must reach `orch inbox add` from the agent's shell: run it there by hand to see why not")  # fmt: skip
 
 
-SAFETY_CHECK = " Quick safety check: Is this a project you created or one you trust? If not, take a moment to"
+SAFETY_CHECK = " Quick safety check: Is this a project you created or one you trust? (Like your"
 
 
 def _wrapped(line: str) -> str:
@@ -184,9 +184,10 @@ def test_doctor_fails_at_a_dialog_orch_may_not_answer(world: Any) -> None:
             f"  installed: yes (`claude`)\n  integration: {HOOK['claude']}\n  trust dialog: trust folder, not answered\n  prompt: not sent\n  callback: none\n"
             "  cleanup: agent was blocked: closed with its workspace, workspace closed, scratch worktree removed\n",
             "claude: stopped at a dialog orch cannot answer: orch-doctor-claude (claude) stopped at its trust folder dialog and nothing was typed "
-            f"(policy trust_run_worktrees is off, from plan [policy]). Screen: SCRATCH/worktrees/claude / {_wrapped(SAFETY_CHECK)} / "
-            "review what's in this folder first. / Claude Code'll be able to read, edit, and "
-            "execute files here. / ❯ 1. Yes, I trust this folder / 2. No, exit / Enter to confirm · Esc to cancel",
+            f"(policy trust_run_worktrees is off, from plan [policy]). Screen: {_wrapped(SAFETY_CHECK)} / "
+            "own code, a well-known open source project, or work from your team). If not, / take a moment to review what's in this folder first. / "
+            "Claude Code'll be able to read, edit, and "
+            "execute files here. / Security guide / ❯ No, exit / Yes, I trust this folder / Enter to confirm · Esc to cancel",
             "answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then run `orch doctor` again")  # fmt: skip
     # The agent still waited at its dialog when its workspace closed: no key reached it.
     assert not list((world.sim.home / "agents").glob("trusted-*.txt"))
@@ -204,7 +205,6 @@ def test_doctor_fails_at_an_approval_form_and_never_approves_it(world: Any) -> N
             f"  installed: yes (`claude`)\n  integration: {HOOK['claude']}\n  trust dialog: none\n  prompt: accepted\n  callback: none\n"
             "  cleanup: agent was blocked: closed with its workspace, workspace closed, scratch worktree removed\n",
             "claude: stopped at a dialog orch cannot answer: the probe waits at its permission prompt and orch never approves on its own. "
-            "Screen: • Read probe: task doctor-claude, run RUN: send one update / Bash command / orch inbox add / Do you want to proceed? / "
-            "❯ 1. Yes / 2. Yes, and don't ask again for this command / 3. No, and tell Claude what to do differently (esc) / "
-            "Esc to cancel · Tab to amend · ctrl+e to explain",
+            "Screen: Run a command / │ orch inbox add / This command requires approval / Do you want to proceed? / "
+            "❯ 1. Yes / 2. Yes, and don't ask again for this command / 3. No / Esc to cancel · Tab to amend",
             "orch doctor never approves anything: let the agent run `orch` without asking (its permission settings), then run `orch doctor` again")  # fmt: skip

@@ -14,8 +14,9 @@ from pathlib import Path
 import pexpect
 import pytest
 
+from herdr_sim.agent import screens
+
 DATA = Path(__file__).parent / "agent_data"
-PROMPT = "\r\n\u203a "
 RUN = "r-20260101-1"
 HEADER = "[herdr-orchestration run={run} task={task} from={sender} kind={kind} reply-to={reply}]"
 FAKE_HERDR = """#!{python}
@@ -103,11 +104,12 @@ class Pane:
             dimensions=(60, 220),
         )
         self.child.logfile_read = self.screen
+        self.mark = "\r\n" + screens.prompt(kind)
         self.until_prompt()
 
     def until_prompt(self) -> None:
         """Wait until the agent is back at its prompt (it reports idle/blocked before drawing it)."""
-        self.child.expect_exact(PROMPT)
+        self.child.expect_exact(self.mark)
 
     def wait_for(self, text: str) -> None:
         self.child.expect_exact(text)
@@ -597,6 +599,17 @@ def test_agent_kind_is_reported(world: World) -> None:
     claude.type("/exit")
     assert claude.exit_status() == 0
     assert world.calls() == [report("idle", kind="claude")]
+
+
+def test_the_scripted_pi_exits_with_quit_and_takes_exit_as_a_prompt_like_the_real_one(world: World) -> None:
+    """pi 0.73.1 (../shared/real-agents pi-11..13): `/exit` is no command of pi's, it goes to the model; `/quit` ends pi."""
+    pi = Pane(world, kind="pi")
+    assert "ctrl+c/ctrl+d clear/exit" in pi.transcript()  # its ready sign, as orch's quirk table reads it
+    pi.type("/exit")
+    pi.wait_for("I only act on delegation packets")
+    pi.until_prompt()
+    pi.type("/quit")
+    assert pi.exit_status() == 0
 
 
 REPEAT = "Your last message did not reach the controller on its own. Send your last message again, unchanged."

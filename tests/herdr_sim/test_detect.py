@@ -33,6 +33,26 @@ RULE = "─" * 40
         ("claude", f"{RULE}\n Pick one\n ❯ 1. A\n\n Enter to confirm · Esc to cancel\n", "✳ Claude Code", "blocked", "confirm_form"),
         ("claude", f"{RULE}\n❯ \n{RULE}\n  ? for shortcuts\n", "", "idle", "prompt_box"),
         ("claude", "", "", "idle", None),
+        # The real agents' screens (../shared/real-agents, written down from the named captures):
+        # codex-19, codex 0.169's trust dialog; codex-2, its sign-in chooser without a provider.
+        ("codex", "\n  Folder access\n  /src/p\n\n  Trust this folder? Codex can read, edit, and run files here.\n\n"
+         "› 1. Trust and continue\n  2. Back to Agent Command Center\n\n  enter continue · esc back\n", "", "blocked", "trust_folder"),
+        ("codex", "  Welcome to Codex, OpenAI's command-line coding agent\n\n> 1. Sign in with ChatGPT\n\n  Press enter to continue\n", "",
+         "blocked", "sign_in"),
+        # claude-8 (a notice the turn waits on), claude-12 (the auto-mode question, no footer), claude-15 (working while
+        # the title stays ✳: the footer says so), claude-16 (idle).
+        ("claude", f"❯ Create a file\n\n{RULE}\n  We're changing auto mode.\n\n  Enter to continue · Esc to cancel\n", "✳ Claude Code",
+         "blocked", "confirm_form"),
+        ("claude", f"{RULE}\n  Make auto mode your default permission mode?\n\n  ❯ Yes, set auto mode as my default permission mode\n"
+         "    No, keep manual mode\n", "✳ Claude Code", "blocked", "auto_mode_question"),
+        ("claude", f"✢ Combobulating… (1s · ↓ 24 tokens)\n\n{RULE}\n❯ \n{RULE}\n  ⏸ manual mode on · esc to interrupt\n", "✳ Claude Code",
+         "working", "interrupt_footer"),
+        ("claude", f"✻ Worked for 1s · done 9:29 PM\n\n{RULE}\n❯ \n{RULE}\n  ⏸ manual mode on · ? for shortcuts\n", "✳ Claude Code",
+         "idle", "prompt_box"),
+        # opencode-4: the busy footer says "esc interrupt" (no "to"); opencode-10: idle after the turn.
+        ("opencode", "  ┃  Build · Fake model\n   ⬝⬝⬝⬝⬝■■■  esc interrupt        tab agents  ctrl+p commands    • OpenCode 1.18.33\n", "",
+         "working", "interrupt_hint"),
+        ("opencode", "     ▣  Build · Fake model · 23.8s\n   /home/dev/src/acme/widgets   1.0K (1%)  ctrl+p commands\n", "", "idle", None),
         # opencode and pi
         ("opencode", "△ Permission required\n  $ ls\n", "", "blocked", "permission_required"),
         ("opencode", "build  esc to interrupt\n", "", "working", "interrupt_hint"),
@@ -70,7 +90,13 @@ def test_the_scripted_agents_forms_are_blockers(kind: str) -> None:
 def test_the_scripted_agents_trust_dialogs_are_blockers(kind: str) -> None:
     dialog = screens.trust_dialog(kind, "/src/acme/widgets")
     assert dialog is not None
-    assert detect.explain(kind, "\n".join(dialog.render(0)) + "\n").state == "blocked"
+    for selected in range(len(dialog.options)):
+        assert detect.explain(kind, "\n".join(dialog.render(selected)) + "\n").state == "blocked"
+
+
+@pytest.mark.parametrize("kind", ["codex", "claude", "opencode", "pi"])
+def test_the_scripted_agents_busy_lines_read_working(kind: str) -> None:
+    assert detect.explain(kind, "• Read packet\n" + screens.busy_line(kind, 3) + "\n").state == "working"
 
 
 def test_regions() -> None:

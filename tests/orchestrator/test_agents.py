@@ -44,7 +44,7 @@ def make(tmp_path: Path, runner: Screens, kind: str = "claude") -> tuple[Engine,
 def test_the_table_covers_every_herdr_kind_with_its_executable() -> None:
     assert tuple(AGENTS) == HERDR_AGENT_KINDS
     assert {k: f.executable for k, f in AGENTS.items() if f.executable != k} == {"cursor": "cursor-agent", "kiro": "kiro-cli"}
-    assert {k: f.exit_command for k, f in AGENTS.items() if f.exit_command} == dict.fromkeys(("pi", "claude", "codex", "gemini", "opencode"), "/exit")
+    assert {k: f.exit_command for k, f in AGENTS.items() if f.exit_command} == {**dict.fromkeys(("claude", "codex", "gemini", "opencode"), "/exit"), "pi": "/quit"}
     assert {k: (f.plan_mode.key, f.plan_mode.confirm_text, f.plan_mode.max_presses) for k, f in AGENTS.items() if f.plan_mode} == {
         "claude": ("shift+tab", "plan mode on", 3)
     }
