@@ -283,15 +283,13 @@ class Brain:
         packet = turn.packet
         assert packet is not None
         envelope = _envelope(turn.prompt)
-        if envelope is not None and envelope.kind == "stop":
-            return []
+        if envelope is not None and envelope.kind == "stop" or spec.brain == "silent":
+            return []  # silent: never a tool call or a callback, whatever the controller asks
         if turn.prompt.kind == "packet":
             if spec.brain == "question":
                 return [fill_callback(packet.callback, "question", spec.question)]
             if spec.brain == "blocked":
                 return [fill_callback(packet.callback, "blocked", spec.reason)]
-            if spec.brain == "silent":
-                return []
             if spec.brain == "false-claim":
                 checks = [Check(c, 0, "OK") for c in packet.verification]
                 body = format_result(status="done", commits=[], changed_files=target_files(packet), checks=checks,

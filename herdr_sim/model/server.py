@@ -32,9 +32,12 @@ DECODERS = {"anthropic": from_anthropic, "chat": from_chat, "responses": from_re
 class ModelServer:
     """A scripted model on an ephemeral 127.0.0.1 port; `with ModelServer(log) as model:` then `model.url`."""
 
-    def __init__(self, log: Path, brain: Brain | None = None) -> None:
+    def __init__(self, log: Path, brain: Brain | None = None, *, think_s: float = 0.0) -> None:
         self.log = Path(log)
         self.brain = brain or Brain()
+        # How long the model "thinks" before its first byte. A real model takes seconds; an instant one makes a whole
+        # turn shorter than herdr's screen detection, which then never sees the agent working.
+        self.think_s = think_s
         self._lock = threading.Lock()
         self._count = 0
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -149,6 +152,8 @@ def _handler(model: ModelServer) -> type[BaseHTTPRequestHandler]:
             model.record({"method": "POST", "path": path, "protocol": protocol, "task": task_of(conv),
                           "stream": conv.stream, "request": body,
                           "reply": {"text": reply.text, "calls": [{"name": c.name, "arguments": c.arguments} for c in reply.calls]}})
+            if model.think_s and conv.tools:  # turns only: side requests (titles) stay instant
+                time.sleep(model.think_s)
             self._answer(protocol, conv, reply)
 
         def _answer(self, protocol: str, conv: Conversation, reply: wire.Reply) -> None:
@@ -176,13 +181,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m herdr_sim.model.server", description=__doc__.splitlines()[0])
     parser.add_argument("--log", required=True, type=Path, help="JSONL file every request is appended to")
     parser.add_argument("--brains", type=Path, help="TOML: [task.<label>] brain = worker|question|blocked|false-claim|silent")
+    parser.add_argument("--think", type=float, default=0.0, metavar="SECONDS", help="wait this long before each answer to an agent's turn")
     args = parser.parse_args(argv)
     try:
         brain = Brain(load_brains(args.brains))
     except BrainError as exc:
         print(f"herdr-sim model: {exc}", file=sys.stderr)
         return 2
-    with ModelServer(args.log, brain) as server:
+    with ModelServer(args.log, brain, think_s=args.think) as server:
         print(server.url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

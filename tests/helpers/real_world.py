@@ -20,7 +20,17 @@ from orchestrator.demo import demo_data
 ORCH = [sys.executable, "-m", "orchestrator"]
 # Read before tests/conftest.py's isolation replaces HOME and the XDG dirs: the cache outlives every test (and session).
 CACHE = cache_dir(dict(os.environ))
-SETTLE_MS = 3000  # herdr's own readiness delay: no longer one for real agents (issue 20: no help from the world)
+SETTLE_MS = 3000
+# The scripted model answers each turn's request after this long, as a real model would after some seconds: an
+# instant turn (a silent worker's) is over before herdr's screen detection ever sees the agent working.
+THINK_S = 1.0
+# The kinds this lane runs: $ORCH_REAL_AGENTS_KINDS (comma list), all four by default (.ci/run names those that pass).
+LANE_KINDS = tuple(k for k in os.environ.get("ORCH_REAL_AGENTS_KINDS", ",".join(KINDS)).split(",") if k in KINDS)
+
+
+def lane_kinds(*kinds: str) -> list[str]:
+    """The kinds of ``kinds`` this lane runs, in the order given."""
+    return [kind for kind in kinds if kind in LANE_KINDS]  # herdr's own readiness delay: no longer one for real agents (issue 20: no help from the world)
 _installed: dict[str, Path] = {}
 _problems: dict[str, str] = {}
 

@@ -159,8 +159,11 @@ def test_blocked_and_silent_brains(repo: Path, tmp_path: Path) -> None:
     assert callbacks.read_text().endswith("kind=blocked reply-to=usage-docs]\nI need a person to approve the new dependency.\n---\n")
 
     callbacks.unlink()
-    silent = agent_loop(Brain({"usage-docs": Spec(brain="silent")}), [UserText(packet(repo, callbacks))])
-    assert (silent, callbacks.exists()) == ("I read the task; I am leaving it here.", False)
+    items: list[Item] = [UserText(packet(repo, callbacks))]
+    silent = agent_loop(Brain({"usage-docs": Spec(brain="silent")}), items)
+    items.append(UserText(envelope("follow-up", "Send your result with the callback command.")))
+    again = agent_loop(Brain({"usage-docs": Spec(brain="silent")}), items)
+    assert (silent, again, callbacks.exists()) == ("I read the task; I am leaving it here.", silent, False)
 
 
 def test_a_stop_envelope_ends_the_turn_without_work(repo: Path, tmp_path: Path) -> None:

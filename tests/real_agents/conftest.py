@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from real_world import SETTLE_MS, RealWorld, agent
+from real_world import SETTLE_MS, THINK_S, RealWorld, agent
 
 from herdr_sim.model.agents import KINDS, REAL_AGENTS_ENV, write_launchers
 from herdr_sim.model.brains import Brain, Spec
@@ -40,7 +40,7 @@ def real_world(tmp_path: Path) -> Iterator[Callable[..., RealWorld]]:
         root = Path(os.environ.get("ORCH_E2E_TMP", "/tmp")) / f"orch-e2e-{os.getpid()}-ra{len(made)}-{kind}"
         shutil.rmtree(root, ignore_errors=True)
         root.mkdir(parents=True)
-        model = ModelServer(tmp_path / f"model-{kind}.jsonl", Brain(brains))
+        model = ModelServer(tmp_path / f"model-{kind}.jsonl", Brain(brains), think_s=THINK_S)
         model.__enter__()
         launchers = write_launchers(root / "agents", {kind: exe}, model.url, ask=ask)
         src_root = root / "src"

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 import pytest
-from real_world import RealWorld, demo_plan, stable_report
+from real_world import RealWorld, lane_kinds, demo_plan, stable_report
 
 from herdr_sim.model.brains import Spec
 
@@ -18,7 +18,7 @@ BRAINS = {"usage-docs": Spec(brain="question", question="Which Python version sh
 TASKS = ("greeting", "area-tests", "usage-docs")
 
 
-@pytest.mark.parametrize("kind", ["pi", "claude", "codex", "opencode"])
+@pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex", "opencode"))
 def test_demo_plan_passes_with_three_real_workers(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind, BRAINS)
     plan = world.write_plan(demo_plan(kind))

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 import pytest
-from real_world import RealWorld, stable_report
+from real_world import RealWorld, lane_kinds, stable_report
 
 from herdr_sim.model.brains import Spec
 
@@ -31,7 +31,7 @@ verify = ["grep -q 'Python 3.11' docs/usage.md"]
 """
 
 
-@pytest.mark.parametrize("kind", ["pi", "claude", "codex", "opencode"])
+@pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex", "opencode"))
 def test_a_false_claim_is_rejected_on_re_run(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind, {"usage-docs": Spec(brain="false-claim")})
 
@@ -56,8 +56,8 @@ def test_a_false_claim_is_rejected_on_re_run(real_world: Callable[..., RealWorld
     assert world.agent_processes() == [], world.diagnose(done)
 
 
-@pytest.mark.parametrize("kind", ["pi", "claude", "codex", "opencode"])
-def test_a_silent_worker_is_reported_missing_its_result(real_world: Callable[..., RealWorld], kind: str) -> None:
+@pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex", "opencode"))
+def test_a_silent_worker_is_asked_for_its_result_once_then_failed(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind, {"usage-docs": Spec(brain="silent")})
 
     done = world.orch("run", str(world.write_plan(ONE_WORKER.format(kind=kind))), "--json")
@@ -65,11 +65,24 @@ def test_a_silent_worker_is_reported_missing_its_result(real_world: Callable[...
     outcome = json.loads(done.stdout)
     assert outcome["finished"], world.diagnose(done)
     text = stable_report(world, outcome["run_id"])
-    assert "missing result: usage-docs" in text, text
+    # Asked once for its missing result (spec §5), it stayed silent: failed, nothing of it kept.
+    assert text == (
+        "Herdr: FAIL\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: usage-docs=retired/failed\n"
+        "Callbacks: run <run>; usage-docs 0 accepted; missing result: usage-docs\n"
+        "Verification: usage-docs: not verified\n"
+        "Retired: usage-docs pane w1:pN closed; usage-docs worktree <root>/src/acme/widgets.worktrees/widgets-docs-usage "
+        "removed; usage-docs workspace wN closed\n"
+        "Blockers: usage-docs failed: done without a result after being asked for it once; no change of state or output "
+        "across 3 consecutive check-ins\n"
+    ), text
+    prompts = [e for e in world.model.requests() if e.get("task") == "usage-docs"]
+    assert "kind=follow-up" in json.dumps(prompts[-1]["request"]), world.diagnose(done)
     assert world.agent_processes() == [], world.diagnose(done)
 
 
-@pytest.mark.parametrize("kind", ["claude", "codex", "opencode"])  # pi has no permission form
+@pytest.mark.parametrize("kind", lane_kinds("claude", "codex", "opencode"))  # pi has no permission form
 def test_approvals_at_the_agents_own_form_are_answered_through_orch_approve(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind, ask=True)
     plan = world.write_plan(ONE_WORKER.format(kind=kind))
