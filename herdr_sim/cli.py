@@ -42,8 +42,16 @@ class Custom(Exception):
     """A parse error herdr reports as Rust's `Error: Custom {…}` with exit 1."""
 
 
+# Set by a fault that kills the client after the command acted: it dies instead of writing its answer.
+_DIE_BEFORE_ANSWER = False
+
+
 def emit(obj: Any, stream: Any = None) -> None:
     """One compact JSON line, as serde_json writes it."""
+    if _DIE_BEFORE_ANSWER and stream in (None, sys.stdout):
+        from herdr_sim import faults
+
+        faults.die("after")
     print(json.dumps(obj, separators=(",", ":"), ensure_ascii=False), file=stream or sys.stdout, flush=True)
 
 
@@ -319,11 +327,14 @@ class Cli:
             try:
                 if fault is not None and fault.code:
                     raise ApiError(fault.code, fault.message or f"injected fault for {command}")
-                result = fn(eng)
+                if fault is None or fault.die != "before":
+                    result = fn(eng)
             except ApiError as exc:
                 error = exc
             if fault is not None and fault.drop_root_pane and isinstance(result, dict):
                 result.pop("root_pane", None)
+        if fault is not None and fault.die:
+            faults.die(fault.die)  # after the world is saved: the fault is used up, and "after" has acted
         if error is not None:
             exc = error
             time.sleep(delay / 1000)
@@ -351,6 +362,11 @@ class Cli:
             fault = faults.take(world, command)
         if fault is None:
             return None
+        if fault.die == "before":
+            faults.die("before")
+        if fault.die == "after":
+            global _DIE_BEFORE_ANSWER
+            _DIE_BEFORE_ANSWER = True
         time.sleep((fault.delay_ms or 0) / 1000)
         if fault.code:
             return self.error(rid, fault.code, fault.message or f"injected fault for {command}")
@@ -1328,16 +1344,16 @@ class Cli:
     def fault(self, sub: str, args: list[str]) -> int:
         from herdr_sim import faults
         if sub == "add":
-            f = Flags(args, values=("--command", "--code", "--message", "--delay-ms", "--times"),
+            f = Flags(args, values=("--command", "--code", "--message", "--delay-ms", "--times", "--die"),
                       bools=("--drop-root-pane",))
-            kinds = sum(("--code" in f.values, "--drop-root-pane" in f.bools, "--delay-ms" in f.values))
-            if f.positional or "--command" not in f.values or kinds != 1:
+            kinds = sum(("--code" in f.values, "--drop-root-pane" in f.bools, "--delay-ms" in f.values, "--die" in f.values))
+            if f.positional or "--command" not in f.values or kinds != 1 or f.values.get("--die", "before") not in ("before", "after"):
                 raise Usage('usage: herdr-sim fault add --command "<group> <sub>" (--code CODE [--message M] | '
-                            "--drop-root-pane | --delay-ms N) [--times N]")
+                            "--drop-root-pane | --delay-ms N | --die before|after) [--times N]")
             faults.add(self.paths.home, f.values["--command"], code=f.values.get("--code"),
                        message=f.values.get("--message"), drop_root_pane="--drop-root-pane" in f.bools,
                        delay_ms=int(f.values["--delay-ms"]) if "--delay-ms" in f.values else None,
-                       times=int(f.values.get("--times", "1")))
+                       times=int(f.values.get("--times", "1")), die=f.values.get("--die"))
             return 0
         if sub == "list" and not args:
             for fault in faults.listed(self.paths.home):

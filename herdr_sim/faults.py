@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import sys
+import time
 from pathlib import Path
 
 from herdr_sim.paths import Paths
 from herdr_sim.state import Fault, Store, World
+
+
+def die(when: str) -> None:
+    """This herdr client process dies of SIGKILL at once: whoever called it gets no answer.
+
+    The call log (HERDR_SIM_CALL_LOG, herdr_sim.forks.run_call) still gets its line, with rc -9 and ``died``
+    saying whether herdr had acted ("after") or not ("before")."""
+    log = os.environ.get("HERDR_SIM_CALL_LOG")
+    if log:
+        line = json.dumps({"pid": os.getppid(), "argv": list(sys.argv), "rc": -9, "stdout": "", "died": when}) + "\n"
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, line.encode())
+        finally:
+            os.close(fd)
+    os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(60)  # SIGKILL lands at once; never run on
 
 
 def take(world: World, command: str) -> Fault | None:
@@ -20,11 +42,13 @@ def take(world: World, command: str) -> Fault | None:
 
 
 def add(home: Path, command: str, *, code: str | None = None, message: str | None = None,
-        drop_root_pane: bool = False, delay_ms: int | None = None, times: int = 1) -> None:
-    """Queue a fault (Python API for tests)."""
+        drop_root_pane: bool = False, delay_ms: int | None = None, times: int = 1, die: str | None = None) -> None:
+    """Queue a fault (Python API for tests). ``die``: "before" or "after" (see Fault.die)."""
+    if die not in (None, "before", "after"):
+        raise ValueError(f"die is before or after, not {die!r}")
     with Store(Paths(home)).transaction() as world:
         world.faults.append(Fault(command=command, code=code, message=message, drop_root_pane=drop_root_pane,
-                                  delay_ms=delay_ms, times=times))
+                                  delay_ms=delay_ms, times=times, die=die))
 
 
 def clear(home: Path) -> None:

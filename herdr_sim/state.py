@@ -109,6 +109,9 @@ class Fault:
     drop_root_pane: bool = False
     delay_ms: int | None = None
     times: int = 1
+    # The herdr client killed (SIGKILL) as by a timeout or the OOM killer: "before" it acts (the server never saw
+    # the request), or "after" it acted and before it answered (done, but the caller never learns it).
+    die: str | None = None
 
     def dump(self) -> dict[str, Any]:
         """The fault as JSON, without unset (None) fields."""

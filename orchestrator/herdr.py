@@ -135,8 +135,11 @@ class CrashSeam:
 
     ``ORCH_TEST_CRASH_AT=N:before|after:KILL|TERM|INT`` signals this process just before herdr call N of the process
     is made, or just after it returned and before orch saw its answer (INT goes to the whole process group, as a
-    terminal's Ctrl-C does). ``ORCH_TEST_HERDR_CALLS=FILE`` appends one JSON line (n, pid, argv) per call as it
-    starts, so the matrix knows which call each N is.
+    terminal's Ctrl-C does). ``K:before|after:LOSE:GROUP SUB`` kills the K-th ``herdr GROUP SUB`` call instead,
+    orch alive (the unknown-outcome matrix; counted per command, since reads interleave differently from run to
+    run): before, the call never reaches herdr; after, herdr has acted but its answer is lost. Either way orch sees
+    a herdr process dead of SIGKILL. ``ORCH_TEST_HERDR_CALLS=FILE`` appends one JSON line (n, pid, argv) per
+    call as it starts, so the matrix knows which call each N is.
     """
 
     def __init__(self, environ: Mapping[str, str]) -> None:
@@ -145,6 +148,9 @@ class CrashSeam:
         self.at = int(crash[0]) if crash[0] else 0
         self.when = crash[1] if len(crash) > 1 else "before"
         self.how = crash[2] if len(crash) > 2 else "KILL"
+        self.lose_command = crash[3] if len(crash) > 3 else None
+        self.lose_count = 0
+        self.lose_number = 0
         self.count = 0
         self.lock = threading.Lock()
         self.active = bool(self.log or self.at)
@@ -153,7 +159,15 @@ class CrashSeam:
         with self.lock:
             self.count += 1
             number = self.count
-        if number == self.at and self.when == "before":
+            if self.how == "LOSE":
+                words = list(argv[1:])
+                if words[:1] == ["--session"]:
+                    words = words[2:]
+                if self.lose_command is None or " ".join(words[:2]) == self.lose_command:
+                    self.lose_count += 1
+                    if self.lose_count == self.at:
+                        self.lose_number = number
+        if number == self.at and self.when == "before" and self.how != "LOSE":
             self._crash()
         if self.log:
             line = json.dumps({"n": number, "pid": os.getpid(), "argv": list(argv)}) + "\n"
@@ -165,8 +179,12 @@ class CrashSeam:
         return number
 
     def after(self, number: int) -> None:
-        if number == self.at and self.when == "after":
+        if number == self.at and self.when == "after" and self.how != "LOSE":
             self._crash()
+
+    def lost(self, number: int, when: str) -> bool:
+        """Whether call ``number`` is the one to kill at ``when`` (LOSE: orch lives on)."""
+        return self.how == "LOSE" and number == self.lose_number and self.when == when
 
     def _crash(self) -> None:
         if self.how == "INT":
@@ -572,14 +590,17 @@ class HerdrCli:
         argv = self._argv(args)
         limit = self.timeout_s if timeout is None else timeout
         if retry_reads:
-            retrying = self._retrying(self.retry.read_attempts, self.retry.read_wait_s, HerdrUnavailable)
+            # A read is safe to repeat: an unreachable server may be starting, and a read whose herdr process was
+            # killed (the OOM killer, a crash) says nothing about herdr itself. A read that ran to its time limit
+            # is not repeated: herdr is hung, and waiting that long again and again helps nobody.
+            retrying = self._retrying(self.retry.read_attempts, self.retry.read_wait_s, (HerdrUnavailable, HerdrCallLost))
         elif retry_busy:
             retrying = self._retrying(self.retry.busy_attempts, self.retry.busy_wait_s, HerdrPaneBusy)
         else:
             return self._once(argv, limit)
         return retrying(self._once, argv, limit)
 
-    def _retrying(self, attempts: int, wait_s: float, error: type[HerdrFailure]) -> tenacity.Retrying:
+    def _retrying(self, attempts: int, wait_s: float, error: type[HerdrFailure] | tuple[type[HerdrFailure], ...]) -> tenacity.Retrying:
         return tenacity.Retrying(
             stop=tenacity.stop_after_attempt(attempts),
             wait=tenacity.wait_fixed(wait_s),
@@ -614,9 +635,14 @@ class HerdrCli:
         seam = _seam()
         number = seam.before(argv) if seam.active else 0
         try:
-            proc = self.runner(argv, env=env, timeout=timeout)
-            if seam.active:
-                seam.after(number)
+            if seam.active and seam.lost(number, "before"):
+                proc = subprocess.CompletedProcess(argv, -signal.SIGKILL, "", "")  # killed before it reached herdr
+            else:
+                proc = self.runner(argv, env=env, timeout=timeout)
+                if seam.active:
+                    seam.after(number)
+                    if seam.lost(number, "after"):
+                        proc = subprocess.CompletedProcess(argv, -signal.SIGKILL, "", "")  # herdr acted; the answer is lost
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             call = self._record(argv, None, "", str(exc), started)
             raise HerdrMissing(

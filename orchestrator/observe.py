@@ -320,6 +320,9 @@ class _Round:
         task = worker.task_label
         self.tried.add(task)
         info = self.agent(worker)
+        if info is None and (gone := self._gone(worker)) is not None:
+            self._answer_ends(worker, body, question_id, gone)
+            return True
         status = info.agent_status if info else None
         if status not in ("idle", "done"):
             return False  # the worker is still ending its turn; messages go to settled workers only
@@ -348,6 +351,30 @@ class _Round:
         self.prompted.add(task)
         self.note(task, "answered", f"{body} -> {planned.answer}", question_id)
         return True
+
+    def _gone(self, worker: Worker) -> str | None:
+        """Why the worker's agent no longer exists (herdr says so), or None while it may still."""
+        target = worker.reply_target or worker.pane_id or worker.name
+        try:
+            self.engine.herdr.agent_get(target)
+        except HerdrNotFound as exc:
+            return f"no agent at {target}: {exc.message}"
+        except HerdrError:
+            return None
+        return None
+
+    def _answer_ends(self, worker: Worker, body: str, question_id: int, gone: str) -> None:
+        """An answer owed to an agent that no longer exists (its pane closed, herdr restarted) can never be sent:
+        it ends, and so does the worker, with the reason; what it saved stays in its checkout."""
+        task = worker.task_label
+        kept = f"; its checkout {worker.worktree_path} is kept" if worker.worktree_path else ""
+        reason = f"its agent is gone ({gone}), so the plan's answer to {body!r} cannot reach it{kept}"
+        self.ledger.record_fact(self.run.run_id, UNSENT, task_label=task, detail={"inbox_id": question_id, "error": reason, "person": False, "gone": True})
+        try:
+            self.ledger.transition(self.run.run_id, task, S.QUESTION, S.FAILED, cause={"phase": "observe", "error": reason})
+        except StaleState:
+            return
+        self.note(task, "gone", reason, question_id)
 
     def result(self, worker: Worker, body: str, message: InboxMessage) -> None:
         task = worker.task_label

@@ -1,7 +1,9 @@
 """The crash matrix: stop `orch run` at every herdr call of a clean run, `orch resume` until it reports, check it converged.
 
 Not part of `python3 -m pytest` (it takes minutes); `.ci/run` runs it as its own lane:
-`python3 tests/crash/matrix.py [--jobs N] [--only CASE ...] [--cold]`. The demo's 3-worker plan runs on a private
+`python3 tests/crash/matrix.py [--jobs N] [--only CASE ...] [--cold]`. `--unknown` is the unknown-outcome matrix:
+orch stays alive and the herdr call itself is killed, just before or just after each mutating call of the clean run
+(`lose-before-N`, `lose-after-N`); each case must reach the clean verdict in its one `orch run`, with no resume. The demo's 3-worker plan runs on a private
 simulator with a short settle. Its orch processes are forked from a warm orch that has already imported everything
 (tests/crash/warm.py says how each stays what a cold `python -m orchestrator` is); `--cold` starts each afresh. The simulator logs every argv orch passed to herdr and every answer (HERDR_SIM_CALL_LOG, written
 by herdr itself, so even a call whose caller died before reading the answer is in it); the herdr
@@ -312,8 +314,12 @@ def _pane_ids(data: Any) -> Iterable[str]:
 
 
 def judge(outcome: Outcome, clean: Outcome) -> None:
-    """Compare a case with the clean run: verdict, dispositions, no duplicates, nothing open, panes reported, commits kept."""
+    """Compare a case with the clean run: verdict, dispositions, no duplicates, nothing open, panes reported, commits kept.
+
+    A lost herdr call (orch alive) is settled in the run that made it: its case must need no resume."""
     facts, want = outcome.facts, clean.facts
+    if outcome.case.run_crash and outcome.case.run_crash.endswith(":LOSE") and len(facts.get("exits", [])) > 1:
+        outcome.problems.append(f"needed {len(facts['exits']) - 1} resume(s): the lost call was not settled in its own run (exits {facts['exits']})")
     if "verdict" in facts:
         if facts["verdict"] != want["verdict"]:
             outcome.problems.append(f"verdict {facts['verdict']} (clean: {want['verdict']})")
@@ -384,6 +390,27 @@ def first_cases(clean: Outcome, every: int = 1, offset: int = 0) -> list[Case]:
     return cases
 
 
+def unknown_cases(clean: Outcome, every: int = 1, offset: int = 0) -> list[Case]:
+    """The herdr call killed (orch alive) before it reached herdr and after herdr acted, at every mutating call.
+
+    A call is named by its command and its ordinal among that command's calls (`lose-after-pane-split-1`): reads
+    interleave differently from run to run, the order of one command's calls much less."""
+    run_pid = clean.started[0]["pid"] if clean.started else None
+    own = [c for c in clean.started if c["pid"] == run_pid]
+    seen: collections.Counter[str] = collections.Counter()
+    points = []
+    for call in own:
+        words = call["argv"][1:]
+        if words[:1] == ["--session"]:
+            words = words[2:]
+        if tuple(words[:2]) in READS or tuple(words[:1]) in READS:
+            continue
+        path = " ".join(words[:2])
+        seen[path] += 1
+        points.append((path, seen[path]))
+    return [Case(f"lose-{when}-{path.replace(' ', '-')}-{k}", f"{k}:{when}:LOSE:{path}") for path, k in points[offset::every] for when in ("before", "after")]
+
+
 def second_cases(first: int, resume_total: int, every: int = 1, offset: int = 0) -> list[Case]:
     """A second SIGKILL at every call of the resume that follows a SIGKILL just after call ``first``."""
     return [Case(f"kill-after-{first}-resume-kill-after-{m}", f"{first}:after:KILL", f"{m}:after:KILL") for m in range(1 + offset, resume_total + 1, every)]
@@ -405,6 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=1, help="only every Nth call (a quicker, partial matrix while debugging)")
     parser.add_argument("--offset", type=int, default=0, help="with --every: start at this call (0-based), to split the matrix")
     parser.add_argument("--cold", action="store_true", help="start every orch process afresh instead of forking it from the warm orch")
+    parser.add_argument("--unknown", action="store_true",
+                        help="the unknown-outcome matrix: kill the herdr call (orch alive) before and after every mutating call")
     args = parser.parse_args(argv)
     # A background job of a non-interactive shell starts with SIGINT ignored, and children inherit an ignored signal:
     # orch would never see the seam's SIGINT. With a handler here, children start with the default action instead.
@@ -496,6 +525,9 @@ def _matrix(args: argparse.Namespace, parent: Path) -> int:
     if args.only:
         cases = [parse_case(name) for name in args.only]
         plan = f"{len(cases)} cases"
+    elif args.unknown:
+        cases = unknown_cases(clean, args.every, args.offset)
+        plan = f"{len(cases)} lost herdr calls (orch alive)"
     else:
         # The probes are the kill-after-N cases of the first-crash points themselves, run first: how many herdr calls
         # each one's resume made is the number of second crashes it gets, queued as soon as it is known.
@@ -534,6 +566,9 @@ def parse_case(name: str) -> Case:
         return Case(name, f"{parts[2]}:{parts[1]}:KILL")
     if parts[0] in ("term", "int"):
         return Case(name, f"{parts[1]}:before:{parts[0].upper()}")
+    lose = re.fullmatch(r"lose-(before|after)-([a-z]+)-([a-z-]+)-(\d+)", name)
+    if lose:
+        return Case(name, f"{lose[4]}:{lose[1]}:LOSE:{lose[2]} {lose[3]}")
     if name.startswith("kill-after-") and "-resume-kill-after-" in name:
         first, second = name.removeprefix("kill-after-").split("-resume-kill-after-")
         return Case(name, f"{first}:after:KILL", f"{second}:after:KILL")

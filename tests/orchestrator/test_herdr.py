@@ -409,6 +409,21 @@ def test_reads_give_up_after_the_budget() -> None:
     assert (len(runner.argvs), sleeps, len(herdr.calls)) == (3, [0.5, 0.5], 3)
 
 
+def test_a_read_whose_herdr_process_was_killed_is_read_again() -> None:
+    runner = FakeRunner((-9, "", ""), ok(sample("agent_list.json")))
+    sleeps: list[float] = []
+    agents = make_cli(runner, sleeps).agent_list()
+    assert (len(agents), len(runner.argvs), sleeps) == (1, 2, [0.5])
+
+
+@pytest.mark.parametrize("failure", [(-9, "", "")], ids=["killed"])
+def test_a_lost_effect_call_is_never_repeated_by_the_boundary(failure: tuple[int, str, str]) -> None:
+    runner = FakeRunner(failure)
+    with pytest.raises(e.HerdrCallLost):
+        make_cli(runner).pane_split("w1:p1", direction="right")
+    assert len(runner.argvs) == 1
+
+
 def test_reads_do_not_retry_a_command_error() -> None:
     runner = FakeRunner((1, "", sample("error_agent_not_found.json")))
     with pytest.raises(e.HerdrNotFound):

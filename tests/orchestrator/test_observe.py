@@ -10,7 +10,7 @@ import pytest
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.errors import HerdrError, HerdrTimeout
+from orchestrator.errors import HerdrNotFound, HerdrError, HerdrTimeout
 from orchestrator.herdr_models import AgentExplain, AgentInfo, AgentPrompted, HerdrFeatures
 from orchestrator.inbox import _apply, add_message
 from orchestrator.dialogs import approve
@@ -72,7 +72,7 @@ class FakeHerdr:
 
     def agent_get(self, target: str) -> AgentInfo:
         if target not in self.states:
-            raise HerdrError(f"agent {target} not found", code="agent_not_found")
+            raise HerdrNotFound(f"herdr agent get: agent_not_found: agent {target} not found", code="agent_not_found")
         return self._info(target)
 
     def agent_read(self, target: str, *, source: str = "recent", lines: int | None = None) -> str:
@@ -534,6 +534,19 @@ def asked_formal(engine: Engine, herdr: FakeHerdr) -> None:
     engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)  # out of the way
     add_message(engine, run_of(engine), envelope("feature-a", "question", "Should the greeting be formal?"))
     herdr.states["w1:pa"] = "idle"
+
+
+def test_an_answer_owed_to_an_agent_that_no_longer_exists_ends_with_the_reason_instead_of_waiting_forever(engine: Engine, herdr: FakeHerdr) -> None:
+    asked_formal(engine, herdr)
+    del herdr.states["w1:pa"]  # herdr restarted (or the pane was closed): no agent any more
+
+    first = observe(engine, run_of(engine), once=True)
+
+    reason = ("its agent is gone (no agent at w1:pa: herdr agent get: agent_not_found: agent w1:pa not found), "
+              "so the plan's answer to 'Should the greeting be formal?' cannot reach it")
+    assert [(o.what, o.text) for o in first.observations] == [("gone", reason)]
+    assert (state(engine, "feature-a"), answers_owed(engine, run_of(engine)), herdr.prompts) == (S.FAILED, [], [])
+    assert observe(engine, run_of(engine), once=True).observations == ()
 
 
 def test_a_planned_answer_whose_send_herdr_refused_is_sent_at_the_next_check_in_never_left_to_the_person(engine: Engine, herdr: FakeHerdr) -> None:
