@@ -123,8 +123,14 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # 3: who drives the run: an agent controller (workers call back with `herdr agent prompt`) or the
     # `orch run` process (workers call `orch inbox add`); a run is resumed only by the kind that dispatched it.
+    # Runs recorded before this migration never said, and `orch resume` then continued any of them: they keep that
+    # meaning (`run`) unless their own inbox shows an agent controller, which handed every callback over with
+    # `--source prompt` (SKILL.md). The UPDATE was added after release (issue 21: the bare default made an
+    # interrupted `orch run` run agent-driven, and resume refused it); the DDL is unchanged, and it touches only
+    # rows that existed before the column did.
     """
     ALTER TABLE runs ADD COLUMN controller_kind TEXT NOT NULL DEFAULT 'agent' CHECK (controller_kind IN ('agent', 'run'));
+    UPDATE runs SET controller_kind = 'run' WHERE run_id NOT IN (SELECT run_id FROM inbox WHERE source = 'prompt');
     """,
     # 4: a worker may wait `queued` for a slot or a predecessor, and be `skipped` when a predecessor ended without
     # acceptance. Widening a CHECK changes no stored row, so the table is not rebuilt (rebuilding would break the

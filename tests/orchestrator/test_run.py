@@ -176,3 +176,34 @@ def test_herdr_down_while_resuming_stops_the_run_interrupted_in_one_line_and_fai
     assert [str(e.status) for e in engine.ledger.list_effects(RUN)] == ["intended"]  # settled once herdr is back
     assert (engine.run_dir(RUN) / "report.md").exists()
     engine.close()
+
+
+def test_resume_takes_an_interrupted_orch_run_run_recorded_by_the_schema_before_controller_kind(tmp_path: Path) -> None:
+    # Issue 21: migration 3's bare default made such a run agent-driven, and resume refused it. The file is built as
+    # schema 2 wrote it (MIGRATIONS[:2] is that release's DDL; the row has that release's columns).
+    import sqlite3
+
+    from registry.schema import MIGRATIONS
+
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    settings.orch_home.mkdir()
+    old = sqlite3.connect(settings.orch_home / "ledger.sqlite3", isolation_level=None)
+    for script in MIGRATIONS[:2]:
+        old.executescript(script)
+    old.execute("PRAGMA user_version = 2")
+    old.execute(
+        "INSERT INTO runs (run_id, controller_target, status, stopped_at, created_at, updated_at, workspace_id, repo_tab_id)"
+        " VALUES (?, 'w1:p1', 'interrupted', ?, ?, ?, 'w1', 'w1:t1')",
+        (RUN, "interrupted during observe", "2026-11-30T08:00:00.000000+00:00", "2026-11-30T08:00:00.000000+00:00"),
+    )
+    old.close()
+    engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
+
+    with pytest.raises(OrchError) as raised:
+        resume_run(engine, RUN, Progress(io.StringIO()))
+
+    # Past the controller check: resume went on to drive the run from its plan snapshot (absent here).
+    snapshot = settings.orch_home / "runs" / RUN.replace(":", "_") / "plan.toml"
+    assert raised.value.message == f"run {RUN} has no plan snapshot at {snapshot}"
+    assert engine.ledger.get_run(RUN).controller_kind == "run"
+    engine.close()

@@ -132,6 +132,36 @@ def test_migration_4_lets_an_existing_ledger_hold_queued_and_skipped_workers(led
     assert sqlite3.connect(ledger_path).execute("PRAGMA integrity_check").fetchall() == [("ok",)]
 
 
+def test_migration_3_keeps_older_runs_resumable_unless_their_inbox_shows_an_agent_controller(ledger_path: Path, clock: Clock) -> None:
+    # A file as schema 2 wrote it (its DDL is MIGRATIONS[:2], released and never edited), with two runs the release
+    # before controller_kind made: one `orch run` interrupted (its workers called `orch inbox add`, source cli), one
+    # an agent controller drove (it handed callbacks over with --source prompt). Issue 21: both became 'agent'.
+    ledger_path.parent.mkdir(parents=True)
+    old = sqlite3.connect(ledger_path, isolation_level=None)
+    for script in MIGRATIONS[:2]:
+        old.executescript(script)
+    old.execute("PRAGMA user_version = 2")
+    for run_id, status, source in (("w1:p1-20261101T080000Z", "interrupted", "cli"), ("w1:p7-20261101T090000Z", "active", "prompt")):
+        old.execute(
+            "INSERT INTO runs (run_id, controller_target, status, stopped_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (run_id, run_id.split("-")[0], status, "interrupted during observe" if status == "interrupted" else None,
+             "2026-11-01T08:00:00.000000+00:00", "2026-11-01T08:00:00.000000+00:00"),
+        )  # fmt: skip
+        old.execute(
+            "INSERT INTO inbox (run_id, received_at, source, raw, verdict, fingerprint) VALUES (?, ?, ?, ?, 'accepted', ?)",
+            (run_id, "2026-11-01T08:05:00.000000+00:00", source, "[herdr-orchestration …]", f"fp-{run_id}"),
+        )
+    old.execute("INSERT INTO runs (run_id, controller_target, status, created_at, updated_at) VALUES ('w1:p8-20261101T100000Z', 'w1:p8', 'active', '2026-11-01T10:00:00.000000+00:00', '2026-11-01T10:00:00.000000+00:00')")
+    old.close()
+
+    with Ledger.open(ledger_path, now=clock) as ledger:
+        kinds = {run.run_id: run.controller_kind for run in ledger.list_runs()}
+        made = ledger.create_run(RUN_ID, controller_target="w1:p1")  # a new run still defaults to agent unless told
+
+    assert kinds == {"w1:p1-20261101T080000Z": "run", "w1:p7-20261101T090000Z": "agent", "w1:p8-20261101T100000Z": "run"}
+    assert made.controller_kind == "agent"
+
+
 def test_a_newer_ledger_is_refused(ledger_path: Path, clock: Clock) -> None:
     ledger_path.parent.mkdir(parents=True)
     sqlite3.connect(ledger_path).execute("PRAGMA user_version = 7").connection.close()
