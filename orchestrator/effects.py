@@ -38,7 +38,7 @@ _KINDS = (
         settle="orchestrator.preflight:settle_workspace_create",
     ),
     EffectKind(
-        "tab_rename", "preflight, provision", "tab id and the label it must carry", "herdr tab rename",
+        "tab_rename", "preflight, provision, observe (a worker tab renamed outside orch)", "tab id and the label it must carry", "herdr tab rename",
         "done if the tab carries the label; not done if it carries another; the tab gone: not done (the phase then finds or makes its tab again)",
         settle="orchestrator.provision:settle_tab_rename",
     ),

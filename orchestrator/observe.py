@@ -12,6 +12,8 @@ from orchestrator import git, messages
 from orchestrator.dialogs import approval_form, flat
 from orchestrator.dispatch import completion_baseline
 from orchestrator.engine import Engine, InFlightEffect
+from orchestrator.layout import quote
+from orchestrator.provision import Renamed
 from orchestrator.quirks import excerpt
 from orchestrator.transcripts import save_transcript
 from orchestrator.errors import HerdrError, HerdrMissing, HerdrNotFound, HerdrUnavailable, OrchError
@@ -31,6 +33,11 @@ READ_LINES = 60
 LOST = "lost"
 PANE_CLOSED = "pane_closed"
 AGENT_EXITED_OUTSIDE = "agent_exited"
+WORKTREE_REMOVED = "worktree_removed"
+WORKTREE_SWITCHED = "worktree_switched"
+# record_fact(run, TAB_RENAMED, task_label=task, detail={"tab", "found", "label", "repaired", "error"?}): a worker tab
+# found renamed outside orch at a check-in, and whether `tab rename` put the Layout Contract's label back.
+TAB_RENAMED = "tab_renamed"
 DEFAULT_INTERVAL_S = 30.0
 # A planned answer whose send failed (a herdr timeout, a refused prompt) is tried at this many check-ins in all,
 # then left to the person: a herdr that keeps refusing must not keep a run waiting for ever.
@@ -51,6 +58,8 @@ ASK_FOR_RESULT = (
 What = Literal[
     "update", "answered", "needs_answer", "blocked", "blocked_ui", "approval", "result", "report", "asked_for_result",
     "settled_without_result", "working", "failed", "kept_aside", "send_failed", "herdr_unavailable", "gone",
+    # The Layout Contract read back at a check-in: a worker tab renamed outside orch, renamed back (or why not).
+    "layout",
     # herdr 0.9.2+: idle or done without a finished turn (completion_seq unmoved since the last prompt).
     "turn_not_finished",
     # A kept-aside prompt holding several workers' headers, and the requests to repeat that it leads to (orchestrator.repeats).
@@ -191,10 +200,49 @@ class _Round:
             self.inbound(message)
         self.repeats()
         self.owed_answers()
+        self.layout()
         for worker in self.ledger.list_workers(self.run.run_id, states=OBSERVED):
             if worker.task_label not in self.prompted:
                 self.check(worker)
         return True
+
+    def layout(self) -> None:
+        """The Layout Contract read back at every check-in: a live worker's tab renamed outside orch is renamed back.
+
+        The label is derived once (spec: never retyped), so a person's rename is mended with `tab rename`, through
+        ``engine.once`` like every side effect; a rename herdr refuses is said, and the work goes on.
+        """
+        live = [w for w in self.ledger.list_workers(self.run.run_id, states=OBSERVED) if w.tab_id and w.tab_label]
+        if not live or self.run.workspace_id is None:
+            return
+        try:
+            tabs = {t.tab_id: t for t in self.engine.herdr.tab_list(workspace=self.run.workspace_id)}
+        except HerdrError:
+            return  # no news this round: the next check-in reads it again
+        mended: set[str] = set()
+        for worker in live:
+            tab_id, label = worker.tab_id or "", worker.tab_label or ""
+            tab = tabs.get(tab_id)
+            if tab is None or tab.label == label or tab_id in mended:
+                continue  # a tab that is gone is its pane's story (check); siblings share their owner's tab
+            mended.add(tab_id)
+            task, found = worker.task_label, tab.label
+            done = sum(1 for e in self.ledger.events(self.run.run_id, task_label=task) if e.kind == TAB_RENAMED)
+            detail: dict[str, object] = {"tab": tab_id, "found": found, "label": label}
+
+            def rename(tab_id: str = tab_id, label: str = label) -> Renamed:
+                renamed = self.engine.herdr.tab_rename(tab_id, label)
+                return Renamed(tab_id=renamed.tab_id, label=renamed.label)
+
+            try:
+                self.engine.once(self.run.run_id, task, "tab_rename", f"{task}:layout:tab_rename:{done + 1}", {"tab": tab_id, "label": label}, rename, model=Renamed)
+            except (HerdrError, InFlightEffect) as exc:
+                text = f"tab {tab_id} was renamed outside orch to {quote(found)}; renaming it back to {quote(label)} failed: {exc.message}"
+                self.ledger.record_fact(self.run.run_id, TAB_RENAMED, task_label=task, detail={**detail, "repaired": False, "error": exc.message})
+                self.note(task, "layout", text)
+                continue
+            self.ledger.record_fact(self.run.run_id, TAB_RENAMED, task_label=task, detail={**detail, "repaired": True})
+            self.note(task, "layout", f"tab {tab_id} was renamed outside orch to {quote(found)}; renamed back to {quote(label)} (Layout Contract)")
 
     def inbound(self, message: InboxMessage) -> None:
         if message.verdict is InboxVerdict.KEPT_ASIDE:
@@ -410,6 +458,10 @@ class _Round:
                 self.note(task, "gone", f"no agent at {target}: {exc.message}")
             except HerdrError as exc:
                 self.note(task, "gone", f"no agent at {target}: {exc.message}")
+        moved = self.checkout_moved(worker)
+        if moved is not None:
+            self._fail(worker, *moved)
+            return
         status: str | None = info.agent_status if info else None
         if status is not None:
             self.herdr_states[task] = status
@@ -486,6 +538,26 @@ class _Round:
             kept = f"its terminal history in {saved}" if saved else "no terminal history (the pane could not be read)"
             how = AGENT_EXITED_OUTSIDE
         return f"{what}; saved: {saved_work(self.engine, self.run, worker)}, {kept}", how
+
+    def checkout_moved(self, worker: Worker) -> tuple[str, str] | None:
+        """Its worktree removed or switched to another branch outside orch: why the work cannot go on there, or None."""
+        path, branch = worker.worktree_path, worker.branch
+        if path is None or branch is None:
+            return None
+        if not Path(path).is_dir():
+            commits = saved_commits(self.engine, self.run, worker)
+            return f"its worktree {path} was removed outside orch while it was {worker.state.value}; saved: {commits} (git keeps the branch)", WORKTREE_REMOVED
+        try:
+            now = git.current_branch(path)
+        except git.GitError:
+            return None  # unreadable for a moment (a git lock): the next check-in looks again
+        if now == branch:
+            return None
+        where = "a detached HEAD" if now == "HEAD" else f"branch {now}"
+        return (
+            f"its worktree {path} was switched to {where} outside orch while it was {worker.state.value}; saved: "
+            f"{saved_work(self.engine, self.run, worker)}; commits made after the switch are on {where}, not on {branch}"
+        ), WORKTREE_SWITCHED
 
     def approval_form(self, worker: Worker) -> bool:
         """A blocked agent at its kind's approval form: the worker is `blocked` with the form's text, for the person."""
@@ -581,19 +653,22 @@ class _Round:
         self.note(worker.task_label, "failed", reason)
 
 
-def saved_work(engine: Engine, run: Run, worker: Worker) -> str:
-    """What a worker lost outside orch leaves behind, in words: its commits since the base, and its worktree."""
+def saved_commits(engine: Engine, run: Run, worker: Worker) -> str:
+    """A worker's commits on its branch since its base, in words (newest first, at most three named)."""
     repo, base, branch = run.repo_path, worker.base_sha or run.base_sha, worker.branch
     if not repo or not base or not branch:
-        commits = "no branch recorded"
-    else:
-        try:
-            found = git.commits_between(repo, base, f"refs/heads/{branch}")
-        except git.GitError:
-            commits = f"branch {branch} cannot be read"
-        else:
-            shown = ", ".join(sha[:7] for sha in found[-3:][::-1]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-            commits = f"{len(found)} commit{'' if len(found) == 1 else 's'} on {branch} ({shown})" if found else f"no commits on {branch}"
+        return "no branch recorded"
+    try:
+        found = git.commits_between(repo, base, f"refs/heads/{branch}")
+    except git.GitError:
+        return f"branch {branch} cannot be read"
+    shown = ", ".join(sha[:7] for sha in found[-3:][::-1]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    return f"{len(found)} commit{'' if len(found) == 1 else 's'} on {branch} ({shown})" if found else f"no commits on {branch}"
+
+
+def saved_work(engine: Engine, run: Run, worker: Worker) -> str:
+    """What a worker lost outside orch leaves behind, in words: its commits since the base, and its worktree."""
+    commits = saved_commits(engine, run, worker)
     path = worker.worktree_path
     if path is None:
         return commits

@@ -68,6 +68,9 @@ BASE_LOST = frozenset({"rewritten", "deleted"})
 # (orchestrator.observe's LOST and PANE_CLOSED).
 LOST = "lost"
 PANE_CLOSED = "pane_closed"
+# record_fact(run, "tab_renamed", task_label=task, detail={"tab", "found", "label", "repaired", "error"?}) (orchestrator.observe's
+# Layout Contract read-back): a worker tab renamed outside orch, and whether it was renamed back.
+FACT_TAB_RENAMED = "tab_renamed"
 # Effect kinds that close what a run created; a created item is closed when a confirmed one names it.
 CLOSING_EFFECTS: Mapping[str, tuple[str, ...]] = {
     "pane": ("pane_close",),
@@ -188,7 +191,7 @@ class RetiredItem(_Model):
     seqs: tuple[int, ...]
 
 
-BlockerKind = Literal["run_failed", "question", "blocked", "verification_blocked", "integration_paused", "failed", "in_flight", "skipped", "base_moved"]
+BlockerKind = Literal["run_failed", "question", "blocked", "verification_blocked", "integration_paused", "failed", "in_flight", "skipped", "base_moved", "layout"]
 
 
 class Blocker(_Model):
@@ -554,6 +557,12 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
             check_ins = journal.of(task, EventKind.CHECK_IN)[-worker.unchanged_check_ins :] if worker.unchanged_check_ins else []
             out.append(Blocker(task=task, name=worker.name, kind="failed", text=text, seqs=_seqs(into, *check_ins)))
     out += _integration_blockers(workers, journal)
+    names_by_task = {w.task_label: w.name for w in workers}
+    out += [
+        Blocker(task=e.task_label, name=names_by_task.get(e.task_label or ""), kind="layout", text=tab_renamed_text(e.detail), seqs=(e.seq,))
+        for e in journal.events
+        if e.kind == FACT_TAB_RENAMED and not e.detail.get("repaired")
+    ]
     out += [
         Blocker(task=None, name=None, kind="base_moved", text=base_move_text(e.detail), seqs=(e.seq,))
         for e in journal.events
@@ -571,6 +580,13 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
                 )
             )  # fmt: skip
     return tuple(out)
+
+
+def tab_renamed_text(detail: Mapping[str, Any]) -> str:
+    """A worker tab found renamed outside orch, in words, and what the read-back did about it."""
+    tab, found, label = (str(detail.get(k) or "") for k in ("tab", "found", "label"))
+    done = f"renamed back to '{label}'" if detail.get("repaired") else f"renaming it back to '{label}' failed: {detail.get('error') or 'no reason recorded'}"
+    return f"tab {tab} was renamed outside orch to '{found}'; {done}"
 
 
 def base_move_text(detail: Mapping[str, Any]) -> str:
@@ -770,7 +786,7 @@ def _seq_text(seqs: Iterable[int]) -> str:
     return ", ".join(f"#{s}" for s in listed) if listed else "none"
 
 
-def render_markdown(report: Report, workers: Sequence[Worker]) -> str:
+def render_markdown(report: Report, workers: Sequence[Worker], events: Sequence[Event] = ()) -> str:
     """`report.md`: the compact block, why the verdict is not PASS, and one detail section per worker."""
     out = [f"# Herdr orchestration report: {report.run_id}", "", "```text", *compact_lines(report), "```", ""]
     out += [f"Run status: {report.run_status}. Exit code: {report.exit_code}.", ""]
@@ -802,6 +818,9 @@ def render_markdown(report: Report, workers: Sequence[Worker]) -> str:
             out.append("- Dialogs: " + "; ".join(item.dialogs))
         if item.transcript:
             out.append(f"- Transcript: {item.transcript}")
+        renames = [tab_renamed_text(e.detail) for e in events if e.kind == FACT_TAB_RENAMED and e.task_label == item.task]
+        if renames:
+            out.append("- Layout: " + "; ".join(renames))
         seqs = [*item.seqs, *callbacks.seqs, *verification.seqs, *(s for r in retired for s in r.seqs), *(s for b in blockers for s in b.seqs)]
         out += [f"- Ledger events: {_seq_text(seqs)}", ""]
     # Every entry is one line by design; worker text inside one (a question, a reason, reported checks) stays there.
@@ -819,7 +838,7 @@ def integration_required(engine: Engine, run: Run) -> bool:
 def write_report(engine: Engine, run: Run) -> tuple[Report, str]:
     """Build the report from the ledger and (re)write it as Markdown to the run's report.md."""
     report = build_report(engine.ledger, run.run_id, integration_required=integration_required(engine, run))
-    markdown = render_markdown(report, engine.ledger.list_workers(run.run_id))
+    markdown = render_markdown(report, engine.ledger.list_workers(run.run_id), engine.ledger.events(run.run_id))
     path = engine.run_dir(run.run_id) / "report.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(markdown)

@@ -56,6 +56,7 @@ NEVER_STARTED = "failed before its agent started; kept for inspection (`orch ret
 # Why a pane or checkout the run created was already gone when the ladder came to it (orchestrator.report shows it).
 CLOSED_OUTSIDE = "closed outside orch, not by this run"
 REMOVED_OUTSIDE = "removed outside orch, not by this run; {branch} its commits"
+SWITCHED_OUTSIDE = "switched to {where} outside orch; kept for whoever switched it"
 
 ItemKind = Literal["agent", "pane", "worktree", "workspace"]
 Action = Literal["stopped", "exited", "closed", "removed", "kept", "untouched", "gone"]
@@ -564,6 +565,12 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
         repo = run.repo_path or git.worktree_checkouts(checkout)[0]
         if _real(path) not in {_real(p) for p in git.worktree_checkouts(repo)}:
             return Item(kind="worktree", id=path, action="kept", reason=f"not a worktree of {repo}")
+        planned = {w.branch for w in owners if w.branch}
+        now = git.current_branch(checkout)
+        if planned and now not in planned:
+            # Someone switched it to a branch of theirs: it is theirs now, whatever it holds.
+            where = "a detached HEAD" if now == "HEAD" else f"branch {now}"
+            return Item(kind="worktree", id=path, action="kept", reason=SWITCHED_OUTSIDE.format(where=where))
         held = holds_work(repo, checkout, abandoned=all(_abandoned(engine, run, ladder.task) for ladder in on_path))
     except git.GitError as exc:
         return Item(kind="worktree", id=path, action="kept", reason=f"git could not inspect it: {one_line(exc.message)}")
