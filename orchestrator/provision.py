@@ -30,6 +30,7 @@ from orchestrator.errors import (
     HerdrNameTaken,
     HerdrNotFound,
     HerdrPaneBusy,
+    HerdrProtocolError,
     HerdrTimeout,
     HerdrUnavailable,
     HerdrWaitExpired,
@@ -902,9 +903,9 @@ def _guarded(rnd: _Round, job: _Job, stage: Callable[[_Round, _Job], None]) -> N
     except _Blocked as blocked:
         job.notes.append("left in provisioning: its agent waits at a start-up dialog")
         job.error = blocked.message
-    except HerdrTimeout as exc:
-        # A herdr call that ran to its limit or died of a signal (a read, or a read-back that could not settle an
-        # effect): an unknown outcome, not a failure of the worker. It stays in provisioning; read-back settles any
+    except (HerdrTimeout, HerdrProtocolError) as exc:
+        # A herdr call that ran to its limit, died of a signal or answered garbage (a server going down mid-call
+        # does): an unknown outcome, not a failure of the worker. It stays in provisioning; read-back settles any
         # effect left in flight at the next round or resume.
         job.notes.append("left in provisioning: a herdr call did not answer; read-back settles its effect next")
         job.error = exc.message

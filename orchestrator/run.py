@@ -6,6 +6,7 @@ so resuming is simply driving the same run again from wherever the ledger says i
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -16,10 +17,11 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.effects import settle_in_flight
 from orchestrator.engine import CannotTell, Engine
-from orchestrator.errors import ExitCode, HerdrError, HerdrTimeout, HerdrUnavailable, OrchError, one_line
+from orchestrator import git
+from orchestrator.errors import ExitCode, HerdrError, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
-from orchestrator.observe import Observation, answers_owed, check_in
+from orchestrator.observe import LOST, PANE_CLOSED, Observation, answers_owed, check_in, saved_work
 from orchestrator.messages import DECIDED
 from orchestrator.preflight import PreflightResult, finish_preflight, preflight
 from orchestrator.progress import Progress, Row
@@ -27,7 +29,7 @@ from orchestrator.report import VERDICT_EXIT, Report, write_report
 from orchestrator.dialogs import pending_approval
 from orchestrator.retire import retire
 from orchestrator.verify import blocked_by_verification, stored_verification, verify_run
-from registry import Effect, EffectStatus, RegistryError, Run, RunStatus, Worker, WorkerState
+from registry import Effect, EffectStatus, RegistryError, Run, RunStatus, StaleState, Worker, WorkerState
 
 S = WorkerState
 
@@ -211,6 +213,76 @@ def _stopped(engine: Engine, run: Run, stage: str, exc: OrchError) -> OrchError:
     stopped = OrchError(f"run {run.run_id} stopped during {stage}: {what}{written}", hint=exc.hint or f"fix the cause, then `orch resume {run.run_id}`")
     stopped.exit_code = exc.exit_code
     return stopped
+# Workers that need their agent (and so their pane) to go on; a worker with its result in, or blocked by
+# verification, needs only git.
+NEEDS_PANE = (S.PROVISIONING, S.READY, S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED)
+
+
+def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
+    """Resume after herdr lost the run's world (it restarted: real herdr keeps no panes): what is gone, and the rule.
+
+    Every worker that still needs its agent is read back: one whose pane herdr no longer has (or whose pane id now
+    names a pane elsewhere: a restarted herdr hands its ids out again) fails, with its pane, its commits and any
+    uncommitted changes named; its worktree is kept, nothing of its work is deleted. A worker whose result is in
+    goes on to verification and integration (git alone). When the run's repo workspace is gone too, a worker still
+    queued is skipped: nothing new starts in a world the run no longer holds (start a new run for those). Returns
+    the lines said (none when herdr lost nothing of the run).
+    """
+    herdr, ledger = engine.herdr, engine.ledger
+    workspace = run.workspace_id
+    if workspace is None:
+        return []
+    try:
+        herdr.workspace_get(workspace)
+        workspace_gone = False
+    except HerdrNotFound:
+        workspace_gone = True
+    except HerdrMissing:
+        return []  # no herdr binary at all: the run's first herdr step says so
+    lines = []
+    for worker in ledger.list_workers(run.run_id, states=NEEDS_PANE):
+        if (worker.state is S.BLOCKED and blocked_by_verification(worker)) or worker.pane_id is None:
+            continue
+        pane = worker.pane_id
+        try:
+            info = herdr.pane_get(pane)
+        except HerdrNotFound:
+            info = None
+        if info is not None and (worker.worktree_path is None or _inside(info.cwd or info.foreground_cwd, worker.worktree_path)):
+            continue
+        unsaved = ""
+        path = worker.worktree_path
+        if path and Path(path).is_dir():
+            try:
+                changed = git.status_porcelain(path)
+            except git.GitError:
+                changed = []
+            if changed:
+                unsaved = f"; {len(changed)} uncommitted change(s) in {path} (not committed, kept there)"
+        gone = "is gone" if info is None else f"now names a pane in {info.cwd or info.foreground_cwd}"
+        reason = f"its pane {pane} {gone} (herdr restarted, or it was closed, while orch was stopped) while it was {worker.state.value}; saved: {saved_work(engine, run, worker)}{unsaved}"
+        try:
+            ledger.transition(run.run_id, worker.task_label, worker.state, S.FAILED, cause={"phase": "resume", "reason": reason, LOST: PANE_CLOSED, "pane": pane})
+        except StaleState:
+            continue
+        lines.append(f"{worker.task_label}: failed: {reason}")
+    if workspace_gone:
+        for step in give_up_queued(engine, run, f"herdr no longer has the run's workspace {workspace}"):
+            lines.append(f"{step.task}: skipped: {step.text}")
+    if lines:
+        ledger.record_fact(run.run_id, "herdr_lost_panes", detail={"workspace_id": workspace, "workspace_gone": workspace_gone, "lines": lines})
+    for line in lines:
+        progress.note(line, engine.clock.now())
+    return lines
+
+
+def _inside(cwd: str | None, checkout: str) -> bool:
+    if cwd is None:
+        return True  # herdr says nothing of where it is: no evidence that the id names another pane
+    here, root = Path(os.path.realpath(cwd)), Path(os.path.realpath(checkout))
+    return here == root or root in here.parents
+
+
 def unsettled(engine: Engine, run: Run) -> list[str]:
     """Settle every effect of the run still in flight by read-back; one line (question -> command) per one left."""
     lines = []
@@ -218,6 +290,11 @@ def unsettled(engine: Engine, run: Run) -> list[str]:
         who = effect.task_label or "the run"
         try:
             answer = engine.settle_effect(run, effect)
+        except HerdrNotFound as exc:
+            # What the effect was about is gone (its pane closed, herdr restarted): it cannot have left anything
+            # open there, and it never will.
+            engine.ledger.abandon(effect, f"read back: gone ({one_line(exc.message)})")
+            continue
         except HerdrError as exc:
             lines.append(
                 f"{effect.kind} for {who} (effect {effect.id}) is in flight and its read-back failed: {one_line(exc.message)} "
@@ -336,6 +413,7 @@ def resume_run(
                 if finished.failure is not None:
                     raise finished.failure.error()
                 run = engine.ledger.get_run(run.run_id)
+            reread_world(engine, run, progress)
             in_flight = engine.ledger.in_flight(run.run_id)
             if in_flight:
                 progress.note(

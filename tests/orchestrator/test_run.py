@@ -166,7 +166,7 @@ def test_herdr_down_while_resuming_stops_the_run_interrupted_in_one_line_and_fai
         resume_run(engine, RUN, Progress(io.StringIO(), live=False))
 
     assert (raised.value.message, raised.value.hint, raised.value.exit_code) == (
-        f"herdr is down: herdr pane get: herdr server is not running; run {RUN} stopped during resume, no worker was failed for it, "
+        f"herdr is down: herdr workspace get: herdr server is not running; run {RUN} stopped during resume, no worker was failed for it, "
         f"workers and evidence are in place: `orch resume {RUN}` once it is back",
         None, ExitCode.HERDR_UNAVAILABLE,
     )
