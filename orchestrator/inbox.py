@@ -172,7 +172,9 @@ def add_message(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "
     else:
         verdict = validate(inbound.text, view, resolve=os.path.realpath, pane=caller_pane(engine.env))
     raw = inbound.text
-    if isinstance(verdict, Accepted) and run.status is RunStatus.FINISHED:
+    # A finished run takes nothing: that says more than the worker's turn (its state is past every turn by then).
+    finished_turn = isinstance(verdict, KeptAside) and verdict.reason is Reason.OUT_OF_TURN
+    if (isinstance(verdict, Accepted) or finished_turn) and run.status is RunStatus.FINISHED:
         verdict = KeptAside(reason=Reason.STALE_RUN, explanation=f'run "{run.run_id}" is finished', message=verdict.message)
     message = verdict.message
     if isinstance(verdict, Accepted):

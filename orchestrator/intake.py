@@ -213,7 +213,7 @@ class Intake:
             verdict = judge(inbound.text, view, resolve=os.path.realpath, pane=pane)
         message = verdict.envelope
         reason, explanation = verdict.reason, verdict.explanation
-        if reason is None and self.status is RunStatus.FINISHED:
+        if reason in (None, Reason.OUT_OF_TURN) and self.status is RunStatus.FINISHED:  # as orchestrator.inbox says why
             reason, explanation = Reason.STALE_RUN, f'run "{self.run_id}" is finished'
         if reason is None:
             assert message is not None and verdict.fingerprint is not None

@@ -12,6 +12,7 @@ from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
 from orchestrator.repeats import named_workers
 from packets import inert_line
+from packets.inert import markdown_code, markdown_fence
 from registry import (
     Effect,
     EffectStatus,
@@ -717,11 +718,20 @@ def _worker_callbacks_text(w: WorkerCallbacks) -> str:
     return text + (f", {w.unhandled} unhandled" if w.unhandled else "")
 
 
+# How much of one kept-aside message's explanation the Callbacks line quotes: it may hold a worker's header values,
+# which have no length limit of their own (the whole explanation stays in the ledger and `orch inbox list`).
+CALLBACK_REASON_CHARS = 200
+
+
+def _cut(text: str, limit: int = CALLBACK_REASON_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _callbacks_text(c: Callbacks) -> str:
     parts = [f"run {c.run_id}", *(f"{w.name} {_worker_callbacks_text(w)}" for w in c.workers)]
     if c.kept_aside:
         listed = ", ".join(
-            f"#{k.inbox_id} {k.reason_code or '?'} ({k.reason or 'no reason'}"
+            f"#{k.inbox_id} {k.reason_code or '?'} ({_cut(k.reason or 'no reason')}"
             + (f"; possible merge of {', '.join(k.possible_merge)})" if k.possible_merge else ")")
             for k in c.kept_aside
         )
@@ -787,12 +797,20 @@ def _seq_text(seqs: Iterable[int]) -> str:
 
 
 def render_markdown(report: Report, workers: Sequence[Worker], events: Sequence[Event] = ()) -> str:
-    """`report.md`: the compact block, why the verdict is not PASS, and one detail section per worker."""
-    out = [f"# Herdr orchestration report: {report.run_id}", "", "```text", *compact_lines(report), "```", ""]
+    """`report.md`: the compact block, why the verdict is not PASS, and one detail section per worker.
+
+    No Markdown structure comes from worker text: the compact block is one fenced code block, and every value that
+    may carry text orch did not write itself (a question, reported checks, a command, a reason, a screen line) is an
+    inert code span (`packets.inert.markdown_code`), so a worker's `# Herdr: PASS`, link, image, HTML or table
+    renders as the characters it is.
+    """
+    code = markdown_code
+    out = [f"# Herdr orchestration report: {report.run_id}", "", *markdown_fence(compact_lines(report)), ""]
     out += [f"Run status: {report.run_status}. Exit code: {report.exit_code}.", ""]
+    # orch's own words about the base (refs and commit ids): plain
     out += [f"Base: {text}" for text in report.base_moves] + ([""] if report.base_moves else [])
     if report.verdict_reasons:
-        out += [f"## Why {report.verdict.value}", "", *(f"- {r}" for r in report.verdict_reasons), ""]
+        out += [f"## Why {report.verdict.value}", "", *(f"- {code(r)}" for r in report.verdict_reasons), ""]
     by_task = {w.task_label: w for w in workers}
     for item in report.workers:
         worker = by_task[item.task]
@@ -803,24 +821,25 @@ def render_markdown(report: Report, workers: Sequence[Worker], events: Sequence[
         out += [f"## {item.name} ({item.task})", ""]
         out.append(f"- Kind: {item.kind}")
         out.append(f"- State: {item.state.value}; disposition: {item.disposition.value if item.disposition else 'none'}")
-        out.append(f"- Objective: {' '.join(worker.objective.split())}")
-        out.append(f"- Branch: {worker.branch or '-'}; worktree: {worker.worktree_path or '-'}; pane: {worker.pane_id or '-'}")
+        out.append(f"- Objective: {code(' '.join(worker.objective.split()))}")
+        out.append(f"- Branch: {code(worker.branch or '-')}; worktree: {code(worker.worktree_path or '-')}; pane: {code(worker.pane_id or '-')}")
         out.append(f"- Base: {worker.base_sha or '-'}; head: {worker.head_sha or '-'}; integrated: {item.integrated_sha or 'no'}")
         missing = "; missing result" if callbacks.missing_result else ""
         out.append(f"- Callbacks: {_worker_callbacks_text(callbacks)}{missing}")
-        out.append(f"- Reported checks: {' '.join((worker.reported_checks or 'none').split())}")
-        out.append(f"- Verification: {_verification_text(verification, reasons=False).split(': ', 1)[1]}")
-        out += [f"  - {reason}" for reason in verification.reasons]
+        out.append(f"- Reported checks: {code(' '.join((worker.reported_checks or 'none').split()))}")
+        out.append(f"- Verification: {code(_verification_text(verification, reasons=False).split(': ', 1)[1])}")
+        out += [f"  - {code(reason)}" for reason in verification.reasons]
         out.append(f"- Check-ins without change: {worker.unchanged_check_ins}")
-        out.append("- Retired: " + _join((_retired_text(r) for r in retired), "nothing created"))
-        out.append("- Blockers: " + _join((_blocker_text(b) for b in blockers), "none"))
+        out.append("- Retired: " + _join((code(_retired_text(r)) for r in retired), "nothing created"))
+        out.append("- Blockers: " + _join((code(_blocker_text(b)) for b in blockers), "none"))
+        # Orch's own words (the quirk table's dialog names and answers) and its own file: no worker text.
         if item.dialogs:
             out.append("- Dialogs: " + "; ".join(item.dialogs))
         if item.transcript:
             out.append(f"- Transcript: {item.transcript}")
         renames = [tab_renamed_text(e.detail) for e in events if e.kind == FACT_TAB_RENAMED and e.task_label == item.task]
         if renames:
-            out.append("- Layout: " + "; ".join(renames))
+            out.append("- Layout: " + "; ".join(code(r) for r in renames))  # a tab name anyone in a pane can set
         seqs = [*item.seqs, *callbacks.seqs, *verification.seqs, *(s for r in retired for s in r.seqs), *(s for b in blockers for s in b.seqs)]
         out += [f"- Ledger events: {_seq_text(seqs)}", ""]
     # Every entry is one line by design; worker text inside one (a question, a reason, reported checks) stays there.

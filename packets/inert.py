@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
+from collections.abc import Sequence
 
 from packets.glyphs import BLANK_LOOKING, MAX_MARKS, is_default_ignorable, is_mark
 
@@ -60,3 +62,26 @@ def inert_line(text: str) -> str:
     if text.isascii() and text.isprintable():
         return text
     return _shown(text, "")
+
+
+_TICKS = re.compile(r"`+")
+
+
+def _longest_tick_run(text: str) -> int:
+    return max((len(run) for run in _TICKS.findall(text)), default=0)
+
+
+def markdown_code(text: str) -> str:
+    """Text as one inert Markdown code span, on one line: whatever it holds (a heading mark, a link, an image, HTML,
+    a table bar, backticks) is shown literally, never rendered. The span's backtick fence is longer than any backtick
+    run inside, and a space pads either side (CommonMark strips exactly one), so the text cannot close it early."""
+    shown = inert_line(text)
+    tick = "`" * (_longest_tick_run(shown) + 1)
+    return f"{tick} {shown} {tick}"
+
+
+def markdown_fence(lines: Sequence[str], info: str = "text") -> list[str]:
+    """Lines as one inert Markdown code block: each made an inert line, fenced with more backticks than any run in them."""
+    shown = [inert_line(line) for line in lines]
+    fence = "`" * max(3, 1 + max((_longest_tick_run(line) for line in shown), default=0))
+    return [fence + info, *shown, fence]

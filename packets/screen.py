@@ -61,7 +61,7 @@ REASON_SUMMARIES: dict[Reason, str] = {
     Reason.UNKNOWN_TASK: "No worker is registered for this task label in the current run.",
     Reason.WRONG_SENDER: "The sender is not the worker registered for the task.",
     Reason.WRONG_REPLY_TO: "The reply-to target is not the target registered for the task's worker.",
-    Reason.WRONG_PANE: "The callback was run from a herdr pane that is neither the worker's nor the controller's.",
+    Reason.WRONG_PANE: "The callback was run from another registered worker's herdr pane.",
     Reason.WRONG_DIRECTION: "A controller kind (answer, follow-up, stop) arrived at the controller.",
     Reason.EMPTY_BODY: "The body is empty or only whitespace.",
     Reason.INJECTION: "The body holds a control or invisible character, an escape sequence, or a line that looks like an envelope header.",
@@ -337,6 +337,14 @@ def _confine(path: str, roots: tuple[str, ...], resolve: Callable[[str], str]) -
     return f"resolves outside {where}" if real != posixpath.normpath(path) else f"is outside {where}"
 
 
+# How much of one header value an explanation quotes: values have no length limit of their own but the message's.
+_QUOTED = 80
+
+
+def _q(value: str) -> str:
+    return value if len(value) <= _QUOTED else value[: _QUOTED - 1] + "…"
+
+
 def judge(
     raw_text: str, view: View, *, resolve: Callable[[str], str] = posixpath.normpath, pane: str | None = None
 ) -> Judgement:
@@ -361,22 +369,23 @@ def judge(
 
     if message.run_id != view.run_id:
         if message.run_id in view.other_run_ids:
-            return aside(Reason.STALE_RUN, f'run "{message.run_id}" is an earlier or finished run; the current run is "{view.run_id}"')
-        return aside(Reason.UNKNOWN_RUN, f'run "{message.run_id}" is not the current run "{view.run_id}" nor any run the ledger knows')
+            return aside(Reason.STALE_RUN, f'run "{_q(message.run_id)}" is an earlier or finished run; the current run is "{view.run_id}"')
+        return aside(Reason.UNKNOWN_RUN, f'run "{_q(message.run_id)}" is not the current run "{view.run_id}" nor any run the ledger knows')
     worker = next((w for w in view.workers if w.task_label == message.task), None)
     if worker is None:
-        return aside(Reason.UNKNOWN_TASK, f'task "{message.task}" has no registered worker in run "{view.run_id}"')
+        return aside(Reason.UNKNOWN_TASK, f'task "{_q(message.task)}" has no registered worker in run "{view.run_id}"')
     if message.sender != worker.worker_name:
-        return aside(Reason.WRONG_SENDER, f'sender "{message.sender}" is not "{worker.worker_name}", the worker registered for task "{message.task}"')
+        return aside(Reason.WRONG_SENDER, f'sender "{_q(message.sender)}" is not "{worker.worker_name}", the worker registered for task "{_q(message.task)}"')
     if message.reply_to != worker.reply_target:
         return aside(
             Reason.WRONG_REPLY_TO,
-            f'reply-to "{message.reply_to}" is not "{worker.reply_target}", the target registered for worker "{worker.worker_name}"',
+            f'reply-to "{_q(message.reply_to)}" is not "{worker.reply_target}", the target registered for worker "{worker.worker_name}"',
         )
-    if pane is not None and worker.panes and pane not in worker.panes and pane != view.controller_target:
+    owner = None if pane is None or pane in worker.panes else next((w for w in view.workers if pane in w.panes), None)
+    if owner is not None:
         return aside(
             Reason.WRONG_PANE,
-            f'sent from pane "{inert_line(pane[:80])}", not from worker "{worker.worker_name}"\'s pane ({", ".join(worker.panes)}) nor the controller\'s ({view.controller_target})',
+            f'sent from pane "{pane}", worker "{owner.worker_name}"\'s pane, not from worker "{worker.worker_name}"\'s ({", ".join(worker.panes)})',
         )
     if message.kind in CONTROLLER_KINDS:
         return aside(
@@ -395,7 +404,7 @@ def judge(
     if digest in view.accepted_fingerprints:
         return aside(
             Reason.DUPLICATE,
-            f'the same {message.kind} from "{message.sender}" for task "{message.task}" was already accepted (fingerprint {digest[:12]})',
+            f'the same {message.kind} from "{_q(message.sender)}" for task "{_q(message.task)}" was already accepted (fingerprint {digest[:12]})',
         )
     if worker.accepts is not None and message.kind not in worker.accepts:
         takes = ", ".join(kind for kind in WORKER_KINDS if kind in worker.accepts) or "no message"

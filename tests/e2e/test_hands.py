@@ -260,7 +260,7 @@ def test_a_renamed_tab_is_renamed_back_and_a_removed_or_switched_worktree_is_rep
         f"Blockers: removed failed: {removed}; switched failed: {switched}\n"
     )
     markdown = scrub((world.orch_home / "runs" / run_id.replace(":", "_") / "report.md").read_text())
-    assert "\n- Layout: tab <renamed-tab> was renamed outside orch to 'my notes'; renamed back to 'widgets-feat-renamed'\n" in markdown
+    assert "\n- Layout: ` tab <renamed-tab> was renamed outside orch to 'my notes'; renamed back to 'widgets-feat-renamed' `\n" in markdown
     # One line each, when it was noticed (the test's three hands may fall into one check-in or two: any order).
     said = sorted(line for line in scrub((tmp_path / "run.err").read_text()).splitlines() if "outside orch" in line)
     assert said == sorted([

@@ -368,13 +368,18 @@ TURN = [
     accepted("question-after-an-answer-was-sent", late("late-prompted", "question", "Next question?")),
 ]
 PANES = [
-    aside("sent-from-another-workers-pane", env("result", "Status: done"), "wrong_pane", 'sent from pane "docs", not from worker "fix-login"\'s pane (w1:p2) nor the controller\'s (w1:p1)', pane="docs"),
-    aside("sent-from-an-unknown-pane", env(body="Hello."), "wrong_pane", 'sent from pane "w9:p9", not from worker "fix-login"\'s pane', pane="w9:p9"),
-    aside("own-pane-for-another-worker", env(task="docs-readme", sender="docs", reply_to="docs"), "wrong_pane", 'sent from pane "w1:p2", not from worker "docs"\'s pane (docs)', pane="w1:p2"),
-    aside("late-workers-pane-for-a-live-one", env(body="Takeover."), "wrong_pane", 'sent from pane "w2:p2", not from', pane="w2:p2"),
+    aside("sent-from-another-workers-pane", env("result", "Status: done"), "wrong_pane", 'sent from pane "docs", worker "docs"\'s pane, not from worker "fix-login"\'s (w1:p2)', pane="docs"),
+    aside("own-pane-for-another-worker", env(task="docs-readme", sender="docs", reply_to="docs"), "wrong_pane", 'sent from pane "w1:p2", worker "fix-login"\'s pane, not from worker "docs"\'s (docs)', pane="w1:p2"),
+    aside("late-workers-pane-for-a-live-one", env(body="Takeover."), "wrong_pane", 'sent from pane "w2:p2", worker "late-failed"\'s pane', pane="w2:p2"),
     aside("wrong-pane-before-direction", env("stop"), "wrong_pane", 'sent from pane "docs"', pane="docs"),
     Case("sent-from-its-own-pane", env(body="From my own pane."), None, pane="w1:p2"),
     Case("relayed-from-the-controllers-pane", env(body="Relayed by the controller."), None, pane="w1:p1"),
+    # herdr gives a pane moved to another workspace a new id while its process keeps the old one: a pane no worker
+    # holds cannot be told from the worker's own under its old id.
+    Case("sent-from-a-pane-no-worker-holds", env(body="From a renumbered pane."), None, pane="w9:p9"),
+    # A header value has no limit but the message's: an explanation quotes 80 characters of it.
+    aside("sender-60-kb", env(sender="m" * 60000), "wrong_sender", 'sender "' + "m" * 79 + '…" is not "fix-login"'),
+    aside("task-60-kb", env(task="t" * 60000), "unknown_task", 'task "' + "t" * 79 + '…" has no registered worker'),
 ]
 REPORTS = [
     aside("report-dot-dot-relative", result("../../etc/passwd"), "report_outside", 'report path "../../etc/passwd" is not an absolute path'),

@@ -23,7 +23,7 @@ VIEW = LedgerView(
     controller_target="w1:p1",
     other_run_ids=frozenset({OLD_RUN}),
     workers=(
-        RegisteredWorker(task_label="fix-login", worker_name="fix-login", reply_target="w1:p2"),
+        RegisteredWorker(task_label="fix-login", worker_name="fix-login", reply_target="w1:p2", panes=("w1:p2",)),
         RegisteredWorker(task_label="docs-readme", worker_name="docs", reply_target="docs"),
         RegisteredWorker(task_label="late", worker_name="late", reply_target="w1:p5", panes=("w1:p5",), state="failed", accepts=frozenset()),
     ),
@@ -65,8 +65,8 @@ KEPT_ASIDE = [
      'reply-to "w1:p1" is not "w1:p2", the target registered for worker "fix-login"'),
     ("out-of-turn", _envelope("result", task="late", sender="late", reply_to="w1:p5", body="Status: done"), Reason.OUT_OF_TURN,
      'worker "late" is failed, which takes no message now; this result changes nothing (orch keeps it aside for the person)'),
-    ("wrong-pane", _envelope(task="late", sender="late", reply_to="w1:p5"), Reason.WRONG_PANE,
-     'sent from pane "w1:p2", not from worker "late"\'s pane (w1:p5) nor the controller\'s (w1:p1)'),
+    ("wrong-pane", _envelope(), Reason.WRONG_PANE,
+     'sent from pane "w1:p5", worker "late"\'s pane, not from worker "fix-login"\'s (w1:p2)'),
     ("duplicate-after-terminal-noise", "\x1b[200~" + _envelope("result", reply_to="w1:p2", body="Done: src/login.py. pytest -q: 12 passed.  ").replace("\n", "\r\n") + "\x1b[201~",
      Reason.DUPLICATE, f'the same result from "fix-login" for task "fix-login" was already accepted (fingerprint {fingerprint(ALREADY)[:12]})'),
 ]
@@ -74,7 +74,7 @@ KEPT_ASIDE = [
 
 @pytest.mark.parametrize(("case", "raw", "reason", "explanation"), KEPT_ASIDE, ids=[row[0] for row in KEPT_ASIDE])
 def test_message_is_kept_aside_with_one_precise_reason(case: str, raw: str, reason: Reason, explanation: str) -> None:
-    verdict = validate(raw, VIEW, pane="w1:p2" if case == "wrong-pane" else None)
+    verdict = validate(raw, VIEW, pane="w1:p5" if case == "wrong-pane" else None)
     message = None if reason in (Reason.MALFORMED_HEADER, Reason.OVERSIZE) else parse_message(raw)
     assert verdict == KeptAside(reason=reason, explanation=explanation, message=message)
 
