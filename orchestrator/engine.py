@@ -308,14 +308,17 @@ class Engine:
         key = (str(snapshot), text)
         with self._lock:
             cached = self._plans.get(key)
-        if cached is not None:
-            return cached
-        from orchestrator.plan import load_plan
+        if cached is None:
+            from orchestrator.plan import load_plan
 
-        plan = load_plan(snapshot, self.settings, display=run.plan_path or str(snapshot))
-        with self._lock:
-            self._plans[key] = plan
-        return plan
+            cached = load_plan(snapshot, self.settings, display=run.plan_path or str(snapshot))
+            with self._lock:
+                self._plans[key] = cached
+        if cached.policy.policy.trust_repository:
+            # The run's worktree commands trust its repository only where the plan's policy says the person verified
+            # it (orchestrator.herdr.HerdrCli._trust; off by default); one process drives one run.
+            self.herdr.trust_repository = True  # type: ignore[attr-defined]
+        return cached
 
     def planned(self, plan: ResolvedPlan, task: str) -> ResolvedWorker:
         """The plan entry of one task."""

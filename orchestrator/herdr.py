@@ -43,6 +43,7 @@ from orchestrator.herdr_models import (
     AgentInfoResult,
     AgentListResult,
     AgentPrompted,
+    AgentSession,
     AgentStarted,
     AgentStatus,
     ErrorBody,
@@ -87,8 +88,10 @@ WAIT_MARGIN_S = 15.0
 # herdr's default agent start timeout (CONTRACT §8.5).
 AGENT_START_DEFAULT_MS = 30_000
 
-# The herdr releases orch is tested against (tests/e2e runs on each simulator profile); 0.9 means every 0.9.x.
-TESTED_VERSIONS = ("0.7.5", "0.8.2", "0.9.x")
+# The herdr releases orch is tested against (the simulator's profiles: docs/simulator.md). 0.9.0 to 0.9.5 share
+# protocol 22 and are judged alike (0.9.0-0.9.1 as the 0.9.1 profile, 0.9.2-0.9.5 as the 0.9.5 one).
+TESTED_VERSIONS = ("0.7.5", "0.8.2", "0.9.1", "0.9.5")
+NEWEST_TESTED = (0, 9, 5)
 MINIMUM_VERSION = (0, 7, 5)
 # shift+tab reaches the agent as Shift+Tab from here on (../herdr-0.8.2/DELTA.md row 7, commit adb50cba).
 SHIFT_TAB_VERSION = (0, 8, 2)
@@ -97,6 +100,12 @@ SHIFT_TAB_VERSION = (0, 8, 2)
 # agent is typed into the same unsubmitted input, so two callbacks can reach the controller agent as one prompt.
 LATE_ENTER_VERSIONS = ((0, 8, 0), (0, 9, 0))
 LATE_ENTER_S = 0.3
+# `completion_seq` on agent info and resume commands (../herdr-0.9.5/DELTA.md rows 1, 6), worktree `--trust-repository`
+# (0.9.1 DELTA row 6).
+COMPLETION_SEQ_VERSION = (0, 9, 2)
+TRUST_REPOSITORY_VERSION = (0, 9, 0)
+# Where to get a herdr orch supports: every hint that says "install herdr" names these.
+INSTALL_HINT = f"install herdr {', '.join(TESTED_VERSIONS[:-1])} or {TESTED_VERSIONS[-1]}, or point orch at it with `orch --herdr PATH` or ORCH_HERDR"
 
 Env = Mapping[str, str]
 PathArg = str | os.PathLike[str]
@@ -256,6 +265,7 @@ class Herdr(Protocol):
     def pane_send_keys(self, pane_id: str, *keys: str) -> None: ...
     def pane_run(self, pane_id: str, command: str) -> None: ...
     def pane_close(self, pane_id: str) -> None: ...
+    def pane_report_agent_session(self, pane_id: str, *, source: str, agent: str, session: AgentSession, resume: Sequence[str]) -> None: ...
     def pane_rename(self, pane_id: str, label: str | None) -> PaneInfo: ...
     def worktree_list(self, *, workspace: str | None = None, cwd: PathArg | None = None) -> WorktreeListResult: ...
     def worktree_create(self, *, workspace: str | None = None, cwd: PathArg | None = None, branch: str | None = None, base: str | None = None, path: PathArg | None = None, label: str | None = None) -> WorktreeCreated: ...
@@ -304,6 +314,10 @@ class HerdrCli:
         self.on_call = on_call
         self.calls: list[HerdrCall] = []
         self._features: HerdrFeatures | None = None
+        # The plan's policy says the person verified the repository (`[policy] trust_repository`, set by
+        # Engine.plan_for): worktree commands then carry --trust-repository where herdr has it (0.9.0+). Decided
+        # before any call, never after a refusal: no worktree command is retried.
+        self.trust_repository = False
 
     # --- discovery and preflight (local commands: no server needed) ---
 
@@ -320,16 +334,7 @@ class HerdrCli:
         """What this herdr can do, from the running server's version (the client's when none runs); asked once."""
         if self._features is None:
             status = self.status()
-            version = (status.server.version if status.server.running else None) or status.client.version
-            parsed = parse_version(version)
-            self._features = HerdrFeatures(
-                version=version,
-                support=version_support(version),
-                # An unparsable (future) version is assumed to keep what 0.8.2 fixed.
-                shift_tab=parsed is None or parsed >= SHIFT_TAB_VERSION,
-                # Unknown: assume the late Enter (waiting it out costs only its 300 ms).
-                prompt_enter_delay_s=LATE_ENTER_S if parsed is None or LATE_ENTER_VERSIONS[0] <= parsed < LATE_ENTER_VERSIONS[1] else 0.0,
-            )
+            self._features = features_of((status.server.version if status.server.running else None) or status.client.version)
         return self._features
 
     def help_text(self) -> str:
@@ -448,6 +453,14 @@ class HerdrCli:
         """``herdr pane close <pane>``; a worktree group's parent gives HerdrConfirmationRequired and closes nothing."""
         self._result(["pane", "close", pane_id], OkResult)
 
+    def pane_report_agent_session(self, pane_id: str, *, source: str, agent: str, session: AgentSession, resume: Sequence[str]) -> None:
+        """``herdr pane report-agent-session <pane> --source S --agent A --agent-session-id|-path V -- RESUME…``
+        (0.9.2+): the session herdr holds and the command that resumes it after a restart; never a state."""
+        if not resume or resume[0].startswith("-") or "/" in resume[0]:
+            raise ValueError("a resume command starts with a plain command name (herdr refuses anything else)")
+        flag = "--agent-session-id" if session.kind == "id" else "--agent-session-path"
+        self._run(["pane", "report-agent-session", pane_id, "--source", source, "--agent", agent, flag, session.value, "--", *resume])
+
     def pane_rename(self, pane_id: str, label: str | None) -> PaneInfo:
         """``herdr pane rename <pane> <label>``, or ``--clear`` when label is None."""
         value = "--clear" if label is None else _text_word(label, "label", reserved=("--clear",))
@@ -455,9 +468,13 @@ class HerdrCli:
 
     # --- worktrees (CONTRACT §9) ---
 
+    def _trust(self) -> list[str]:
+        """``--trust-repository`` when the plan's policy verified the repository and this herdr takes it (0.9.0+)."""
+        return ["--trust-repository"] if self.trust_repository and self.features().trust_repository else []
+
     def worktree_list(self, *, workspace: str | None = None, cwd: PathArg | None = None) -> WorktreeListResult:
-        """``herdr worktree list [--workspace ID | --cwd PATH] --json``."""
-        argv = ["worktree", "list", *_source(workspace, cwd), "--json"]
+        """``herdr worktree list [--workspace ID | --cwd PATH] [--trust-repository] --json``."""
+        argv = ["worktree", "list", *_source(workspace, cwd), *self._trust(), "--json"]
         return self._result(argv, WorktreeListResult, retry_reads=True)
 
     def worktree_create(
@@ -473,7 +490,7 @@ class HerdrCli:
         """``herdr worktree create … --no-focus --json``: creates a NEW workspace for the checkout, never a tab."""
         argv = [
             "worktree", "create", *_source(workspace, cwd), *_opt("--branch", branch), *_opt("--base", base),
-            *_opt("--path", path), *_opt("--label", label), "--no-focus", "--json",
+            *_opt("--path", path), *_opt("--label", label), "--no-focus", *self._trust(), "--json",
         ]  # fmt: skip
         return self._result(argv, WorktreeCreated, timeout=self.worktree_timeout_s)
 
@@ -489,12 +506,12 @@ class HerdrCli:
         """``herdr worktree open (--path P | --branch B) … --no-focus --json``; reuses a workspace already open there."""
         if (path is None) == (branch is None):
             raise ValueError("worktree_open needs exactly one of path or branch")
-        argv = ["worktree", "open", *_source(workspace, cwd), *_opt("--path", path), *_opt("--branch", branch), *_opt("--label", label), "--no-focus", "--json"]
+        argv = ["worktree", "open", *_source(workspace, cwd), *_opt("--path", path), *_opt("--branch", branch), *_opt("--label", label), "--no-focus", *self._trust(), "--json"]
         return self._result(argv, WorktreeOpened, timeout=self.worktree_timeout_s)
 
     def worktree_remove(self, workspace_id: str, *, force: bool = False) -> WorktreeRemoved:
         """``herdr worktree remove --workspace ID [--force] --json``; the branch is kept."""
-        argv = ["worktree", "remove", "--workspace", workspace_id, *(["--force"] if force else []), "--json"]
+        argv = ["worktree", "remove", "--workspace", workspace_id, *(["--force"] if force else []), *self._trust(), "--json"]
         return self._result(argv, WorktreeRemoved, timeout=self.worktree_timeout_s)
 
     # --- agents (CONTRACT §8) ---
@@ -648,7 +665,7 @@ class HerdrCli:
             raise HerdrMissing(
                 f"{call.command}: cannot execute {self.binary!r} ({exc.strerror or exc})",
                 call=call,
-                hint="install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+                hint=INSTALL_HINT,
             ) from None
         except subprocess.TimeoutExpired as exc:
             call = self._record(argv, None, _text(exc.stdout), _text(exc.stderr), started)
@@ -690,9 +707,27 @@ def version_support(version: str) -> VersionSupport:
         return "unparsed"
     if parsed < MINIMUM_VERSION:
         return "older"
-    if parsed in ((0, 7, 5), (0, 8, 2)) or parsed[:2] == (0, 9):
+    if parsed in ((0, 7, 5), (0, 8, 2)) or (0, 9, 0) <= parsed <= NEWEST_TESTED:
         return "tested"
     return "untested"
+
+
+def features_of(version: str) -> HerdrFeatures:
+    """What a herdr of this (server) version can do; the one place orch maps versions to behaviour."""
+    parsed = parse_version(version)
+    return HerdrFeatures(
+        version=version,
+        support=version_support(version),
+        # An unparsable (future) version is assumed to keep what 0.8.2 fixed.
+        shift_tab=parsed is None or parsed >= SHIFT_TAB_VERSION,
+        # Unknown: assume the late Enter (waiting it out costs only its 300 ms).
+        prompt_enter_delay_s=LATE_ENTER_S if parsed is None or LATE_ENTER_VERSIONS[0] <= parsed < LATE_ENTER_VERSIONS[1] else 0.0,
+        # Unknown: assumed too; orch judges turn completion by the counter only when herdr actually sends it.
+        completion_seq=parsed is None or parsed >= COMPLETION_SEQ_VERSION,
+        # Unknown: not assumed, since an older herdr would refuse the whole worktree command.
+        trust_repository=parsed is not None and parsed >= TRUST_REPOSITORY_VERSION,
+        resume_commands=parsed is not None and parsed >= COMPLETION_SEQ_VERSION,
+    )
 
 
 def echo_line(call: HerdrCall) -> str:

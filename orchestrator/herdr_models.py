@@ -540,3 +540,9 @@ class HerdrFeatures(Wire):
     shift_tab: bool
     # How long after `agent prompt` answers its Enter may still be unwritten (0.8.x: 300 ms, 0.8.2 DELTA row 5).
     prompt_enter_delay_s: float = 0.0
+    # Agent info carries `completion_seq`, the count of finished turns (0.9.2+, ../herdr-0.9.5/DELTA.md row 1).
+    completion_seq: bool = False
+    # Worktree commands take `--trust-repository` (0.9.0+, ../herdr-0.9.1/DELTA.md row 6).
+    trust_repository: bool = False
+    # `pane report-agent-session … -- RESUME_ARG…` records a resume command (0.9.2+, ../herdr-0.9.5/DELTA.md row 6).
+    resume_commands: bool = False

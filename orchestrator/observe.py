@@ -20,6 +20,7 @@ from orchestrator.errors import HerdrError, HerdrMissing, HerdrNotFound, HerdrUn
 from orchestrator.fleet import advance
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
+from orchestrator.resume import report_resume
 from orchestrator.repeats import LIVE, REPEAT_REQUEST, PossibleMerge, pending, possible_merges, repeat_key, replied
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
@@ -176,6 +177,13 @@ class _Round:
         if self._answers is None:
             self._answers = plan_answers(self.engine, self.run)
         return self._answers.get(task, ())
+
+    def launch_args(self, task: str) -> tuple[str, ...]:
+        """The agent args the plan started the worker with (its resume command carries them)."""
+        try:
+            return tuple(self.engine.planned(self.engine.plan_for(self.run), task).worker.agent_args)
+        except OrchError:
+            return ()
 
     def agent(self, worker: Worker) -> AgentInfo | None:
         return self.agents.get(worker.pane_id or "") or self.agents.get(worker.name)
@@ -465,6 +473,10 @@ class _Round:
         status: str | None = info.agent_status if info else None
         if status is not None:
             self.herdr_states[task] = status
+        if info is not None and info.agent_session is not None:
+            refused = report_resume(self.engine, self.run, worker, info, self.launch_args(task))
+            if refused is not None:
+                self.note(task, "send_failed", refused)
         if worker.state in WAITING_ON_US or task in self.repeat_waiting:
             self.waiting.add(task)
             return  # the worker waits for an answer, a decision or its turn to repeat: not a stall, nothing to ask

@@ -29,6 +29,7 @@ class Policy(BaseModel):
     extra_branch_types: tuple[str, ...] = ()
     description_pattern: str | None = None
     trust_run_worktrees: bool = True
+    trust_repository: bool = False
     message_limit_bytes: int = DEFAULT_MESSAGE_LIMIT
 
 
@@ -52,6 +53,8 @@ class PolicyOverlay(BaseModel):
     """Regular expression the branch description (after `<type>/`) must fully match, on top of lowercase kebab-case; default none."""
     trust_run_worktrees: StrictBool | None = None
     """Answer an agent's first-start trust dialog, with the agent's own keys, for a worktree this run created from the repository; default true. Off: the worker stops at the dialog, which is shown, and nothing is typed."""
+    trust_repository: StrictBool | None = None
+    """The person verified the repository (one owned by another user, which Git's ownership check refuses): herdr 0.9+ worktree commands then carry `--trust-repository`, trusting it for that request only, without touching Git's configuration; default false. Never set it to get past a refusal you have not looked into."""
     message_limit_bytes: StrictInt | None = Field(default=None, ge=MESSAGE_LIMIT_RANGE[0], le=MESSAGE_LIMIT_RANGE[1])
     """Largest inbound message a worker may send, in bytes (1024 to 1048576); default 65536 (a plan's `defaults.message_limit_bytes` overrides it)."""
 

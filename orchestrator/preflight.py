@@ -16,9 +16,11 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import Done, Engine, NotDone, Settlement
 from orchestrator.errors import ConfigError, ExitCode, HerdrError, HerdrNotFound, OrchError
 from orchestrator.git import rev_parse, run_git
-from orchestrator.herdr import MINIMUM_VERSION, TESTED_VERSIONS, version_support
+from orchestrator.resume import RESUME
+from orchestrator.herdr import INSTALL_HINT, MINIMUM_VERSION, TESTED_VERSIONS, features_of, version_support
 from orchestrator.herdr_models import (
     AgentInfo,
+    HerdrFeatures,
     HerdrStatus,
     IntegrationEntry,
     PaneInfo,
@@ -70,7 +72,7 @@ REQUIRED_COMMANDS: tuple[tuple[str, str], ...] = (
 
 # The checklist, in order; fixed so the rendering keeps one column width whichever gate stops it.
 CHECK_NAMES: tuple[str, ...] = (
-    "herdr env", "plan", "herdr", "capabilities", "server", "session", "integrations", "caller pane", "agents",
+    "herdr env", "plan", "herdr", "capabilities", "server", "features", "session", "integrations", "caller pane", "agents",
     "repo checkout", "base ref", "repo workspace", "repo tab", "run",
 )  # fmt: skip
 
@@ -216,7 +218,7 @@ def pick_default_branch(origin_head: str | None, base: str, local: set[str], rem
 
 
 _MINIMUM = ".".join(str(n) for n in MINIMUM_VERSION)
-_INSTALL_HINT = f"install herdr {', '.join(TESTED_VERSIONS[:-1])} or {TESTED_VERSIONS[-1]}, or point orch at it with `orch --herdr PATH` or ORCH_HERDR"
+_INSTALL_HINT = INSTALL_HINT
 
 
 def _untested(version: str, support: VersionSupport, what: str, because: str = "its api schema has every method orch uses") -> list[str]:
@@ -225,6 +227,24 @@ def _untested(version: str, support: VersionSupport, what: str, because: str = "
         return []
     tested = ", ".join(TESTED_VERSIONS)
     return [f"herdr {version} ({what}) is not a version orch is tested against ({tested}); proceeding because {because}"]
+
+
+def feature_summary(features: HerdrFeatures, *, trust_repository: bool) -> str:
+    """The herdr features orch uses on this release, and the ones it lacks that orch would use, in one line."""
+    parts = ["completion_seq for finished turns" if features.completion_seq else "agent state for finished turns (completion_seq needs 0.9.2)"]
+    parts.append("shift+tab for plan mode" if features.shift_tab else "no plan-first (shift+tab needs 0.8.2)")
+    if features.resume_commands:
+        parts.append(f"resume commands for {_and(list(RESUME))} sessions")
+    if features.prompt_enter_delay_s:
+        parts.append(f"a {features.prompt_enter_delay_s:g} s wait for each prompt's Enter")
+    if trust_repository:
+        parts.append("--trust-repository on worktree commands (policy)" if features.trust_repository
+                     else "no --trust-repository (needs 0.9.0; the policy asks for it)")
+    return ", ".join(parts)
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _count(n: int, noun: str) -> str:
@@ -291,6 +311,7 @@ class _Preflight:
             ("herdr", self.check_herdr),
             ("capabilities", self.check_capabilities),
             ("server", self.check_server),
+            ("features", self.check_features),
             ("session", self.check_session),
             ("integrations", self.check_integrations),
             ("caller pane", self.check_caller),
@@ -373,7 +394,7 @@ class _Preflight:
             raise _Stop(
                 f"cannot run {binary}",
                 f"herdr is not available: {exc.message}",
-                "install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+                _INSTALL_HINT,
                 exc.exit_code,
             ) from None
         self.status = self.herdr.status()
@@ -397,7 +418,7 @@ class _Preflight:
                 raise _Stop(
                     f"no api schema ({exc.code or type(exc).__name__}); herdr --help lacks: {', '.join(groups)}",
                     f"this herdr lacks command groups the run needs: {', '.join(groups)}",
-                    "install herdr 0.7.5 or later",
+                    _INSTALL_HINT,
                 ) from None
             self.ok("capabilities", f"no api schema ({exc.code or type(exc).__name__}); herdr --help lists every command group the run uses")
             return
@@ -406,7 +427,7 @@ class _Preflight:
             raise _Stop(
                 f"missing from herdr api schema: {', '.join(missing)}",
                 f"this herdr lacks commands the run needs: {', '.join('herdr ' + m for m in missing)}",
-                "install herdr 0.7.5 or later",
+                _INSTALL_HINT,
             )
         self.ok("capabilities", f"all {len(REQUIRED_COMMANDS)} herdr commands the run uses are in herdr api schema")
 
@@ -451,6 +472,12 @@ class _Preflight:
         because = "herdr reports it compatible with this CLI, whose api schema has every method orch uses" if version != status.client.version else None
         notes += _untested(version, support, "server", *([because] if because else []))
         self.ok("server", f"running herdr {version}, protocol {server.protocol}, compatible", notes)
+
+    def check_features(self) -> None:
+        """What orch uses of this herdr, decided by the server's version (orchestrator.herdr.features_of)."""
+        assert self.status is not None and self.plan is not None
+        features = features_of(self.status.server.version or self.status.client.version)
+        self.ok("features", feature_summary(features, trust_repository=self.plan.policy.policy.trust_repository))
 
     def check_session(self) -> None:
         assert self.plan is not None and self.status is not None

@@ -17,7 +17,8 @@ from herdr_sim import versions
 from herdr_sim.testing import SimServer
 from orchestrator.clock import FakeClock
 from orchestrator.engine import Engine
-from orchestrator.preflight import preflight
+from orchestrator.herdr import features_of
+from orchestrator.preflight import feature_summary, preflight
 from registry import Ledger, WorkerState
 
 pytestmark = pytest.mark.e2e
@@ -80,6 +81,7 @@ class SessionWorld:
             profile = versions.current()
             text = text.replace(f"herdr {profile.version} client, protocol {profile.protocol}", "herdr <version> client, protocol <protocol>")
             text = text.replace(f"running herdr {profile.version}, protocol {profile.protocol}", "running herdr <version>, protocol <protocol>")
+            text = text.replace(feature_summary(features_of(profile.version), trust_repository=False), "<features>")
             text = re.sub(r"(current|outdated|needs repair) \((v\d+|legacy)( < v\d+)?\)", lambda m: f"{m[1]} (<v>{' < <v>' if m[3] else ''})", text)
         return re.sub(r"\d{8}T\d{6}Z", "<time>", text)
 
@@ -210,7 +212,7 @@ def test_controller_outside_repo_creates_repo_workspace_without_focus_then_reuse
     second_engine.close()
 
 
-@pytest.mark.parametrize("version", ["0.7.5", "0.8.2", "0.9"])
+@pytest.mark.parametrize("version", ["0.7.5", "0.8.2", "0.9", "0.9.5"])
 def test_the_checklist_names_each_releases_client_and_server(
     version: str, session_world: Callable[..., SessionWorld], golden: Callable[[str, str], None], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -124,12 +124,12 @@ CASES = {
     "herdr missing, doctor: herdr is named before the missing checkout": (
         ["doctor", "{tmp}/valid.toml"], 3,
         "orch: herdr integration status: cannot execute '/nonexistent/herdr' (No such file or directory)\n"
-        "hint: install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
+        "hint: install herdr 0.7.5, 0.8.2, 0.9.1 or 0.9.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
     ),
     "herdr missing, observe": (
         ["observe", "--run", RUN, "--once"], 3,
         "orch: herdr agent list: cannot execute '/nonexistent/herdr' (No such file or directory)\n"
-        "hint: install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
+        "hint: install herdr 0.7.5, 0.8.2, 0.9.1 or 0.9.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
     ),
 }
 
@@ -155,7 +155,7 @@ def test_preflight_with_herdr_missing_exits_3_like_every_command(home: Path) -> 
     assert (done.exit_code, done.stderr) == (
         3,
         "orch: herdr is not available: herdr --version: cannot execute '/nonexistent/herdr' (No such file or directory)\n"
-        "hint: install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
+        "hint: install herdr 0.7.5, 0.8.2, 0.9.1 or 0.9.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
     )
     assert _ledger_dump(home / "orch-home" / "ledger.sqlite3") == before
 

@@ -136,6 +136,8 @@ ARGV_CASES: list[tuple[str, Callable[[HerdrCli], Any], list[str], str, Any]] = [
     ("pane_send_text", lambda h: h.pane_send_text("w1:p2", "/exit"), ["pane", "send-text", "w1:p2", "/exit"], "", None),
     ("pane_send_keys", lambda h: h.pane_send_keys("w1:p2", "Enter", "ctrl+c"), ["pane", "send-keys", "w1:p2", "Enter", "ctrl+c"], "", None),
     ("pane_run", lambda h: h.pane_run("w1:p2", "git status --short"), ["pane", "run", "w1:p2", "git status --short"], "", None),
+    ("pane_report_agent_session", lambda h: h.pane_report_agent_session("w1:p2", source="orch", agent="pi", session=m.AgentSession(source="pi", agent="pi", kind="path", value="/s/1.jsonl"), resume=["pi", "--session", "/s/1.jsonl"]),
+     ["pane", "report-agent-session", "w1:p2", "--source", "orch", "--agent", "pi", "--agent-session-path", "/s/1.jsonl", "--", "pi", "--session", "/s/1.jsonl"], "", None),
     ("pane_close", lambda h: h.pane_close("w1:p2"), ["pane", "close", "w1:p2"], sample("pane_close.json"), None),
     ("pane_rename", lambda h: h.pane_rename("w1:p1", "controller"), ["pane", "rename", "w1:p1", "controller"], sample("pane_rename.json"), result_of("pane_rename.json").pane),
     ("pane_rename:clear", lambda h: h.pane_rename("w1:p1", None), ["pane", "rename", "w1:p1", "--clear"], sample("pane_rename.json"), result_of("pane_rename.json").pane),
@@ -363,7 +365,7 @@ def test_missing_binary_becomes_herdr_missing() -> None:
     assert (str(info.value), info.value.exit_code, info.value.hint) == (
         "herdr --version: cannot execute 'herdr' (No such file or directory)",
         ExitCode.HERDR_UNAVAILABLE,
-        "install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+        "install herdr 0.7.5, 0.8.2, 0.9.1 or 0.9.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
     )
 
 

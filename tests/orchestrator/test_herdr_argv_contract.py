@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 
 from herdr_sim import cli as sim
+from orchestrator import errors as e
 from orchestrator.herdr import HerdrCli
+from orchestrator.herdr_models import AgentSession
 
 DATA = Path(__file__).parent / "data" / "herdr"
 ENVELOPE = "[herdr-orchestration run=r1 task=fix from=controller kind=answer reply-to=w1:p1]\nUse --help; it's \"fine\"."
@@ -377,6 +379,79 @@ def test_09_row5_orch_never_reports_agent_state() -> None:
 
 
 def test_09_row6_orch_never_trusts_a_repository_by_itself() -> None:
-    """0.9's `--trust-repository` needs the person's verification of the repo, never an automatic retry: orch never
-    sends it (a refusal reaches the person as herdr's error)."""
+    """0.9's `--trust-repository` needs the person's verification of the repo, never an automatic retry: without the
+    plan's `[policy] trust_repository` orch never sends it (a refusal reaches the person as herdr's error)."""
     assert [f[0] for f in FORMS if any(w.startswith("--trust-repository") for w in f[2])] == []
+
+
+class ReleaseSeam(Seam):
+    """A herdr of one release: `status --json` says its version; every worktree command answers `answer`."""
+
+    def __init__(self, version: str, answer: str, code: int = 0) -> None:
+        super().__init__(answer)
+        self.version, self.code = version, code
+
+    def __call__(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        if list(argv[1:]) == ["status", "--json"]:
+            status = json.loads(out("status.json"))
+            status["client"]["version"] = status["server"]["version"] = self.version
+            return subprocess.CompletedProcess(list(argv), 0, json.dumps(status), "")
+        self.argvs.append(list(argv))
+        if self.code:
+            return subprocess.CompletedProcess(list(argv), self.code, "", self.stdout)
+        return subprocess.CompletedProcess(list(argv), 0, self.stdout, "")
+
+
+TRUSTED_FORMS = [
+    (lambda h: h.worktree_list(cwd="/src/acme/widgets"), out("worktree_list.json"), ["worktree", "list", "--cwd", "/src/acme/widgets"]),
+    (lambda h: h.worktree_create(workspace="w1", branch="feat/a", path="/wt"), out("worktree_create.json"),
+     ["worktree", "create", "--workspace", "w1", "--branch", "feat/a", "--path", "/wt", "--no-focus"]),
+    (lambda h: h.worktree_open(workspace="w1", path="/wt"), out("worktree_open.json"), ["worktree", "open", "--workspace", "w1", "--path", "/wt", "--no-focus"]),
+    (lambda h: h.worktree_remove("w2"), out("worktree_remove.json"), ["worktree", "remove", "--workspace", "w2"]),
+]
+
+
+@pytest.mark.parametrize(("version", "verified", "sent"), [("0.9.5", True, True), ("0.9.1", True, True), ("0.9.5", False, False), ("0.8.2", True, False)])
+def test_095_row7_trust_repository_only_where_the_plans_policy_verified_it(version: str, verified: bool, sent: bool) -> None:
+    """`--trust-repository` (0.9.0+, still in 0.9.3's spec) goes on every worktree command exactly when the plan's
+    `[policy] trust_repository` says the person verified the repository (Engine.plan_for sets it) and the server takes
+    it; an older herdr would refuse the whole command, so it is left off there."""
+    argvs = []
+    for call, answer, argv in TRUSTED_FORMS:
+        seam = ReleaseSeam(version, answer)
+        herdr = HerdrCli("herdr", runner=seam, sleep=lambda _s: None)
+        herdr.trust_repository = verified
+        call(herdr)
+        assert seam.argvs[0][:-1] == ["herdr", *argv, *(["--trust-repository"] if sent else [])], argv
+        argvs.append(seam.argvs[0][-1])
+    assert argvs == ["--json"] * 4
+
+
+def test_095_row7_a_refused_repository_is_never_retried_with_trust() -> None:
+    """Git's ownership refusal is herdr's error, once: orch never repeats a worktree command, least of all with
+    `--trust-repository` added (herdr's skill: only after the person verified the repository, never as a retry)."""
+    refusal = json.dumps({"id": "cli:worktree:create", "error": {"code": "worktree_create_failed",
+                                                                 "message": "fatal: detected dubious ownership in repository at '/src/acme/widgets'"}})
+    seam = ReleaseSeam("0.9.5", refusal + "\n", code=1)
+    herdr = HerdrCli("herdr", runner=seam, sleep=lambda _s: None)
+    with pytest.raises(e.HerdrWorktreeCreateFailed):
+        herdr.worktree_create(workspace="w1", branch="feat/a", path="/wt")
+    assert seam.argvs == [["herdr", "worktree", "create", "--workspace", "w1", "--branch", "feat/a", "--path", "/wt", "--no-focus", "--json"]]
+
+
+@pytest.mark.parametrize("version", PROFILES)
+def test_095_row6_the_resume_report_is_the_form_herdr_095_parses(version: str, no_server: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """orch's resume report (orchestrator/resume.py) is 0.9.3's `pane report-agent-session` synopsis with the resume
+    argv after `--`: the 0.9.5 simulator parses it up to the missing server; older releases refuse it (orch sends it
+    only where `features().resume_commands`)."""
+    seam = Seam("")
+    session = AgentSession(source="herdr:claude", agent="claude", kind="id", value="5d0c")
+    HerdrCli("herdr", runner=seam).pane_report_agent_session("w1:p2", source="orch", agent="claude", session=session, resume=["claude", "--resume", "5d0c", "--model", "opus"])
+    argv = seam.argvs[0][1:]
+    assert argv == ["pane", "report-agent-session", "w1:p2", "--source", "orch", "--agent", "claude", "--agent-session-id", "5d0c", "--", "claude", "--resume", "5d0c", "--model", "opus"]
+    monkeypatch.setenv("HERDR_SIM_VERSION", version)
+    code = sim.main(argv)
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == ((1, "", _no_server(version, no_server, "cli:request")) if version == "0.9.5" else (2, "", captured.err))
+    with pytest.raises(ValueError):
+        HerdrCli("herdr", runner=seam).pane_report_agent_session("w1:p2", source="orch", agent="claude", session=session, resume=["/usr/bin/claude"])

@@ -52,6 +52,7 @@ def test_organization_then_repository_then_plan(tmp_path: Path) -> None:
         "extra_branch_types": "feverup.toml",
         "description_pattern": "feverup-api.toml",
         "trust_run_worktrees": "default",
+        "trust_repository": "default",
         "message_limit_bytes": "default",
     }
 

@@ -223,6 +223,7 @@ def test_preflight_with_an_existing_labelled_tab_makes_no_side_effect(tmp_path: 
         "✓ herdr           herdr 0.7.5 client, protocol 17\n"
         "✓ capabilities    all 28 herdr commands the run uses are in herdr api schema\n"
         "✓ server          running herdr 0.7.5, protocol 17, compatible\n"
+        "✓ features        agent state for finished turns (completion_seq needs 0.9.2), no plan-first (shift+tab needs 0.8.2)\n"
         "✓ session         acme serves organization acme\n"
         "✓ integrations    codex current (v6)\n"
         "✓ caller pane     w1:p1 in workspace w1, tab w1:t1: a shell, not an agent; controller target pinned to w1:p1\n"
@@ -284,10 +285,11 @@ def test_an_unknown_newer_herdr_warns_and_proceeds_when_its_schema_has_every_met
         "ok   herdr env       HERDR_ENV=1\n"
         "ok   plan            acme/widgets, base origin/main, 1 worker (codex)\n"
         "ok   herdr           herdr 1.0.0 client, protocol 31\n"
-        "                     note: herdr 1.0.0 (client) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.x); proceeding because its api schema has every method orch uses\n"
+        "                     note: herdr 1.0.0 (client) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.1, 0.9.5); proceeding because its api schema has every method orch uses\n"
         "ok   capabilities    all 28 herdr commands the run uses are in herdr api schema\n"
         "ok   server          running herdr 1.0.0, protocol 31, compatible\n"
-        "                     note: herdr 1.0.0 (server) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.x); proceeding because its api schema has every method orch uses\n"
+        "                     note: herdr 1.0.0 (server) is not a version orch is tested against (0.7.5, 0.8.2, 0.9.1, 0.9.5); proceeding because its api schema has every method orch uses\n"
+        "ok   features        completion_seq for finished turns, shift+tab for plan mode, resume commands for claude, opencode and pi sessions\n"
         + _REST.format(sha=result.repo.base_sha if result.repo else "")
     )
 
@@ -304,7 +306,7 @@ def test_a_herdr_older_than_075_is_refused_with_the_reason(tmp_path: Path, clone
     assert render_preflight(result, symbols=False).splitlines()[2:] == ["FAIL herdr           herdr 0.7.4 client, protocol 17: older than 0.7.5"]
     assert result.failure is not None and (result.failure.reason, result.failure.hint) == (
         "this herdr is 0.7.4; orch needs herdr 0.7.5 or later",
-        "install herdr 0.7.5, 0.8.2 or 0.9.x, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+        "install herdr 0.7.5, 0.8.2, 0.9.1 or 0.9.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
     )
 
 
@@ -326,6 +328,7 @@ def test_a_09_server_behind_a_newer_client_is_named_and_judged_by_itself(tmp_pat
         "ok   capabilities    all 28 herdr commands the run uses are in herdr api schema\n"
         "ok   server          running herdr 0.9.1, protocol 22, compatible\n"
         "                     note: the server (0.9.1) and this CLI (0.9.3) are different herdr versions; orch goes by the server's\n"
+        "ok   features        agent state for finished turns (completion_seq needs 0.9.2), shift+tab for plan mode\n"
         + _REST.format(sha=result.repo.base_sha if result.repo else "")
     )
 
@@ -382,7 +385,7 @@ def test_missing_herdr_names_the_binary_and_the_option(tmp_path: Path) -> None:
     assert (result.checks[-1].evidence, result.failure.reason, result.failure.hint) == (
         "cannot run herdr",
         "herdr is not available: herdr --version: cannot execute 'herdr' (No such file or directory)",
-        "install herdr 0.7.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
+        "install herdr 0.7.5, 0.8.2, 0.9.1 or 0.9.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR",
     )
     assert engine.ledger.list_runs() == []
 
@@ -444,4 +447,23 @@ def test_a_failure_after_the_run_exists_keeps_the_run_interrupted_with_what_it_c
     assert (run.status, run.stopped_at) == ("interrupted", "preflight: repo tab")
     assert [(e.kind, e.status, e.error) for e in engine.ledger.list_effects(run.run_id)] == [
         ("tab_rename", "failed", "herdr tab rename: tab_not_found: tab w1:t1 not found")
+    ]
+
+
+def test_095_preflight_names_the_features_orch_uses_on_each_release() -> None:
+    """The `features` row: what orch uses of the server's release (../herdr-0.9.5/DELTA.md: completion_seq from 0.9.2;
+    0.9.1 DELTA row 6: --trust-repository from 0.9.0, only where the plan's policy verified the repository)."""
+    from orchestrator.herdr import features_of
+    from orchestrator.preflight import feature_summary
+
+    rows = [(v, trust, feature_summary(features_of(v), trust_repository=trust)) for v in ("0.7.5", "0.8.2", "0.9.1", "0.9.5") for trust in (False, True)]
+    assert rows == [
+        ("0.7.5", False, "agent state for finished turns (completion_seq needs 0.9.2), no plan-first (shift+tab needs 0.8.2)"),
+        ("0.7.5", True, "agent state for finished turns (completion_seq needs 0.9.2), no plan-first (shift+tab needs 0.8.2), no --trust-repository (needs 0.9.0; the policy asks for it)"),
+        ("0.8.2", False, "agent state for finished turns (completion_seq needs 0.9.2), shift+tab for plan mode, a 0.3 s wait for each prompt's Enter"),
+        ("0.8.2", True, "agent state for finished turns (completion_seq needs 0.9.2), shift+tab for plan mode, a 0.3 s wait for each prompt's Enter, no --trust-repository (needs 0.9.0; the policy asks for it)"),
+        ("0.9.1", False, "agent state for finished turns (completion_seq needs 0.9.2), shift+tab for plan mode"),
+        ("0.9.1", True, "agent state for finished turns (completion_seq needs 0.9.2), shift+tab for plan mode, --trust-repository on worktree commands (policy)"),
+        ("0.9.5", False, "completion_seq for finished turns, shift+tab for plan mode, resume commands for claude, opencode and pi sessions"),
+        ("0.9.5", True, "completion_seq for finished turns, shift+tab for plan mode, resume commands for claude, opencode and pi sessions, --trust-repository on worktree commands (policy)"),
     ]
