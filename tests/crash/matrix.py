@@ -39,6 +39,10 @@ from warm import WarmProcess, Zygote
 
 ORCH = [sys.executable, "-m", "orchestrator"]
 PROJECT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+# The plan every case runs: the demo's 3 workers, or (`--plan wide`) wide_plan.toml's 5 (concurrency 2, `after`,
+# two sibling pairs) with wide_scenarios.toml's scripted agents for the two the demo lacks.
+PLAN = "demo"
 SETTLE_MS = "100"  # herdr's own agent settle is 3 s; the matrix needs hundreds of runs
 INTERVAL = "0.3"  # seconds between check-ins
 RESUMES = 6  # a converging run reports after one resume; a few more show a stall is not just slowness
@@ -188,8 +192,11 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> Outcome:
         repo.mkdir(parents=True)
         build_project(repo)
         plan = root / "plan.toml"
-        plan.write_text(demo_data("plan.toml"))
+        plan.write_text(demo_data("plan.toml") if PLAN == "demo" else (HERE / "wide_plan.toml").read_text())
         env = stage.start()
+        if PLAN == "wide":
+            with open(stage.root / "scenarios.toml", "a", encoding="utf-8") as scenarios:
+                scenarios.write("\n" + (HERE / "wide_scenarios.toml").read_text())
         assert stage.sim is not None
         env.update(ORCH_HOME=str(root / "orch-home"), ORCH_HERDR=str(stage.sim.paths.bin / "herdr"), ORCH_TEST_HERDR_CALLS=str(root / "calls.log"),
                    HERDR_SIM_CALL_LOG=str(root / "herdr.log"))
@@ -432,9 +439,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--every", type=int, default=1, help="only every Nth call (a quicker, partial matrix while debugging)")
     parser.add_argument("--offset", type=int, default=0, help="with --every: start at this call (0-based), to split the matrix")
     parser.add_argument("--cold", action="store_true", help="start every orch process afresh instead of forking it from the warm orch")
+    parser.add_argument("--plan", choices=("demo", "wide"), default="demo",
+                        help="the plan shape: the demo's 3 workers, or 5 (concurrency 2, `after`, two sibling pairs)")
     parser.add_argument("--unknown", action="store_true",
                         help="the unknown-outcome matrix: kill the herdr call (orch alive) before and after every mutating call")
     args = parser.parse_args(argv)
+    global PLAN
+    PLAN = args.plan
     # A background job of a non-interactive shell starts with SIGINT ignored, and children inherit an ignored signal:
     # orch would never see the seam's SIGINT. With a handler here, children start with the default action instead.
     signal.signal(signal.SIGINT, _interrupt)

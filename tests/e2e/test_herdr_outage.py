@@ -105,3 +105,106 @@ def test_herdr_down_during_provisioning_interrupts_the_run_and_resume_after_its_
 def _failure(world: Any, run_id: str, task: str) -> str:
     event = [e for e in world.engine().ledger.events(run_id, task_label=task) if e.to_state == WorkerState.FAILED][-1]
     return str(event.detail["cause"].get("reason") or event.detail["cause"].get("error"))
+
+
+QUESTION_SCENARIO = """
+[[task.pages]]
+do = "question"
+message = "Which page size should the docs show?"
+
+[[task.pages]]
+do = "write"
+path = "docs/pages.md"
+content = "{answer}\\n"
+
+[[task.pages]]
+do = "commit"
+message = "docs: page size"
+
+[[task.pages]]
+do = "result"
+"""
+
+ONE_WITH_ANSWER = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+checkin_interval_s = 1
+
+[[workers]]
+task = "pages"
+objective = "Document the page size."
+deliverable = "docs/pages.md committed on docs/pages."
+branch = "docs/pages"
+claim = ["docs/"]
+verify = ["ls docs/"]
+
+[[workers.answers]]
+when = "page size"
+answer = "50 by default."
+"""
+
+
+def at_second_prompt(world: Any, engine: Any, then: Any) -> list[str]:
+    """Run ``then()`` just before orch's second `herdr agent prompt` (the first is the packet: the second is the
+    plan's answer to the worker's question)."""
+    real, seen = engine.herdr.runner, []
+
+    def runner(argv: Any, *, env: Any, timeout: float) -> Any:
+        if command(argv) == "agent prompt":
+            seen.append("agent prompt")
+            if len(seen) == 2:
+                then()
+        return real(argv, env=env, timeout=timeout)
+
+    engine.herdr.runner = runner
+    return seen
+
+
+def test_herdr_down_during_observation_interrupts_the_run_and_resume_after_its_restart_fails_the_worker_with_what_it_saved(make_world: Any) -> None:
+    world = make_world()
+    world.write_scenarios(QUESTION_SCENARIO)
+    engine = world.engine()
+    engine.controller = "run"
+    at_second_prompt(world, engine, world.sim.stop)
+
+    with pytest.raises(HerdrDown) as raised:
+        run_plan(engine, world.write_plan(ONE_WITH_ANSWER), Progress(io.StringIO(), live=False), interval_s=0.3)
+
+    match = DOWN.fullmatch(raised.value.message)
+    assert match is not None and match[2] == "observe", raised.value.message
+    run_id = match[1]
+    (pages,) = engine.ledger.list_workers(run_id)
+    assert pages.state is WorkerState.QUESTION  # waiting for the plan's answer: nothing failed for the outage
+    engine.close()
+
+    restart(world)
+    resumed = world.orch("resume", run_id, "--interval", "0.3")
+
+    assert resumed.returncode == 11, resumed.stderr
+    assert re.fullmatch(
+        r"its pane \S+ is gone \(herdr restarted, or it was closed, while orch was stopped\) while it was question; "
+        r"saved: no commits on docs/pages, the worktree \S+ \(kept\)", _failure(world, run_id, "pages"))
+    assert world.engine().ledger.get_run(run_id).status is RunStatus.FINISHED
+
+
+def test_an_answer_owed_to_an_agent_herdr_lost_in_a_restart_ends_with_the_reason_instead_of_looping(make_world: Any) -> None:
+    world = make_world()
+    world.write_scenarios(QUESTION_SCENARIO)
+    engine = world.engine()
+    engine.controller = "run"
+    # herdr restarts (and loses every pane) just as orch sends the plan's answer; orch itself stays up.
+    at_second_prompt(world, engine, lambda: (world.sim.stop(), restart(world)))
+
+    outcome = run_plan(engine, world.write_plan(ONE_WITH_ANSWER), Progress(io.StringIO(), live=False), interval_s=0.3)
+
+    assert (outcome.finished, outcome.report.verdict) == (True, "FAIL")
+    reason = _failure(world, outcome.run_id, "pages")
+    # Whichever notices first: the owed answer finding no agent, or the check-in finding the worker's pane gone
+    # (a restarted herdr hands the controller's pane id out again, so it reads as a pane closed outside orch).
+    owed = (r"its agent is gone \(no agent at \S+: .*\), so the plan's answer to 'Which page size should the docs show\?' cannot reach it; "
+            r"its checkout \S+ is kept")
+    closed = r"its pane \S+ was closed outside orch \(by hand or by another tool\) while it was question; saved: no commits on docs/pages, .*"
+    assert re.fullmatch(owed, reason) or re.fullmatch(closed, reason), reason
