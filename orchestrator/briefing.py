@@ -12,6 +12,7 @@ from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.inbox import message_limit, report_dir
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
+from orchestrator.reportfiles import pin_roots
 from packets import Packet, build_packet, render_packet
 from registry import Run, Worker
 
@@ -90,6 +91,8 @@ def brief(engine: Engine, run: Run, task: str, *, plan: ResolvedPlan | None = No
         folder.mkdir(parents=True, exist_ok=True)
         # The packet names this directory as a place to write reports; it must exist when the worker reads that.
         Path(packet.report_dir or folder).mkdir(parents=True, exist_ok=True)
+        # Before the worker runs: where it may write reports, as real paths it cannot move afterwards.
+        pin_roots(engine.run_dir(run.run_id), task, worker.worktree_path)
         original = packet_fields(engine, run, plan, planned, worker)
         for name, target in moved.items():
             _write(target, f"# {name.capitalize()} of task {task} (run {run.run_id})\n\n{original[name]}\n")

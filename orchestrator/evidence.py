@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -93,6 +95,13 @@ CheckRunner = Callable[[str, Path], CheckRun]
 def run_check(command: str, cwd: Path) -> CheckRun:
     """The default runner: the plan's command line with the standard check timeout."""
     return run_command(command, cwd=cwd)
+
+
+def _plain_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def rerun_checks(subject: Subject, head: str, runner: CheckRunner = run_check) -> tuple[CheckRun, ...]:
@@ -194,7 +203,8 @@ def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = run_check
         else:
             rejecting.append(f"claimed changed file {path} is not in the diff")
     for report in claim.reports:
-        if not Path(report).is_file():
+        # Only whether it is there, as a file of its own: a symlink is not followed (its target says nothing of the work).
+        if not _plain_file(report):
             missing.append(report)
             rejecting.append(f"cited report {report} cannot be opened")
 

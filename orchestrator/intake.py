@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from orchestrator.locations import LEDGER_FILE, locations, run_dir
+from orchestrator.reportfiles import pinned_roots
 from packets.grammar import MESSAGE_LIMIT_RANGE
 from packets.inert import inert_line
 from packets.result_lines import read_result
@@ -92,11 +93,9 @@ def saved_limit(folder: Path) -> int | None:
 
 
 def roots(folder: Path, task: str, worktree_path: str | None) -> tuple[str, ...]:
-    """Where a worker may write reports: its checkout and its report directory (both named in its packet)."""
-    found = [folder / "reports" / task]
-    if worktree_path:
-        found.insert(0, Path(worktree_path))
-    return tuple(os.path.realpath(root) for root in found)
+    """Where a worker may write reports: the real paths of its checkout and its report directory (both named in its
+    packet), as pinned before it ran (`orchestrator.reportfiles`): a root the worker later swaps for a symlink moves nothing."""
+    return tuple(real for _named, real in pinned_roots(folder, task, worktree_path))
 
 
 def worker_panes(pane_id: str | None, created_pane_ids: Sequence[str]) -> tuple[str, ...]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Literal
 
@@ -12,7 +11,9 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
-from orchestrator.inbox import catch_up, report_roots
+from orchestrator.inbox import catch_up
+from orchestrator.reportfiles import REPORT_LIMIT_BYTES as REPORT_LIMIT_BYTES  # its home is reportfiles; named here as before
+from orchestrator.reportfiles import open_report, pinned_roots
 
 # The request key of a prompt's completion_seq baseline (herdr 0.9.2+, ../herdr-0.9.5/DELTA.md row 1), recorded only
 # where herdr has the counter: a turn started by that prompt is finished once completion_seq moved past it
@@ -24,7 +25,6 @@ from registry import Effect, Run, StaleState, Worker, WorkerState
 Kind = Literal["answer", "follow-up", "stop"]
 S = WorkerState
 
-REPORT_LIMIT_BYTES = 256 * 1024
 
 # After a message is submitted, where the worker stands in the ledger (an answer resumes work; a follow-up is a new dispatch).
 _AFTER: dict[str, dict[WorkerState, WorkerState]] = {
@@ -277,18 +277,7 @@ class ReportRead(BaseModel):
 
 
 def read_report(engine: Engine, run: Run, worker: Worker, path: str, *, limit: int = REPORT_LIMIT_BYTES) -> ReportRead:
-    """Read a report path from a message, only inside the allowed roots (symlinks resolved) and up to ``limit`` bytes."""
-    if not os.path.isabs(path):
-        return ReportRead(path=path, reason="not an absolute path")
-    real = Path(os.path.realpath(path))
-    if not any(real.is_relative_to(root) for root in report_roots(engine, run, worker)):
-        return ReportRead(path=path, reason="outside the worker's checkout and its report directory")
-    try:
-        size = real.stat().st_size
-        if not real.is_file():
-            return ReportRead(path=path, reason="not a regular file")
-        if size > limit:
-            return ReportRead(path=path, reason=f"{size} bytes, more than the {limit}-byte limit")
-        return ReportRead(path=path, text=real.read_text(encoding="utf-8", errors="replace"))
-    except OSError as exc:
-        return ReportRead(path=path, reason=exc.strerror or type(exc).__name__)
+    """Read a report path from a message, only inside the worker's pinned roots, following no symlink, up to ``limit``
+    bytes, from a regular file, with a deadline (`orchestrator.reportfiles.open_report`); else say why not."""
+    opened = open_report(path, pinned_roots(engine.run_dir(run.run_id), worker.task_label, worker.worktree_path), limit=limit)
+    return ReportRead(path=path, text=opened.text, reason=opened.reason)

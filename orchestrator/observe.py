@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from pathlib import Path
 from typing import Literal
 
@@ -20,6 +21,7 @@ from orchestrator.errors import HerdrError, HerdrMissing, HerdrNotFound, HerdrUn
 from orchestrator.fleet import advance
 from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
+from orchestrator.reportfiles import MAX_REPORTS, REPORT_LIMIT_BYTES, TOTAL_LIMIT_BYTES
 from orchestrator.resume import report_resume
 from orchestrator.repeats import LIVE, REPEAT_REQUEST, PossibleMerge, pending, possible_merges, repeat_key, replied
 from packets import EnvelopeError, inert_line, parse_message
@@ -442,8 +444,20 @@ class _Round:
         if report.problems:
             summary += "; unreadable: " + "; ".join(report.problems)
         self.note(task, "result", summary, message.id)
+        seen: set[str] = set()
+        total = 0
         for path in report.reports:
-            read = messages.read_report(self.engine, self.run, worker, path)
+            # What one result may make orch read is bounded: each file once, MAX_REPORTS of them, TOTAL_LIMIT_BYTES in all.
+            if posixpath.normpath(path) in seen:
+                continue
+            seen.add(posixpath.normpath(path))
+            if len(seen) > MAX_REPORTS:
+                read = messages.ReportRead(path=path, reason=f"not read: a result may name at most {MAX_REPORTS} reports")
+            elif total >= TOTAL_LIMIT_BYTES:
+                read = messages.ReportRead(path=path, reason=f"not read: this result's reports already hold {TOTAL_LIMIT_BYTES} bytes")
+            else:
+                read = messages.read_report(self.engine, self.run, worker, path, limit=min(REPORT_LIMIT_BYTES, TOTAL_LIMIT_BYTES - total))
+                total += len((read.text or "").encode())
             detail = {"inbox_id": message.id, "path": path, "text": read.text, "reason": read.reason}
             self.ledger.record_fact(self.run.run_id, "report", task_label=task, detail=detail)
             if read.reason:

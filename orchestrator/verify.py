@@ -15,6 +15,7 @@ from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.evidence import CheckRunner, PeerClaim, ResultClaim, Subject, Verification
 from orchestrator.inbox import result_claim
+from orchestrator.reportfiles import open_report, pinned_roots
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
 from registry import Run, StaleState, Worker, WorkerState
@@ -81,10 +82,11 @@ def read_result(engine: Engine, worker: Worker) -> ResultClaim:
     # The contract allows the body to be just the path of a Markdown report holding the result.
     lines = body.strip().splitlines()
     if len(lines) == 1 and lines[0].startswith("/") and lines[0].endswith(".md"):
-        report = Path(lines[0])
-        if not report.is_file():
-            return ResultClaim(reports=(lines[0],), problems=(f"the result is a report path that cannot be opened: {lines[0]}",))
-        body = report.read_text(errors="replace")
+        # Read as every report is: inside the worker's pinned roots, no symlink followed, bounded (reportfiles).
+        opened = open_report(lines[0], pinned_roots(engine.run_dir(worker.run_id), worker.task_label, worker.worktree_path))
+        if opened.text is None:
+            return ResultClaim(reports=(lines[0],), problems=(f"the result is a report path that cannot be opened: {lines[0]} ({opened.reason})",))
+        body = opened.text
     return result_claim(parse_result(body))
 
 

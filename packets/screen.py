@@ -328,9 +328,13 @@ def _confine(path: str, roots: tuple[str, ...], resolve: Callable[[str], str]) -
         return "is not an absolute path"
     if ".." in path.split("/"):
         return 'contains ".."'
-    real = resolve(path)
+    try:
+        real = resolve(path)
+    except (OSError, ValueError):  # a path swapped while it was resolved: nothing orch can vouch for
+        return "cannot be resolved"
     for root in roots:
-        base = resolve(root)
+        # Roots come as real paths, pinned before the worker ran: resolving them again would follow a worker's swap.
+        base = posixpath.normpath(root)
         if real == base or real.startswith(base.rstrip("/") + "/"):
             return None
     where = ", ".join(roots) if roots else "no directory (none is registered for this worker)"

@@ -145,7 +145,7 @@ def test_reports_are_read_only_inside_allowed_roots_and_under_the_limit(engine: 
     )] + [read_report(engine, run, worker, "REPORT.md")] == [
         ReportRead(path=str(tmp_path / "wt" / "REPORT.md"), text="# ok\n"),
         ReportRead(path=str(tmp_path / "secret.md"), reason=roots),
-        ReportRead(path=str(tmp_path / "wt" / "link.md"), reason=roots),
+        ReportRead(path=str(tmp_path / "wt" / "link.md"), reason="a symbolic link (orch follows none)"),
         ReportRead(path=str(reports / "checks.md"), reason="11 bytes, more than the 10-byte limit"),
         ReportRead(path=str(sim / "feature-a.md"), reason=roots),
         ReportRead(path="REPORT.md", reason="not an absolute path"),
