@@ -47,6 +47,12 @@ content = "exits\\n"
 do = "commit"
 message = "exits: note"
 
+# The update reaches the inbox before the crash, and a check-in reads the inbox before it looks at the agents: the
+# worker is working (not still dispatched) when its agent is found gone.
+[[task.exits]]
+do = "update"
+message = "committed"
+
 [[task.exits]]
 do = "crash"
 exit_code = 3
@@ -120,7 +126,7 @@ def test_a_pane_closed_by_hand_and_an_agent_exited_outside_orch_are_reported_as_
         "Herdr: FAIL\n"
         "Controller: acme/w1/w1:t1/w1:p1\n"
         "Workers: exits=retained/failed, closed=retained/failed\n"
-        "Callbacks: run <run>; exits 0 accepted; closed 1 accepted (update); missing result: exits, closed\n"
+        "Callbacks: run <run>; exits 1 accepted (update); closed 1 accepted (update); missing result: exits, closed\n"
         "Verification: exits: not verified; closed: not verified\n"
         f"Retired: exits pane <exits-pane> closed; exits worktree {tree.format('exits')} retained (not integrated: commit {sha['exits']} exists only on feat/exits); "
         f"exits workspace wN closed; closed pane <closed-pane> gone (closed outside orch, not by this run); closed worktree {tree.format('closed')} retained "
@@ -130,7 +136,7 @@ def test_a_pane_closed_by_hand_and_an_agent_exited_outside_orch_are_reported_as_
     status = scrub(world.orch("status", "--run", run_id).stdout)
     rows = [re.sub(r" {2,}", "  ", line) for line in status.splitlines() if line.startswith(("exits ", "closed "))]
     assert rows == [
-        "exits  exits  codex  retained  failed  <exits-pane> (closed)  -  -",
+        f"exits  exits  codex  retained  failed  <exits-pane> (closed)  update {rows[0].split('update ')[1].split()[0]} ago  -",
         f"closed  closed  codex  retained  failed  <closed-pane> (closed outside orch)  update {rows[1].split('update ')[1].split()[0]} ago  -",
     ]
     # The progress said it when it happened, once, instead of three silent check-ins.
