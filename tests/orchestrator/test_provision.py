@@ -140,3 +140,26 @@ def test_shared_read_failure_reaches_every_caller_it_served() -> None:
     with pytest.raises(RuntimeError, match="server gone"):
         shared.get()
     assert shared.reads == 2
+
+
+def test_a_branch_that_does_not_hold_the_pinned_base_fails_the_worker_closed(git_repo: Any) -> None:
+    from types import SimpleNamespace
+
+    from orchestrator.provision import _Fail, _starts_from
+
+    pinned = git_repo.head()
+    git_repo.git("branch", "feat/on-base")
+    # herdr checks an existing local branch out as it is: one left on another history must not become a worker's start.
+    git_repo.git("checkout", "--quiet", "--orphan", "feat/elsewhere")
+    other = git_repo.commit("elsewhere", {"README.md": "# elsewhere\n"})
+    git_repo.git("checkout", "--quiet", "main")
+    rnd = SimpleNamespace(repo_path=str(git_repo.path))
+
+    _starts_from(rnd, "feat/on-base", pinned, "the existing branch feat/on-base", then="nothing was created")  # type: ignore[arg-type]
+    with pytest.raises(_Fail) as failed:
+        _starts_from(rnd, "feat/elsewhere", pinned, "the existing branch feat/elsewhere", then="nothing was created")  # type: ignore[arg-type]
+
+    assert (failed.value.step, failed.value.message) == (
+        "create",
+        f"the existing branch feat/elsewhere is at {other[:12]}, which does not descend from the base {pinned[:12]} this run starts every worker from; nothing was created",
+    )
