@@ -469,3 +469,21 @@ def test_herdr_down_stops_the_dispatch_instead_of_skipping_each_worker(tmp_path:
     with pytest.raises(HerdrUnavailable) as raised:
         dispatch(engine, run)
     assert raised.value.exit_code == ExitCode.HERDR_UNAVAILABLE
+
+
+@pytest.mark.parametrize("verified", [False, True])
+def test_095_row7_the_plans_policy_alone_turns_trust_repository_on(tmp_path: Path, verified: bool) -> None:
+    """`[policy] trust_repository = true` in the run's plan is the only way --trust-repository goes on herdr's worktree
+    commands: Engine.plan_for hands it to the boundary (orchestrator/herdr.py decides per server release)."""
+    from orchestrator.herdr import HerdrCli
+
+    herdr = HerdrCli("herdr", runner=lambda *a, **k: None)  # type: ignore[arg-type,return-value]  # never run here
+    settings = Settings(home=tmp_path / "home", orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=Path("/src"))
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock(), env={})
+    run = ready_run(engine)
+    if verified:
+        snapshot = engine.run_dir(RUN_ID) / "plan.toml"
+        text = snapshot.read_text()
+        snapshot.write_text(text.replace("[[workers]]", "[policy]\ntrust_repository = true\n\n[[workers]]", 1))
+    engine.plan_for(run)
+    assert herdr.trust_repository is verified
