@@ -9,10 +9,11 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
+from orchestrator.effects import EFFECTS, settler
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone
 from orchestrator.errors import HerdrCallLost, HerdrError, HerdrNotFound, HerdrProtocolError, HerdrTimeout, HerdrUnavailable
 from orchestrator.herdr import HerdrCli
-from registry import EffectStatus
+from registry import Effect, EffectStatus
 
 RUN_ID = "w1:p1-20261130T080000Z"
 
@@ -224,3 +225,20 @@ def test_an_agent_controllers_workers_call_back_through_the_same_herdr(tmp_path:
 
     assert engine.callback_prefix(run) == expected
     engine.close()
+
+
+@pytest.mark.parametrize("kind", sorted(EFFECTS))
+def test_every_effect_kind_settles_a_lost_call_by_its_own_read_back_in_the_same_call(engine: Engine, kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert callable(settler(kind))  # the kind's read-back exists where orchestrator.effects says
+    asked: list[str] = []
+
+    def read_back(engine: Engine, run: object, effect: Effect) -> Made:
+        asked.append(effect.kind)
+        return Made(pane_id="w1:p9")
+
+    monkeypatch.setattr("orchestrator.effects.settler", lambda k: read_back)
+    acts = Acts(HerdrCallLost("herdr x: the herdr process died of signal 9; its outcome is unknown"))
+
+    assert engine.once(RUN_ID, None, kind, "k", {"x": 1}, acts.act, model=Made) == Made(pane_id="w1:p9")
+
+    assert (asked, acts.acted, statuses(engine)) == ([kind], 1, [("k", "confirmed")])
