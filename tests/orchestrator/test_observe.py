@@ -658,3 +658,30 @@ def test_the_handover_check_in_sends_a_planned_answer_again_after_a_refused_send
     assert [(o.what, o.round) for o in handed.check_in.observations] == [("send_failed", 1), ("answered", 11)]
     assert (herdr.prompts, state(engine, "feature-a")) == ([("w1:pa", ANSWER)], S.WORKING)
     assert [s.do for s in handed.next] == ["wait"] and all(o.what != "needs_answer" for o in handed.check_in.observations)
+
+
+def test_what_one_result_makes_orch_read_is_bounded(engine: Engine, herdr: FakeHerdr) -> None:
+    # issue 22: 40 Report lines naming one 256 KiB file grew the ledger by 66 MB. Each file is read once, at most
+    # MAX_REPORTS files, at most TOTAL_LIMIT_BYTES in all; the rest is recorded unread with its reason.
+    from orchestrator.reportfiles import MAX_REPORTS, TOTAL_LIMIT_BYTES
+
+    folder = engine.run_dir(RUN) / "reports" / "feature-a"
+    folder.mkdir(parents=True)
+    paths = []
+    for n in range(MAX_REPORTS + 2):
+        (folder / f"r{n}.md").write_text(chr(ord("a") + n) * 200 * 1024)
+        paths.append(str(folder / f"r{n}.md"))
+    named = [paths[0], *([paths[0]] * 40), *paths[1:]]
+    body = "Status: done\nCommits: none\nChanged files: none\nChecks: none\n" + "".join(f"Report: {p}\n" for p in named) + "Residual risk: none"
+    added = add_message(engine, run_of(engine), envelope("feature-a", "result", body))
+    assert added.verdict is InboxVerdict.ACCEPTED, added.reason
+    herdr.states["w1:pa"] = "idle"
+    observe(engine, run_of(engine), once=True)
+    facts = [e.detail for e in engine.ledger.events(RUN) if e.kind == "report"]
+    assert [f["path"] for f in facts] == paths  # the one named 41 times, once
+    read = [f for f in facts if f["text"] is not None]
+    assert len(read) == 5 and sum(len(f["text"]) for f in read) <= TOTAL_LIMIT_BYTES
+    assert [f["reason"] for f in facts[5:]] == [
+        *[f"{200 * 1024} bytes, more than the {TOTAL_LIMIT_BYTES - 5 * 200 * 1024}-byte limit"] * (MAX_REPORTS - 5),
+        *[f"not read: a result may name at most {MAX_REPORTS} reports"] * 2,
+    ]
