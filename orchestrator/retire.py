@@ -23,6 +23,7 @@ from orchestrator.schedule import AGENT_EXITED
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, HerdrUnavailable, OrchError, one_line
 from orchestrator.report import Wait, open_wait
 from packets import inert_line
+from packets.render import COMMIT_TRAILER_KEY
 from registry import Effect, EffectStatus, Run, Worker
 from registry.machine import WorkerState
 from registry.kinds import EventKind
@@ -571,7 +572,8 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
             # Someone switched it to a branch of theirs: it is theirs now, whatever it holds.
             where = "a detached HEAD" if now == "HEAD" else f"branch {now}"
             return Item(kind="worktree", id=path, action="kept", reason=SWITCHED_OUTSIDE.format(where=where))
-        held = holds_work(repo, checkout, abandoned=all(_abandoned(engine, run, ladder.task) for ladder in on_path))
+        sharing = [w.task_label for w in everyone if w.worktree_path == path]
+        held = holds_work(repo, checkout, abandoned=all(_abandoned(engine, run, ladder.task) for ladder in on_path), tasks=sharing)
     except git.GitError as exc:
         return Item(kind="worktree", id=path, action="kept", reason=f"git could not inspect it: {one_line(exc.message)}")
     if held:
@@ -609,7 +611,7 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
     return Item(kind="worktree", id=path, action="removed")
 
 
-def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = False) -> str | None:
+def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = False, tasks: Sequence[str] = ()) -> str | None:
     """Why removing this checkout would lose work, or None when it may go.
 
     The rule: a checkout goes only when `git status --porcelain` (untracked included) is empty and every commit it
@@ -633,9 +635,30 @@ def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = Fals
     if not only:
         return None
     where = "this detached checkout" if branch == "HEAD" else branch
+    if len(tasks) > 1:
+        # Sibling workers share the checkout: each commit is named under the worker whose trailer it carries, so a
+        # rejected sibling's commit is never read as its accepted owner's.
+        return f"not integrated: on {where} only, " + _by_worker(repo, only, tasks)
     if len(only) == 1:
         return f"not integrated: commit {only[0][:7]} exists only on {where}"
     return f"not integrated: {len(only)} commits exist only on {where} ({only[0][:7]} and {len(only) - 1} more)"
+
+
+def _by_worker(repo: Path | str, commits: Sequence[str], tasks: Sequence[str]) -> str:
+    """Commits (newest first) grouped by the worker their Orch-Task trailer names, in the workers' order."""
+    groups: dict[str, list[str]] = {}
+    for sha in commits:
+        names = set(git.trailer_values(repo, sha, COMMIT_TRAILER_KEY))
+        owner = next(iter(names)) if len(names) == 1 and names <= set(tasks) else ""
+        groups.setdefault(owner, []).append(sha)
+    parts = []
+    for owner in [*tasks, ""]:
+        shas = groups.get(owner)
+        if not shas:
+            continue
+        by = f"by {owner}" if owner else f"with no {COMMIT_TRAILER_KEY} trailer of theirs"
+        parts.append(f"commit {shas[0][:7]} {by}" if len(shas) == 1 else f"{len(shas)} commits {by} ({shas[0][:7]} and {len(shas) - 1} more)")
+    return ", ".join(parts)
 
 
 def _count(n: int, noun: str) -> str:

@@ -109,6 +109,10 @@ def test_three_workers_end_in_pass_with_every_created_pane_and_worktree_retired(
     # Workers are provisioned concurrently, so which one got which pane/workspace number varies.
     shown = re.sub(r"pane w1:p(?!1\b)[1-9A-Z0]+", "pane w1:pN", re.sub(r"workspace w(?!1\b)[1-9A-Z0]+", "workspace wN", shown))
     shas = {name: world.repo.git("rev-parse", "--short=7", name) for name in ("docs/api-guide", "feat/cli-help")}
+
+    def by(task: str) -> str:  # the sibling's own commit on the shared branch, by its Orch-Task trailer
+        return world.repo.git("log", "-1", "--format=%H", f"--grep=^Orch-Task: {task}$", "feat/cli-help")[:7]
+
     assert shown == (
         "Herdr: PASS\n"
         "Controller: acme/w1/w1:t1/w1:p1\n"
@@ -120,7 +124,7 @@ def test_three_workers_end_in_pass_with_every_created_pane_and_worktree_retired(
         "Retired: api-docs pane w1:pN closed; api-docs worktree <src>/acme/widgets.worktrees/widgets-docs-api-guide retained "
         f"(not integrated: commit {shas['docs/api-guide']} exists only on docs/api-guide); api-docs workspace wN closed; "
         "cli-help pane w1:pN closed; cli-help worktree <src>/acme/widgets.worktrees/widgets-feat-cli-help retained "
-        f"(not integrated: 2 commits exist only on feat/cli-help ({shas['feat/cli-help']} and 1 more)); cli-help workspace wN closed; "
+        f"(not integrated: on feat/cli-help only, commit {by('cli-help')} by cli-help, commit {by('cli-tests')} by cli-tests); cli-help workspace wN closed; "
         "cli-tests pane w1:pN closed\n"
         "Blockers: none\n"
     )

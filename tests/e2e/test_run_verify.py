@@ -427,6 +427,11 @@ def observing(ledger: Any, run_id: str) -> bool:
     return any(e.kind == EventKind.CHECK_IN for e in ledger.events(run_id))
 
 
+def by(world: Any, task: str) -> str:
+    """A sibling's own commit on the shared feat/greet, by its Orch-Task trailer (short)."""
+    return str(world.repo.git("log", "-1", "--format=%H", f"--grep=^Orch-Task: {task}$", "feat/greet"))[:7]
+
+
 def finished_once(world: Any, run_id: str, log: Path, resumed: subprocess.CompletedProcess[str]) -> None:
     """The resumed run ends PASS, and across both processes every create, start and prompt happened exactly once."""
     assert (resumed.returncode, json.loads(resumed.stdout)["finished"]) == (0, True), resumed.stderr
@@ -437,7 +442,7 @@ def finished_once(world: Any, run_id: str, log: Path, resumed: subprocess.Comple
         "Callbacks: run <run>; greet 1 accepted (result); review 1 accepted (result); missing result: none\n"
         "Verification: greet: `grep -q formal src/greet/hello.txt` exit 0 -> accepted; review: `test -f tests/greet/review.txt` exit 0 -> accepted\n"
         "Retired: greet pane <pane:greet> closed; greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet retained "
-        f"(not integrated: 2 commits exist only on feat/greet ({short(world, 'feat/greet')} and 1 more)); greet workspace <ws:greet> closed; "
+        f"(not integrated: on feat/greet only, commit {by(world, 'greet')} by greet, commit {by(world, 'review')} by review); greet workspace <ws:greet> closed; "
         "review pane <pane:review> closed\n"
         "Blockers: none\n"
     )

@@ -565,3 +565,21 @@ def test_workers_waiting_on_the_person_keep_their_agent_unless_abandoned(world: 
 
     abandoned = retire(world.engine, run_of(world), tasks=["token"], abandon={"token": "no token will be issued"})
     assert [(w.task, w.outcome) for w in abandoned.workers] == [("token", "retired")]
+
+
+def test_a_shared_checkout_names_each_commit_under_the_worker_that_made_it(git_repo: Any, tmp_path: Path) -> None:
+    path = tmp_path / "wt"
+    git_repo.git("worktree", "add", "--quiet", "-b", "feat/cli-help", str(path))
+    help_first = git_repo.commit("cli-help: text\n\nOrch-Task: cli-help", {"src/cli/help.txt": "x\n"}, cwd=path)
+    tests_own = git_repo.commit("cli-tests: test\n\nOrch-Task: cli-tests", {"tests/cli/t.txt": "x\n"}, cwd=path)
+    help_second = git_repo.commit("cli-help: more\n\nOrch-Task: cli-help", {"src/cli/more.txt": "x\n"}, cwd=path)
+    stray = git_repo.commit("no trailer", {"stray.txt": "x\n"}, cwd=path)
+
+    reason = holds_work(git_repo.path, path, tasks=("cli-help", "cli-tests"))
+
+    # A rejected sibling's commit used to be counted under its owner's worktree ("4 commits exist only on feat/cli-help").
+    assert reason == (
+        f"not integrated: on feat/cli-help only, 2 commits by cli-help ({help_second[:7]} and 1 more), commit {tests_own[:7]} by cli-tests, "
+        f"commit {stray[:7]} with no Orch-Task trailer of theirs"
+    )
+    assert help_first != help_second
