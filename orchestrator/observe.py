@@ -41,6 +41,9 @@ WORKTREE_SWITCHED = "worktree_switched"
 # record_fact(run, TAB_RENAMED, task_label=task, detail={"tab", "found", "label", "repaired", "error"?}): a worker tab
 # found renamed outside orch at a check-in, and whether `tab rename` put the Layout Contract's label back.
 TAB_RENAMED = "tab_renamed"
+# The Layout Contract is read back at the first check-in and every LAYOUT_EVERY-th after it (a rename is noticed within
+# that many rounds; a person's rename is rare, a read per round would be a herdr call per round).
+LAYOUT_EVERY = 5
 DEFAULT_INTERVAL_S = 30.0
 # A planned answer whose send failed (a herdr timeout, a refused prompt) is tried at this many check-ins in all,
 # then left to the person: a herdr that keeps refusing must not keep a run waiting for ever.
@@ -222,6 +225,8 @@ class _Round:
         The label is derived once (spec: never retyped), so a person's rename is mended with `tab rename`, through
         ``engine.once`` like every side effect; a rename herdr refuses is said, and the work goes on.
         """
+        if self.number % LAYOUT_EVERY != 1 % LAYOUT_EVERY:
+            return  # one `tab list` every few rounds: each herdr call of a run is a case of the crash matrix
         live = [w for w in self.ledger.list_workers(self.run.run_id, states=OBSERVED) if w.tab_id and w.tab_label]
         if not live or self.run.workspace_id is None:
             return
