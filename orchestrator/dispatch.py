@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator import tables
 from orchestrator.agents import enter_plan_mode
+from orchestrator.dialogs import flat
 from orchestrator.briefing import Briefing, brief
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.errors import (
@@ -37,6 +38,7 @@ from orchestrator.herdr_models import AgentInfo, AgentStatus
 from orchestrator.inbox import catch_up
 from orchestrator.messages import BASELINE_COMPLETION
 from orchestrator.plan import ResolvedPlan
+from orchestrator.quirks import excerpt, quirks
 from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
 
 # herdr's own activity gate for `agent prompt --wait` is 5000 ms (CONTRACT §8.3); the fleet path uses the same.
@@ -291,6 +293,10 @@ def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> boo
     if info.agent_status not in SENDABLE and not _codex_ready(info):
         item.report = _report(item, "skipped", f"agent {worker.name} is {info.agent_status}; a packet goes only to an idle or done agent")
         return False
+    problem = screen_problem(engine, worker)
+    if problem is not None:
+        item.report = _report(item, "skipped", problem)
+        return False
     if engine.planned(plan, item.task).mode == "plan-first":
         problem = _enter_plan_mode(engine, worker)
         if problem is not None:
@@ -307,6 +313,28 @@ def _codex_ready(info: AgentInfo) -> bool:
     """herdr 0.9.3+ calls a codex screen no detection rule matches `unknown`, and its own `agent start` takes such an
     agent as ready when it is interactive-ready (../herdr-0.9.5/DELTA.md row 10): so does dispatch."""
     return info.agent_status == "unknown" and info.interactive_ready and info.agent == "codex"
+
+
+def screen_problem(engine: Engine, worker: Worker) -> str | None:
+    """Why the agent's screen cannot take a packet right now, or None; read right before pasting (spec §4).
+
+    herdr's `idle` is not enough: a dialog its manifests do not know reads idle (codex 0.169's trust dialog, Claude
+    Code's notices), and a packet's Enter would answer it. A dialog of the quirk table, or a kind's ready sign missing,
+    means nothing is sent (provisioning handles start-up dialogs; a person answers the rest).
+    """
+    kinds = quirks(worker.kind)
+    if kinds.ready is None and not (kinds.trust_dialogs or kinds.start_notices or kinds.approval_forms):
+        return None
+    try:
+        shown = engine.herdr.agent_read(worker.name, source="visible")
+    except HerdrError as exc:
+        return f"its screen could not be read before sending ({exc.message}); not sent"
+    reading = kinds.read(shown)
+    if reading.state == "blocked":
+        return f"its screen shows the {worker.kind} {reading.sign}, which a packet's Enter would answer; not sent. Screen: {flat(excerpt(shown))}"
+    if kinds.ready is not None and reading.state not in ("ready", "idle"):
+        return f"its screen does not show that it takes a prompt ({worker.kind} {kinds.ready.name}); not sent. Screen: {flat(excerpt(shown)) or '(blank)'}"
+    return None
 
 
 def _enter_plan_mode(engine: Engine, worker: Worker) -> str | None:

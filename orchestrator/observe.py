@@ -514,6 +514,10 @@ class _Round:
             self.waiting.add(task)
             return
         output = self._read(target) if info is not None else ""
+        if status in ("idle", "done") and worker.state in (S.DISPATCHED, S.WORKING) and self.approval_form(worker):
+            # herdr's manifests miss some forms a turn waits on (Claude Code's "Enter to continue" notices read idle):
+            # the quirk table reads the screen, so the worker is blocked on the form, never asked for a result.
+            return
         if status in ("idle", "done") and worker.state is S.WORKING:
             shown = self.work_on_screen(target)
             if shown is not None:

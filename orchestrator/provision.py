@@ -22,7 +22,7 @@ from tabulate import tabulate
 from orchestrator import git
 from orchestrator.agents import facts, plan_mode_problem
 from orchestrator.checks import CheckRun, run_command
-from orchestrator.dialogs import DialogStop, answer_trust_dialog
+from orchestrator.dialogs import DialogStop, answer_trust_dialog, flat, stop_at_notice
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.errors import (
     HerdrAgentNotReady,
@@ -40,6 +40,7 @@ from orchestrator.errors import (
 from orchestrator.layout import quote
 from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, SplitDirection, TabInfo, WorktreeInfo
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
+from orchestrator.quirks import excerpt, quirks
 from orchestrator.schedule import admit, render_schedule
 from registry import Effect, Run, Worker, WorkerState
 
@@ -932,10 +933,10 @@ def _agent_stage(rnd: _Round, job: _Job) -> None:
     assert worker.pane_id is not None
     timeout_ms = rnd.plan.plan.defaults.agent_start_timeout_s * 1000
     started = start_agent(engine, run, job.planned, worker.pane_id, timeout_ms=timeout_ms, agents=rnd.snapshot.agents)
+    note = _until_ready(rnd, job, worker, blocked=started.agent_status == "blocked", reused=started.reused)
+    if note:
+        job.notes.append(note)
     if started.agent_status == "blocked":
-        note = _start_dialog(rnd, job, worker)
-        if note:
-            job.notes.append(note)
         started = started.model_copy(update={"agent_status": "idle", "interactive_ready": True})
     if not started.interactive_ready:
         raise _Fail("agent", f"herdr did not report {job.planned.name} interactive-ready (status {started.agent_status})")
@@ -944,6 +945,50 @@ def _agent_stage(rnd: _Round, job: _Job) -> None:
         run.run_id, job.task, WorkerState.PROVISIONING, WorkerState.READY,
         cause={"phase": "provision", "agent_status": started.agent_status}, reply_target=job.planned.name,
     )  # fmt: skip
+
+
+READY_POLL_S = 0.5
+
+
+def _until_ready(rnd: _Round, job: _Job, worker: Worker, *, blocked: bool, reused: bool) -> str | None:
+    """Read the pane until the agent shows its kind's ready sign (orchestrator/quirks.py); returns a note, or raises _Fail.
+
+    herdr's readiness is not enough: it reads a blank, still-starting screen as idle (opencode draws its input ~10 s
+    after start) and knows no dialog its manifests lack (codex 0.169's trust dialog reads idle), and a packet pasted
+    then is lost or, worse, its Enter answers the dialog. So a trust dialog found here is answered by the dialog rules
+    (policy), any other dialog is reported with nothing typed, and the worker is ready only once the sign shows.
+    Only `pane read` is used, so this holds on every herdr release.
+    """
+    assert worker.pane_id is not None
+    engine, kinds = rnd.engine, quirks(worker.kind)
+    if kinds.ready is None:  # a kind without a known sign: herdr's readiness alone
+        return _start_dialog(rnd, job, worker) if blocked else None
+    timeout_s = rnd.plan.plan.defaults.agent_start_timeout_s
+    deadline = engine.clock.monotonic() + timeout_s
+    note: str | None = None
+    first = True
+    while True:
+        shown = engine.herdr.pane_read(worker.pane_id, source="visible")
+        reading = kinds.read(shown)
+        trust = kinds.trust_on(shown)
+        if trust is not None and note is None:
+            note = _start_dialog(rnd, job, worker)  # answered as policy allows, else _Fail with the dialog's text
+            continue
+        if reading.state == "blocked" and trust is None:
+            try:
+                stop_at_notice(engine, worker, shown)
+            except DialogStop as stop:
+                raise _Fail("dialog", stop.message) from None
+        if reading.state == "ready" or (reused and reading.state != "blocked"):
+            return note  # an agent an earlier round started may have had turns since: its start sign can be gone
+        if blocked and first and note is None and reading.state != "blocked":
+            return _start_dialog(rnd, job, worker)  # herdr says blocked, the table knows no dialog there: reported
+        first = False
+        if engine.clock.monotonic() >= deadline:
+            raise _Fail("ready", (
+                f"{worker.name} ({worker.kind}) started, but its screen did not show that it takes a prompt ({kinds.ready.name}) "
+                f"within {timeout_s}s, so no packet will be sent to it. Screen: {flat(excerpt(shown)) or '(blank)'}"))  # fmt: skip
+        engine.clock.sleep(READY_POLL_S)
 
 
 def _start_dialog(rnd: _Round, job: _Job, worker: Worker) -> str | None:

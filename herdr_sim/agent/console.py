@@ -252,6 +252,12 @@ class Console:
             with self._log_path.open("a") as log:
                 log.writelines(f"{stamp} {line}\n" for line in text.splitlines() or [""])
 
+    def discard_input(self) -> None:
+        """Drop whatever was typed or pasted so far, as an agent does that was not reading its input yet."""
+        if os.isatty(self._fd):
+            termios.tcflush(self._fd, termios.TCIFLUSH)
+        self._queue.clear()
+
     def prompt(self, mark: str = PROMPT) -> None:
         """Show the input prompt (the kind's own mark)."""
         self.raw_write(mark)

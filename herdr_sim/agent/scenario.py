@@ -149,6 +149,9 @@ class Behaviour:
     title_spinner: bool = False  # set the kind's terminal title, with a spinner while working (always when hooks = false)
     idle_while_working: bool = False  # report idle during `run` steps while the busy line and title still spin
     first_start_delay_ms: int = field(default=0, metadata={"ge": 0})  # a slow first start in a directory
+    # A blank screen this long after start, input typed meanwhile lost (opencode 1.18 draws its input ~10 s after start,
+    # and herdr reads the blank screen as idle: ../shared/real-agents opencode-1); no hook report until it is drawn.
+    blank_start_ms: int = field(default=0, metadata={"ge": 0})
     paste_collapse: bool = False  # show a multi-line paste as the kind's own placeholder
 
 

@@ -254,6 +254,10 @@ class Agent:
             self.console.status(screens.busy_line(self.kind, 0))
             self.sleep(delay / 1000)
             self.console.status(None)
+        if self.behaviour.blank_start_ms:
+            self.console.log(f"blank start: {self.behaviour.blank_start_ms} ms")
+            self.sleep(self.behaviour.blank_start_ms / 1000)
+            self.console.discard_input()  # a prompt sent before the input was drawn is lost, as with the real agent
         dialog = screens.trust_dialog(self.kind, self.cwd) if self.behaviour.trust_dialog else None
         if dialog is not None and not self._known("trusted"):
             # No hook report yet: like the real agents, the dialog comes before the integration's first event.

@@ -226,6 +226,27 @@ def test_a_worker_without_hook_integration_is_tracked_from_its_screen_alone(worl
     assert "screen only: no hook reports" in logs
 
 
+BLANK_START = """
+[agents.opencode]
+hooks = false
+blank_start_ms = 6000
+"""
+
+
+def test_an_agent_drawing_its_input_late_gets_its_packet_only_once_it_shows_it_is_ready(world: Any) -> None:
+    """opencode draws its input ~10 s after start and herdr reads the blank screen as idle (../shared/real-agents
+    opencode-1): a packet pasted then is lost. Provisioning waits for the kind's ready sign (`Ask anything`)."""
+    world.write_scenarios(BLANK_START)
+    plan = world.write_plan(ONE_WORKER.format(kind="opencode"))
+
+    done = world.orch("run", str(plan), "--json")
+
+    outcome = json.loads(done.stdout)
+    assert (done.returncode, outcome["report"]["verdict"]) == (0, "PASS"), done.stderr
+    logs = "".join(p.read_text() for p in (world.sim.home / "agents").glob("*.log"))
+    assert "blank start: 6000 ms" in logs
+
+
 IDLE_WHILE_WORKING = """
 [agents.claude]
 idle_while_working = true

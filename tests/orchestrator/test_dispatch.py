@@ -44,6 +44,8 @@ class FakeAgent:
     reacts: str = "work"  # work | stall | finish
     screen: str = "› \n"
     prompts: list[str] = field(default_factory=list)
+    after_prompt: str | None = None  # what the screen shows once a prompt was pasted (a dialog the turn opened)
+    after_look: str | None = None  # what it shows right after dispatch's look before pasting (a dialog racing the paste)
     completion: int | None = None  # herdr 0.9.2+'s completion_seq (None: an older herdr)
     ready: bool = False  # interactive_ready
     kind: str = "codex"
@@ -84,6 +86,8 @@ class FakeHerdr:
         if self.prompt_error is not None:
             raise self.prompt_error
         a.prompts.append(text)
+        if a.after_prompt is not None:
+            a.screen = a.after_prompt
         if a.reacts == "work":
             a.status, a.seq = "working", a.seq + 1
         elif a.reacts == "finish":
@@ -105,7 +109,11 @@ class FakeHerdr:
 
     def agent_read(self, target: str, *, source: str = "recent", lines: int | None = None) -> str:
         self.calls.append(("agent read", target, source, str(lines)))
-        return self._get(target).screen
+        a = self._get(target)
+        shown = a.screen
+        if a.after_look is not None:
+            a.screen, a.after_look = a.after_look, None
+        return shown
 
     def count(self, command: str) -> int:
         return sum(1 for call in self.calls if call[0] == command)
@@ -133,7 +141,14 @@ def ready_run(engine: Engine, tasks: tuple[str, ...] = TASKS) -> Run:
 
 
 def agents(*reacts: str) -> list[FakeAgent]:
-    return [FakeAgent(name=task, pane_id=f"w2:p{i + 1}", reacts=r) for i, (task, r) in enumerate(zip(TASKS, reacts, strict=False))]
+    # Each at its kind's input line (the example plan's pagination-docs is claude): dispatch reads it before pasting.
+    return [FakeAgent(name=task, pane_id=f"w2:p{i + 1}", reacts=r, screen="❯ \n" if task == "pagination-docs" else "› \n")
+            for i, (task, r) in enumerate(zip(TASKS, reacts, strict=False))]
+
+
+def look(name: str) -> tuple[str, ...]:
+    """Dispatch's read of the screen right before pasting (dispatch.screen_problem)."""
+    return ("agent read", name, "visible", "None")
 
 
 def states(engine: Engine) -> dict[str, str]:
@@ -154,7 +169,7 @@ def test_single_target_uses_prompt_wait_and_records_acceptance(tmp_path: Path) -
         "--------------  --------------  ---------  -------  ---------------------------------------------------------------\n"
         "api-pagination  api-pagination  accepted   working  accepted: working (seq 11, baseline 10) via agent prompt --wait\n"
     )
-    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination")]
+    assert herdr.calls == [("agent get", "api-pagination"), look("api-pagination"), ("agent prompt --wait", "api-pagination")]
     packet = engine.run_dir(RUN_ID) / "packets" / "api-pagination.md"
     assert herdr.agents["api-pagination"].prompts == [packet.read_text()]
     effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
@@ -246,13 +261,13 @@ def test_rerun_sends_nothing_new_and_picks_up_late_acceptance(tmp_path: Path) ->
 
 def test_single_stall_is_diagnosed_from_one_read_without_a_second_prompt(tmp_path: Path) -> None:
     herdr = FakeHerdr(agents("stall"))
-    herdr.agents["api-pagination"].screen = "Allow codex to run `pytest`?\n  1. Yes  2. No\n"
+    herdr.agents["api-pagination"].after_prompt = "Allow codex to run `pytest`?\n  1. Yes  2. No\n"
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination",))
 
     result = dispatch(engine, run, ["api-pagination"])
 
-    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination"),
+    assert herdr.calls == [("agent get", "api-pagination"), look("api-pagination"), ("agent prompt --wait", "api-pagination"),
                            ("agent read", "api-pagination", "recent-unwrapped", "60")]
     assert render_dispatch(result).splitlines()[-3:] == [
         "api-pagination: last lines of its pane (approval_prompt):", "  | Allow codex to run `pytest`?", "  |   1. Yes  2. No"]
@@ -306,8 +321,8 @@ def test_unknown_prompt_outcome_stays_in_flight_and_is_never_repeated(tmp_path: 
     assert [(w.outcome, w.state) for w in second.workers] == [("unknown", "ready")]
     # One prompt; every later look is a read-back of state and screen (four right after the timeout, a pause apart,
     # then one on the second dispatch).
-    look = [("agent get", "api-pagination"), ("agent read", "api-pagination", "recent", "400")]
-    assert herdr.calls == [("agent get", "api-pagination"), ("agent prompt --wait", "api-pagination"), *look * 4, *look]
+    seen = [("agent get", "api-pagination"), ("agent read", "api-pagination", "recent", "400")]
+    assert herdr.calls == [("agent get", "api-pagination"), look("api-pagination"), ("agent prompt --wait", "api-pagination"), *seen * 4, *seen]
     effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
     assert effect is not None and effect.status is EffectStatus.INTENDED
 
@@ -438,7 +453,7 @@ def test_an_agent_wait_that_overruns_its_timeout_does_not_abort_the_fleets_accep
 
 def test_a_prompt_refused_at_a_dialog_is_reported_blocked_with_the_screen(tmp_path: Path) -> None:
     herdr = FakeHerdr(agents("work"))
-    herdr.agents["api-pagination"].screen = "Allow the command `rm -rf build`?\n  1. Yes\n  2. No\n"
+    herdr.agents["api-pagination"].after_look = "Allow the command `rm -rf build`?\n  1. Yes\n  2. No\n"
     herdr.prompt_error = HerdrAgentBlocked(
         "herdr agent prompt: not sent: the agent is at a dialog (agent_blocked: agent api-pagination is blocked and requires interactive input)",
         code="agent_blocked")
@@ -487,3 +502,33 @@ def test_095_row7_the_plans_policy_alone_turns_trust_repository_on(tmp_path: Pat
         snapshot.write_text(text.replace("[[workers]]", "[policy]\ntrust_repository = true\n\n[[workers]]", 1))
     engine.plan_for(run)
     assert herdr.trust_repository is verified
+
+
+# Screens written down from the real agents' captures (../shared/real-agents: codex-19, claude-8, opencode-1).
+CODEX_TRUST = ("\n  Folder access\n  /src/acme/widgets\n\n  Trust this folder? Codex can read, edit, and run files here.\n\n"
+               "› 1. Trust and continue\n  2. Back to Agent Command Center\n\n  enter continue · esc back\n")
+CLAUDE_NOTICE = ("● Bash(echo hello > proof.txt)\n  ⎿  Waiting…\n\n" + "─" * 40 + "\n  We're changing auto mode.\n\n"
+                 "  Enter to continue · Esc to cancel\n")
+
+
+@pytest.mark.parametrize(("task", "screen", "detail"), [
+    ("api-pagination", CODEX_TRUST,
+     "its screen shows the codex trust folder, which a packet's Enter would answer; not sent. Screen: Folder access / /src/acme/widgets / "
+     "Trust this folder? Codex can read, edit, and run files here. / › 1. Trust and continue / 2. Back to Agent Command Center / enter continue · esc back"),
+    ("pagination-docs", CLAUDE_NOTICE,
+     "its screen shows the claude notice, which a packet's Enter would answer; not sent. Screen: ● Bash(echo hello > proof.txt) / ⎿ Waiting… / "
+     "We're changing auto mode. / Enter to continue · Esc to cancel"),
+    ("pagination-docs", "\n\n", "its screen does not show that it takes a prompt (claude prompt box); not sent. Screen: (blank)"),
+])  # fmt: skip
+def test_a_dialog_herdr_reads_idle_or_a_screen_not_yet_ready_gets_no_packet(tmp_path: Path, task: str, screen: str, detail: str) -> None:
+    """herdr says idle (its manifests do not know codex 0.169's trust dialog or Claude's notices; a blank start screen
+    falls back to idle), but dispatch reads the screen before pasting: a packet's Enter never answers a dialog."""
+    herdr = FakeHerdr(agents("work", "work", "work"))
+    herdr.agents[task].screen = screen
+    engine = make_engine(tmp_path, herdr)
+    run = ready_run(engine, (task,))
+
+    result = dispatch(engine, run, [task])
+
+    assert [(w.outcome, w.state, w.detail) for w in result.workers] == [("skipped", "ready", detail)]
+    assert herdr.agents[task].prompts == [] and herdr.count("agent prompt") + herdr.count("agent prompt --wait") == 0

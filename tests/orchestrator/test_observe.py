@@ -365,6 +365,19 @@ def test_an_approval_form_makes_the_worker_blocked_with_its_text_and_orch_types_
     assert (caught.value.message, len(herdr.keys)) == ("feature-a is not waiting at an approval form (state working)", 1)
 
 
+def test_a_form_herdr_reads_idle_mid_turn_still_makes_the_worker_blocked(engine: Engine, herdr: FakeHerdr) -> None:
+    """herdr's manifests miss some forms a turn waits on (Claude Code's "Enter to continue" notices read idle): the
+    quirk table reads the screen, so the worker waits blocked for `orch approve` and is never asked for a result."""
+    herdr.states["w1:pa"] = "idle"
+    herdr.visible["w1:pa"] = CODEX_FORM
+
+    notes, waiting, _ = check_in(engine, run_of(engine))
+
+    assert [(n.task, n.what) for n in notes] == [("feature-a", "approval")]
+    worker = engine.ledger.get_worker(RUN, "feature-a")
+    assert (worker.state, waiting, herdr.keys, herdr.prompts) == (S.BLOCKED, {"feature-a"}, [], [])
+
+
 def test_an_idle_worker_whose_screen_still_shows_work_is_not_asked_for_its_result(engine: Engine, herdr: FakeHerdr) -> None:
     herdr.states["w1:pa"] = "idle"
     herdr.working_evidence = "⠙ Claude Code"
