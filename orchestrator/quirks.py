@@ -486,7 +486,20 @@ def render_reference() -> str:
             m = entry.plan_mode
             out.append(f"| {kind} | plan mode | `{cell(m.confirm_text)}` on screen | `{m.key}`, at most {m.max_presses} presses | {cell(m.source)} | {_verified(m.proof)} |")
         if not entry.trust_dialogs and not entry.approval_forms:
-            out.append(f"| {kind} | no trust dialog, no approval forms known | - | - | herdr 0.8.2 detection manifests; the real-agents captures | {_verified(entry.exit_proof) if entry.exit_proof else 'unverified: no captured real screen shows it'} |")
+            seen = "; none in the real-agents captures" if entry.exit_proof else ""
+            out.append(f"| {kind} | no trust dialog, no approval forms known | - | - | herdr 0.8.2 detection manifests: none for {kind}{seen} | {_verified(entry.exit_proof)} |")
         if entry.ready is None:
             out.append(f"| {kind} | no ready sign known: herdr's readiness alone | - | - | - | unverified: no captured real screen shows it |")
-    return "\n".join(out) + "\n"
+    refresh = [
+        "",
+        "## When an agent releases: refreshing the captures and this table",
+        "",
+        "The captured screens are not kept in the project (they are large, change with every release, and the real-agents lane re-captures them); the tests that must run everywhere write down short excerpts of the named captures as facts (`tests/orchestrator/test_quirks.py`, `tests/herdr_sim/test_detect.py`, `tests/orchestrator/test_dispatch.py`). To refresh:",
+        "",
+        "1. Re-capture the kind's screens with the real-agents lane (one file per screen, and `<kind>-index.txt` with the time, the pane title and a note for each).",
+        "2. Run `ORCH_REAL_AGENT_SCREENS=<folder> python3 -m pytest tests/orchestrator/test_captured_screens.py`: every capture needs its expected state (simulator and quirk table, with the reason) in the test's table, and every entry's named captures must show it.",
+        "3. Where a screen changed, change the entry here (patterns, options, keys, signs), its `Proof` (version and capture names), the simulator's rule (`herdr_sim/detect.py`) and the scripted agent's screen (`herdr_sim/agent/screens.py`); then `ORCH_UPDATE_GOLDEN=1 python3 -m pytest tests/orchestrator/test_quirks.py` rewrites this page.",
+        "4. A new kind: an entry in `QUIRKS` with its exit command, dialogs and ready sign (without one, herdr's readiness alone decides when it takes a packet), each with its proof, or left unverified.",
+        "",
+    ]
+    return "\n".join(out + refresh) + "\n"
