@@ -143,7 +143,8 @@ def test_stalled_prompt_is_diagnosed_from_one_read_and_never_resent(world: Any) 
     assert render_dispatch(result).splitlines()[0] == f"dispatch run {run.run_id}: 1 stalled; 1 prompt(s) sent (one target, prompt --wait)"
     assert isinstance(engine.herdr, HerdrCli)
     reads = [c.argv[1:] for c in engine.herdr.calls if c.argv[1:3] == ("agent", "read")]
-    assert reads == [("agent", "read", "feature-a", "--source", "recent-unwrapped", "--lines", "60")]
+    # One look before pasting (a dialog or an undrawn screen gets no packet), one read for the diagnosis.
+    assert reads == [("agent", "read", "feature-a", "--source", "visible"), ("agent", "read", "feature-a", "--source", "recent-unwrapped", "--lines", "60")]
 
     again = dispatch(engine, run, ["feature-a"])
 
