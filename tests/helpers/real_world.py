@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import re
 import os
+import re
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from herdr_sim.detect import app_title, explain
 from herdr_sim.model.agents import KINDS, cache_dir, install
 from herdr_sim.model.server import ModelServer
 from herdr_sim.testing import SimServer
@@ -20,7 +23,9 @@ from orchestrator.demo import demo_data
 ORCH = [sys.executable, "-m", "orchestrator"]
 # Read before tests/conftest.py's isolation replaces HOME and the XDG dirs: the cache outlives every test (and session).
 CACHE = cache_dir(dict(os.environ))
-SETTLE_MS = 3000
+SETTLE_MS = 3000  # herdr's own readiness delay: no longer one for real agents (issue 20: no help from the world)
+# With ORCH_REAL_AGENTS_CAPTURE=DIR every distinct screen of every pane is saved there while the lane runs.
+CAPTURE = os.environ.get("ORCH_REAL_AGENTS_CAPTURE")
 # The scripted model answers each turn's request after this long, as a real model would after some seconds: an
 # instant turn (a silent worker's) is over before herdr's screen detection ever sees the agent working.
 THINK_S = 1.0
@@ -30,7 +35,7 @@ LANE_KINDS = tuple(k for k in os.environ.get("ORCH_REAL_AGENTS_KINDS", ",".join(
 
 def lane_kinds(*kinds: str) -> list[str]:
     """The kinds of ``kinds`` this lane runs, in the order given."""
-    return [kind for kind in kinds if kind in LANE_KINDS]  # herdr's own readiness delay: no longer one for real agents (issue 20: no help from the world)
+    return [kind for kind in kinds if kind in LANE_KINDS]
 _installed: dict[str, Path] = {}
 _problems: dict[str, str] = {}
 
@@ -117,3 +122,47 @@ def stable_report(world: RealWorld, run_id: str) -> str:
     text = text.replace(run_id, "<run>").replace(str(world.root), "<root>")
     text = re.sub(r"pane w1:p[2-9]\d*", "pane w1:pN", re.sub(r"workspace w[2-9]\d*", "workspace wN", text))
     return re.sub(r"\b[0-9a-f]{12}\b", "<base>", re.sub(r"\b[0-9a-f]{7}\b", "<sha>", text))
+
+
+class Recorder(threading.Thread):
+    """Saves every distinct screen of every pane of a world (with its title, time, and the simulator's reading of it)
+    into ``out``: `<kind>-N.txt` and `<kind>-index.txt`, the layout of ../shared/real-agents/screens, for refreshing
+    the captures the quirk table cites (docs/real-agents.md)."""
+
+    def __init__(self, world: RealWorld, out: Path, interval_s: float = 0.5) -> None:
+        super().__init__(name="screen-recorder", daemon=True)
+        self.world, self.out, self.interval_s = world, out, interval_s
+        self.stopped = threading.Event()
+        self.count = 0
+
+    def run(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        tmux = ["tmux", "-S", str(self.world.sim.paths.tmux_socket), "-f", "/dev/null"]
+        start, last = time.monotonic(), {}
+        while not self.stopped.wait(self.interval_s):
+            try:
+                listed = subprocess.run([*tmux, "list-panes", "-a", "-F", "#{pane_id}\t#{pane_title}"], capture_output=True, text=True, timeout=10)
+                for line in listed.stdout.splitlines():
+                    pane, _, title = line.partition("\t")
+                    screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", pane], capture_output=True, text=True, timeout=10).stdout
+                    rows = [row for row in screen.splitlines() if row.strip()]
+                    if len(rows) <= 1 or last.get(pane) == (screen, title):
+                        continue  # a bare shell prompt, or nothing new
+                    last[pane] = (screen, title)
+                    self.save(pane, screen, title, time.monotonic() - start)
+            except (OSError, subprocess.SubprocessError):
+                continue  # the world is being torn down
+
+    def save(self, pane: str, screen: str, title: str, at: float) -> None:
+        kind = self.world.kind
+        self.count += 1
+        name = f"{kind}-{self.count}"
+        (self.out / f"{name}.txt").write_text(screen)
+        read = explain(kind, screen, app_title(title))
+        rule = read.rule.id if read.rule is not None else "fallback"
+        with (self.out / f"{kind}-index.txt").open("a") as index:
+            index.write(f"{name} +{at:.1f}s pane={pane} title=[{title}] sim={read.state} rule={rule}\n")
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join(timeout=10)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -80,3 +81,17 @@ def test_the_cache_defaults_outside_home_sensitive_places() -> None:
     assert agents.cache_dir({"ORCH_REAL_AGENTS_CACHE": "/c"}) == Path("/c")
     assert agents.cache_dir({"XDG_CACHE_HOME": "/x", "HOME": "/h"}) == Path("/x/orch-real-agents")
     assert agents.cache_dir({"HOME": "/h"}) == Path("/h/.cache/orch-real-agents")
+
+
+def test_the_simulators_agent_execs_the_kinds_launcher_or_says_in_one_line_there_is_none(tmp_path: Path, fake_exe: Path) -> None:
+    launchers = write_launchers(tmp_path / "agents", {"pi": fake_exe}, "http://h")
+    env = {**os.environ, agents.REAL_AGENTS_ENV: str(launchers)}
+    for kind in ("pi", "codex"):  # what the simulator's bin writes for each kind (herdr_sim.server.write_bin)
+        (tmp_path / kind).write_text(f"from herdr_sim.model.launch import main\nmain({kind!r})\n")
+
+    ran = subprocess.run([sys.executable, str(tmp_path / "pi"), "--x"], capture_output=True, text=True, timeout=30, env=env)
+    missing = subprocess.run([sys.executable, str(tmp_path / "codex")], capture_output=True, text=True, timeout=30, env=env)
+
+    assert (ran.returncode, ran.stdout.splitlines()[0]) == (0, "argv=--x")  # the launcher replaced the process
+    assert (missing.returncode, missing.stdout, missing.stderr) == (
+        127, "", f"codex: no real codex agent installed for this lane ({agents.REAL_AGENTS_ENV}={launchers})\n")

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from real_world import SETTLE_MS, THINK_S, RealWorld, agent
+from real_world import CAPTURE, SETTLE_MS, THINK_S, RealWorld, Recorder, agent
 
 from herdr_sim.model.agents import KINDS, REAL_AGENTS_ENV, write_launchers
 from herdr_sim.model.brains import Brain, Spec
@@ -30,9 +30,10 @@ if os.environ.get("ORCH_REAL_AGENTS") != "1":
 
 
 @pytest.fixture
-def real_world(tmp_path: Path) -> Iterator[Callable[..., RealWorld]]:
+def real_world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., RealWorld]]:
     """``build(kind, brains={task: Spec}, ask=False)``: a world whose `kind` panes run the real agent."""
     made: list[RealWorld] = []
+    recorders: list[Recorder] = []
 
     def build(kind: str, brains: dict[str, Spec] | None = None, *, ask: bool = False) -> RealWorld:
         exe = agent(kind)
@@ -67,9 +68,14 @@ def real_world(tmp_path: Path) -> Iterator[Callable[..., RealWorld]]:
                    HERDR_WORKSPACE_ID=pane["workspace_id"], ORCH_HOME=str(tmp_path / "orch-home"), ORCH_SRC_ROOT=str(src_root))
         world = RealWorld(kind, root, sim, model, repo, env, launchers)
         made.append(world)
+        if CAPTURE:
+            recorders.append(Recorder(world, Path(CAPTURE) / request.node.name.replace("[", "-").rstrip("]")))
+            recorders[-1].start()
         return world
 
     yield build
+    for recorder in recorders:
+        recorder.stop()
     for world in made:
         try:
             world.sim.__exit__(None, None, None)
