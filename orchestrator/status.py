@@ -10,10 +10,10 @@ from tabulate import tabulate
 
 from orchestrator import tables
 from orchestrator.repeats import named_workers
-from orchestrator.report import pane_fates
+from orchestrator.report import FACT_BASE_MOVED, pane_fates
 from orchestrator.transcripts import transcript_of
 from packets import inert_line
-from registry import InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
+from registry import Event, InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
 
 
 class _Model(BaseModel):
@@ -59,6 +59,7 @@ class RunStatusView(_Model):
     base_ref: str | None
     base_sha: str | None
     workers: tuple[WorkerStatus, ...]
+    base_moved: str | None = None  # how the base was last found moved since preflight pinned it (workers still start from the pin)
     possible_merges: tuple[PossibleMergeLine, ...] = ()
 
 
@@ -127,13 +128,22 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
     return RunStatusView(
         run_id=run.run_id, status=run.status, verdict=run.verdict, stopped_at=run.stopped_at,
         controller=_controller(run.session, run.controller_workspace_id, run.controller_tab_id, run.controller_target),
-        repo=run.repo, repo_path=run.repo_path, base_ref=run.base_ref, base_sha=run.base_sha, workers=tuple(rows),
+        repo=run.repo, repo_path=run.repo_path, base_ref=run.base_ref, base_sha=run.base_sha, workers=tuple(rows), base_moved=_base_moved(events),
         possible_merges=tuple(
             PossibleMergeLine(inbox_id=m.id, tasks=tasks, text=m.raw)
             for m in inbox
             if m.verdict is InboxVerdict.KEPT_ASIDE and (tasks := named_workers(run, ledger.list_workers(run_id), m.raw))
         ),
     )  # fmt: skip
+
+
+def _base_moved(events: Sequence[Event]) -> str | None:
+    """The last move of the base the fetch gate noticed, in a few words: ``rewritten, now <sha>``."""
+    moves = [e.detail for e in events if e.kind == FACT_BASE_MOVED]
+    if not moves:
+        return None
+    how, now = str(moves[-1].get("how") or "moved"), str(moves[-1].get("now") or "")
+    return f"{how}, now {now[:12]}" if now else how
 
 
 def _controller(*parts: str | None) -> str:
@@ -166,6 +176,8 @@ def render_status(view: RunStatusView, width: int | None = None) -> str:
     """Header lines, then one table row per worker (one block per worker when wider than ``width``), ending in a newline."""
     status = view.status.value + (f" ({view.verdict.value})" if view.verdict else "") + (f", stopped at {view.stopped_at}" if view.stopped_at else "")
     base = " ".join(part for part in (view.base_ref, view.base_sha[:12] if view.base_sha else None) if part) or "-"
+    if view.base_moved:
+        base += f" (pinned; the base moved during the run: {view.base_moved})"
     header = [
         ("run", view.run_id),
         ("status", status),

@@ -95,5 +95,7 @@ def test_a_base_force_pushed_mid_run_leaves_every_worker_on_the_pinned_commit_an
         "second pane w1:pN closed; second worktree <src>/acme/widgets.worktrees/widgets-feat-second removed; second workspace wN closed\n"
         f"Blockers: {moved_text}\n"
     )
+    header = [line for line in world.orch("status", "--run", run_id).stdout.splitlines() if line.startswith("base ")]
+    assert header == [f"base        origin/main {pinned[:12]} (pinned; the base moved during the run: rewritten, now {moved[:12]})"]
     markdown = (world.orch_home / "runs" / run_id.replace(":", "_") / "report.md").read_text()
     assert f"\nBase: {moved_text}\n" in markdown
