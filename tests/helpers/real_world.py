@@ -161,7 +161,7 @@ class Recorder(threading.Thread):
         read = explain(kind, screen, app_title(title))
         rule = read.rule.id if read.rule is not None else "fallback"
         with (self.out / f"{kind}-index.txt").open("a") as index:
-            index.write(f"{name} +{at:.1f}s pane={pane} title=[{title}] sim={read.state} rule={rule}\n")
+            index.write(f"{name} +{at:.1f}s title=[{title}] pane={pane} sim={read.state} rule={rule}\n")
 
     def stop(self) -> None:
         self.stopped.set()
