@@ -450,6 +450,14 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
         if done:
             items.append(RetiredItem(task=task, name=name, what=what, id=item, status="closed", reason=None, seqs=tuple(journal.by_effect.get(done[-1].id, []))))
             return
+        lost = journal.last_into(worker.task_label, WorkerState.FAILED) if what == "pane" and worker is not None else None
+        cause = lost.detail.get("cause") if lost is not None else None
+        if lost is not None and isinstance(cause, Mapping) and cause.get("phase") == "resume" and cause.get(LOST) == PANE_CLOSED and cause.get("pane") == item:
+            # `orch resume` found the worker's pane gone (herdr restarted, or it was closed, while orch was stopped,
+            # orchestrator.run.reread_world): never "retained", whatever retire kept of the worker.
+            why = "gone while orch was stopped (herdr restarted, or it was closed outside orch), not closed by this run"
+            items.append(RetiredItem(task=task, name=name, what=what, id=item, status="gone", reason=why, seqs=(lost.seq,)))
+            return
         kept = [e for e in retained_facts if e.detail.get("item") == item]
         if kept:
             items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=_reason(kept[-1].detail) or "no reason recorded", seqs=(kept[-1].seq,)))

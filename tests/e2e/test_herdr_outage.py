@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +31,18 @@ def command(argv: Any) -> str:
 
 
 def stop_herdr_at(world: Any, engine: Any, path: str) -> list[str]:
-    """Stop the simulated herdr server just before orch's first `herdr PATH` call (the call then finds no server)."""
-    real, stopped = engine.herdr.runner, []
+    """Stop the simulated herdr server just before orch's first `herdr PATH` call (the call then finds no server).
+
+    Calls are made one at a time meanwhile: a simulated call still running while the server tears its panes down
+    would read them half gone (a real herdr's client just loses its connection)."""
+    real, stopped, one = engine.herdr.runner, [], threading.Lock()
 
     def runner(argv: Any, *, env: Any, timeout: float) -> Any:
-        if command(argv) == path and not stopped:
-            stopped.append(path)
-            world.sim.stop()
-        return real(argv, env=env, timeout=timeout)
+        with one:
+            if command(argv) == path and not stopped:
+                stopped.append(path)
+                world.sim.stop()
+            return real(argv, env=env, timeout=timeout)
 
     engine.herdr.runner = runner
     return stopped
@@ -97,6 +102,9 @@ def test_herdr_down_during_provisioning_interrupts_the_run_and_resume_after_its_
             r"saved: no commits on \S+, the worktree \S+ \(kept\)", reasons[task]), reasons[task]
         assert Path(after[task].worktree_path or "").is_dir()
     assert resumed.returncode == 11, resumed.stderr  # FAIL: no worker delivered
+    shown = json.loads(world.orch("report", "--run", run_id, "--json").stdout)
+    # No pane that no longer exists is reported as retained (kept open for you): herdr lost them.
+    assert [(i["what"], i["id"], i["reason"]) for i in shown["retired"] if i["what"] == "pane" and i["status"] == "retained"] == []
     finished = world.engine().ledger.get_run(run_id)
     assert finished.status is RunStatus.FINISHED
     assert world.engine().ledger.in_flight(run_id) == []
