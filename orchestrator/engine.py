@@ -24,7 +24,7 @@ from orchestrator.config import Settings
 from orchestrator.errors import HerdrProtocolError, HerdrTimeout, OrchError, one_line
 from orchestrator.locations import LEDGER_FILE, run_dir
 from orchestrator.runlog import RunLog
-from registry import Effect, EffectStatus, Ledger, Run, RunNotFound, RunStatus, Worker
+from registry import Effect, EffectStatus, Ledger, LedgerMissing, Run, RunNotFound, RunStatus, Worker
 
 if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (`orch inbox add`) loads neither
     from orchestrator.herdr import Herdr, HerdrCli
@@ -33,6 +33,10 @@ if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (
 M = TypeVar("M", bound=BaseModel)
 
 RUN_LOG_FILE = "orch.log"
+
+
+class LedgerLost(OrchError):
+    """The ledger vanished or was replaced under recorded runs: orch stops rather than start over and send again."""
 
 
 class InFlightEffect(OrchError):
@@ -125,6 +129,12 @@ class Engine:
     _local: threading.local = field(default_factory=threading.local, repr=False)
     _opened: list[Ledger] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Whether opening the ledger may create it: "open" (tests, the demo, doctor's probe), "existing" (the CLI's
+    # commands that read or act on runs: a missing ledger means no run, or a lost one; nothing is created),
+    # "new-runs" (`orch run`, `orch preflight`: created only where no run folder says runs were recorded before).
+    ledger_mode: str = "open"
+    # The ledger file's (device, inode) when this engine first opened it: checked at every use (see ``ledger``).
+    _identity: tuple[int, int] | None = field(default=None, repr=False)
     # What drives runs from this process, for the holder note of the one-driver lock (orchestrator.driver).
     command: str = "orch"
     _driving: list[Path] = field(default_factory=list, repr=False)
@@ -188,14 +198,93 @@ class Engine:
 
     @property
     def ledger(self) -> Ledger:
-        """This thread's connection to the ledger (SQLite connections are not shared across threads)."""
+        """This thread's connection to the ledger (SQLite connections are not shared across threads).
+
+        The file's identity is checked at every use: a ledger deleted or replaced under this process (its writes would
+        go to a file nobody reads, and the next process would start from one that forgot the run) stops it with
+        LedgerLost instead of carrying on.
+        """
         ledger: Ledger | None = getattr(self._local, "ledger", None)
         if ledger is None:
-            ledger = Ledger.open(self.ledger_path, now=self.clock.now)
+            ledger = self._open_ledger()
             self._local.ledger = ledger
             with self._lock:
                 self._opened.append(ledger)
+        elif self._file_identity() != self._identity:
+            raise self._replaced()
         return ledger
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            found = os.stat(self.ledger_path)
+        except FileNotFoundError:
+            return None
+        return found.st_dev, found.st_ino
+
+    def _replaced(self) -> LedgerLost:
+        how = "deleted" if self._file_identity() is None else "replaced by another file"
+        return LedgerLost(
+            f"the ledger {self.ledger_path} was {how} while this orch process used it; stopped so that nothing is made or sent twice",
+            hint="put the original ledger file back at that path, then run the command again (`orch resume RUN` for an `orch run` run); "
+            "orch never carries on from a ledger that forgot what it did",
+        )
+
+    def _open_ledger(self) -> Ledger:
+        path = self.ledger_path
+        if self.ledger_mode != "open" and not path.is_file():
+            self._refuse_lost_ledger()
+            if self.ledger_mode == "existing":
+                raise OrchError(f"no run in {path}", hint="start one with `orch run PLAN` (step by step: `orch preflight PLAN`)")
+        try:
+            ledger = Ledger.open(path, now=self.clock.now, create=self.ledger_mode != "existing")
+        except LedgerMissing:
+            raise OrchError(f"no run in {path}", hint="start one with `orch run PLAN` (step by step: `orch preflight PLAN`)") from None
+        identity = self._file_identity()
+        with self._lock:
+            first = self._identity is None
+            if first:
+                self._identity = identity
+        if not first and identity != self._identity:
+            ledger.close()
+            raise self._replaced()
+        return ledger
+
+    def run_folders(self) -> list[Path]:
+        """The run folders under ORCH_HOME (each run recorded in the ledger has one), oldest name first."""
+        try:
+            return sorted(p for p in (self.settings.orch_home / "runs").iterdir() if p.is_dir())
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def _refuse_lost_ledger(self) -> None:
+        """A missing ledger where run folders say runs were recorded is LedgerLost: starting over would send again."""
+        folders = self.run_folders()
+        if folders:
+            raise LedgerLost(
+                f"the ledger {self.ledger_path} is missing, but {self.settings.orch_home / 'runs'} holds {len(folders)} run folder(s) "
+                f"(the newest: {max(folders, key=lambda p: p.stat().st_mtime).name}): it was deleted or moved",
+                hint="put it back at that path (orch then carries on, making and sending nothing twice); orch never starts over from an "
+                f"empty ledger, which would send every packet again. To start afresh on purpose, move {self.settings.orch_home} aside",
+            )
+
+    def has_ledger(self) -> bool:
+        """Whether there is a ledger to read (LedgerLost when it vanished under recorded runs); opens nothing."""
+        if self.ledger_path.is_file():
+            return True
+        self._refuse_lost_ledger()
+        return False
+
+    def _unknown_folder(self, names: set[str]) -> Path | None:
+        """The newest run folder whose run the ledger does not know (``names``: the folders of the runs it knows)."""
+        unknown = [p for p in self.run_folders() if p.name not in names]
+        return max(unknown, key=lambda p: p.stat().st_mtime) if unknown else None
+
+    def _forgotten(self, folder: Path) -> LedgerLost:
+        return LedgerLost(
+            f"the ledger {self.ledger_path} does not know run {folder.name}, whose folder {folder} exists: the ledger was replaced or reset",
+            hint="put back the ledger that recorded it; orch does not act on a run it cannot read back, so nothing is sent twice. "
+            f"(If orch was stopped at the very moment it recorded that run, nothing was made for it: move {folder} aside.)",
+        )
 
     def close(self) -> None:
         """Close every ledger connection this engine opened, let go of the runs it drove (and stop logging git calls)."""
@@ -222,15 +311,26 @@ class Engine:
 
     def find_run(self, run_id: str | None = None) -> Run:
         """The named run, or the newest unfinished run of this controller pane (else of anyone)."""
+        if self.ledger_mode == "existing" and not self.has_ledger():  # a read creates no ledger
+            if run_id:
+                raise OrchError(f"no run {run_id} in {self.ledger_path}", hint="`orch status --all` lists the runs")
+            raise OrchError("no unfinished run in the ledger", hint="start one with `orch run PLAN` (step by step: `orch preflight PLAN`)")
         if run_id:
             try:
                 return self.attach_log(self.ledger.get_run(run_id))
             except RunNotFound:
+                folder = self.run_dir(run_id)
+                if folder.is_dir():
+                    raise self._forgotten(folder) from None
                 raise OrchError(f"no run {run_id} in {self.ledger_path}", hint="`orch status --all` lists the runs") from None
-        open_runs = [r for r in self.ledger.list_runs() if r.status is not RunStatus.FINISHED]
+        runs = self.ledger.list_runs()
+        open_runs = [r for r in runs if r.status is not RunStatus.FINISHED]
         mine = [r for r in open_runs if r.controller_target == self.env.get("HERDR_PANE_ID")]
         candidates = mine or open_runs
         if not candidates:
+            forgotten = self._unknown_folder({self.run_dir(r.run_id).name for r in runs})
+            if forgotten is not None:
+                raise self._forgotten(forgotten)
             raise OrchError("no unfinished run in the ledger", hint="start one with `orch run PLAN` (step by step: `orch preflight PLAN`)")
         return self.attach_log(max(candidates, key=lambda r: r.created_at))
 

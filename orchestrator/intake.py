@@ -169,7 +169,7 @@ class Intake:
         path = orch_home / LEDGER_FILE
         if not path.is_file():
             return None  # the full path creates the ledger and says there is no such run
-        rows = Rows.open(path)  # the Ledger's own open: WAL, busy timeout, foreign keys, migrations
+        rows = Rows.open(path, create=False)  # the Ledger's own open: WAL, busy timeout, foreign keys, migrations
         run = rows.run(run_id)
         limit = None if run is None else saved_limit(run_dir(orch_home, run_id))
         if run is None or limit is None:

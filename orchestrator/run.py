@@ -16,7 +16,7 @@ from types import FrameType
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.effects import settle_in_flight
-from orchestrator.engine import CannotTell, Engine
+from orchestrator.engine import CannotTell, Engine, LedgerLost
 from orchestrator import git
 from orchestrator.errors import ExitCode, HerdrError, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_queued
@@ -388,7 +388,7 @@ def resume_run(
     try:
         run = engine.find_run(run_id)
     except OrchError as exc:
-        if run_id is not None:
+        if run_id is not None or isinstance(exc, LedgerLost):  # a lost ledger is not "nothing was recorded"
             raise
         raise OrchError(
             "no unfinished run in the ledger: a run stopped before it was recorded created nothing in herdr or git",

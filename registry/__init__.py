@@ -14,6 +14,7 @@ if TYPE_CHECKING:
         EffectSettled,
         IllegalTransition,
         InboxNotFound,
+        LedgerMissing,
         RegistryError,
         RunNotFound,
         SchemaTooNew,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(
         ("DuplicateRun", "DuplicateWorker", "EffectConflict", "EffectNotFound", "EffectSettled", "IllegalTransition", "InboxNotFound",
-         "RegistryError", "RunNotFound", "SchemaTooNew", "StaleState", "WorkerNotFound"),
+         "LedgerMissing", "RegistryError", "RunNotFound", "SchemaTooNew", "StaleState", "WorkerNotFound"),
         "registry.errors",
     ),
     **dict.fromkeys(("LIVE_STATES", "TRANSITIONS", "WorkerState", "check_transition", "is_legal"), "registry.machine"),
@@ -72,6 +73,7 @@ __all__ = [
     "InboxNotFound",
     "InboxVerdict",
     "Ledger",
+    "LedgerMissing",
     "RegistryError",
     "Run",
     "RunNotFound",

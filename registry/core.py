@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -11,7 +12,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from registry.errors import RegistryError, RunNotFound, SchemaTooNew, WorkerNotFound
+from registry.errors import LedgerMissing, RegistryError, RunNotFound, SchemaTooNew, WorkerNotFound
 from registry.kinds import EventKind, InboxVerdict
 from registry.machine import WorkerState, check_transition, disposition_after
 from registry.schema import MIGRATIONS
@@ -20,13 +21,28 @@ from registry.schema import MIGRATIONS
 # so there is one way to open the file and one SQL for each write they share.
 
 
-def connect(path: Path, busy_timeout_ms: int) -> sqlite3.Connection:
-    """Open (creating if needed) and migrate the ledger at path: WAL, busy timeout, foreign keys, rows by name."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+def connect(path: Path, busy_timeout_ms: int, *, create: bool = True) -> sqlite3.Connection:
+    """Open and migrate the ledger at path: WAL, busy timeout, foreign keys, rows by name.
+
+    ``create=False``: a missing file is LedgerMissing, and nothing (no file, no folder) is made.
+    """
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        target: str | Path = path
+    elif not path.is_file():
+        raise LedgerMissing(path)
+    else:
+        # mode=rw: SQLite must not create the file if it vanishes between the check and the open.
+        target = "file:" + urllib.parse.quote(str(path.absolute())) + "?mode=rw"
     # isolation_level=None: we issue BEGIN IMMEDIATE ourselves, so Python never opens a deferred transaction.
     # check_same_thread=False only so an owner may close connections its worker threads opened; a Ledger
     # is still used by one thread at a time (the engine keeps one per thread).
-    db = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+    try:
+        db = sqlite3.connect(target, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False, uri=not create)
+    except sqlite3.OperationalError:
+        if not create and not path.is_file():
+            raise LedgerMissing(path) from None
+        raise
     db.row_factory = sqlite3.Row
     try:
         db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -252,9 +268,9 @@ class Rows:
         self._now = now
 
     @classmethod
-    def open(cls, path: Path, *, busy_timeout_ms: int = 30_000) -> Rows:
-        """Open (creating if needed) and migrate the ledger at path, exactly as `Ledger.open` does."""
-        return cls(connect(path, busy_timeout_ms))
+    def open(cls, path: Path, *, busy_timeout_ms: int = 30_000, create: bool = True) -> Rows:
+        """Open and migrate the ledger at path, exactly as `Ledger.open` does."""
+        return cls(connect(path, busy_timeout_ms, create=create))
 
     def close(self) -> None:
         """Close the connection."""

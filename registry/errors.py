@@ -86,3 +86,11 @@ class InboxNotFound(RegistryError):
 
 class SchemaTooNew(RegistryError):
     """The ledger file was written by a newer orch than this one."""
+
+
+class LedgerMissing(RegistryError):
+    """The ledger file does not exist and this open may not create it (a command that only reads or acts on runs)."""
+
+    def __init__(self, path: object) -> None:
+        super().__init__(f"no ledger at {path}")
+        self.path = path

@@ -108,9 +108,10 @@ class Ledger:
         self._now = now
 
     @classmethod
-    def open(cls, path: Path, *, now: Clock = utc_now, busy_timeout_ms: int = 30_000) -> Self:
-        """Open (creating if needed) and migrate the ledger at path (registry.core.connect: WAL, busy timeout...)."""
-        return cls(core.connect(path, busy_timeout_ms), now)
+    def open(cls, path: Path, *, now: Clock = utc_now, busy_timeout_ms: int = 30_000, create: bool = True) -> Self:
+        """Open and migrate the ledger at path (registry.core.connect: WAL, busy timeout...); ``create=False``: a
+        missing file is LedgerMissing and nothing is made."""
+        return cls(core.connect(path, busy_timeout_ms, create=create), now)
 
     def close(self) -> None:
         """Close the connection."""

@@ -42,6 +42,8 @@ def engine_from(ctx: click.Context) -> Engine:
             names.append(here.info_name or "")
             here = here.parent
         engine.command = " ".join(["orch", *reversed(names)])
+        # Commands read or act on recorded runs: none creates a ledger (`orch run` and `orch preflight` may).
+        engine.ledger_mode = "existing"
         obj["engine"] = engine
         root.call_on_close(engine.close)
     engine_: Engine = obj["engine"]

@@ -36,6 +36,7 @@ def preflight(ctx: click.Context, plan_file: Path, as_json: bool) -> None:
       orch preflight plan.toml --json
     """
     engine = engine_from(ctx)
+    engine.ledger_mode = "new-runs"  # the one door that records a run may create the ledger
     result = run_preflight(engine, plan_file)
     stdout = sys.stdout
     symbols = stdout.isatty() and not os.environ.get("NO_COLOR")

@@ -80,6 +80,11 @@ def status(ctx: click.Context, run_id: str | None, all_runs: bool, as_json: bool
     if all_runs:
         if run_id is not None:
             raise click.UsageError("--all and --run are exclusive")
+        if not engine.has_ledger():  # nothing recorded yet: an empty list, and no ledger created for it
+            from orchestrator.status import RunList
+
+            emit(RunList(runs=()), as_json, functools.partial(render_run_list, width=terminal_width()))
+            return
         emit(build_run_list(engine.ledger), as_json, functools.partial(render_run_list, width=terminal_width()))
         return
     run = pick_run(engine, run_id)

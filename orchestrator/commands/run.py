@@ -50,6 +50,7 @@ def run(ctx: click.Context, plan_file: Path, keep: tuple[str, ...], interval_s: 
     """
     engine = engine_from(ctx)
     engine.controller = "run"
+    engine.ledger_mode = "new-runs"  # it records a run: it may create the ledger
     # A person's first mistakes are in the plan: say those before anything about herdr.
     load_plan(plan_file, engine.settings)
     progress = Progress(sys.stderr)
