@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from orchestrator import __version__
-from orchestrator.errors import ExitCode, OrchError
+from orchestrator.errors import ExitCode, OrchError, storage_error
 
 # Command name -> "module:attribute" of its click command; `orch --help` lists them in this order (sorted).
 COMMANDS: dict[str, str] = {
@@ -56,12 +56,26 @@ def _known_error(exc: BaseException) -> tuple[str, str, str | None, int] | None:
     """(kind, message, hint, exit code) for the errors orch reports in words; None for a bug."""
     if isinstance(exc, OrchError):
         return type(exc).__name__, exc.message, exc.hint, int(exc.exit_code)
+    # Disk full, read-only, locked or damaged storage: one line with what to do, never a traceback.
+    stored = storage_error(exc, _orch_home())
+    if stored is not None:
+        return type(stored).__name__, stored.message, stored.hint, int(stored.exit_code)
     # The leaf packages' roots, looked up only if loaded: an exception of a module never imported cannot occur.
     for module, root in (("registry", "RegistryError"), ("packets", "PacketError")):
         loaded = sys.modules.get(module)
         if loaded is not None and isinstance(exc, getattr(loaded, root)):
             return type(exc).__name__, str(exc), None, int(ExitCode.FAILURE)
     return None
+
+
+def _orch_home() -> str:
+    """ORCH_HOME as this process resolves it, for a storage error's words (its placeholder when it cannot be told)."""
+    try:
+        from orchestrator.locations import locations
+
+        return str(locations(os.environ)["orch_home"])
+    except Exception:  # noqa: BLE001 (HOME unset or relative: the message still says where to look)
+        return "$ORCH_HOME"
 
 
 def _print_json(doc: dict[str, Any]) -> None:

@@ -6,8 +6,10 @@ this is the one place herdr, the ledger and the plan meet. Nothing here talks to
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -21,7 +23,7 @@ from pydantic import BaseModel
 from orchestrator import git
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
-from orchestrator.errors import HerdrProtocolError, HerdrTimeout, OrchError, one_line
+from orchestrator.errors import HerdrProtocolError, HerdrTimeout, OrchError, one_line, storage_error
 from orchestrator.locations import LEDGER_FILE, run_dir
 from orchestrator.runlog import RunLog
 from registry import Effect, EffectStatus, Ledger, LedgerMissing, Run, RunNotFound, RunStatus, Worker
@@ -248,6 +250,27 @@ class Engine:
             ledger.close()
             raise self._replaced()
         return ledger
+
+    def check_storage(self) -> None:
+        """Before preflight reads herdr: ORCH_HOME takes a file (written, synced, removed) and the ledger opens (made and
+        migrated if new) and takes a write. A full, read-only or damaged store is one line now, not after herdr calls."""
+        home = self.settings.orch_home
+        probe = home / f".write-probe-{os.getpid()}"
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            with open(probe, "wb") as out:
+                out.write(b"\0" * 65536)  # room for a plan snapshot, packets and the first ledger pages
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError as exc:
+            raise storage_error(exc, str(home)) or exc from None
+        finally:
+            with contextlib.suppress(OSError):
+                probe.unlink()
+        try:
+            self.ledger.probe_write()
+        except sqlite3.Error as exc:
+            raise storage_error(exc, str(home)) or exc from None
 
     def run_folders(self) -> list[Path]:
         """The run folders under ORCH_HOME (each run recorded in the ledger has one), oldest name first."""

@@ -229,3 +229,41 @@ HERDR_ERROR_BY_CODE: dict[str, type[HerdrFailure]] = {
     # herdr 0.9 (../herdr-0.9.1/DELTA.md row 8).
     "workspace_group_close_required": HerdrGroupCloseRequired,
 }
+
+
+class StorageError(OrchError):
+    """The ledger or a run's files could not be read or written (disk full, read-only, locked, damaged); nothing half-done."""
+
+
+# SQLite's error names (sqlite3.Error.sqlite_errorname, prefix before any `_EXTENDED` part) -> what it means, what to do.
+_SQLITE_WORDS: dict[str, tuple[str, str]] = {
+    "SQLITE_FULL": ("the disk is full", "free space on the disk that holds {home}, then run the command again"),
+    "SQLITE_READONLY": ("it is read-only", "make {home} and the ledger in it writable for you (or point ORCH_HOME at a writable folder), then run the command again"),
+    "SQLITE_PERM": ("permission denied", "make {home} and the ledger in it writable for you (or point ORCH_HOME at a writable folder), then run the command again"),
+    "SQLITE_CANTOPEN": ("it cannot be opened", "check that {home} is a folder you can write, then run the command again"),
+    "SQLITE_BUSY": ("another process holds it locked", "another program has the ledger open in a long write (an `sqlite3` shell, a backup tool?): close it, then run the command again"),
+    "SQLITE_LOCKED": ("another process holds it locked", "another program has the ledger open in a long write (an `sqlite3` shell, a backup tool?): close it, then run the command again"),
+    "SQLITE_CORRUPT": ("the file is damaged", "orch never rewrites a damaged ledger: restore it from a backup (`sqlite3 FILE .recover` may save what it holds), or move {home} aside to start afresh"),
+    "SQLITE_NOTADB": ("the file is not a ledger (not an SQLite database)", "orch never rewrites it: put the real ledger back, or move {home} aside to start afresh"),
+    "SQLITE_IOERR": ("the disk reported an I/O error", "check the disk that holds {home} (full? removed? failing?), then run the command again"),
+}
+# OS errors of a file orch writes or reads under ORCH_HOME (a plan snapshot, a packet, a report, the driver lock).
+_OS_WORDS: dict[int, str] = {
+    28: "free space on that disk, then run the command again",  # ENOSPC
+    122: "free space (your disk quota is used up), then run the command again",  # EDQUOT
+    30: "that file system is read-only: point ORCH_HOME at a writable folder, then run the command again",  # EROFS
+    13: "make it writable for you (or point ORCH_HOME at a writable folder), then run the command again",  # EACCES
+    1: "make it writable for you (or point ORCH_HOME at a writable folder), then run the command again",  # EPERM
+}
+
+
+def storage_error(exc: BaseException, home: str = "$ORCH_HOME") -> StorageError | None:
+    """One line with a hint for a storage failure (an sqlite3 error, or an OSError on a named file with a disk-ish errno); None otherwise."""
+    name = getattr(exc, "sqlite_errorname", None)
+    if isinstance(name, str):
+        found = next((words for prefix, words in _SQLITE_WORDS.items() if name == prefix or name.startswith(prefix + "_")), None)
+        what, hint = found or ("it could not be used", "check {home} and the ledger in it, then run the command again")
+        return StorageError(f"the ledger in {home} cannot be used: {what} (SQLite: {exc})", hint=hint.format(home=home))
+    if isinstance(exc, OSError) and exc.filename is not None and exc.errno in _OS_WORDS:
+        return StorageError(f"cannot write {exc.filename}: {exc.strerror or exc}", hint=_OS_WORDS[exc.errno])
+    return None

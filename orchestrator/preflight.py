@@ -748,6 +748,7 @@ def settle_workspace_create(engine: Engine, run: Run, effect: Effect) -> Settlem
 
 def preflight(engine: Engine, plan_path: Path) -> PreflightResult:
     """Run every preflight gate in order; on success the run exists in the ledger with one row per worker."""
+    engine.check_storage()  # the ledger and ORCH_HOME take a write before any herdr call
     return _Preflight(engine, plan_path).run()
 
 

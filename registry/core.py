@@ -6,7 +6,7 @@ import json
 import sqlite3
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
@@ -94,10 +94,14 @@ def write(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        # SQLite may already have rolled back on its own (a full disk, an I/O error): a second ROLLBACK would fail
+        # and hide the error that matters.
+        if db.in_transaction:
+            with suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def to_json(value: Any) -> str:

@@ -128,6 +128,11 @@ class Ledger:
         """The PRAGMA user_version the file is at."""
         return core.schema_version(self._db)
 
+    def probe_write(self) -> None:
+        """One real write that changes nothing (the schema version rewritten): a read-only or unwritable file fails here."""
+        with self._write() as db:
+            db.execute(f"PRAGMA user_version = {core.schema_version(db)}")
+
     def _migrate(self) -> None:
         core.migrate(self._db)
 
