@@ -62,7 +62,7 @@ class World:
     def hold(self, *args: str) -> subprocess.Popen[str]:
         """Start the first orch process and wait until it is inside a herdr call (so it holds the run's lock)."""
         holder = self.holder = self.start(*args)
-        eventually(lambda: self.mark.exists() or holder.poll() is not None, "the first orch process calls herdr")
+        eventually(lambda: self.mark.exists() or holder.poll() is not None, "the first orch process calls herdr", 120, 0.05)
         assert holder.poll() is None, holder.communicate()
         # Paused inside that call: orch's own 30 s limit on it must not end the holder while a loaded machine starts
         # the second processes (its lock is held all the same).
@@ -130,7 +130,7 @@ def test_every_door_on_a_run_being_driven_is_refused_naming_the_holder_and_chang
 
     doors = [(door, agent_world.start(*door)) for door in DOORS]
     for door, started in doors:
-        out, err = started.communicate(timeout=60)
+        out, err = started.communicate(timeout=240)
         assert (started.returncode, out, _refusal(err, holder.pid, "observe")) == (1, "", REFUSED), door
     assert holder.poll() is None  # the refusals were all made while it held the lock
     assert agent_world.events() == before
