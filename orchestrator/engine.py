@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sqlite3
 import sys
 import threading
 from collections.abc import Callable, Mapping
@@ -269,8 +268,11 @@ class Engine:
                 probe.unlink()
         try:
             self.ledger.probe_write()
-        except sqlite3.Error as exc:
-            raise storage_error(exc, str(home)) or exc from None
+        except Exception as exc:  # SQLite's own errors (only registry imports sqlite3): translated when they are storage's
+            stored = storage_error(exc, str(home))
+            if stored is None:
+                raise
+            raise stored from None
 
     def run_folders(self) -> list[Path]:
         """The run folders under ORCH_HOME (each run recorded in the ledger has one), oldest name first."""
