@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -89,7 +90,12 @@ class RealWorld:
         """What to read when a run went wrong: orch's progress, every pane's screen and title, the model's log."""
         tmux = ["tmux", "-S", str(self.sim.paths.tmux_socket), "-f", "/dev/null"]
         listed = subprocess.run([*tmux, "list-panes", "-a", "-F", "#{pane_id}\t#{pane_title}"], capture_output=True, text=True, timeout=10)
-        parts = [f"orch exited {done.returncode}; stderr (tail):", done.stderr[-3000:]]
+        try:
+            outcome = json.loads(done.stdout)
+            said = f"stopped at: {outcome.get('stopped_at')}; blockers: {outcome.get('report', {}).get('blockers')}"
+        except (json.JSONDecodeError, AttributeError):
+            said = f"stdout (tail): {done.stdout[-1500:]}"
+        parts = [f"orch exited {done.returncode}; {said}", "stderr (tail):", done.stderr[-3000:]]
         for line in listed.stdout.splitlines():
             pane, _, title = line.partition("\t")
             screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", pane], capture_output=True, text=True, timeout=10).stdout
