@@ -22,6 +22,10 @@ CASES = [
     ("lone-surrogate", "a\udcffb", "a\\udcffb", "a\\udcffb"),
     ("printable-unicode-kept", "café 漢字 🙂 Ελληνικά", "café 漢字 🙂 Ελληνικά", "café 漢字 🙂 Ελληνικά"),
     ("backslash-kept", "C:\\x1b is text", "C:\\x1b is text", "C:\\x1b is text"),
+    # issue 22: what draws as nothing or as something else is shown too.
+    ("variation-selectors", "ok\ufe0f\U000e0100", "ok\\ufe0f\\U000e0100", "ok\\ufe0f\\U000e0100"),
+    ("fillers-and-blanks", "\u3164\u115f\uffa0\u2800\u034f", "\\u3164\\u115f\\uffa0\\u2800\\u034f", "\\u3164\\u115f\\uffa0\\u2800\\u034f"),
+    ("combining-flood", "e" + "\u0301" * 6, "e" + "\u0301" * 4 + "\\u0301" * 2, "e" + "\u0301" * 4 + "\\u0301" * 2),
 ]
 
 
