@@ -111,13 +111,15 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
             f"{worker.name} ({worker.kind}) stopped at its {trust.name} dialog, but its screen does not show which option is selected, so nothing was typed. Screen: {flat(text)}",
             hint="answer it in the pane yourself, then re-run",
         )
+    wider = trust.scope(" ".join(shown.split()))  # the agent's own words: its trust lands on this path, not the worktree
+    reason = why_not if wider is None else f"{why_not}; {worker.kind} applies it to {wider}"
     send_keys(engine, worker, pane_id, trust, keys, f"{worker.task_label}:trust_dialog")
     engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
-        "dialog": trust.name, "kind": worker.kind, "answered": True, "keys": list(keys), "reason": why_not, "screen": text})  # fmt: skip
+        "dialog": trust.name, "kind": worker.kind, "answered": True, "keys": list(keys), "reason": reason, "screen": text})  # fmt: skip
     info = engine.herdr.agent_wait(worker.name, until=("idle", "done"), timeout_ms=wait_timeout_ms)
     if info.agent_status not in ("idle", "done"):
         raise DialogStop(f"{worker.name} answered its {trust.name} dialog but is {info.agent_status}, not idle")
-    return f"answered the {worker.kind} {trust.name} dialog with {' '.join(keys)} ({why_not})"
+    return f"answered the {worker.kind} {trust.name} dialog with {' '.join(keys)} ({reason})"
 
 
 def stop_at_notice(engine: Engine, worker: Worker, shown: str) -> None:

@@ -948,6 +948,9 @@ def _agent_stage(rnd: _Round, job: _Job) -> None:
 
 
 READY_POLL_S = 0.5
+# The ready sign must hold this long: codex 0.169 draws its input line first and its trust dialog over it a moment
+# later (the real-agents lane), so one read of the sign is not yet an agent that can take a packet.
+READY_SETTLE_S = 3.0
 
 
 def _until_ready(rnd: _Round, job: _Job, worker: Worker, *, blocked: bool, reused: bool) -> str | None:
@@ -967,6 +970,7 @@ def _until_ready(rnd: _Round, job: _Job, worker: Worker, *, blocked: bool, reuse
     deadline = engine.clock.monotonic() + timeout_s
     note: str | None = None
     first = True
+    ready_since: float | None = None
     while True:
         shown = engine.herdr.pane_read(worker.pane_id, source="visible")
         reading = kinds.read(shown)
@@ -979,8 +983,16 @@ def _until_ready(rnd: _Round, job: _Job, worker: Worker, *, blocked: bool, reuse
                 stop_at_notice(engine, worker, shown)
             except DialogStop as stop:
                 raise _Fail("dialog", stop.message) from None
-        if reading.state == "ready" or (reused and reading.state != "blocked"):
+        if reused and reading.state != "blocked":
             return note  # an agent an earlier round started may have had turns since: its start sign can be gone
+        if reading.state == "ready":
+            now = engine.clock.monotonic()
+            ready_since = now if ready_since is None else ready_since
+            if now - ready_since >= READY_SETTLE_S:
+                return note
+            engine.clock.sleep(READY_POLL_S)
+            continue
+        ready_since = None
         if blocked and first and note is None and reading.state != "blocked":
             return _start_dialog(rnd, job, worker)  # herdr says blocked, the table knows no dialog there: reported
         first = False

@@ -47,6 +47,13 @@ class Screen(BaseModel):
     # For a dialog orch never answers: what the person can do (answer it in the pane, or the setting that avoids it).
     hint: str | None = None
     proof: Proof | None = None  # None: no captured real screen confirms this entry
+    # A trust dialog that says its answer applies wider than the pane's folder: one group, the path it names.
+    applies_to: str | None = None
+
+    def scope(self, screen: str) -> str | None:
+        """The wider path the screen says this answer applies to (codex: the repository root), or None."""
+        found = re.search(self.applies_to, screen, re.IGNORECASE) if self.applies_to else None
+        return found.group(1).strip() if found else None
 
     def matches(self, screen: str) -> bool:
         """Whether this dialog is what the screen shows."""
@@ -293,10 +300,13 @@ QUIRKS: dict[str, Quirks] = {
                 patterns=(r"^\s*folder access\s*$", r"trust this folder\?", r"enter continue"),
                 accept_keys=("enter",),
                 decline_keys=("esc",),
-                source="codex's folder access dialog (`Trust this folder?`, `› 1. Trust and continue` / `2. Back to Agent Command Center`, `enter continue · esc back`); a prompt pasted into it is lost and its Enter trusts the folder; " + _LANE,
+                source="codex's folder access dialog (`Trust this folder?`, `› 1. Trust and continue` / `2. Back to Agent Command Center`, `enter continue · esc back`); a prompt pasted into it is lost and its Enter trusts the folder; in a linked worktree it notes that the trust applies to the repository root (the primary checkout), which orch records with its answer and the report shows; it is drawn a moment after the input line, so the ready sign must hold for 3 s; " + _LANE,
                 accept_option="Trust and continue",
                 cursor="›",
                 options=("Trust and continue", "Back to Agent Command Center"),
+                # In a linked worktree codex adds "Note: You're in a subdirectory of a Git project. Trusting will apply
+                # to the repository root: <primary checkout>" (the real-agents lane's worktrees): recorded and reported.
+                applies_to=r"trusting will apply to the repository root:\s*(\S+)",
                 proof=_seen(CODEX, "codex-6.txt", "codex-7.txt", "codex-19.txt", "codex-20.txt"),
             ),
             Screen(

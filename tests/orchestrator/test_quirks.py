@@ -226,3 +226,15 @@ def test_claudes_title_spinner_reads_working_when_the_screen_says_nothing() -> N
 ])  # fmt: skip
 def test_opencode_busy_footer_and_ready_only_once_ask_anything_shows(screen: str, state: str) -> None:
     assert quirks("opencode").read(screen).state == state
+
+
+def test_codexs_trust_in_a_worktree_names_the_repository_root_it_applies_to() -> None:
+    """In a linked worktree codex 0.169 adds a note: its trust is saved for the repository root (the primary checkout),
+    not the worktree (the real-agents lane's demo run). orch records that path with its answer."""
+    screen = CODEX_TRUST_REAL.replace(
+        "  /home/dev/src/acme/widgets2\n",
+        "  /src/acme/widgets.worktrees/widgets-feat-greeting\n"
+        "  Note: You’re in a subdirectory of a Git project. Trusting will apply to the repository root:\n  /src/acme/widgets\n")
+    trust = quirks("codex").trust_on(screen)
+    assert trust is not None and trust.keys_to_accept(screen) == ("enter",)
+    assert (trust.scope(" ".join(screen.split())), trust.scope(CODEX_TRUST_REAL)) == ("/src/acme/widgets", None)
