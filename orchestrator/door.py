@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from orchestrator.effects import unsettled
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.handover import Handed, hand_over as record_all, render_handed
@@ -204,6 +205,12 @@ def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: M
         raise OrchError(
             f"run {run.run_id} has results not verified yet: {', '.join(w.task_label for w in pending)}",
             hint=f"verify them first: `orch verify --run {run.run_id}`",
+        )
+    questions = unsettled(engine, run)
+    if questions:
+        raise OrchError(
+            f"run {run.run_id} is not done: {len(questions)} side effect(s) read-back cannot settle: {'; '.join(questions)}",
+            hint=f"answer them (the command follows each ->), then `orch finish --run {run.run_id}` again",
         )
     integrated = integrate_run(engine, run)
     retired = retire(engine, run, keep=keep, abandon=abandon)

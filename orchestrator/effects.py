@@ -172,6 +172,38 @@ def settle_in_flight(engine: Engine, run: Run) -> list[CannotTell]:
     return questions
 
 
+def unsettled(engine: Engine, run: Run) -> list[str]:
+    """Settle every effect of the run still in flight by read-back; one line (question -> command) per one left.
+
+    Both doors call it before a run may finish (`orch run` before integrating, `orch finish` before anything): a run
+    is never finished with an effect in flight.
+    """
+    from orchestrator.engine import CannotTell
+    from orchestrator.errors import HerdrError, HerdrNotFound, one_line
+
+    lines = []
+    for effect in engine.ledger.in_flight(run.run_id):
+        who = effect.task_label or "the run"
+        try:
+            answer = engine.settle_effect(run, effect)
+        except HerdrNotFound as exc:
+            # What the effect was about is gone (its pane closed, herdr restarted): it cannot have left anything
+            # open there, and it never will.
+            engine.ledger.abandon(effect, f"read back: gone ({one_line(exc.message)})")
+            continue
+        except HerdrError as exc:
+            lines.append(
+                f"{effect.kind} for {who} (effect {effect.id}) is in flight and its read-back failed: {one_line(exc.message)} "
+                f"-> look at herdr, then `orch resume {run.run_id}`"
+            )
+            continue
+        if isinstance(answer, CannotTell):
+            what = f"{effect.kind} for {who} (effect {effect.id}): read-back cannot tell whether it happened"
+            question = f"{what}: {answer.question}" if answer.question else what
+            lines.append(f"{question} -> {answer.command or f'look at herdr and git, then `orch resume {run.run_id}`'}")
+    return lines
+
+
 def effect_table() -> str:
     """The table docs/ledger.md shows (tests/test_docs.py keeps the two in step)."""
     rows = ["| kind | request (the intent under its key) | made by | read-back settles it | left for the person |", "|---|---|---|---|---|"]

@@ -15,10 +15,10 @@ from types import FrameType
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.effects import settle_in_flight
-from orchestrator.engine import CannotTell, Engine, LedgerLost
+from orchestrator.effects import settle_in_flight, unsettled
+from orchestrator.engine import Engine, LedgerLost
 from orchestrator import git
-from orchestrator.errors import ExitCode, HerdrError, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, OrchError, one_line
+from orchestrator.errors import ExitCode, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
 from orchestrator.observe import LOST, PANE_CLOSED, Observation, answers_owed, check_in, saved_work
@@ -281,31 +281,6 @@ def _inside(cwd: str | None, checkout: str) -> bool:
         return True  # herdr says nothing of where it is: no evidence that the id names another pane
     here, root = Path(os.path.realpath(cwd)), Path(os.path.realpath(checkout))
     return here == root or root in here.parents
-
-
-def unsettled(engine: Engine, run: Run) -> list[str]:
-    """Settle every effect of the run still in flight by read-back; one line (question -> command) per one left."""
-    lines = []
-    for effect in engine.ledger.in_flight(run.run_id):
-        who = effect.task_label or "the run"
-        try:
-            answer = engine.settle_effect(run, effect)
-        except HerdrNotFound as exc:
-            # What the effect was about is gone (its pane closed, herdr restarted): it cannot have left anything
-            # open there, and it never will.
-            engine.ledger.abandon(effect, f"read back: gone ({one_line(exc.message)})")
-            continue
-        except HerdrError as exc:
-            lines.append(
-                f"{effect.kind} for {who} (effect {effect.id}) is in flight and its read-back failed: {one_line(exc.message)} "
-                f"-> look at herdr, then `orch resume {run.run_id}`"
-            )
-            continue
-        if isinstance(answer, CannotTell):
-            what = f"{effect.kind} for {who} (effect {effect.id}): read-back cannot tell whether it happened"
-            question = f"{what}: {answer.question}" if answer.question else what
-            lines.append(f"{question} -> {answer.command or f'look at herdr and git, then `orch resume {run.run_id}`'}")
-    return lines
 
 
 def _stop_for_effects(engine: Engine, run: Run, progress: Progress, questions: Sequence[str]) -> RunOutcome:

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli import cli
 from orchestrator.door import finish_run, next_steps, render_finished
+from orchestrator.engine import CannotTell
 from orchestrator.handover import split_envelopes
 from orchestrator.errors import OrchError
 from orchestrator.verify import verify_run
@@ -176,3 +177,21 @@ def test_finish_refuses_while_a_worker_works_or_a_result_is_unverified(tmp_path:
         f"verify them first: `orch verify --run {RUN_ID}`",
     )
     assert fleet.engine.ledger.get_run(RUN_ID).status is RunStatus.ACTIVE
+
+
+def test_finish_refuses_while_an_effect_is_in_flight_that_read_back_cannot_settle(tmp_path: Path, git_repo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet = Fleet(tmp_path, git_repo)
+    _decisions_open(fleet)
+    effect = fleet.engine.ledger.intend(RUN_ID, "survey", "agent_prompt", "survey:answer:10", {"target": "survey"})
+    monkeypatch.setattr("orchestrator.effects.settler", lambda kind: lambda engine, run, e: CannotTell("did survey receive the answer?", f"orch resume {RUN_ID} --settle {e.id}=sent"))
+
+    with pytest.raises(OrchError) as refused:
+        finish_run(fleet.engine, fleet.run, abandon={"greeting": "no token will be issued", "survey": "not needed"})
+
+    assert (refused.value.message, refused.value.hint) == (
+        f"run {RUN_ID} is not done: 1 side effect(s) read-back cannot settle: agent_prompt for survey (effect {effect.id}): read-back cannot tell "
+        f"whether it happened: did survey receive the answer? -> orch resume {RUN_ID} --settle {effect.id}=sent",
+        f"answer them (the command follows each ->), then `orch finish --run {RUN_ID}` again",
+    )
+    assert fleet.engine.ledger.get_run(RUN_ID).status is RunStatus.ACTIVE
+    assert [e.status for e in fleet.engine.ledger.in_flight(RUN_ID)] == ["intended"]
