@@ -15,6 +15,7 @@ import json
 import os
 import posixpath
 import stat
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ MAX_REPORTS = 8
 TOTAL_LIMIT_BYTES = 4 * REPORT_LIMIT_BYTES
 READ_TIMEOUT_S = 5.0
 _CHUNK = 64 * 1024
+_PINNING = threading.Lock()
 
 
 def _named_roots(folder: Path, task: str, worktree_path: str | None) -> list[str]:
@@ -43,14 +45,18 @@ def pin_roots(folder: Path, task: str, worktree_path: str | None) -> None:
     later call (a resumed run, a follow-up packet) keeps what was pinned first.
     """
     path = folder / ROOTS_FILE
-    pinned = _load(path)
-    if task in pinned:
-        return
-    pinned[task] = [[root, os.path.realpath(root)] for root in _named_roots(folder, task, worktree_path)]
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    # Dispatch saves several workers' packets at once (one thread each): the file is read, added to and replaced under
+    # one lock, else two threads each write back what they read and one worker's roots are lost. (Another process
+    # cannot pin for the same run at the same time: a run has one driver, `orchestrator.driver`.)
+    with _PINNING:
+        pinned = _load(path)
+        if task in pinned:
+            return
+        pinned[task] = [[root, os.path.realpath(root)] for root in _named_roots(folder, task, worktree_path)]
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
 
 
 def _load(path: Path) -> dict[str, list[list[str]]]:

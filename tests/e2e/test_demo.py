@@ -95,7 +95,7 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
     assert sorted(str(p.relative_to(state)) for p in state.rglob("*") if not p.name.startswith("ledger.sqlite3")) == [
         "runs", f"runs/{run_dir.name}", f"runs/{run_dir.name}/driver.lock", f"runs/{run_dir.name}/limits.json", f"runs/{run_dir.name}/orch.log", f"runs/{run_dir.name}/packets",
         *(f"runs/{run_dir.name}/packets/{task}.md" for task in ("area-tests", "greeting", "usage-docs")),
-        f"runs/{run_dir.name}/plan.toml", f"runs/{run_dir.name}/report.md", f"runs/{run_dir.name}/reports",
+        f"runs/{run_dir.name}/plan.toml", f"runs/{run_dir.name}/report.md", f"runs/{run_dir.name}/report_roots.json", f"runs/{run_dir.name}/reports",
         *(f"runs/{run_dir.name}/reports/{task}" for task in ("area-tests", "greeting", "usage-docs")),
         f"runs/{run_dir.name}/transcripts",
         *(f"runs/{run_dir.name}/transcripts/{task}.txt" for task in ("area-tests", "greeting", "usage-docs")),

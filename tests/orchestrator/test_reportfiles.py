@@ -73,6 +73,26 @@ def test_a_root_swapped_for_a_symlink_after_pinning_moves_nothing(world: tuple[P
     assert (root / "run" / ROOTS_FILE).read_text().count(str(root / "elsewhere")) == 0
 
 
+def test_workers_pinned_at_once_each_keep_their_roots(tmp_path: Path) -> None:
+    # Dispatch saves a fleet's packets from one thread per worker; each must find its own roots pinned afterwards
+    # (the file was read, added to and replaced without a lock: a worker's roots were lost, a temp file name collided).
+    tasks = [f"w{i}" for i in range(24)]
+    start = threading.Barrier(len(tasks))
+
+    def pin(task: str) -> None:
+        start.wait()
+        pin_roots(tmp_path / "run", task, str(tmp_path / task))
+
+    threads = [threading.Thread(target=pin, args=(task,)) for task in tasks]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for task in tasks:
+        assert pinned_roots(tmp_path / "run", task, None)[0] == (str(tmp_path / task), str(tmp_path / task))
+    assert sorted(path.name for path in (tmp_path / "run").iterdir()) == [ROOTS_FILE]
+
+
 def test_a_root_named_through_a_symlink_is_read_at_its_real_path(tmp_path: Path) -> None:
     (tmp_path / "real" / "wt").mkdir(parents=True)
     (tmp_path / "real" / "wt" / "R.md").write_text("r\n")
