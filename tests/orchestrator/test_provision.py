@@ -1,17 +1,25 @@
-"""Provisioning's pure parts: split direction, the rendering (golden), the fetch gate on real repos, root_pane-less responses."""
+"""Provisioning: its pure parts (split direction, the rendering, the fetch gate on real repos) and the whole phase
+against the shared fake herdr with real git worktrees (the simulator's walk is tests/e2e/test_provision.py)."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_herdr import FakeHerdr
+from provision_world import THREE
 
 from orchestrator import git
+from orchestrator.clock import FakeClock
+from orchestrator.config import Settings
+from orchestrator.engine import Engine
 from orchestrator.herdr_models import LayoutPane, PaneLayoutSnapshot, Rect
-from orchestrator.provision import ProvisionResult, SharedRead, WorkerOutcome, _fetch_error, choose_direction, render_provision
+from orchestrator.provision import ProvisionResult, SharedRead, WorkerOutcome, _fetch_error, choose_direction, provision, render_provision
+from registry import Run, WorkerState
 
 WT = "/home/me/src/acme/widgets.worktrees"
 
@@ -163,3 +171,131 @@ def test_a_branch_that_does_not_hold_the_pinned_base_fails_the_worker_closed(git
         "create",
         f"the existing branch feat/elsewhere is at {other[:12]}, which does not descend from the base {pinned[:12]} this run starts every worker from; nothing was created",
     )
+
+
+# --- the whole phase against the shared fake herdr (tests/helpers/fake_herdr.py) and real git ---
+
+RUN_ID = "w1:p1-20261130T080000Z"
+READY_SCREENS = {"codex": "› \n", "claude": "❯ \n"}  # each kind's input line (orchestrator/quirks.py ready signs)
+_PARTS = THREE.split("\n[[workers]]\n")  # the header, then one part per worker
+ONE = "\n[[workers]]\n".join(_PARTS[:2])
+TWO = "\n[[workers]]\n".join([_PARTS[0], _PARTS[1], _PARTS[3]])  # two branch owners, no sibling
+MUTATING = ("worktree create", "worktree open", "pane move", "pane split", "agent start", "workspace close", "tab rename")
+
+
+def fake_run(tmp_path: Path, repo: Any, herdr: FakeHerdr, plan_text: str = THREE) -> tuple[Engine, Run]:
+    """What preflight leaves behind (as tests/helpers/provision_world.py does on the simulator), over the fake."""
+    settings = Settings(home=tmp_path / "home", orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock(), env={})
+    snapshot = engine.run_dir(RUN_ID) / "plan.toml"
+    snapshot.parent.mkdir(parents=True)
+    snapshot.write_text(plan_text.format(base="main"))
+    ledger = engine.ledger
+    ledger.create_run(RUN_ID, controller_target="w1:p1", organization="acme", repo="widgets", repo_path=str(repo.path), base_ref="main", plan_path=str(snapshot))
+    ledger.update_run(RUN_ID, workspace_id="w1", repo_tab_id="w1:t1", default_branch="main", base_sha=repo.head())
+    for w in engine.plan_for(ledger.get_run(RUN_ID)).workers:
+        ledger.add_worker(RUN_ID, w.task, name=w.name, kind=w.kind, objective=w.worker.objective, claimed_files=w.worker.claim)
+    return engine, ledger.get_run(RUN_ID)
+
+
+def mutations(herdr: FakeHerdr) -> list[str]:
+    return [c for c in herdr.commands() if c in MUTATING]
+
+
+def test_three_workers_get_their_layout_contract_tabs_and_a_second_call_creates_nothing(tmp_path: Path, git_repo: Any) -> None:
+    herdr = FakeHerdr(cwd=git_repo.path, ready_screens=READY_SCREENS)
+    engine, run = fake_run(tmp_path, git_repo, herdr)
+
+    result = provision(engine, run)
+
+    wt = tmp_path / "src" / "acme" / "widgets.worktrees"
+    # Workers run concurrently and race for pane and workspace numbers: those are read from the ledger.
+    text = render_provision(result).replace(str(wt), "<wt>")
+    assert re.sub(r" {2,}", "  ", text) == (
+        f"provision {RUN_ID} (workspace w1): 3 ready, 0 failed\n"
+        "task  state  pane  tab  path  done\n"
+        f"api-pagination  ready  {panes(engine)['api-pagination']}  widgets-feat-api-pagination  <wt>/widgets-feat-api-pagination  created worktree, tab, agent\n"
+        f"api-tests  ready  {panes(engine)['api-tests']}  widgets-feat-api-pagination  <wt>/widgets-feat-api-pagination  created pane (right of {panes(engine)['api-pagination']}), agent\n"
+        f"pagination-docs  ready  {panes(engine)['pagination-docs']}  widgets-docs-pagination-guide  <wt>/widgets-docs-pagination-guide  created worktree, tab, agent\n"
+        "api-pagination: note: no remote: fetch skipped\n"
+        f"api-pagination: note: herdr closed the emptied workspace {herdr_side(engine, 'api-pagination')}\n"
+        "pagination-docs: note: no remote: fetch skipped\n"
+        f"pagination-docs: note: herdr closed the emptied workspace {herdr_side(engine, 'pagination-docs')}\n"
+    )
+    # The worktree tabs sit in the repo workspace beside the controller's tab; the sibling is a split of its owner.
+    tabs = {t.tab_id: t.label for t in herdr.tab_list(workspace="w1")}
+    workers = {w.task_label: w for w in engine.ledger.list_workers(RUN_ID)}
+    assert sorted(tabs.values()) == ["1", "widgets-docs-pagination-guide", "widgets-feat-api-pagination"]
+    assert workers["api-tests"].tab_id == workers["api-pagination"].tab_id and tabs[workers["api-tests"].tab_id] == "widgets-feat-api-pagination"
+    assert ("pane", "split", "--pane", workers["api-pagination"].pane_id, "--direction", "right",
+            "--cwd", str(wt / "widgets-feat-api-pagination"), "--no-focus") in herdr.argvs()  # fmt: skip
+    assert [w.workspace_id for w in herdr.workspace_list()] == ["w1"]
+    for task, folder, branch in (("api-pagination", "widgets-feat-api-pagination", "feat/api-pagination"), ("pagination-docs", "widgets-docs-pagination-guide", "docs/pagination-guide")):
+        w = workers[task]
+        assert (w.worktree_path, w.branch, w.tab_label, w.state) == (str(wt / folder), branch, folder, WorkerState.READY)
+        assert git_repo.git("rev-parse", "--abbrev-ref", "HEAD", cwd=wt / folder) == branch
+    assert {a.name: (a.pane_id, a.agent) for a in herdr.agent_list()} == {t: (w.pane_id, w.kind) for t, w in workers.items()}
+    assert sorted(mutations(herdr)) == sorted(["worktree create", "pane move", "worktree create", "pane move", "pane split", "agent start", "agent start", "agent start"])
+
+    before = len(herdr.calls)
+    again = provision(engine, engine.ledger.get_run(RUN_ID))
+    assert herdr.calls[before:] == []  # every worker is past provisioning: herdr is not even asked
+    assert [(w.task, w.state, w.already) for w in again.workers] == [(t, "ready", True) for t in workers]
+
+
+def panes(engine: Engine) -> dict[str, str]:
+    return {w.task_label: w.pane_id or "-" for w in engine.ledger.list_workers(RUN_ID)}
+
+
+def herdr_side(engine: Engine, task: str) -> str:
+    """The side workspace ``worktree create`` opened for a worker (closed by herdr when its pane moved out)."""
+    return engine.ledger.get_worker(RUN_ID, task).created_workspace_ids[0]
+
+
+def test_an_existing_checkout_and_tab_for_the_branch_are_reused_and_nothing_is_created_twice(tmp_path: Path, git_repo: Any) -> None:
+    herdr = FakeHerdr(cwd=git_repo.path, ready_screens=READY_SCREENS)
+    engine, run = fake_run(tmp_path, git_repo, herdr, ONE)
+    path = tmp_path / "src" / "acme" / "widgets.worktrees" / "widgets-feat-api-pagination"
+    git_repo.git("worktree", "add", "--quiet", "-b", "feat/api-pagination", str(path))
+    tab = herdr.tab_create(workspace="w1", cwd=path, label="widgets-feat-api-pagination")
+    herdr.calls.clear()
+
+    result = provision(engine, run)
+
+    outcome = result.workers[0]
+    assert (outcome.state, outcome.pane_id, outcome.reused, outcome.created, outcome.notes) == (
+        "ready", tab.root_pane.pane_id, ("worktree", "tab"), ("agent",), ("no remote: fetch skipped",))
+    assert mutations(herdr) == ["agent start"]
+    assert [t.label for t in herdr.tab_list(workspace="w1")] == ["1", "widgets-feat-api-pagination"]
+    worker = engine.ledger.get_worker(RUN_ID, "api-pagination")
+    assert (worker.created_worktree_paths, worker.created_workspace_ids) == ((), ())
+
+
+def test_a_failed_agent_start_fails_only_that_worker(tmp_path: Path, git_repo: Any) -> None:
+    herdr = FakeHerdr(cwd=git_repo.path, ready_screens=READY_SCREENS)
+    engine, run = fake_run(tmp_path, git_repo, herdr, TWO)
+    herdr.fail_next("agent start", "agent_start_failed", "agent process exited before becoming interactive", word="api-pagination")
+
+    result = provision(engine, run)
+
+    assert [(w.task, w.state, w.error) for w in result.workers] == [
+        ("api-pagination", "failed", "agent start failed: herdr agent start: agent_start_failed: agent process exited before becoming interactive"),
+        ("pagination-docs", "ready", None),
+    ]
+    failed = engine.ledger.get_worker(RUN_ID, "api-pagination")
+    assert failed.pane_id is not None and failed.worktree_path is not None  # the checkout and tab are kept for a look
+    assert herdr.count("agent start") == 2 and [a.name for a in herdr.agent_list()] == ["pagination-docs"]
+
+
+def test_a_lost_worktree_create_is_settled_by_read_back_and_never_made_twice(tmp_path: Path, git_repo: Any) -> None:
+    herdr = FakeHerdr(cwd=git_repo.path, ready_screens=READY_SCREENS)
+    engine, run = fake_run(tmp_path, git_repo, herdr, ONE)
+    herdr.lose_next("worktree create")  # herdr made the checkout; orch never heard
+
+    first = provision(engine, run)
+    before = len(herdr.calls)
+    second = provision(engine, engine.ledger.get_run(RUN_ID))
+
+    assert [(w.state, w.already) for w in (*first.workers, *second.workers)] == [("ready", False), ("ready", True)]
+    assert herdr.count("worktree create") == 1 and herdr.calls[before:] == []
+    assert [t.label for t in herdr.tab_list(workspace="w1")] == ["1", "widgets-feat-api-pagination"]
