@@ -100,6 +100,7 @@ class FakeAgent:
     reacts: str = "work"
     prompts: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
+    on_prompt: Callable[[], object] | None = None  # what happens while herdr submits (a fast worker's callback)
 
 
 @dataclass
@@ -561,6 +562,8 @@ class FakeHerdr:
             agent = pane.agent
             assert agent is not None
             agent.prompts.append(text)
+            if agent.on_prompt is not None:
+                agent.on_prompt()
             if agent.reacts == "work":
                 agent.status, agent.seq = "working", agent.seq + 1
             elif agent.reacts == "finish":

@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_herdr import FakeHerdr
 
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import CannotTell, Engine
-from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
-from orchestrator.herdr_models import AgentInfo, AgentPrompted
+from orchestrator.errors import HerdrError, OrchError
 from orchestrator.inbox import add_message
 from orchestrator.messages import ReportRead, read_report, send_message, settle_prompt
 from registry import Effect, EffectStatus, InboxVerdict, WorkerState
@@ -23,38 +21,29 @@ S = WorkerState
 RUN = "w1:p1-20261130T080000Z"
 
 
-@dataclass
-class FakeHerdr:
-    status: str = "idle"
-    fail_with: str | None = None
-    prompts: list[str] = field(default_factory=list)
-    on_prompt: Callable[[], object] | None = None  # what happens while herdr submits (a fast worker's callback)
-
-    def agent_get(self, target: str) -> AgentInfo:
-        return AgentInfo(terminal_id="t", agent_status=self.status, workspace_id="w1", tab_id="w1:t1", pane_id=target,
-                         focused=False, revision=1, state_change_seq=1)  # fmt: skip
-
-    def agent_prompt(self, target: str, text: str, **_: object) -> AgentPrompted:
-        if self.fail_with:
-            raise HerdrError(self.fail_with, code="agent_not_found")
-        self.prompts.append(text)
-        if self.on_prompt is not None:
-            self.on_prompt()
-        return AgentPrompted(type="agent_prompted", agent=self.agent_get(target))
+PANE = "w1:p2"  # the worker's pane: the first split of the controller's (tests/helpers/fake_herdr.py mints it)
 
 
 @pytest.fixture
-def herdr() -> FakeHerdr:
-    return FakeHerdr()
+def herdr(tmp_path: Path) -> FakeHerdr:
+    """herdr with the controller's pane and the worker's agent, feature-a (codex, idle) beside it."""
+    herdr = FakeHerdr(cwd=tmp_path)
+    assert herdr.pane_split("w1:p1", direction="right").pane_id == PANE
+    herdr.add_agent(PANE, "feature-a", "codex")
+    return herdr
+
+
+def prompts(herdr: FakeHerdr) -> list[str]:
+    return herdr.agent("feature-a").prompts
 
 
 @pytest.fixture
 def engine(tmp_path: Path, herdr: FakeHerdr) -> Engine:
     settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path, src_root=tmp_path)
-    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock())  # type: ignore[arg-type]
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock())
     engine.ledger.create_run(RUN, controller_target="w1:p1")
-    engine.ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id="w1:pa",
-                             reply_target="w1:pa", worktree_path=str(tmp_path / "wt"))  # fmt: skip
+    engine.ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id=PANE,
+                             reply_target=PANE, worktree_path=str(tmp_path / "wt"))  # fmt: skip
     for a, b in ((S.PROVISIONING, S.READY), (S.READY, S.DISPATCHED), (S.DISPATCHED, S.QUESTION)):
         engine.ledger.transition(RUN, "feature-a", a, b)
     yield engine
@@ -64,28 +53,29 @@ def engine(tmp_path: Path, herdr: FakeHerdr) -> Engine:
 def test_answer_goes_to_the_reply_target_once_and_resumes_the_worker(engine: Engine, herdr: FakeHerdr) -> None:
     run = engine.ledger.get_run(RUN)
     sent = send_message(engine, run, "feature-a", "answer", "Keep English only.")
-    assert (sent.target, sent.state, herdr.prompts) == (
-        "w1:pa", S.WORKING, [f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nKeep English only."],
+    assert (sent.target, sent.state, prompts(herdr)) == (
+        PANE, S.WORKING, [f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nKeep English only."],
     )  # fmt: skip
-    herdr.status = "done"
+    herdr.set_status("feature-a", "done")
     send_message(engine, run, "feature-a", "answer", "Keep English only.")  # same text, same key: replayed, not re-sent
-    assert len(herdr.prompts) == 1
+    assert len(prompts(herdr)) == 1
 
 
 def test_an_answer_whose_worker_calls_back_before_the_send_is_recorded_counts_as_sent(engine: Engine, herdr: FakeHerdr) -> None:
     # The agent takes the answer, works and sends its result (`orch inbox add` moves it question -> result) before
     # this process records the send: the answer was submitted, and the worker stands where its result put it.
-    herdr.on_prompt = lambda: engine.ledger.transition(RUN, "feature-a", S.QUESTION, S.RESULT, cause={"test": "a fast result"})
+    herdr.agent("feature-a").on_prompt = lambda: engine.ledger.transition(RUN, "feature-a", S.QUESTION, S.RESULT, cause={"test": "a fast result"})
     run = engine.ledger.get_run(RUN)
 
     sent = send_message(engine, run, "feature-a", "answer", "Keep English only.")
 
-    assert (sent.state, len(herdr.prompts)) == (S.RESULT, 1)
+    assert (sent.state, len(prompts(herdr))) == (S.RESULT, 1)
     assert [(e.kind, e.status) for e in engine.ledger.list_effects(RUN)] == [("agent_prompt", EffectStatus.CONFIRMED)]
     assert engine.ledger.get_worker(RUN, "feature-a").state is S.RESULT
-    herdr.on_prompt = None
+    herdr.agent("feature-a").on_prompt = None
+    herdr.set_status("feature-a", "done")  # its turn, which sent the result, is over
     send_message(engine, run, "feature-a", "answer", "Keep English only.")  # the same answer again: replayed, not re-sent
-    assert len(herdr.prompts) == 1
+    assert len(prompts(herdr)) == 1
 
 
 def test_a_question_the_worker_asks_while_its_answer_is_sent_keeps_its_text(engine: Engine, herdr: FakeHerdr) -> None:
@@ -94,36 +84,36 @@ def test_a_question_the_worker_asks_while_its_answer_is_sent_keeps_its_text(engi
     # text is what status shows and what the plan's answers are matched against.
     def ask() -> None:
         engine.clock.advance(1)  # type: ignore[attr-defined]
-        envelope = f"[herdr-orchestration run={RUN} task=feature-a from=feature-a kind=question reply-to=w1:pa]\nWhich Python version?"
+        envelope = f"[herdr-orchestration run={RUN} task=feature-a from=feature-a kind=question reply-to=w1:p2]\nWhich Python version?"
         assert add_message(engine, engine.ledger.get_run(RUN), envelope).verdict is InboxVerdict.ACCEPTED
 
-    herdr.on_prompt = ask
+    herdr.agent("feature-a").on_prompt = ask
     run = engine.ledger.get_run(RUN)
 
     sent = send_message(engine, run, "feature-a", "answer", "Keep English only.")
 
     worker = engine.ledger.get_worker(RUN, "feature-a")
-    assert (sent.state, worker.state, worker.pending_question, len(herdr.prompts)) == (S.QUESTION, S.QUESTION, "Which Python version?", 1)
+    assert (sent.state, worker.state, worker.pending_question, len(prompts(herdr))) == (S.QUESTION, S.QUESTION, "Which Python version?", 1)
 
 
 def test_a_working_worker_gets_only_a_stop_or_an_urgent_follow_up(engine: Engine, herdr: FakeHerdr) -> None:
     run = engine.ledger.get_run(RUN)
-    herdr.status = "working"
+    herdr.set_status("feature-a", "working")
     with pytest.raises(OrchError) as caught:
         send_message(engine, run, "feature-a", "follow-up", "Also update the docs.")
     assert caught.value.message == "worker feature-a is working in herdr; a follow-up goes only to a worker that is idle or done"
-    assert herdr.prompts == [] and engine.ledger.list_effects(RUN) == []
+    assert prompts(herdr) == [] and engine.ledger.list_effects(RUN) == []
     send_message(engine, run, "feature-a", "follow-up", "Only touch src/a.", urgent=True)
     send_message(engine, run, "feature-a", "stop", "Stop now.")
-    assert [p.split("kind=")[1].split(" ")[0] for p in herdr.prompts] == ["follow-up", "stop"]
+    assert [p.split("kind=")[1].split(" ")[0] for p in prompts(herdr)] == ["follow-up", "stop"]
 
 
 def test_a_failed_send_is_recorded_verbatim_and_not_retried(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.fail_with = "agent w1:pa not found"
+    herdr.fail_next("agent prompt", "agent_not_found", "agent target w1:p2 not found")
     with pytest.raises(HerdrError):
         send_message(engine, engine.ledger.get_run(RUN), "feature-a", "answer", "Yes.")
     [effect] = engine.ledger.list_effects(RUN)
-    assert (effect.status, effect.error) == (EffectStatus.FAILED, "agent w1:pa not found")
+    assert (effect.status, effect.error) == (EffectStatus.FAILED, "herdr agent prompt: agent_not_found: agent target w1:p2 not found")
     assert engine.ledger.get_worker(RUN, "feature-a").state is S.QUESTION
 
 
@@ -156,29 +146,11 @@ def test_reports_are_read_only_inside_allowed_roots_and_under_the_limit(engine: 
 # --- read-back of a prompt an earlier process left in flight (orchestrator.messages.settle_prompt) ---
 
 
-@dataclass
-class ScreenHerdr(FakeHerdr):
-    """An agent whose seq and screen a test sets; a prompt lands on the screen and moves the seq."""
-
-    seq: int = 1
-    screen: str = "› "
-    gone: bool = False
-
-    def agent_get(self, target: str) -> AgentInfo:
-        if self.gone:
-            raise HerdrNotFound("herdr agent get: agent_not_found: no agent", code="agent_not_found")
-        return AgentInfo(terminal_id="t", agent_status=self.status, workspace_id="w1", tab_id="w1:t1", pane_id=target,
-                         focused=False, revision=1, state_change_seq=self.seq)  # fmt: skip
-
-    def agent_read(self, target: str, *, source: str = "recent", lines: int | None = None) -> str:
-        return self.screen
-
-
 def _in_flight_answer(engine: Engine) -> Effect:
     """The answer's effect as a crash right after it was intended leaves it (baseline seq 1)."""
     text = f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nKeep English only."
     return engine.ledger.intend(RUN, "feature-a", "agent_prompt", "feature-a:answer:k",
-                                {"target": "w1:pa", "kind": "answer", "text": text, "baseline_seq": 1})  # fmt: skip
+                                {"target": PANE, "kind": "answer", "text": text, "baseline_seq": 1})  # fmt: skip
 
 
 def _settled(engine: Engine, effect: Effect) -> tuple[str, str]:
@@ -189,19 +161,18 @@ def _settled(engine: Engine, effect: Effect) -> tuple[str, str]:
 @pytest.mark.parametrize(
     ("setup", "expected"),
     [
-        (lambda h: setattr(h, "seq", 3), ("Done", "state_change_seq moved from 1 to 3")),
-        (lambda h: setattr(h, "screen", "› Keep English only.\n  Working…"), ("Done", "its screen shows the text")),
-        (lambda h: None, ("NotDone", "w1:pa is idle, state_change_seq still 1, the text not on its screen 3s after the send was intended")),
-        (lambda h: setattr(h, "gone", True), ("NotDone", "no agent w1:pa: nothing can have received the answer")),
+        (lambda h: setattr(h.agent("feature-a"), "seq", 3), ("Done", "state_change_seq moved from 1 to 3")),
+        (lambda h: setattr(h.pane(PANE), "screen", "› Keep English only.\n  Working…"), ("Done", "its screen shows the text")),
+        (lambda h: setattr(h.pane(PANE), "screen", "› "), ("NotDone", "w1:p2 is idle, state_change_seq still 1, the text not on its screen 3s after the send was intended")),
+        (lambda h: setattr(h.pane(PANE), "agent", None), ("NotDone", "no agent w1:p2: nothing can have received the answer")),
     ],
 )
-def test_prompt_read_back_decides_from_seq_screen_and_elapsed_time(tmp_path: Path, setup: Any, expected: tuple[str, str]) -> None:
-    herdr = ScreenHerdr()
+def test_prompt_read_back_decides_from_seq_screen_and_elapsed_time(tmp_path: Path, herdr: FakeHerdr, setup: Any, expected: tuple[str, str]) -> None:
     settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path, src_root=tmp_path)
     clock = FakeClock()
-    engine = Engine(settings=settings, herdr=herdr, clock=clock)  # type: ignore[arg-type]
+    engine = Engine(settings=settings, herdr=herdr, clock=clock)
     engine.ledger.create_run(RUN, controller_target="w1:p1")
-    engine.ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id="w1:pa", reply_target="w1:pa")
+    engine.ledger.add_worker(RUN, "feature-a", name="feature-a", kind="codex", objective="x", pane_id=PANE, reply_target=PANE)
     effect = _in_flight_answer(engine)
     setup(herdr)
     assert _settled(engine, effect) == expected
@@ -218,11 +189,11 @@ def test_a_callback_after_the_send_proves_the_prompt_landed(engine: Engine) -> N
 def test_a_prompt_that_timed_out_without_a_trace_is_one_question_with_the_command_that_answers_it(engine: Engine, herdr: FakeHerdr) -> None:
     effect = _in_flight_answer(engine)
     engine.ledger.record_fact(RUN, "effect_unknown", task_label="feature-a", detail={"effect_id": effect.id, "error": "HerdrTimeout"})
-    engine.herdr.agent_read = lambda *a, **k: "› "  # type: ignore[attr-defined]
+    herdr.pane(PANE).screen = "› "
     answer = settle_prompt(engine, engine.ledger.get_run(RUN), effect)
     assert answer == CannotTell(
-        "the answer to w1:pa ended without an answer (HerdrTimeout) and w1:pa (idle) shows no sign of it: did it arrive? "
-        "Read its pane (`herdr agent read w1:pa`)",
+        "the answer to w1:p2 ended without an answer (HerdrTimeout) and w1:p2 (idle) shows no sign of it: did it arrive? "
+        "Read its pane (`herdr agent read w1:p2`)",
         f"orch resume {RUN} --settle 1=sent (or 1=unsent)",
     )
     engine.ledger.record_fact(RUN, "effect_decided", task_label="feature-a", detail={"effect_id": effect.id, "answer": "unsent"})
