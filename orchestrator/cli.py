@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "send": "orchestrator.commands.observe:send",
     "status": "orchestrator.commands.report:status",
     "verify": "orchestrator.commands.verify:verify",
+    "wait": "orchestrator.commands.observe:wait",
 }
 
 

@@ -1,4 +1,4 @@
-"""The agent controller's compound calls: hand over any number of callbacks (and check in) in one call, and finish a run in one."""
+"""The agent controller's compound calls: wait for what needs it (checking in meanwhile), check in, and finish a run in one."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ from packets import inert_line
 from orchestrator.report import Blocker, Report, render_report, write_report
 from orchestrator.repeats import ask_later
 from orchestrator.retire import RetireResult, render_retire, retire
-from registry import Run, RunStatus, WorkerState
+from orchestrator.verify import PENDING, VerifyResult, render_verify, verify_run
+from registry import EventKind, Run, RunStatus, WorkerState
 
 S = WorkerState
 
@@ -38,6 +39,18 @@ DECISIONS = frozenset({"question", "blocked", "verification_blocked", "integrati
 
 Do = Literal["wait", "answer", "decide", "verify", "finish"]
 
+# `orch wait` returns at the latest after this: an agent's tool call must not be cut off (claude's Bash tool stops one
+# at 120 s by default), and the check-in it wakes for may add the settle window and verification on top.
+WAIT_S = 60.0
+# How often a waiting `orch wait` looks at the durable inbox (one SQLite read; herdr is read only at a check-in).
+WAIT_POLL_S = 1.0
+# Observations that need nothing from the controller: a wait goes on through them (they come back with what wakes it).
+QUIET = frozenset({
+    "working", "answered", "asked_for_result", "asked_to_repeat", "report", "started", "slot_freed", "integrated",
+    "queued", "slot_kept", "herdr_unavailable",
+})  # fmt: skip
+Woke = Literal["callback", "decision", "verified", "failed", "finish", "timeout"]
+
 
 class NextStep(BaseModel):
     """What the controller does next, with the exact command (None: nothing to run, e.g. wait for a callback)."""
@@ -54,7 +67,22 @@ class Handover(Handed):
     """`orch inbox add --check-in`: the verdict on every envelope handed over, the check-in that followed, and what next."""
 
     check_in: ObserveResult
+    verify: VerifyResult | None
     next: tuple[NextStep, ...]
+
+
+class CheckedIn(ObserveResult):
+    """`orch observe` for the agent controller: the check-in, the results it verified, and what next."""
+
+    verify: VerifyResult | None
+    next: tuple[NextStep, ...]
+
+
+class Waited(CheckedIn):
+    """`orch wait`: every check-in made while waiting, why it returned, the results verified, and what next."""
+
+    woke: Woke
+    waited_s: float
 
 
 class Waiting(BaseModel):
@@ -87,16 +115,22 @@ class Finished(BaseModel):
 
 
 def hand_over(
-    engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None, separator: str | None = None
+    engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None, as_json: bool = False
 ) -> Handover:
-    """Validate and record each envelope on its own, then run one check-in and say what to do next."""
-    handed = record_all(engine, run, raw, source=source, limit=limit, separator=separator)
-    observed = settled_check_in(engine, run)
-    return Handover(**dict(handed), check_in=observed, next=next_steps(engine, run, observed.observations))
+    """Validate and record the envelope, then run one check-in and say what to do next."""
+    handed = record_all(engine, run, raw, source=source, limit=limit)
+    observed, verified = settled_check_in(engine, run)
+    return Handover(**dict(handed), check_in=observed, verify=verified, next=next_steps(engine, run, observed.observations, as_json=as_json))
 
 
-def settled_check_in(engine: Engine, run: Run) -> ObserveResult:
-    """One check-in; again (bounded) while a question the plan answers waits for its worker to end its turn."""
+def settled_check_in(engine: Engine, run: Run, *, lifecycle: bool = True) -> tuple[ObserveResult, VerifyResult | None]:
+    """One check-in that acts on everything it finds: callbacks, lifecycle, results (verified), queued workers.
+
+    It checks in again (bounded) while a question the plan answers waits for its worker to end its turn; then it
+    verifies every result it received, and starts the queued workers the freed slots (and accepted predecessors) allow.
+    Only its first round reads every worker's lifecycle (and only with ``lifecycle``): the rounds that wait for an
+    asking worker to settle must not count as check-ins toward another worker's stall.
+    """
     clock, ledger = engine.clock, engine.ledger
     deadline = clock.monotonic() + SETTLE_S
     notes: list[Observation] = []
@@ -104,12 +138,9 @@ def settled_check_in(engine: Engine, run: Run) -> ObserveResult:
     rounds = 0
     while True:
         rounds += 1
-        found, _waiting, seen = check_in(engine, run, rounds)
+        found, _waiting, seen = check_in(engine, run, rounds, lifecycle=lifecycle and rounds == 1)
         notes += found
-        if ledger.list_workers(run.run_id, states=(S.QUEUED,)):
-            # As `orch observe` does: the agent controller's check-in is where queued workers start as slots free.
-            for step in advance(engine, run):
-                notes.append(Observation(round=rounds, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
+        _advance(engine, run, rounds, notes)
         states.update(seen)
         # Only a deferred planned answer leaves an accepted message unhandled after a round; a worker a possible merge
         # names may also still be ending its turn before it can be asked to repeat (no callback would wake us for it).
@@ -117,6 +148,33 @@ def settled_check_in(engine: Engine, run: Run) -> ObserveResult:
         if not settling or clock.monotonic() >= deadline:
             break
         clock.sleep(POLL_S)
+    verified = verify_received(engine, run, rounds, notes)
+    if verified is not None:
+        _advance(engine, run, rounds, notes)  # an accepted or rejected worker frees its slot, an accepted one its dependants
+    return observed_now(engine, run, rounds, notes, states), verified
+
+
+def _advance(engine: Engine, run: Run, rounds: int, notes: list[Observation]) -> None:
+    # As `orch run` does: the agent controller's check-in is where queued workers start as slots free.
+    if engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)):
+        for step in advance(engine, run):
+            notes.append(Observation(round=rounds, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
+
+
+def verify_received(engine: Engine, run: Run, rounds: int, notes: list[Observation]) -> VerifyResult | None:
+    """Verify every result not verified yet (the check-in that receives a result verifies it); None when there is none."""
+    if not engine.ledger.list_workers(run.run_id, states=tuple(PENDING)):
+        return None
+    verified = verify_run(engine, run)
+    for v in verified.verdicts:
+        found = v.verification
+        notes.append(Observation(round=rounds, task=v.task, what="verified", text=found.disposition + (": " + "; ".join(found.reasons) if found.reasons else "")))
+    return verified
+
+
+def observed_now(engine: Engine, run: Run, rounds: int, notes: Sequence[Observation], states: Mapping[str, str]) -> ObserveResult:
+    """The check-in's observations with every worker as the ledger has it now."""
+    ledger = engine.ledger
     workers = tuple(
         WorkerStatus(
             task=w.task_label, name=w.name, state=w.state, herdr_state=states.get(w.task_label),
@@ -128,42 +186,152 @@ def settled_check_in(engine: Engine, run: Run) -> ObserveResult:
     return ObserveResult(run_id=run.run_id, rounds=rounds, observations=tuple(notes), workers=workers, active=active)
 
 
-def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = ()) -> tuple[NextStep, ...]:
-    """What the controller does next: answer or surface what waits on it, wait while workers work, then verify, then finish."""
+def observe_once(engine: Engine, run: Run, *, as_json: bool = False) -> CheckedIn:
+    """`orch observe --once` for the agent controller: one check-in that acts on everything, and what next."""
+    observed, verified = settled_check_in(engine, run)
+    return CheckedIn(**dict(observed), verify=verified, next=next_steps(engine, run, observed.observations, as_json=as_json))
+
+
+# --- waiting ---------------------------------------------------------------------------------------------------------
+
+
+def lifecycle_due(engine: Engine, run: Run, interval_s: float) -> bool:
+    """Whether a working worker was not looked at for ``interval_s`` (since the ledger's last lifecycle check-in,
+    whichever process made it): the check-ins that count toward a stall come at the plan's interval, as `orch run`'s."""
+    ledger = engine.ledger
+    if not ledger.list_workers(run.run_id, states=tuple(MOVING)):
+        return False
+    last = ledger.last_event(run.run_id, EventKind.CHECK_IN)
+    return last is None or (engine.clock.now() - last.at).total_seconds() >= interval_s
+
+
+def check_in_due(engine: Engine, run: Run, interval_s: float) -> bool:
+    """Whether orch owes the run a check-in now: a callback not acted on, a result not verified, a planned answer not
+    sent yet, or a lifecycle check-in (``lifecycle_due``)."""
+    ledger = engine.ledger
+    if ledger.list_inbox(run.run_id, unhandled=True) or ledger.list_workers(run.run_id, states=tuple(PENDING)):
+        return True
+    return bool(answers_owed(engine, run)) or lifecycle_due(engine, run, interval_s)
+
+
+def _woke(notes: Sequence[Observation], steps: Sequence[NextStep], verified: bool) -> Woke | None:
+    """Why a wait returns after a check-in (None: nothing in it needs the controller)."""
+    whats = {o.what for o in notes} - QUIET
+    if whats & {"needs_answer", "blocked", "blocked_ui", "approval"} or any(s.do in ("answer", "decide") for s in steps):
+        return "decision"
+    if whats & {"failed", "gone", "settled_without_result", "skipped", "start_failed", "send_failed"}:
+        return "failed"
+    if verified or "verified" in whats:
+        return "verified"
+    if whats:
+        return "callback"
+    if any(s.do in ("verify", "finish") for s in steps):
+        return "finish"
+    return None
+
+
+def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: float = WAIT_POLL_S, interval_s: float | None = None, as_json: bool = False) -> Waited:
+    """Wait until something needs the controller, checking in whenever one is owed; at the latest after ``timeout_s``.
+
+    A check-in is owed when a callback is in the durable inbox, a result is not verified, or a working worker was not
+    looked at for the plan's `checkin_interval_s` (a silent worker is asked for its result and failed on time by these
+    check-ins, with nobody sleeping in the controller). Every check-in acts on what it finds (orchestrator.door's
+    ``settled_check_in``); the wait returns after the first one that holds anything for the controller (a callback, a
+    decision, a verdict, a failure) or leaves nothing to wait for, else at the timeout with what it did meanwhile.
+    """
+    clock = engine.clock
+    if interval_s is None:
+        try:
+            interval_s = float(engine.plan_for(run).plan.defaults.checkin_interval_s)
+        except OrchError:
+            interval_s = 60.0
+    start = clock.monotonic()
+    deadline = start + timeout_s
+    notes: list[Observation] = []
+    states: dict[str, str] = {}
+    verdicts: list[VerifyResult] = []
+    rounds = 0
+    woke: Woke | None = None
+    queued = bool(engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)))
+    if not any(s.do == "wait" for s in next_steps(engine, run)) and not queued and not check_in_due(engine, run, interval_s):
+        woke = "finish"  # nothing to wait for: say so at once (next[] says what instead)
+    while woke is None:
+        if check_in_due(engine, run, interval_s) or (rounds == 0 and queued):
+            observed, verified = settled_check_in(engine, run, lifecycle=lifecycle_due(engine, run, interval_s))
+            found = [o.model_copy(update={"round": rounds + o.round}) for o in observed.observations]
+            rounds += observed.rounds
+            notes += found
+            states.update({w.task: w.herdr_state for w in observed.workers if w.herdr_state})
+            if verified is not None:
+                verdicts.append(verified)
+            steps = next_steps(engine, run, found, as_json=as_json)
+            woke = _woke(found, steps, verified is not None)
+            if woke is None and not any(s.do == "wait" for s in steps):
+                woke = "finish"
+            if woke is not None:
+                break
+        remaining = deadline - clock.monotonic()
+        if remaining <= 0:
+            woke = "timeout"
+            break
+        clock.sleep(min(poll_s, remaining))
+    observed = observed_now(engine, run, rounds, notes, states)
+    # Every step the check-ins raised, then where the run stands now.
+    steps = next_steps(engine, run, notes, as_json=as_json)
+    return Waited(**dict(observed), verify=_merged(run, verdicts), next=steps, woke=woke, waited_s=round(clock.monotonic() - start, 1))
+
+
+def _merged(run: Run, found: Sequence[VerifyResult]) -> VerifyResult | None:
+    if not found:
+        return None
+    last = found[-1]
+    return VerifyResult(run_id=run.run_id, verdicts=tuple(v for f in found for v in f.verdicts), not_verified=last.not_verified, integration_paused_by=last.integration_paused_by)
+
+
+def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (), *, as_json: bool = False) -> tuple[NextStep, ...]:
+    """What the controller does next: decide what waits on it, wait while workers work, then finish.
+
+    Every command is exact and carries the caller's own flags (``--json``): run it as printed, TEXT replaced.
+    """
     r = run.run_id
+    j = " --json" if as_json else ""
     workers = engine.ledger.list_workers(r)
     steps: list[NextStep] = []
     for o in observations:
         if o.what == "needs_answer" and o.task:
-            steps.append(NextStep(do="answer", task=o.task, command=f"orch answer --run {r} {o.task} TEXT",
+            steps.append(NextStep(do="answer", task=o.task, command=f"orch answer --run {r} {o.task} TEXT{j}",
                                   why="a question the plan does not answer: answer from the task's context, or ask the user first"))  # fmt: skip
         elif o.what == "approval" and o.task:
-            steps.append(NextStep(do="decide", task=o.task, command=f"orch approve --run {r} {o.task}",
+            steps.append(NextStep(do="decide", task=o.task, command=f"orch approve --run {r} {o.task}{j}",
                                   why="the agent stopped at its own approval form: ask the user; add --deny to refuse it"))  # fmt: skip
         elif o.what in ("blocked", "blocked_ui") and o.task:
-            steps.append(NextStep(do="decide", task=o.task, command=f"orch answer --run {r} {o.task} TEXT",
+            steps.append(NextStep(do="decide", task=o.task, command=f"orch answer --run {r} {o.task} TEXT{j}",
                                   why="the worker needs the user's decision (authority, a token, scope): ask the user, then answer"))  # fmt: skip
     moving = [w.task_label for w in workers if w.state in MOVING]
+    queued = [w.task_label for w in workers if w.state is S.QUEUED]
     owed = answers_owed(engine, run)
-    if owed:
-        # A planned answer not sent yet (its send failed, or its worker was still ending its turn) goes out at a later
-        # check-in, and no callback may come to prompt one: the controller checks in again, the person is not needed.
-        steps.append(NextStep(do="wait", task=None, command=f"orch observe --run {r} --once",
-                              why=f"the plan's answer to {', '.join(owed)} is not sent yet: check in again shortly to send it"))  # fmt: skip
     unverified = [w.task_label for w in workers if w.state in UNVERIFIED]
-    if moving:
-        steps.append(NextStep(do="wait", task=None, command=None, why=f"{', '.join(moving)} still working: wait for the next callback"))
+    wait = f"orch wait --run {r}{j}"
+    if moving or owed:
+        # A planned answer not sent yet goes out at a later check-in: `orch wait` makes it, the person is not needed.
+        why = f"{', '.join(moving)} still working" if moving else ""
+        if owed:
+            why += ("; " if why else "") + f"the plan's answer to {', '.join(owed)} is not sent yet"
+        steps.append(NextStep(do="wait", task=None, command=wait, why=f"{why}: orch checks in while it waits and returns when something needs you"))
     elif unverified:
-        steps.append(NextStep(do="verify", task=None, command=f"orch verify --run {r}", why=f"{', '.join(unverified)} sent a result"))
-    elif not owed:
-        steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}", why="no worker is working or waiting for verification"))
+        steps.append(NextStep(do="verify", task=None, command=f"orch verify --run {r}{j}", why=f"{', '.join(unverified)} sent a result"))
+    elif queued and not any(w.state in PENDING for w in workers):
+        steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}",
+                              why=f"nothing left can start {', '.join(queued)}: finish reports it"))  # fmt: skip
+    else:
+        steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}", why="no worker is working or waiting for verification"))
     return tuple(steps)
 
 
 # --- finishing a run -----------------------------------------------------------------------------------------------
 
 
-def _waiting(run: Run, blockers: Sequence[Blocker]) -> tuple[Waiting, ...]:
+def _waiting(run: Run, blockers: Sequence[Blocker], j: str = "") -> tuple[Waiting, ...]:
     r = run.run_id
     out = []
     for b in blockers:
@@ -171,12 +339,12 @@ def _waiting(run: Run, blockers: Sequence[Blocker]) -> tuple[Waiting, ...]:
             continue
         commands: tuple[str, ...]
         if b.kind in ("question", "blocked"):
-            commands = (f"orch answer --run {r} {b.task} TEXT", f"orch finish --run {r} --abandon {b.task} --reason TEXT")
+            commands = (f"orch answer --run {r} {b.task} TEXT{j}", f"orch finish --run {r} --abandon {b.task} --reason TEXT{j}")
         elif b.kind == "verification_blocked":
             commands = (
-                f"orch send --run {r} {b.task} --kind follow-up TEXT",
-                f"orch verify --run {r} --supersede {b.task} --reason TEXT",
-                f"orch finish --run {r} --abandon {b.task} --reason TEXT",
+                f"orch send --run {r} {b.task} --kind follow-up TEXT{j}",
+                f"orch verify --run {r} --supersede {b.task} --reason TEXT{j}",
+                f"orch finish --run {r} --abandon {b.task} --reason TEXT{j}",
             )
         else:
             commands = ()  # held back by another worker's decision: that worker's commands decide it
@@ -184,27 +352,28 @@ def _waiting(run: Run, blockers: Sequence[Blocker]) -> tuple[Waiting, ...]:
     return tuple(out)
 
 
-def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: Mapping[str, str] | None = None) -> Finished:
+def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: Mapping[str, str] | None = None, as_json: bool = False) -> Finished:
     """Integrate, retire (keeping every worker that waits on the person), report; mark the run finished when nothing waits."""
+    j = " --json" if as_json else ""
     workers = engine.ledger.list_workers(run.run_id)
     busy = [w for w in workers if w.state in MOVING and w.task_label not in (abandon or {})]
     if busy:
         names = ", ".join(f"{w.task_label} ({w.state})" for w in busy)
         raise OrchError(
             f"run {run.run_id} is not done: {names} still working",
-            hint=f"wait for their callbacks, or stop one: `orch send --run {run.run_id} {busy[0].task_label} --kind stop TEXT`",
+            hint=f"wait for their callbacks (`orch wait --run {run.run_id}{j}`), or stop one: `orch send --run {run.run_id} {busy[0].task_label} --kind stop TEXT{j}`",
         )
     owed = [t for t in answers_owed(engine, run) if t not in (abandon or {})]
     if owed:
         raise OrchError(
             f"run {run.run_id} is not done: the plan's answer to {', '.join(owed)} is not sent yet",
-            hint=f"check in again to send it: `orch observe --run {run.run_id} --once`",
+            hint=f"wait while orch sends it: `orch wait --run {run.run_id}{j}`",
         )
     pending = [w for w in workers if w.state in UNVERIFIED]
     if pending:
         raise OrchError(
             f"run {run.run_id} has results not verified yet: {', '.join(w.task_label for w in pending)}",
-            hint=f"verify them first: `orch verify --run {run.run_id}`",
+            hint=f"verify them first: `orch verify --run {run.run_id}{j}`",
         )
     questions = unsettled(engine, run)
     if questions:
@@ -215,7 +384,7 @@ def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: M
     integrated = integrate_run(engine, run)
     retired = retire(engine, run, keep=keep, abandon=abandon)
     report, _ = write_report(engine, engine.ledger.get_run(run.run_id))
-    waiting = _waiting(run, report.blockers)
+    waiting = _waiting(run, report.blockers, j)
     if waiting:
         stopped = "waiting for the person: " + ", ".join(dict.fromkeys(w.task for w in waiting if w.task))
         engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
@@ -241,7 +410,19 @@ def render_next(steps: Sequence[NextStep]) -> list[str]:
 
 def render_handover(result: Handover) -> str:
     """One verdict line per envelope, the check-in, then what to do next."""
-    return render_handed(result) + render_observe(result.check_in) + "".join(line + "\n" for line in render_next(result.next))
+    verified = render_verify(result.verify) if result.verify else ""
+    return render_handed(result) + render_observe(result.check_in) + verified + "".join(line + "\n" for line in render_next(result.next))
+
+
+def render_checked_in(result: CheckedIn) -> str:
+    """The check-in, the verdicts it reached, then what to do next."""
+    verified = render_verify(result.verify) if result.verify else ""
+    return render_observe(result) + verified + "".join(line + "\n" for line in render_next(result.next))
+
+
+def render_waited(result: Waited) -> str:
+    """Why the wait returned and after how long, then the check-ins it made."""
+    return f"Woke after {result.waited_s:g} s: {result.woke}\n" + render_checked_in(result)
 
 
 def render_finished(result: Finished) -> str:

@@ -608,15 +608,11 @@ class Engine:
     # --- callbacks ---
 
     def callback_prefix(self, run: Run) -> tuple[str, ...]:
-        """How a worker reaches this controller.
+        """How a worker reaches its controller: it records its callback in the run's durable inbox itself.
 
-        An agent controller (SKILL.md door) is itself promptable: workers use the spec's exact
-        ``herdr agent prompt <controller-target>``. The ``orch run`` process is not an agent herdr can prompt
-        (CONTRACT §8.2), so its workers call ``orch inbox add`` by absolute path instead; nothing is ever typed
-        into the controller's terminal.
+        One transport for both controllers: the worker runs ``orch inbox add`` by absolute path from its own shell,
+        with the run's ORCH_HOME, its text one argv word of its own process. Nothing a worker writes is typed into
+        the controller's pane or passes through the controller's shell; an agent controller learns of callbacks
+        from `orch wait`, which watches the same inbox (docs/message-contract.md).
         """
-        if self.controller == "agent":
-            # The spec's literal `herdr`, unless orch was pointed at another binary (`--herdr`): workers must
-            # reach the same herdr the controller uses.
-            return (self.herdr.binary, "agent", "prompt", run.controller_target)
         return ("env", f"ORCH_HOME={self.settings.orch_home}", orch_executable(), "inbox", "add", "--run", run.run_id)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 # The options of `orch inbox add`: exactly one of these words where TEXT would be is that option (a person's
 # `orch inbox add --run RUN --json` asks for JSON, and says no TEXT was given); after `--` it is TEXT.
-_OPTIONS = frozenset({"--json", "--check-in", "--help", "--source", "--separator", "--run"})
+_OPTIONS = frozenset({"--json", "--check-in", "--help", "--source", "--run"})
 
 
 def callback_argv(args: Sequence[str]) -> tuple[str, str] | None:

@@ -105,7 +105,7 @@ def send_message(
         allowed = "idle, done or working" if may_interrupt else "idle or done"
         raise OrchError(
             f"worker {task} is {status} in herdr; a {kind} goes only to a worker that is {allowed}",
-            hint=f"`orch observe --run {run.run_id} --once` shows what it is doing; a stop or `--urgent` follow-up may interrupt a working worker",
+            hint=f"`orch wait --run {run.run_id}` returns when it calls back; a stop or `--urgent` follow-up may interrupt a working worker",
         )
     existing = engine.ledger.find_effect(run.run_id, key)
     if existing is not None:

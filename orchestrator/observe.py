@@ -72,6 +72,8 @@ What = Literal[
     "possible_merge", "asked_to_repeat",
     # The scheduler, from the check-in (orchestrator.fleet): queued workers started as slots free, or skipped.
     "started", "skipped", "queued", "slot_freed", "slot_kept", "integrated", "start_failed",
+    # A result verified in the check-in that received it (the agent controller's door, orchestrator.door).
+    "verified",
 ]  # fmt: skip
 _STEP_WHAT: dict[str, What] = {
     "started": "started", "skipped": "skipped", "queued": "queued", "freed": "slot_freed", "kept": "slot_kept",
@@ -195,7 +197,7 @@ class _Round:
 
     # --- the round ---
 
-    def run_round(self) -> bool:
+    def run_round(self, lifecycle: bool = True) -> bool:
         try:
             for info in self.engine.herdr.agent_list():
                 self.agents[info.pane_id] = info
@@ -213,6 +215,8 @@ class _Round:
             self.inbound(message)
         self.repeats()
         self.owed_answers()
+        if not lifecycle:
+            return True
         self.layout()
         for worker in self.ledger.list_workers(self.run.run_id, states=OBSERVED):
             if worker.task_label not in self.prompted:
@@ -282,8 +286,8 @@ class _Round:
             if not self.question(worker, body, message):
                 return  # answered later, once the worker has settled
         elif message.kind == "blocked":
-            run = self.run.run_id
-            self.note(task, "blocked", f"{body} (decide, then `orch answer --run {run} {task} TEXT` or `orch send --run {run} {task} --kind stop TEXT`)", message.id)
+            # The commands that decide it are in the door's next[] (orchestrator.door), one exact form each.
+            self.note(task, "blocked", body, message.id)
         elif message.kind == "result":
             self.result(worker, body, message)
         self.ledger.mark_handled(message.id)
@@ -361,7 +365,7 @@ class _Round:
             # sees the question before its worker does. The plan answers it once the worker is in `question`.
             return True
         if planned is None or worker.state is not S.QUESTION:
-            self.note(task, "needs_answer", f"{body} (answer with `orch answer --run {self.run.run_id} {task} TEXT`)", message.id)
+            self.note(task, "needs_answer", body, message.id)
             return True
         return self.answer(worker, body, message.id, planned)
 
@@ -409,7 +413,7 @@ class _Round:
                     # Another answer could be a second one: first the person says whether the planned one arrived.
                     self.note(task, "needs_answer", f"{body} (the plan's answer may have reached it: {exc.hint})", question_id)
                 elif current.state is S.QUESTION:
-                    self.note(task, "needs_answer", f"{body} (answer with `orch answer --run {self.run.run_id} {task} TEXT`)", question_id)
+                    self.note(task, "needs_answer", body, question_id)
             return True
         self.prompted.add(task)
         self.note(task, "answered", f"{body} -> {planned.answer}", question_id)
@@ -444,7 +448,7 @@ class _Round:
         report = parse_result(body)
         summary = (
             f"status {report.status or '?'}, {len(report.commits)} commit(s), {len(report.changed_files)} changed file(s), "
-            f"{len(report.checks)} check(s); ready for `orch verify --run {self.run.run_id} --task {task}`"
+            f"{len(report.checks)} check(s)"
         )
         if report.problems:
             summary += "; unreadable: " + "; ".join(report.problems)
@@ -610,7 +614,7 @@ class _Round:
         # orch never approves on its own: the form waits for `orch approve` (the person or the agent controller).
         cause: dict[str, object] = {"observed": "blocked", "approval": form.name, "screen": text, "reason": f"{worker.kind} {form.name}: {flat(text)}"}
         self._move(worker, S.BLOCKED, cause, pending_question=f"{worker.kind} {form.name}: {flat(text)}")
-        self.note(task, "approval", f"{worker.kind} {form.name}: {flat(text)} (decide, then `orch approve --run {self.run.run_id} {task}` or `orch approve --run {self.run.run_id} {task} --deny`)")
+        self.note(task, "approval", f"{worker.kind} {form.name}: {flat(text)}")
         self.waiting.add(task)
         return True
 
@@ -710,10 +714,14 @@ def saved_work(engine: Engine, run: Run, worker: Worker) -> str:
     return f"{commits}, the worktree {path} (kept)" if Path(path).is_dir() else f"{commits}; its worktree {path} is gone"
 
 
-def check_in(engine: Engine, run: Run, number: int = 1) -> tuple[list[Observation], set[str], dict[str, str]]:
-    """One check-in round: inbox first, then every observed worker's lifecycle state."""
+def check_in(engine: Engine, run: Run, number: int = 1, *, lifecycle: bool = True) -> tuple[list[Observation], set[str], dict[str, str]]:
+    """One check-in round: inbox first, then (unless ``lifecycle`` is False) every observed worker's lifecycle state.
+
+    Only a lifecycle round counts toward a stall (three unchanged ones fail a worker): a round made only to act on
+    callbacks or to send an owed answer must not, or a busy fleet's callbacks would fail its quiet workers early.
+    """
     round_ = _Round(engine, run, number)
-    round_.run_round()
+    round_.run_round(lifecycle)
     return round_.notes, round_.waiting, round_.herdr_states
 
 

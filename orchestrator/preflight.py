@@ -539,8 +539,6 @@ class _Preflight:
             what = f"agent {agent.name or agent.agent} ({agent.agent or 'unknown kind'}, {agent.agent_status})"
         except HerdrNotFound:
             what = "a shell, not an agent"
-            if self.engine.controller == "agent":
-                notes.append(f"workers call back with `herdr agent prompt {pane_id}`, which herdr accepts only while an agent runs in this pane")
         self.ok("caller pane", f"{pane_id} in workspace {pane.workspace_id}, tab {pane.tab_id}: {what}; controller target pinned to {pane_id}", notes)
 
     def check_agents(self) -> None:

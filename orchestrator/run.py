@@ -371,10 +371,10 @@ def resume_run(
         ) from exc
     engine.drive(run.run_id)
     if run.controller_kind != "run":
-        # Its workers call back with `herdr agent prompt <controller>`, which this process cannot receive.
+        # Its controller checks in with `orch wait` (SKILL.md): a second driver would check in on the same run.
         raise OrchError(
             f"run {run.run_id} is driven by an agent controller; `orch resume` continues only runs started by `orch run`",
-            hint="continue it with the granular commands (SKILL.md): orch provision, dispatch, observe --once, verify, retire, report",
+            hint=f"continue it with the granular commands (SKILL.md): `orch wait --run {run.run_id}`, then what its next[] says",
         )
     for effect_id, answer in (decisions or {}).items():
         _decide(engine, run, effect_id, answer)
@@ -429,7 +429,7 @@ def record_decisions(engine: Engine, run_id: str | None, decisions: Mapping[int,
     checked = [(_check_decision(engine, run, effect_id, answer), answer) for effect_id, answer in decisions.items()]
     for effect, answer in checked:  # all checked before any is recorded: a bad one changes nothing
         engine.ledger.record_fact(run.run_id, DECIDED, task_label=effect.task_label, detail={"effect_id": effect.id, "answer": answer})
-    return Decided(run_id=run.run_id, settled=dict(decisions), next=f"orch observe --run {run.run_id} --once")
+    return Decided(run_id=run.run_id, settled=dict(decisions), next=f"orch wait --run {run.run_id}")
 
 
 def _decide(engine: Engine, run: Run, effect_id: int, answer: str) -> None:

@@ -481,6 +481,11 @@ class Ledger:
             sql, args = sql + " AND task_label = ?", [*args, task_label]
         return [_record(Event, row) for row in self._db.execute(sql + " ORDER BY seq", args)]
 
+    def last_event(self, run_id: str, kind: str) -> Event | None:
+        """The run's newest journal row of ``kind`` (e.g. its last check-in), or None."""
+        row = self._db.execute("SELECT * FROM events WHERE run_id = ? AND kind = ? ORDER BY seq DESC LIMIT 1", (run_id, kind)).fetchone()
+        return None if row is None else _record(Event, row)
+
     # -- inbox --------------------------------------------------------------------------------------------
 
     def record_inbound(

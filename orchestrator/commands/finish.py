@@ -36,6 +36,6 @@ def finish(ctx: click.Context, run_id: str | None, keep: tuple[str, ...], abando
     if reason and not abandon:
         raise OrchError("--reason goes with --abandon TASK")
     engine = engine_from(ctx)
-    result = finish_run(engine, engine.drive_run(run_id), keep=keep, abandon={task: reason or "" for task in abandon})
+    result = finish_run(engine, engine.drive_run(run_id), keep=keep, abandon={task: reason or "" for task in abandon}, as_json=as_json)
     emit(result, as_json, render_finished)
     ctx.exit(result.exit_code)

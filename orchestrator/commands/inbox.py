@@ -28,37 +28,30 @@ def inbox() -> None:
 @run_option
 @click.option("--source", default="cli", show_default=True, help="How the messages arrived (kept with them in the ledger).")
 @click.option("--check-in", "check", is_flag=True, help="Then run one check-in and say what to do next.")
-@click.option(
-    "--separator",
-    metavar="WORD",
-    help="Stdin holds several messages, split at each line that is exactly WORD (12-64 letters, digits, _ or -; choose it anew for every call).",
-)
 @json_option
 @click.argument("text", required=False)
 @click.pass_context
 def inbox_add(
-    ctx: click.Context, run_id: str | None, source: str, check: bool, separator: str | None, as_json: bool, text: str | None
+    ctx: click.Context, run_id: str | None, source: str, check: bool, as_json: bool, text: str | None
 ) -> None:
-    """Validate Message Contract envelopes (TEXT, or stdin with `-`) and record each; `--check-in` then acts on them.
+    """Validate a Message Contract envelope (TEXT, or stdin with `-`) and record it; `--check-in` then acts on it.
 
-    With `--separator WORD`, stdin may hold any number of envelopes, one per piece between lines that are exactly
-    WORD, and every message is validated and recorded on its own; without it, stdin is one message (a second
-    header line inside it is kept aside as `injection`: a worker's text cannot speak for another worker). Exits 0 whenever they were recorded, even when some are kept aside
-    (stale, unknown or mismatched): a worker's callback must not fail because of what it said. Exits 1 only when
-    nothing could be recorded. With `--check-in`, one check-in follows (questions the plan answers are answered,
-    a settled worker without a result is asked once for it), and `next` says what to do: answer, decide, wait,
-    verify or finish.
+    Workers run this themselves (their packet's callback command), for both kinds of controller; a person may pipe a
+    message in with `-`. One message per call: a second header line inside it is kept aside as `injection` (a
+    worker's text cannot speak for another worker). Exits 0 whenever it was recorded, even when kept aside (stale,
+    unknown or mismatched): a worker's callback must not fail because of what it said. Exits 1 only when nothing
+    could be recorded. With `--check-in`, one check-in follows (as `orch observe --once`), and `next` says what to do.
 
     \b
     Example:
-      orch inbox add --run w1:p1-20260101T000000Z "[herdr-orchestration run=w1:p1-20260101T000000Z task=fix-login from=fix-login kind=update reply-to=w1:p2]
+      orch inbox add --run w1:p1-20260101T000000Z "[herdr-orchestration run=w1:p1-20260101T000000Z task=fix-login from=fix-login kind=update reply-to=fix-login]
       Parser done, starting on tests"
-      pbpaste | orch inbox add --check-in -
+      orch inbox add --run w1:p1-20260101T000000Z - < callback.txt
     """
     if text is None:
         raise OrchError("no message given", hint="pass the envelope as TEXT, or `-` to read it from stdin")
     read = None
-    if separator is None and not check and run_id:
+    if not check and run_id:
         # A worker's callback (one message, a named run): the fast path, without pydantic (orchestrator.intake).
         from orchestrator.intake import render_added, take
 
@@ -73,21 +66,15 @@ def inbox_add(
             return
         read = outcome.inbound  # what it read of stdin (or nothing): the full path below says what is wrong
 
-    from orchestrator.handover import BATCH_MAX, check_separator
+    from orchestrator.handover import BATCH_MAX
     from orchestrator.inbox import Inbound, inbound_text, message_limit, read_inbound
-
-    if separator is not None:
-        check_separator(separator)
-        if text != "-":
-            raise OrchError("--separator splits stdin only", hint="pass the messages on stdin with `-`")
 
     engine = engine_from(ctx)
     # A check-in acts on the run (answers, prompts): one driver at a time. Recording alone only appends to the
     # inbox, like a worker's callback, and never waits on or is refused by the run's driver.
     run = engine.drive_run(run_id) if check else engine.find_run(run_id)
     limit = message_limit(engine, run)
-    # Both doors measure the same bytes; a batch may hold BATCH_MAX messages, each measured against the limit on its
-    # own (orchestrator.handover), so the input is never held beyond BATCH_MAX times the limit.
+    # Both doors read the same bytes (orchestrator.intake): never more than BATCH_MAX times the limit.
     batch = limit * BATCH_MAX
     if read is not None:
         inbound = Inbound(text=read.text, size=read.size, sha256=read.sha256, complete=read.complete)
@@ -99,11 +86,11 @@ def inbox_add(
     if check:
         from orchestrator.door import hand_over, render_handover  # the check-in reads herdr and plans: only when asked
 
-        emit(hand_over(engine, run, inbound, source=source, limit=limit, separator=separator), as_json, render_handover)
+        emit(hand_over(engine, run, inbound, source=source, limit=limit, as_json=as_json), as_json, render_handover)
     else:
         from orchestrator.handover import hand_over as record_all, render_handed
 
-        emit(record_all(engine, run, inbound, source=source, limit=limit, separator=separator), as_json, render_handed)
+        emit(record_all(engine, run, inbound, source=source, limit=limit), as_json, render_handed)
 
 
 @inbox.command("list")

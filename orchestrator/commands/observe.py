@@ -1,4 +1,4 @@
-"""`orch observe`, `orch answer`, `orch send`, `orch approve`: check-in rounds, messages to one worker, answers to its agent's forms."""
+"""`orch wait`, `orch observe`, `orch answer`, `orch send`, `orch approve`: check-ins, messages to one worker, answers to its agent's forms."""
 
 from __future__ import annotations
 
@@ -9,9 +9,36 @@ from orchestrator.messages import SentMessage, send_message
 from orchestrator.observe import DEFAULT_INTERVAL_S, observe as observe_run, render_observe
 
 
+@click.command("wait")
+@run_option
+@click.option(
+    "--timeout", "timeout_s", type=click.FloatRange(min=0), default=None, metavar="SECONDS",
+    help="Return after this long at the latest (default 60: below an agent's tool-call limit).",
+)  # fmt: skip
+@json_option
+@click.pass_context
+def wait(ctx: click.Context, run_id: str | None, timeout_s: float | None, as_json: bool) -> None:
+    """Wait until something needs the controller, checking in whenever one is owed; then say what to do next.
+
+    Returns as soon as a check-in finds a callback, a decision, a verdict or a failure, or nothing is left to wait
+    for, and at the latest after --timeout. Meanwhile it checks in as the plan's `checkin_interval_s` says: callbacks
+    are acted on, results verified, queued workers started, a silent worker asked for its result and failed on time.
+    `woke` says why it returned; run `next[].command` as printed.
+
+    \b
+    Example:
+      orch wait --run w1:p1-20261130T080000Z --json
+    """
+    from orchestrator.door import WAIT_S, render_waited, wait_run
+
+    engine = engine_from(ctx)
+    result = wait_run(engine, engine.find_run(run_id), timeout_s=WAIT_S if timeout_s is None else timeout_s, as_json=as_json)
+    emit(result, as_json, render_waited)
+
+
 @click.command("observe")
 @run_option
-@click.option("--once", is_flag=True, help="Run one check-in round and stop.")
+@click.option("--once", is_flag=True, help="Run one check-in (acting on everything it finds) and stop.")
 @click.option("--interval", type=click.FloatRange(min=0), default=DEFAULT_INTERVAL_S, show_default=True, help="Seconds between check-ins.")
 @click.option("--max-rounds", type=click.IntRange(min=1), default=None, help="Stop after this many rounds.")
 @json_option
@@ -20,14 +47,21 @@ def observe(ctx: click.Context, run_id: str | None, once: bool, interval: float,
     """Act on callbacks and check on every dispatched worker until none is still working on its own.
 
     Questions the plan answers are answered; other questions and blocks are listed for you; a settled
-    worker without a result is asked once for it; a worker fails only on the spec's evidence.
+    worker without a result is asked once for it; a worker fails only on the spec's evidence. With --once, one
+    check-in that also verifies the results it received and starts queued workers, then `next` (as `orch wait`).
 
     \b
     Example:
       orch observe --once --json
     """
     engine = engine_from(ctx)
-    result = observe_run(engine, engine.drive_run(run_id), once=once, interval=interval, max_rounds=max_rounds)
+    run = engine.drive_run(run_id)
+    if once:
+        from orchestrator.door import observe_once, render_checked_in
+
+        emit(observe_once(engine, run, as_json=as_json), as_json, render_checked_in)
+        return
+    result = observe_run(engine, run, interval=interval, max_rounds=max_rounds)
     emit(result, as_json, render_observe)
 
 

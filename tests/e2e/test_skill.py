@@ -1,18 +1,12 @@
-"""SKILL.md, run as written: every `orch` command it shows parses, and its fenced commands drive a run to PASS.
+"""SKILL.md, run as written: every `orch` command it shows parses, every command orch prints runs as printed, and
+its fenced commands drive whole runs.
 
-The agent controller of the SKILL door is itself an agent in the controller pane: workers call back with
-`herdr agent prompt <controller pane>`, so a plain shell there would refuse them (`agent_not_ready`). The test
-therefore starts an agent in the controller pane with `herdr agent start controller --kind claude`, as the
-person would start their controller agent. herdr-sim's stock scripted claude cannot serve as that agent: it
-shows a multi-line paste only as `[Pasted: <first line> +N lines]` (like real agent TUIs) and keeps the text
-nowhere, while an LLM controller has the whole prompt in its context. The smallest faithful alternative is the
-stock scripted agent with one change, `CONTROLLER_AGENT` below: it prints every prompt it receives in full.
-It is put first on the controller shell's PATH (as `claude`) before `herdr agent start`, so herdr starts,
-recognises and prompts it exactly like any claude. The test then plays the agent's reasoning: it reads the
-controller pane (`herdr agent read`) for each `[herdr-orchestration …]` envelope and runs SKILL.md's own
-commands, placeholders filled, through bash in the controller's environment.
+Workers record their own callbacks in the run's durable inbox (`orch inbox add` in their own panes), so the
+controller pane here is a plain shell, as it is under any agent: the test plays the agent's reasoning, running
+SKILL.md's own commands (placeholders filled) through bash in the controller's environment, and `orch wait` is how
+it learns of callbacks. Nothing sleeps in the controller: every wait is an `orch wait` call.
 
-Placeholders (documented in SKILL.md's Conventions): `<plan.toml>`, `<run-id>`, `<task>`, `<text>`, `<message>`.
+Placeholders (documented in SKILL.md's Conventions): `<plan.toml>`, `<run-id>`, `<task>`, `<text>`.
 """
 
 from __future__ import annotations
@@ -20,13 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -35,23 +29,25 @@ from click.testing import CliRunner
 
 from orchestrator.cli import cli
 from orchestrator.errors import ExitCode
-from herdr_sim.testing import eventually
 
 SKILL = Path(__file__).resolve().parents[2] / "SKILL.md"
-PLACEHOLDER = re.compile(r"<(plan\.toml|run-id|task|text|message|token)>")
-DUMMY = {"plan.toml": "plan.toml", "run-id": "w1:p1-20260101T000000Z", "task": "greeting", "text": "why", "message": "x", "token": "q7Rk2mXw9aT4vLp8"}
+PLACEHOLDER = re.compile(r"<(plan\.toml|run-id|task|text)>")
+DUMMY = {"plan.toml": "plan.toml", "run-id": "w1:p1-20260101T000000Z", "task": "greeting", "text": "why"}
 
 # SKILL.md's fenced commands, in document order, each named by its subcommand (a variant by its distinguishing option).
 FENCED = (
-    "plan check", "preflight", "provision", "dispatch", "inbox add", "observe", "answer", "status", "inbox list",
-    "verify", "send", "finish", "finish --abandon",
+    "plan check", "preflight", "provision", "dispatch", "wait", "answer", "status", "inbox list", "verify", "send",
+    "finish", "finish --abandon",
 )  # fmt: skip
 # The keys SKILL.md tells the agent to read in each command's --json output: (path, keys); a path is dotted through
 # objects, and every item of a list on the way is checked.
 _REPORT = ("verdict", "verdict_reasons", "workers", "callbacks", "verification", "retired", "blockers")
 _INTEGRATE = ("enabled", "items", "not_accepted", "paused_by", "stopped_at", "failure")
-_OBSERVE = ("observations", "workers", "active")
 _OBSERVE_WORKER = ("task", "state", "herdr_state", "unchanged_check_ins", "pending_question")
+_VERIFY = (
+    ("verdicts", ("task", "verification")),
+    ("verdicts.verification", ("disposition", "reasons", "checks", "outside_claim")),
+)
 _FINISH = (
     ("", ("integrate", "retire", "report", "report_text", "finished", "waiting", "exit_code")),
     ("integrate", _INTEGRATE),
@@ -74,23 +70,18 @@ DOCUMENTED: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "preflight": (("", ("ok", "run_id", "controller", "checks", "failure")), ("controller", ("target",)), ("checks", ("name", "ok", "evidence", "notes"))),
     "provision": (("", ("workers",)), ("workers", ("task", "state", "pane_id", "tab_label", "worktree_path", "created", "reused", "notes", "error"))),
     "dispatch": (("", ("prompts_sent", "workers")), ("workers", ("task", "outcome", "state", "detail", "diagnosis"))),
-    "inbox add": (
-        ("", ("messages", "check_in", "next")),
-        ("messages", ("verdict", "reason_code", "reason", "task", "kind", "state_after")),
-        ("check_in", _OBSERVE),
-        ("check_in.observations", ("task", "what", "text")),
-        ("check_in.workers", _OBSERVE_WORKER),
+    "wait": (
+        ("", ("woke", "observations", "workers", "active", "verify", "next")),
+        ("observations", ("task", "what", "text")),
+        ("workers", _OBSERVE_WORKER),
         ("next", ("do", "task", "command", "why")),
+        ("verify", ("verdicts", "not_verified", "integration_paused_by")),
+        *((f"verify.{path}", keys) for path, keys in _VERIFY),
     ),
-    "observe": (("", _OBSERVE), ("observations", ("task", "what", "text")), ("workers", _OBSERVE_WORKER)),
     "answer": (("", ("kind", "target", "state")),),
     "status": (("", ("status", "verdict", "stopped_at", "workers")), ("workers", ("task", "state", "disposition", "pane", "last_callback_kind", "pending_question"))),
     "inbox list": (("", ("messages",)), ("messages", ("id", "verdict", "reason_code", "task", "kind", "sender", "handled", "first_line"))),
-    "verify": (
-        ("", ("verdicts", "not_verified", "integration_paused_by")),
-        ("verdicts", ("task", "verification")),
-        ("verdicts.verification", ("disposition", "reasons", "checks", "outside_claim")),
-    ),
+    "verify": (("", ("verdicts", "not_verified", "integration_paused_by")), *_VERIFY),
     "send": (("", ("kind", "target", "state")),),
     "finish": _FINISH,
     "finish --abandon": _FINISH,
@@ -99,34 +90,6 @@ DOCUMENTED: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "retire": (("", ("workers", "workspaces")),),
     "report": (("", _REPORT),),
 }
-
-# The controller agent: herdr-sim's scripted agent, except that it shows every prompt in full (see the docstring).
-CONTROLLER_AGENT = '''#!{python}
-"""Test controller agent: herdr-sim's scripted agent that prints every prompt it receives in full."""
-import os
-import sys
-
-from herdr_sim.agent import _log_path
-from herdr_sim.agent.console import Console
-from herdr_sim.agent.worker import Agent
-
-
-class Controller(Agent):
-    def handle(self, text):
-        self.report("working")
-        self.console.say("• Prompt received:")
-        for line in text.strip("\\n").splitlines():
-            self.console.say("│ " + line)
-        self.console.say("• End of prompt.")
-        self.report("idle")
-
-
-env = dict(os.environ)
-console = Console(_log_path(env))
-with console:
-    code = Controller("claude", env, console).run()
-sys.exit(code)
-'''
 
 SCENARIOS = """
 [[task.greeting]]
@@ -193,28 +156,8 @@ def fenced_blocks(text: str) -> list[tuple[str, str]]:
 
 
 def fenced_commands(text: str) -> list[str]:
-    """Every `orch …` command of the bash blocks, a heredoc kept with the command that reads it."""
-    commands: list[str] = []
-    for lang, body in fenced_blocks(text):
-        if lang != "bash":
-            continue
-        lines = body.splitlines()
-        i = 0
-        while i < len(lines):
-            line = lines[i]
-            i += 1
-            if not line.startswith("orch "):
-                continue
-            command = [line]
-            heredoc = re.search(r"<<'([\w<>-]+)'$", line)
-            if heredoc:
-                while i < len(lines):
-                    command.append(lines[i])
-                    i += 1
-                    if command[-1] == heredoc.group(1):
-                        break
-            commands.append("\n".join(command))
-    return commands
+    """Every `orch …` command line of the bash blocks."""
+    return [line for lang, body in fenced_blocks(text) if lang == "bash" for line in body.splitlines() if line.startswith("orch ")]
 
 
 def inline_commands(text: str) -> list[str]:
@@ -225,15 +168,14 @@ def inline_commands(text: str) -> list[str]:
 
 def key_of(command: str) -> str:
     """The subcommand path a command runs (`inbox add`, `observe`, …), `finish --abandon` for that variant."""
-    words = shlex.split(command.splitlines()[0].split("<<")[0])[1:]
+    words = shlex.split(command)[1:]
     groups = {"plan", "inbox"}
     key = " ".join(words[:2]) if words[0] in groups else words[0]
     return f"{key} --abandon" if key == "finish" and "--abandon" in words else key
 
 
 def fill(command: str, values: dict[str, str]) -> str:
-    """Replace the documented placeholders; shell-quote them outside a heredoc and a quoted <text>."""
-    first, _, heredoc = command.partition("\n")
+    """Replace the documented placeholders, shell-quoted (a <text> inside SKILL.md's double quotes as it is)."""
 
     def one(match: re.Match[str]) -> str:
         name = match.group(1)
@@ -243,13 +185,7 @@ def fill(command: str, values: dict[str, str]) -> str:
             return value
         return shlex.quote(value)
 
-    first = PLACEHOLDER.sub(one, first)
-    if heredoc:
-        # SKILL.md shows two messages around a separator line; the caller's <message> already holds them all, joined.
-        heredoc = heredoc.replace("<message>\n<token>\n<message>", "<message>")
-        heredoc = PLACEHOLDER.sub(lambda m: values[m.group(1)], heredoc)
-        return f"{first}\n{heredoc}"
-    return first
+    return PLACEHOLDER.sub(one, command)
 
 
 # --- the static checks (no simulator) ---
@@ -261,7 +197,7 @@ def test_every_orch_command_in_skill_md_parses_and_every_subcommand_exists() -> 
     commands = fenced_commands(text) + inline_commands(text)
     runner = CliRunner()
     for command in commands:
-        argv = shlex.split(fill(command, DUMMY).splitlines()[0].split("<<")[0])
+        argv = shlex.split(fill(command, DUMMY))
         assert argv[0] == "orch", command
         # --help is eager: click rejects unknown options and extra arguments first, then prints help and exits 0.
         done = runner.invoke(cli, [*argv[1:], "--help"])
@@ -309,7 +245,7 @@ def _command(name: str) -> Any:
 # Subcommands with a --run option (the ones whose SKILL.md commands must name their run).
 RUN_COMMANDS = tuple(
     name
-    for name in ("provision", "dispatch", "inbox add", "observe", "answer", "status", "inbox list", "verify", "send", "finish", "integrate", "retire", "report")
+    for name in ("provision", "dispatch", "wait", "inbox add", "observe", "answer", "status", "inbox list", "verify", "send", "finish", "integrate", "retire", "report")
     if any(p.name == "run_id" for p in _command(name).params)
 )
 
@@ -318,7 +254,8 @@ RUN_COMMANDS = tuple(
 
 
 class SkillAgent:
-    """Plays the controller agent: runs SKILL.md's commands (filled) with bash in the controller's environment."""
+    """Plays the controller agent: runs SKILL.md's commands (filled), and the commands orch prints as printed, with bash
+    in the controller's environment. Every call is counted; nothing here sleeps."""
 
     def __init__(self, world: Any, commands: list[str], plan: Path) -> None:
         self.world = world
@@ -326,86 +263,56 @@ class SkillAgent:
         self.values = {"plan.toml": str(plan)}
         self.env = dict(world.env, PATH=f"{Path(sys.executable).parent}{os.pathsep}{world.env['PATH']}")
         self.ran: list[str] = []
-        self.calls = 0  # every `orch` call the agent made
-        self.handed_over = 0  # callbacks received (and handed over) so far
-        self.merged: set[int] = set()  # inbox ids orch kept aside as possible merges
+        self.calls: list[str] = []  # the subcommand of every `orch` call the agent made, in order
+        self.waits: list[dict[str, Any]] = []  # every `orch wait` result
+        self.verdicts: dict[str, str] = {}  # each task's latest disposition, as the waits reported them
 
-    def _bash(self, key: str, values: dict[str, str]) -> subprocess.CompletedProcess[str]:
-        command = fill(self.templates[key], {**self.values, **values})
-        self.calls += 1
-        return subprocess.run(["bash", "-c", command], env=self.env, cwd=self.world.repo.path, capture_output=True, text=True, timeout=300)
+    def _bash(self, key: str, command: str) -> dict[str, Any]:
+        self.calls.append(key)
+        done = subprocess.run(["bash", "-c", command], env=self.env, cwd=self.world.repo.path, capture_output=True, text=True, timeout=300)
+        self._last = done
+        return {"exit": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
 
     def run(self, key: str, ok: tuple[int, ...] = (0,), **values: str) -> dict[str, Any]:
-        done = self._bash(key, values)
-        assert done.returncode in ok, f"{key}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
+        """SKILL.md's fenced command ``key``, placeholders filled."""
+        return self._parsed(key, fill(self.templates[key], {**self.values, **values}), ok)
+
+    def follow(self, command: str, text: str | None = None, ok: tuple[int, ...] = (0,)) -> dict[str, Any]:
+        """A command orch printed, run exactly as printed (TEXT replaced by the agent's words, quoted)."""
+        assert command.startswith("orch ") and command.endswith(" --json"), command  # it carries the caller's flags
+        if text is not None:
+            command = command.replace(" TEXT", " " + shlex.quote(text), 1)
+        assert "TEXT" not in command, command
+        return self._parsed(key_of(command), command, ok)
+
+    def _parsed(self, key: str, command: str, ok: tuple[int, ...]) -> dict[str, Any]:
+        done = self._bash(key, command)
+        assert done["exit"] in ok, f"{command}\nexit {done['exit']}\n{done['stdout']}\n{done['stderr']}"
         if key not in self.ran:
             self.ran.append(key)
-        result: dict[str, Any] = json.loads(done.stdout)
-        check_keys(key, result)
+        result: dict[str, Any] = json.loads(done["stdout"])
+        if key in DOCUMENTED:
+            check_keys(key, result)
+        if key == "wait":
+            self.waits.append(result)
+            for v in (result["verify"] or {}).get("verdicts", []):
+                self.verdicts[v["task"]] = v["verification"]["disposition"]
+            # One exact form per step: the printed wait is SKILL.md's own.
+            for step in result["next"]:
+                if step["do"] == "wait":
+                    assert step["command"] == fill(self.templates["wait"], self.values), step
         return result
 
-    def prompts(self) -> list[str]:
-        """Every prompt the controller agent received, in full, from its pane."""
-        screen = self.world.herdr("agent", "read", "controller", "--source", "recent-unwrapped", "--lines", "2000")
-        found: list[str] = []
-        current: list[str] | None = None
-        for line in screen.splitlines():
-            # A prompt that arrived while the agent was busy is printed right after its next `› ` input marker.
-            line = line.removeprefix("› ")
-            if line == "• Prompt received:":
-                current = []
-            elif line == "• End of prompt." and current is not None:
-                found.append("\n".join(current))
-                current = None
-            elif current is not None and line.startswith("│ "):
-                current.append(line[2:])
-        return found
-
-    def next_callbacks(self, moving: list[str], timeout_s: float = 90) -> list[str]:
-        """Wait, as an agent waits for its next prompt, until a callback arrived; then take every one received so far.
-
-        A worker sends its callback before its turn ends: once the workers that were moving have settled in herdr,
-        every callback they sent is among the controller's prompts, so one handover carries them all.
-        """
-        eventually(lambda: len(self.prompts()) > self.handed_over or None, self.stuck, timeout_s, 0.3)
-        for task in moving:
-            self.world.herdr("agent", "wait", task, "--until", "idle", "--until", "done", "--until", "blocked", "--timeout", "60000")
-        self.world.herdr("agent", "wait", "controller", "--timeout", "10000")
-        seen = self.prompts()
-        new, self.handed_over = seen[self.handed_over :], len(seen)
-        return new
-
-    def stuck(self) -> str:
-        """What the run looks like when no callback comes (for the failure message)."""
-        status = self.world.orch("status", "--run", self.values.get("run-id", ""))
-        screen = self.world.herdr("agent", "read", "controller", "--source", "recent-unwrapped", "--lines", "60")
-        return f"no new callback after {self.handed_over}:\n{status.stdout}{status.stderr}\n--- controller screen ---\n{screen}\n--- "
-
-    def hand_over(self, messages: list[str]) -> dict[str, Any]:
-        """§5: every callback received, whole and unchanged, one after the other in one heredoc, then the check-in."""
-        for message in messages:
-            assert message.startswith("[herdr-orchestration run="), message
-        token = f"t{secrets.token_hex(8)}"  # made up anew for every call, as SKILL.md says
-        return self.run("inbox add", message=f"\n{token}\n".join(messages), token=token)
-
-    def callbacks_until(self, stop: Callable[[dict[str, Any]], bool], moving: list[str]) -> dict[str, Any]:
-        """Hand callbacks over as they come until ``stop(handover)``; the last handover.
-
-        On herdr 0.8.x two callbacks can reach the controller as one prompt (the Enter follows 300 ms after the
-        answer): orch keeps it aside as a possible merge and asks each worker it names to repeat. Every message is
-        accepted, or is such a possible merge, or the duplicate of a repeat (recorded once, as accepted).
-        """
-        deadline = time.monotonic() + 240
-        while True:
-            handed = self.hand_over(self.next_callbacks(moving))
-            merges = {o["inbox_id"] for o in handed["check_in"]["observations"] if o["what"] == "possible_merge"}
-            self.merged |= merges
-            for m in handed["messages"]:
-                assert m["verdict"] == "accepted" or m["inbox_id"] in merges or m["reason_code"] == "duplicate", handed
-            if stop(handed):
-                return handed
-            moving = [w["task"] for w in handed["check_in"]["workers"] if w["state"] in ("dispatched", "working")]
-            assert time.monotonic() < deadline, handed
+    def wait_until(self, stop: Callable[[dict[str, Any]], bool], deadline_s: float = 300) -> dict[str, Any]:
+        """§5: `orch wait` (then the wait `next` prints, as printed) until ``stop(result)``; the last result."""
+        deadline = time.monotonic() + deadline_s
+        result = self.run("wait")
+        while not stop(result):
+            assert time.monotonic() < deadline, json.dumps(result, indent=1)
+            waits = [n["command"] for n in result["next"] if n["do"] == "wait"]
+            assert waits, json.dumps(result, indent=1)  # the run needs something else first: the test's stop is wrong
+            result = self.follow(waits[0])
+        return result
 
 
 def _at(value: Any, path: str) -> list[Any]:
@@ -427,18 +334,6 @@ def check_keys(key: str, result: dict[str, Any]) -> None:
             assert set(keys) <= set(item), (key, path, sorted(item))
 
 
-def start_controller_agent(world: Any, tmp_path: Path) -> None:
-    """The person starts their controller agent in the pane they work in (see the module docstring)."""
-    bin_dir = tmp_path / "controller-bin"
-    bin_dir.mkdir()
-    (bin_dir / "claude").write_text(CONTROLLER_AGENT.replace("{python}", sys.executable))
-    (bin_dir / "claude").chmod(0o755)
-    world.herdr("pane", "run", world.controller_pane, f"export PATH={shlex.quote(str(bin_dir))}:$PATH")
-    world.herdr("pane", "wait-output", world.controller_pane, "--match", "$ ", "--timeout", "10000")
-    started = world.herdr("agent", "start", "controller", "--kind", "claude", "--pane", world.controller_pane)
-    assert started["result"]["agent"]["agent_status"] in ("idle", "done")
-
-
 def start_run(agent: SkillAgent, world: Any) -> str:
     """§1-4: plan check, preflight, provision, dispatch; the run id."""
     checked = agent.run("plan check")
@@ -452,48 +347,59 @@ def start_run(agent: SkillAgent, world: Any) -> str:
     return str(run_id)
 
 
-def assert_each_callback_recorded_once(agent: SkillAgent) -> None:
-    """Every message accepted once: the rest were possible merges orch asked about, or duplicates of a repeat."""
+def assert_each_callback_recorded_once(agent: SkillAgent) -> list[dict[str, Any]]:
+    """Every worker's message was recorded once and accepted (workers record their own: nothing merges or is lost)."""
     listed = agent.run("inbox list")
     for m in listed["messages"]:
-        assert m["verdict"] == "accepted" or m["id"] in agent.merged or m["reason_code"] == "duplicate", m
-    accepted = [(m["task"], m["kind"], m["first_line"]) for m in listed["messages"] if m["verdict"] == "accepted"]
-    assert len(accepted) == len(set(accepted)), accepted
+        assert m["verdict"] == "accepted", m
+    messages: list[dict[str, Any]] = listed["messages"]
+    return messages
 
 
-def next_do(handed: dict[str, Any]) -> list[tuple[str, str | None]]:
-    return [(n["do"], n["task"]) for n in handed["next"]]
+def assert_waits_earned(agent: SkillAgent) -> None:
+    """Every `orch wait` returned with something for the controller, or at its timeout: none was spent for nothing."""
+    for w in agent.waits:
+        news = [o for o in w["observations"] if o["what"] not in ("working", "answered", "asked_for_result", "started", "slot_freed", "integrated", "queued", "slot_kept", "report")]
+        assert w["woke"] == "timeout" or news or w["woke"] == "finish", json.dumps(w, indent=1)
+
+
+def next_do(result: dict[str, Any]) -> list[tuple[str, str | None]]:
+    return [(n["do"], n["task"]) for n in result["next"]]
+
+
+def step(result: dict[str, Any], do: str, task: str | None = None) -> str:
+    """The command of ``result``'s next step ``do`` (for ``task``)."""
+    (command,) = [n["command"] for n in result["next"] if n["do"] == do and n["task"] == task]
+    return str(command)
 
 
 def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: Path) -> None:
     text = SKILL.read_text()
     plan = world.write_plan(next(body for lang, body in fenced_blocks(text) if lang == "toml"))
     world.write_scenarios(SCENARIOS)
-    start_controller_agent(world, tmp_path)
     agent = SkillAgent(world, fenced_commands(text), plan)
     run_id = start_run(agent, world)
 
     # greeting asks what the plan does not answer (the agent answers); api-docs asks what it does (orch answers).
-    agent.callbacks_until(lambda h: ("answer", "greeting") in next_do(h), ["greeting", "api-docs"])
-    sent = agent.run("answer", task="greeting", text=ANSWER)
+    asked = agent.wait_until(lambda w: ("answer", "greeting") in next_do(w))
+    sent = agent.follow(step(asked, "answer", "greeting"), ANSWER)
     assert (sent["kind"], sent["state"]) == ("answer", "working")
-    agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["greeting", "api-docs"])
+    # Each result is verified by the check-in that receives it; the waits report every verdict.
+    agent.wait_until(lambda w: next_do(w) == [("finish", None)])
+    assert agent.verdicts == {"greeting": "accepted", "api-docs": "rejected"}, json.dumps(agent.waits[-1], indent=1)
     status = agent.run("status")
-    assert [(w["task"], w["state"]) for w in status["workers"]] == [("greeting", "result"), ("api-docs", "result")]
-    assert_each_callback_recorded_once(agent)
+    assert [(w["task"], w["state"]) for w in status["workers"]] == [("greeting", "accepted"), ("api-docs", "rejected")]
 
-    verified = agent.run("verify")
-    assert {v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]} == {"greeting": "accepted", "api-docs": "rejected"}, json.dumps(verified, indent=1)
-    # Rejected: send it back (the controller writes no work product), hand its new result over, verify again.
+    # Rejected: send it back (the controller writes no work product); its new result is verified when it comes.
     sent = agent.run("send", task="api-docs", text=FOLLOW_UP)
     assert (sent["kind"], sent["state"]) == ("follow-up", "dispatched")
-    agent.callbacks_until(lambda h: next_do(h) == [("verify", None)], ["api-docs"])
-    verified = agent.run("verify")
-    assert ({v["task"]: v["verification"]["disposition"] for v in verified["verdicts"]}, verified["not_verified"]) == ({"api-docs": "accepted"}, [])
-    seen = agent.run("observe")
-    assert seen["active"] is False
+    done = agent.wait_until(lambda w: next_do(w) == [("finish", None)])
+    assert agent.verdicts == {"greeting": "accepted", "api-docs": "accepted"}
+    messages = assert_each_callback_recorded_once(agent)
+    assert Counter((m["task"], m["kind"]) for m in messages) == Counter({
+        ("api-docs", "question"): 1, ("greeting", "question"): 1, ("greeting", "result"): 1, ("api-docs", "result"): 2})  # fmt: skip
 
-    finished = agent.run("finish")
+    finished = agent.follow(step(done, "finish"))
     assert (finished["finished"], finished["waiting"], finished["exit_code"]) == (True, [], 0)
     assert (finished["report"]["verdict"], finished["report"]["verdict_reasons"], finished["report"]["blockers"]) == ("PASS", [], [])
     assert [(i["task"], i["outcome"]) for i in finished["integrate"]["items"]] == [("greeting", "accepted"), ("api-docs", "accepted")]
@@ -507,9 +413,13 @@ def test_skill_md_commands_drive_a_two_worker_run_to_pass(world: Any, tmp_path: 
     assert "Run status: finished. Exit code: 0." in (world.engine().run_dir(run_id) / "report.md").read_text().splitlines()
     assert world.repo.git("show", "feat/greeting:src/greet/hello.txt") == ANSWER
     assert world.repo.git("show", "docs/api-guide:docs/notes.md") == "Page size: 50 by default, 200 at most."
-    # The controller kept focus, and its agent is still there, named as the person started it.
+    # The controller kept focus, and its pane never received a prompt (it is a plain shell: workers never reach it).
     assert world.herdr("pane", "get", world.controller_pane)["result"]["pane"]["focused"] is True
-    assert world.herdr("agent", "get", "controller")["result"]["agent"]["pane_id"] == world.controller_pane
+    # The calls: the four of §1-4, the waits, one per decision (the answer, the follow-up), finish; and the test's looks.
+    assert Counter(agent.calls) == Counter({
+        "plan check": 1, "preflight": 1, "provision": 1, "dispatch": 1, "wait": len(agent.waits), "answer": 1, "send": 1,
+        "status": 1, "inbox list": 1, "finish": 1})  # fmt: skip
+    assert_waits_earned(agent)
 
 
 FIVE_PLAN = """\
@@ -637,36 +547,33 @@ do = "result"
 """
 
 
-def test_skill_md_drives_a_five_worker_run_to_partial_in_six_calls_plus_one_per_callback(world: Any, tmp_path: Path) -> None:
+def test_skill_md_drives_a_five_worker_run_to_partial_within_its_call_budget(world: Any, tmp_path: Path) -> None:
     """The issue-12 run: a question the plan does not answer, a block needing a token, a false claim of a check,
     an edit outside the claim, clean work (after a question the plan answers); the controller decides nothing for
     the user, so the run ends PARTIAL with every decision still open and its worker still there."""
     text = SKILL.read_text()
     world.write_scenarios(FIVE_SCENARIOS)
-    start_controller_agent(world, tmp_path)
     agent = SkillAgent(world, fenced_commands(text), world.write_plan(FIVE_PLAN))
-    tasks = ["ask", "token", "claims", "outside", "clean"]
     run_id = start_run(agent, world)
 
-    handed = agent.callbacks_until(lambda h: next_do(h)[-1] == ("verify", None), tasks)
-    # What waits on the user is surfaced in `next`, with the exact command once they decide.
-    assert {(n["do"], n["task"], n["command"]) for n in handed["next"] if n["do"] != "verify"} <= {
-        ("answer", "ask", f"orch answer --run {run_id} ask TEXT"), ("decide", "token", f"orch answer --run {run_id} token TEXT"),
+    done = agent.wait_until(lambda w: ("finish", None) in next_do(w))
+    # What waits on the user was surfaced in `next` as it came, with the exact command once they decide.
+    decisions = {(n["do"], n["task"], n["command"]) for w in agent.waits for n in w["next"] if n["do"] in ("answer", "decide")}
+    assert decisions == {
+        ("answer", "ask", f"orch answer --run {run_id} ask TEXT --json"), ("decide", "token", f"orch answer --run {run_id} token TEXT --json"),
     }
-    verified = agent.run("verify")
-    dispositions = {v["task"]: (v["verification"]["disposition"], v["verification"]["reasons"]) for v in verified["verdicts"]}
-    assert dispositions == {
+    verdicts = {v["task"]: (v["verification"]["disposition"], v["verification"]["reasons"]) for w in agent.waits for v in (w["verify"] or {}).get("verdicts", [])}
+    assert verdicts == {
         "claims": ("rejected", [
             "check `grep -q released notes/notes.md` failed on re-run (exit 1)",
             "worker reported `grep -q released notes/notes.md` passing, but it does not pass on re-run",
         ]),
         "outside": ("blocked", ["edited outside its claim: README.md (integration paused for a decision)"]),
         "clean": ("accepted", []),
-    }, json.dumps(verified, indent=1)
-    assert ([(w["task"], w["state"]) for w in verified["not_verified"]], verified["integration_paused_by"]) == (
-        [("ask", "question"), ("token", "blocked")], ["outside"])
+    }, json.dumps(agent.waits, indent=1)
+    assert [(w["task"], w["state"]) for w in done["workers"] if w["state"] in ("question", "blocked")] == [("ask", "question"), ("token", "blocked"), ("outside", "blocked")]
 
-    finished = agent.run("finish", ok=(10,))
+    finished = agent.follow(step(done, "finish"), ok=(10,))
     report = finished["report"]
     assert (finished["finished"], finished["exit_code"], report["verdict"]) == (False, 10, "PARTIAL")
     # Integration pauses only what it must: clean shares no file with outside's edit, so it is merged.
@@ -680,6 +587,10 @@ def test_skill_md_drives_a_five_worker_run_to_partial_in_six_calls_plus_one_per_
     )
     assert finished["report_text"].splitlines()[-1] == blockers
     assert [(w["task"], w["kind"]) for w in finished["waiting"]] == [("ask", "question"), ("token", "blocked"), ("outside", "verification_blocked")]
+    # Every command finish prints for a decision runs as printed (the answer reaches ask, which is still waiting).
+    for w in finished["waiting"]:
+        for command in w["commands"]:
+            assert command.endswith(" --json") and shlex.split(command.replace("TEXT", "x"))[:2][0] == "orch", command
     # report.md was written after retire and says the same.
     markdown = (world.engine().run_dir(run_id) / "report.md").read_text()
     assert blockers in markdown.splitlines()
@@ -691,13 +602,6 @@ def test_skill_md_drives_a_five_worker_run_to_partial_in_six_calls_plus_one_per_
     assert world.herdr("pane", "get", world.controller_pane)["result"]["pane"]["focused"] is True
     assert ledger.get_run(run_id).stopped_at == "waiting for the person: ask, token, outside"
 
-    # The call budget: six calls plus one per callback the controller received.
-    assert agent.calls <= 6 + agent.handed_over, (agent.calls, agent.handed_over)
-
-
-def test_the_handover_heredoc_ends_at_a_token_made_up_for_the_call() -> None:
-    """A fixed delimiter would let a worker's body line end the controller's heredoc and run the rest as shell."""
-    (template,) = [c for c in fenced_commands(SKILL.read_text()) if key_of(c) == "inbox add"]
-    first, *body = template.splitlines()
-    assert first.endswith("--separator <token> - <<'<token>_END'"), first
-    assert body == ["<message>", "<token>", "<message>", "<token>_END"]
+    # The call budget: plan check, preflight, provision, dispatch, one wait per batch of callbacks, finish.
+    assert agent.calls == ["plan check", "preflight", "provision", "dispatch", *["wait"] * len(agent.waits), "finish"]
+    assert_waits_earned(agent)

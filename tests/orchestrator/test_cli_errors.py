@@ -197,6 +197,7 @@ JSON_FAILURES = {
     "send": (["send", "--run", RUN, "done", "--kind", "stop", "Stop."], 1),
     "status": (["status", "--run", "nope"], 1),
     "verify": (["verify", "--run", RUN, "--task", "nope"], 1),
+    "wait": (["wait", "--run", "nope"], 1),
 }
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.effects import EFFECTS, settler
-from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone
+from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, orch_executable
 from orchestrator.errors import HerdrCallLost, HerdrError, HerdrNotFound, HerdrProtocolError, HerdrTimeout, HerdrUnavailable
 from orchestrator.herdr import HerdrCli
 from registry import Effect, EffectStatus
@@ -211,19 +211,15 @@ def test_an_error_not_listed_as_unknown_still_fails_the_effect(engine: Engine) -
     assert statuses(engine) == [("split", "failed")]
 
 
-@pytest.mark.parametrize(
-    ("binary", "controller", "expected"),
-    [
-        ("herdr", "agent", ("herdr", "agent", "prompt", "w1:p1")),  # the spec's literal pattern
-        ("/opt/herdr/bin/herdr", "agent", ("/opt/herdr/bin/herdr", "agent", "prompt", "w1:p1")),  # orch --herdr PATH
-    ],
-)
-def test_an_agent_controllers_workers_call_back_through_the_same_herdr(tmp_path: Path, binary: str, controller: str, expected: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("controller", ["agent", "run"])
+def test_every_worker_records_its_callback_in_the_durable_inbox_whatever_its_controller(tmp_path: Path, controller: str) -> None:
+    """No worker text is typed into the controller's pane or passes through its shell: an agent controller's workers
+    call back exactly as `orch run`'s do (the old `herdr agent prompt <controller>` let a body end the controller's heredoc)."""
     settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "p", src_root=tmp_path / "src")
-    engine = Engine(settings=settings, herdr=HerdrCli(binary), clock=FakeClock(), env={}, controller=controller)
+    engine = Engine(settings=settings, herdr=HerdrCli("/opt/herdr/bin/herdr"), clock=FakeClock(), env={}, controller=controller)
     run = engine.ledger.create_run(RUN_ID, controller_target="w1:p1")
 
-    assert engine.callback_prefix(run) == expected
+    assert engine.callback_prefix(run) == ("env", f"ORCH_HOME={tmp_path / 'orch'}", orch_executable(), "inbox", "add", "--run", RUN_ID)
     engine.close()
 
 

@@ -14,7 +14,7 @@ from orchestrator.errors import HerdrNotFound, HerdrError, HerdrTimeout
 from orchestrator.herdr_models import AgentExplain, AgentInfo, AgentPrompted, HerdrFeatures
 from orchestrator.inbox import _apply, add_message
 from orchestrator.dialogs import approve
-from orchestrator.door import finish_run, hand_over, next_steps, settled_check_in
+from orchestrator.door import finish_run, hand_over, next_steps, render_waited, settled_check_in, wait_run
 from orchestrator.errors import OrchError
 from orchestrator.observe import Observation, answers_owed, check_in, liveness_token, match_answer, observe, render_observe
 from orchestrator.plan import Answer
@@ -209,8 +209,8 @@ def test_unanswerable_question_and_blocked_are_surfaced_and_kept(engine: Engine,
     result = observe(engine, run_of(engine), once=True)
     assert render_observe(result) == (
         f"Run {RUN}: 1 check-in round\n"
-        f"  [1] feature-b needs answer #1: Tabs or spaces? (answer with `orch answer --run {RUN} feature-b TEXT`)\n"
-        f"  [1] feature-a blocked #2: Need a token for the staging API. (decide, then `orch answer --run {RUN} feature-a TEXT` or `orch send --run {RUN} feature-a --kind stop TEXT`)\n"
+        "  [1] feature-b needs answer #1: Tabs or spaces?\n"
+        "  [1] feature-a blocked #2: Need a token for the staging API.\n"
         "Workers:\n"
         "  feature-a (feature-a): blocked, herdr blocked, unchanged check-ins 0\n"
         "  feature-b (feature-b): question, herdr idle, unchanged check-ins 0\n"
@@ -229,7 +229,7 @@ def test_result_recorded_with_its_parsed_checks(engine: Engine, herdr: FakeHerdr
     herdr.states["w1:pa"] = "idle"
     result = observe(engine, run_of(engine), once=True)
     assert [(o.task, o.what, o.text) for o in result.observations if o.task == "feature-a"] == [
-        ("feature-a", "result", f"status done, 0 commit(s), 1 changed file(s), 1 check(s); ready for `orch verify --run {RUN} --task feature-a`")
+        ("feature-a", "result", "status done, 0 commit(s), 1 changed file(s), 1 check(s)")
     ]
     worker = engine.ledger.get_worker(RUN, "feature-a")
     assert worker.reported_checks is not None and '"command":"pytest -q"' in worker.reported_checks
@@ -349,8 +349,7 @@ def test_an_approval_form_makes_the_worker_blocked_with_its_text_and_orch_types_
     assert [(n.task, n.what, n.text) for n in notes] == [(
         "feature-a", "approval",
         "codex approval form: • Wrote src/a/x.py / Would you like to run the following command? / $ make deploy / › 1. Yes, proceed (y) / "
-        "3. No, and tell Codex what to do differently (esc) / Press enter to confirm or esc to cancel "
-        f"(decide, then `orch approve --run {RUN} feature-a` or `orch approve --run {RUN} feature-a --deny`)",
+        "3. No, and tell Codex what to do differently (esc) / Press enter to confirm or esc to cancel",
     )]  # fmt: skip
     worker = engine.ledger.get_worker(RUN, "feature-a")
     assert (worker.state, waiting, herdr.keys, herdr.prompts) == (S.BLOCKED, {"feature-a"}, [], [])
@@ -512,7 +511,8 @@ def test_a_handover_waits_for_a_named_worker_to_end_its_turn_then_asks_it(engine
         herdr.states["w1:pa"] = "idle"  # feature-a's turn ends while the handover's check-in waits
 
     monkeypatch.setattr(clock, "sleep", sleep)
-    result = settled_check_in(engine, run_of(engine))
+    result, verified = settled_check_in(engine, run_of(engine))
+    assert verified is None
     assert [(o.round, o.task, o.what) for o in result.observations] == [
         (1, "feature-a", "kept_aside"), (1, None, "possible_merge"), (2, "feature-a", "asked_to_repeat"),
     ]  # fmt: skip
@@ -522,21 +522,23 @@ def test_a_handover_waits_for_a_named_worker_to_end_its_turn_then_asks_it(engine
 def test_the_door_hands_a_merged_prompt_over_as_one_message_and_waits_for_each_repeat(engine: Engine, herdr: FakeHerdr) -> None:
     """`orch inbox add --check-in` as the controller agent calls it: the merged prompt, then each repeat as it comes."""
     herdr.states.update({"w1:pa": "idle", "w1:pb": "idle"})
-    sep = "q7Rk2mXw9aT4vLp8"
-    first = hand_over(engine, run_of(engine), merged(), separator=sep)
+    first = hand_over(engine, run_of(engine), merged())
     assert [(m.verdict, m.reason_code) for m in first.messages] == [("kept_aside", "injection")]
     assert [(o.task, o.what) for o in first.check_in.observations] == [
         ("feature-a", "kept_aside"), (None, "possible_merge"), ("feature-a", "asked_to_repeat")]
-    assert [(n.do, n.why) for n in first.next] == [("wait", "feature-a, feature-b still working: wait for the next callback")]
+    assert [(n.do, n.command, n.why) for n in first.next] == [
+        ("wait", f"orch wait --run {RUN}", "feature-a, feature-b still working: orch checks in while it waits and returns when something needs you")]
 
     herdr.states["w1:pa"], herdr.seqs["w1:pa"] = "idle", 2
-    second = hand_over(engine, run_of(engine), envelope("feature-a", "question", QUESTION_A), separator=sep)
+    second = hand_over(engine, run_of(engine), envelope("feature-a", "question", QUESTION_A))
     assert [(o.task, o.what) for o in second.check_in.observations] == [("feature-a", "answered"), ("feature-b", "asked_to_repeat")]
 
     herdr.states["w1:pb"], herdr.seqs["w1:pb"] = "idle", 2
-    third = hand_over(engine, run_of(engine), f"{envelope('feature-b', 'result', RESULT_B)}\n{sep}\n{envelope('feature-b', 'result', RESULT_B)}", separator=sep)
-    assert [(m.verdict, m.reason_code) for m in third.messages] == [("accepted", None), ("kept_aside", "duplicate")]
-    assert (state(engine, "feature-a"), state(engine, "feature-b")) == (S.WORKING, S.RESULT)
+    third = [hand_over(engine, run_of(engine), envelope("feature-b", "result", RESULT_B)) for _ in range(2)]
+    assert [(m.verdict, m.reason_code) for h in third for m in h.messages] == [("accepted", None), ("kept_aside", "duplicate")]
+    # The check-in that received the result verified it (feature-b's plan entry has no verify list: git's own facts).
+    assert third[0].verify is not None and [v.task for v in third[0].verify.verdicts] == ["feature-b"]
+    assert state(engine, "feature-a") is S.WORKING
     assert [target for target, _ in herdr.prompts] == ["w1:pa", "w1:pa", "w1:pb"]  # repeat, answer, repeat: nothing more
 
 
@@ -573,7 +575,7 @@ def test_a_planned_answer_whose_send_herdr_refused_is_sent_at_the_next_check_in_
     ]
     assert (state(engine, "feature-a"), answers_owed(engine, run_of(engine)), herdr.prompts) == (S.QUESTION, ["feature-a"], [])
     # The controller's door says to check in again, not to ask the person, and refuses to finish meanwhile.
-    assert [(s.do, s.command) for s in next_steps(engine, run_of(engine), first.observations)] == [("wait", f"orch observe --run {RUN} --once")]
+    assert [(s.do, s.command) for s in next_steps(engine, run_of(engine), first.observations)] == [("wait", f"orch wait --run {RUN}")]
     with pytest.raises(OrchError) as refused:
         finish_run(engine, run_of(engine))
     assert refused.value.message == f"run {RUN} is not done: the plan's answer to feature-a is not sent yet"
@@ -698,3 +700,63 @@ def test_what_one_result_makes_orch_read_is_bounded(engine: Engine, herdr: FakeH
         *[f"{200 * 1024} bytes, more than the {TOTAL_LIMIT_BYTES - 5 * 200 * 1024}-byte limit"] * (MAX_REPORTS - 5),
         *[f"not read: a result may name at most {MAX_REPORTS} reports"] * 2,
     ]
+
+
+# --- `orch wait`: the agent controller is never left asleep ---
+
+
+def test_a_wait_returns_when_a_worker_records_a_callback(engine: Engine, herdr: FakeHerdr, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = engine.clock
+    advance = clock.sleep
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        advance(seconds)
+        polls.append(seconds)
+        if len(polls) == 3:  # the worker runs `orch inbox add` in its own pane while the controller waits
+            add_message(engine, run_of(engine), envelope("feature-a", "update", "Parser done, starting on tests"))
+
+    monkeypatch.setattr(clock, "sleep", sleep)
+    waited = wait_run(engine, run_of(engine), as_json=True)
+
+    assert (waited.woke, waited.waited_s, waited.rounds, polls) == ("callback", 3.0, 2, [1.0, 1.0, 1.0])
+    assert [(o.round, o.task, o.what, o.text) for o in waited.observations] == [(2, "feature-a", "update", "Parser done, starting on tests")]
+    assert [(s.do, s.command) for s in waited.next] == [("wait", f"orch wait --run {RUN} --json")]
+    assert render_waited(waited).splitlines()[:3] == [
+        "Woke after 3 s: callback", f"Run {RUN}: 2 check-in rounds", "  [2] feature-a update #1: Parser done, starting on tests"]
+
+
+def test_a_wait_with_nothing_to_report_returns_at_its_timeout_having_checked_in_when_due(engine: Engine, herdr: FakeHerdr) -> None:
+    waited = wait_run(engine, run_of(engine), timeout_s=90)
+
+    # One check-in at once (none was made yet), the next one due 60 s later (the plan's default interval).
+    assert (waited.woke, waited.waited_s, waited.rounds, waited.observations) == ("timeout", 90.0, 2, ())
+    assert sum(engine.clock.slept) == 90  # type: ignore[attr-defined]
+    assert [s.do for s in waited.next] == ["wait"]
+
+
+def test_a_silent_worker_is_asked_then_failed_on_time_by_waits_alone(engine: Engine, herdr: FakeHerdr) -> None:
+    """Nobody sleeps in the controller: it calls `orch wait` again whenever one returns, and orch keeps the interval."""
+    engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)  # out of the way
+    herdr.states["w1:pa"] = "idle"  # its turn ended without a result, and it stays silent
+    woke = []
+    for _ in range(10):
+        waited = wait_run(engine, run_of(engine))
+        woke.append((waited.woke, [o.what for o in waited.observations]))
+        if state(engine, "feature-a") is S.FAILED:
+            break
+
+    # Check-ins at 0, 60 (unchanged once: asked for its result), 120 and 180 s (the third unchanged one fails it).
+    assert woke == [("timeout", ["asked_for_result"]), ("timeout", []), ("failed", ["failed"])]
+    assert (state(engine, "feature-a"), engine.clock.monotonic()) == (S.FAILED, 180.0)  # type: ignore[attr-defined]
+    assert [p for p, _ in herdr.prompts] == ["w1:pa"]  # asked once, never more
+
+
+def test_the_rounds_that_wait_for_an_asking_worker_to_settle_never_count_toward_anothers_stall(engine: Engine, herdr: FakeHerdr) -> None:
+    # feature-a asks what the plan answers but is still ending its turn for the whole settle window; feature-b works
+    # quietly (the same screen throughout). Before, every 0.5 s settle round was a check-in: feature-b failed in 1.5 s.
+    handed = hand_over(engine, run_of(engine), envelope("feature-a", "question", "Should the greeting be formal?"))
+
+    assert handed.check_in.rounds == 31 and herdr.prompts == []  # 15 s of rounds: feature-a never settled
+    assert (state(engine, "feature-b"), engine.ledger.get_worker(RUN, "feature-b").unchanged_check_ins) == (S.WORKING, 0)
+    assert [o.what for o in handed.check_in.observations] == []

@@ -35,7 +35,7 @@ def test_resume_refuses_a_run_driven_by_an_agent_controller(tmp_path: Path) -> N
 
     assert (raised.value.message, raised.value.hint) == (
         f"run {RUN} is driven by an agent controller; `orch resume` continues only runs started by `orch run`",
-        "continue it with the granular commands (SKILL.md): orch provision, dispatch, observe --once, verify, retire, report",
+        f"continue it with the granular commands (SKILL.md): `orch wait --run {RUN}`, then what its next[] says",
     )
     assert engine.ledger.get_run(RUN).status == "active"
     engine.close()
@@ -120,7 +120,7 @@ def test_resume_settle_of_an_agent_driven_run_records_the_answer_for_its_door(tm
     assert (done.exit_code, done.output) == (
         0,
         f"effect {effect.id}: recorded as sent\n"
-        f"run {RUN} is driven by an agent controller: its next check-in (`orch observe --run {RUN} --once`) settles them\n",
+        f"run {RUN} is driven by an agent controller: its next check-in (`orch wait --run {RUN}`) settles them\n",
     )
     engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
     decided = [e.detail for e in engine.ledger.events(RUN) if e.kind == DECIDED]
