@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -79,6 +80,39 @@ def _orch_home() -> str:
         return "$ORCH_HOME"
 
 
+_HINTED = re.compile(r"`(orch [^`]+)`")
+
+
+def with_caller_flags(hint: str | None) -> str | None:
+    """``hint`` with each `orch …` command in it carrying `--json`, for a caller that used it (one exact form per step).
+
+    Only commands that take `--json` are changed; a `--help` or a command orch cannot name is left as written.
+    """
+    if not hint:
+        return hint
+
+    def flagged(match: re.Match[str]) -> str:
+        command = match.group(1)
+        words = command.split()
+        if "--json" in words or "--help" in words or not _takes_json(words[1:]):
+            return match.group(0)
+        return f"`{command} --json`"
+
+    return _HINTED.sub(flagged, hint)
+
+
+def _takes_json(words: Sequence[str]) -> bool:
+    ctx = click.Context(cli)
+    command: click.Command | None = cli
+    for word in words:
+        if not isinstance(command, click.Group):
+            break
+        command = command.get_command(ctx, word)
+        if command is None:
+            return False
+    return command is not None and not isinstance(command, click.Group) and any(p.name == "as_json" for p in command.params)
+
+
 def _print_json(doc: dict[str, Any]) -> None:
     click.echo(json.dumps(doc, indent=2))
 
@@ -115,6 +149,8 @@ def error_handler(as_json: bool = False, emitted: Any = None) -> Iterator[None]:
         if known is None:
             raise
         kind, message, hint, code = known
+        if as_json:
+            hint = with_caller_flags(hint)
         if as_json and not (emitted and emitted()):
             _print_json(failure_document(kind, message, hint, code))
         from packets.inert import inert_line  # a message may quote worker text (a path, a reason)

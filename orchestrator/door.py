@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.effects import unsettled
 from orchestrator.engine import Engine
-from orchestrator.errors import OrchError
+from orchestrator.errors import HerdrError, OrchError
 from orchestrator.handover import Handed, hand_over as record_all, render_handed
 from orchestrator.inbox import Inbound
 from orchestrator.integrate import IntegrateResult, integrate_run, render_integrate
@@ -37,7 +37,7 @@ UNVERIFIED = frozenset({S.RESULT, S.VERIFYING})
 # Blocker kinds that are a decision the person owes: while one is open the run is not over.
 DECISIONS = frozenset({"question", "blocked", "verification_blocked", "integration_paused"})
 
-Do = Literal["wait", "answer", "decide", "verify", "finish"]
+Do = Literal["dispatch", "wait", "answer", "decide", "verify", "finish"]
 
 # `orch wait` returns at the latest after this: an agent's tool call must not be cut off (claude's Bash tool stops one
 # at 120 s by default), and the check-in it wakes for may add the settle window and verification on top.
@@ -269,6 +269,8 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
             if woke is None and not any(s.do == "wait" for s in steps):
                 woke = "finish"
             if woke is not None:
+                if woke == "decision":
+                    _let_askers_settle(engine, run, [s.task for s in steps if s.do in ("answer", "decide") and s.task])
                 break
         remaining = deadline - clock.monotonic()
         if remaining <= 0:
@@ -281,11 +283,44 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
     return Waited(**dict(observed), verify=_merged(run, verdicts), next=steps, woke=woke, waited_s=round(clock.monotonic() - start, 1))
 
 
+def _let_askers_settle(engine: Engine, run: Run, tasks: Sequence[str]) -> None:
+    """Wait (bounded) until each worker that just asked has ended its turn: a worker sends its question, then ends the
+    turn, and `orch answer` reaches only a settled worker, so the printed answer command works at the first call."""
+    clock = engine.clock
+    deadline = clock.monotonic() + SETTLE_S
+    pending = list(tasks)
+    while pending:
+        still = []
+        for task in pending:
+            worker = engine.ledger.get_worker(run.run_id, task)
+            target = worker.reply_target or worker.pane_id
+            try:
+                status = engine.herdr.agent_get(target).agent_status if target else None
+            except HerdrError:
+                status = None  # gone or unreadable: `orch answer` says so itself
+            if status == "working" and worker.state in (S.QUESTION, S.BLOCKED):
+                still.append(task)
+        pending = still
+        if not pending or clock.monotonic() >= deadline:
+            return
+        clock.sleep(POLL_S)
+
+
 def _merged(run: Run, found: Sequence[VerifyResult]) -> VerifyResult | None:
     if not found:
         return None
     last = found[-1]
     return VerifyResult(run_id=run.run_id, verdicts=tuple(v for f in found for v in f.verdicts), not_verified=last.not_verified, integration_paused_by=last.integration_paused_by)
+
+
+def next_after(engine: Engine, run: Run, *, as_json: bool = False) -> tuple[NextStep, ...]:
+    """What follows a door command (provision, dispatch, answer, send, approve, verify): dispatch the ready workers,
+    else as ``next_steps`` says."""
+    ready = [w.task_label for w in engine.ledger.list_workers(run.run_id, states=(S.READY,))]
+    if ready:
+        j = " --json" if as_json else ""
+        return (NextStep(do="dispatch", task=None, command=f"orch dispatch --run {run.run_id}{j}", why=f"{', '.join(ready)} ready for their packets"),)
+    return next_steps(engine, run, as_json=as_json)
 
 
 def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (), *, as_json: bool = False) -> tuple[NextStep, ...]:
@@ -312,19 +347,20 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
     owed = answers_owed(engine, run)
     unverified = [w.task_label for w in workers if w.state in UNVERIFIED]
     wait = f"orch wait --run {r}{j}"
-    if moving or owed:
-        # A planned answer not sent yet goes out at a later check-in: `orch wait` makes it, the person is not needed.
-        why = f"{', '.join(moving)} still working" if moving else ""
+    if moving or owed or unverified:
+        # A planned answer not sent yet goes out at a later check-in, and a result that came in after a check-in is
+        # verified by the next one: `orch wait` makes both, one form for every step that needs no decision.
+        why = [f"{', '.join(moving)} still working"] if moving else []
         if owed:
-            why += ("; " if why else "") + f"the plan's answer to {', '.join(owed)} is not sent yet"
-        steps.append(NextStep(do="wait", task=None, command=wait, why=f"{why}: orch checks in while it waits and returns when something needs you"))
-    elif unverified:
-        steps.append(NextStep(do="verify", task=None, command=f"orch verify --run {r}{j}", why=f"{', '.join(unverified)} sent a result"))
-    elif queued and not any(w.state in PENDING for w in workers):
-        steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}",
-                              why=f"nothing left can start {', '.join(queued)}: finish reports it"))  # fmt: skip
+            why.append(f"the plan's answer to {', '.join(owed)} is not sent yet")
+        if unverified:
+            why.append(f"{', '.join(unverified)} sent a result to verify")
+        steps.append(NextStep(do="wait", task=None, command=wait, why=f"{'; '.join(why)}: orch checks in while it waits and returns when something needs you"))
     else:
-        steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}", why="no worker is working or waiting for verification"))
+        why = "no worker is working or waiting for verification"
+        if queued:
+            why += f"; nothing left can start {', '.join(queued)} (finish reports it)"
+        steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}", why=why))
     return tuple(steps)
 
 

@@ -1,6 +1,6 @@
 """Moving the fleet on between check-ins: integrate what a dependant waits for, free slots, start queued workers.
 
-Both doors call ``advance``: `orch run` after every check-in round, an agent controller through `orch observe`.
+Both doors call ``advance``: `orch run` after every check-in round, an agent controller through the check-ins of `orch wait` (and `orch observe`).
 Every herdr side effect underneath is an ``Engine.once`` effect of provisioning, dispatch, integration or retirement.
 """
 
@@ -56,10 +56,12 @@ def advance(engine: Engine, run: Run, *, keep: Iterable[str] = ()) -> list[Step]
                 held = f"paused by {', '.join(result.paused_by)}" if result.paused_by else f"stopped at {result.stopped_at}"
                 steps.append(Step(task=None, what="queued", text=f"integration {held}: dependants wait"))
             by_task = {w.task_label: w for w in ledger.list_workers(run.run_id)}
+        ready = {w.task_label for w in queued if predecessors_done(planned[w.task_label], by_task, into.enabled)}
+        # A sibling starts with its owner (admit places both in one pass), or once the owner is no longer queued.
         startable = [
             w for w in queued
-            if predecessors_done(planned[w.task_label], by_task, into.enabled)
-            and not (planned[w.task_label].sibling_of and by_task[planned[w.task_label].sibling_of or ""].state is S.QUEUED)
+            if w.task_label in ready
+            and not ((owner := planned[w.task_label].sibling_of) and by_task[owner].state is S.QUEUED and owner not in ready)
         ]  # fmt: skip
         holders = slot_holders(engine, run)
         short = len(startable) - max(0, plan.plan.defaults.concurrency - len(holders))

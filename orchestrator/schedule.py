@@ -172,9 +172,12 @@ def admit(engine: Engine, run: Run, plan: ResolvedPlan | None = None) -> Schedul
             waiting.append(Queued(task=p.task, reason=why))
             continue
         try:
-            ledger.transition(run.run_id, p.task, S.QUEUED, S.PROVISIONING, cause={"phase": "schedule", "slot": len(holding) + 1, "of": cap})
+            moved = ledger.transition(run.run_id, p.task, S.QUEUED, S.PROVISIONING, cause={"phase": "schedule", "slot": len(holding) + 1, "of": cap})
         except StaleState:
             continue  # another process admitted it first
+        # Its sibling (later in the plan) is admitted in this same pass: provisioning makes the owner's pane first,
+        # so a worker after the sibling must not take the slot it would wait a whole pass for.
+        by_task[p.task] = moved
         holding.append(p.task)
         started.append(p.task)
     return Schedule(run_id=run.run_id, concurrency=cap, holding=tuple(holding), started=tuple(started), skipped=tuple(skipped), waiting=tuple(waiting))

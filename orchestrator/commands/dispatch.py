@@ -7,7 +7,7 @@ import functools
 import click
 
 from orchestrator.briefing import brief
-from orchestrator.commands.base import echo_json, emit, engine_from, json_option, run_option
+from orchestrator.commands.base import echo_json, emit_next, engine_from, json_option, run_option
 from orchestrator.dispatch import dispatch as dispatch_phase
 from orchestrator.dispatch import render_dispatch
 from orchestrator.tables import terminal_width
@@ -33,7 +33,7 @@ def dispatch(ctx: click.Context, run_id: str | None, tasks: tuple[str, ...], as_
     engine = engine_from(ctx)
     run = engine.drive_run(run_id)
     result = dispatch_phase(engine, run, tasks or None)
-    emit(result, as_json, functools.partial(render_dispatch, width=terminal_width()))
+    emit_next(engine, run.run_id, result, as_json, functools.partial(render_dispatch, width=terminal_width()))
     if not result.ok:
         ctx.exit(int(ExitCode.FAILURE))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from orchestrator.commands.base import emit, engine_from, json_option, run_option
+from orchestrator.commands.base import emit, emit_next, engine_from, json_option, run_option
 from orchestrator.messages import SentMessage, send_message
 from orchestrator.observe import DEFAULT_INTERVAL_S, observe as observe_run, render_observe
 
@@ -62,7 +62,7 @@ def observe(ctx: click.Context, run_id: str | None, once: bool, interval: float,
         emit(observe_once(engine, run, as_json=as_json), as_json, render_checked_in)
         return
     result = observe_run(engine, run, interval=interval, max_rounds=max_rounds)
-    emit(result, as_json, render_observe)
+    emit_next(engine, run.run_id, result, as_json, render_observe)
 
 
 def _render_sent(sent: SentMessage) -> str:
@@ -83,7 +83,8 @@ def answer(ctx: click.Context, run_id: str | None, as_json: bool, task: str, tex
       orch answer fix-login "Keep English only."
     """
     engine = engine_from(ctx)
-    emit(send_message(engine, engine.drive_run(run_id), task, "answer", text), as_json, _render_sent)
+    run = engine.drive_run(run_id)
+    emit_next(engine, run.run_id, send_message(engine, run, task, "answer", text), as_json, _render_sent)
 
 
 @click.command("send")
@@ -102,8 +103,9 @@ def send(ctx: click.Context, run_id: str | None, kind: str, urgent: bool, as_jso
       orch send fix-login --kind stop "Scope changed; stop and report what you have."
     """
     engine = engine_from(ctx)
-    sent = send_message(engine, engine.drive_run(run_id), task, "follow-up" if kind == "follow-up" else "stop", text, urgent=urgent)
-    emit(sent, as_json, _render_sent)
+    run = engine.drive_run(run_id)
+    sent = send_message(engine, run, task, "follow-up" if kind == "follow-up" else "stop", text, urgent=urgent)
+    emit_next(engine, run.run_id, sent, as_json, _render_sent)
 
 
 @click.command("approve")
@@ -123,4 +125,5 @@ def approve(ctx: click.Context, run_id: str | None, deny: bool, as_json: bool, t
     from orchestrator.dialogs import approve as approve_form, render_approved
 
     engine = engine_from(ctx)
-    emit(approve_form(engine, engine.drive_run(run_id), task, "deny" if deny else "approve"), as_json, render_approved)
+    run = engine.drive_run(run_id)
+    emit_next(engine, run.run_id, approve_form(engine, run, task, "deny" if deny else "approve"), as_json, render_approved)

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from orchestrator.commands.base import emit, engine_from, json_option, run_option
+from orchestrator.commands.base import emit_next, engine_from, json_option, run_option
 from orchestrator.errors import ExitCode
 from orchestrator.provision import provision as provision_run
 from orchestrator.provision import render_provision
@@ -28,6 +28,6 @@ def provision(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
     """
     engine = engine_from(ctx)
     result = provision_run(engine, engine.drive_run(run_id))
-    emit(result, as_json, render_provision)
+    emit_next(engine, result.run_id, result, as_json, render_provision)
     if not result.ok:
         sys.exit(int(ExitCode.FAILURE))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from orchestrator.commands.base import emit, engine_from, json_option, run_option
+from orchestrator.commands.base import emit, emit_next, engine_from, json_option, run_option
 from orchestrator.errors import ExitCode, OrchError
 from orchestrator.integrate import integrate_run, render_integrate
 from orchestrator.verify import render_verify, supersede, verify_run
@@ -43,7 +43,7 @@ def verify(ctx: click.Context, run_id: str | None, tasks: tuple[str, ...], super
         result = supersede(engine, run, superseded, reason or "")
     else:
         result = verify_run(engine, run, list(tasks) or None)
-    emit(result, as_json, render_verify)
+    emit_next(engine, run.run_id, result, as_json, render_verify)
 
 
 @click.command("integrate")

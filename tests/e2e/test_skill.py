@@ -68,8 +68,8 @@ _FINISH = (
 DOCUMENTED: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "plan check": (("", ("workers",)), ("workers", ("task", "kind", "placement", "branch", "tab_label", "worktree", "claim"))),
     "preflight": (("", ("ok", "run_id", "controller", "checks", "failure")), ("controller", ("target",)), ("checks", ("name", "ok", "evidence", "notes"))),
-    "provision": (("", ("workers",)), ("workers", ("task", "state", "pane_id", "tab_label", "worktree_path", "created", "reused", "notes", "error"))),
-    "dispatch": (("", ("prompts_sent", "workers")), ("workers", ("task", "outcome", "state", "detail", "diagnosis"))),
+    "provision": (("", ("workers", "next")), ("workers", ("task", "state", "pane_id", "tab_label", "worktree_path", "created", "reused", "notes", "error"))),
+    "dispatch": (("", ("prompts_sent", "workers", "next")), ("workers", ("task", "outcome", "state", "detail", "diagnosis"))),
     "wait": (
         ("", ("woke", "observations", "workers", "active", "verify", "next")),
         ("observations", ("task", "what", "text")),
@@ -78,11 +78,11 @@ DOCUMENTED: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
         ("verify", ("verdicts", "not_verified", "integration_paused_by")),
         *((f"verify.{path}", keys) for path, keys in _VERIFY),
     ),
-    "answer": (("", ("kind", "target", "state")),),
+    "answer": (("", ("kind", "target", "state", "next")),),
     "status": (("", ("status", "verdict", "stopped_at", "workers")), ("workers", ("task", "state", "disposition", "pane", "last_callback_kind", "pending_question"))),
     "inbox list": (("", ("messages",)), ("messages", ("id", "verdict", "reason_code", "task", "kind", "sender", "handled", "first_line"))),
-    "verify": (("", ("verdicts", "not_verified", "integration_paused_by")), *_VERIFY),
-    "send": (("", ("kind", "target", "state")),),
+    "verify": (("", ("verdicts", "not_verified", "integration_paused_by", "next")), *_VERIFY),
+    "send": (("", ("kind", "target", "state", "next")),),
     "finish": _FINISH,
     "finish --abandon": _FINISH,
     # Named in prose as running alone, with the same keys as inside `orch finish`.
@@ -342,7 +342,9 @@ def start_run(agent: SkillAgent, world: Any) -> str:
     agent.values["run-id"] = run_id = pre["run_id"]
     provisioned = agent.run("provision")
     assert [(w["task"], w["state"]) for w in provisioned["workers"]] == [(w["task"], "ready") for w in checked["workers"]]
-    dispatched = agent.run("dispatch")
+    # The printed next step is SKILL.md's own dispatch, exactly: run it as printed.
+    assert [(n["do"], n["command"]) for n in provisioned["next"]] == [("dispatch", fill(agent.templates["dispatch"], agent.values))]
+    dispatched = agent.follow(provisioned["next"][0]["command"])
     assert dispatched["prompts_sent"] == len(checked["workers"]), dispatched
     return str(run_id)
 
@@ -605,3 +607,226 @@ def test_skill_md_drives_a_five_worker_run_to_partial_within_its_call_budget(wor
     # The call budget: plan check, preflight, provision, dispatch, one wait per batch of callbacks, finish.
     assert agent.calls == ["plan check", "preflight", "provision", "dispatch", *["wait"] * len(agent.waits), "finish"]
     assert_waits_earned(agent)
+
+
+SIX_PLAN = """\
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+concurrency = 3
+checkin_interval_s = 2
+
+[integration]
+enabled = true
+branch = "chore/integrate-six"
+
+[[workers]]
+task = "core"
+objective = "Write the core module."
+deliverable = "src/core/ committed on feat/core."
+branch = "feat/core"
+claim = ["src/core/"]
+verify = ["test -f src/core/core.txt"]
+
+[[workers]]
+task = "owner"
+objective = "Write part a."
+deliverable = "src/a/ committed on feat/shared."
+branch = "feat/shared"
+claim = ["src/a/"]
+verify = ["ls src/a"]
+
+[[workers]]
+task = "sibling"
+objective = "Write the release notes of part b."
+deliverable = "src/b/ committed on feat/shared."
+branch = "feat/shared"
+claim = ["src/b/"]
+verify = ["grep -q released src/b/notes.md"]
+
+[[workers]]
+task = "cli"
+kind = "claude"
+objective = "Improve the CLI help text."
+deliverable = "src/cli/ committed on feat/cli-help."
+branch = "feat/cli-help"
+claim = ["src/cli/"]
+verify = ["ls src/cli"]
+
+[[workers]]
+task = "silent"
+objective = "Survey the tools folder."
+deliverable = "src/tools/ committed on feat/tools."
+branch = "feat/tools"
+claim = ["src/tools/"]
+
+[[workers]]
+task = "ext"
+objective = "Build the extension on the core module."
+deliverable = "src/ext/ committed on feat/ext."
+branch = "feat/ext"
+claim = ["src/ext/"]
+after = ["core"]
+verify = ["test -f src/ext/seen-core.txt"]
+"""
+
+SIX_SCENARIOS = """
+[agents.claude]
+trust_dialog = true
+
+[[task.core]]
+do = "write"
+path = "src/core/core.txt"
+content = "core\\n"
+
+[[task.core]]
+do = "commit"
+
+[[task.core]]
+do = "verify"
+
+[[task.core]]
+do = "result"
+
+[[task.owner]]
+do = "question"
+message = "Should part a log in English or in the user's language?"
+
+[[task.owner]]
+do = "write"
+path = "src/a/a.txt"
+content = "{answer}\\n"
+
+[[task.owner]]
+do = "commit"
+
+[[task.owner]]
+do = "verify"
+
+[[task.owner]]
+do = "result"
+
+[[task.sibling]]
+do = "write"
+path = "src/b/notes.md"
+content = "draft\\n"
+
+[[task.sibling]]
+do = "commit"
+
+[[task.sibling]]
+do = "result"
+checks = "claimed"
+
+[[task.cli]]
+do = "write"
+path = "src/cli/help.txt"
+content = "usage: widgets [--help]\\n"
+
+[[task.cli]]
+do = "approval"
+command = "make deploy"
+
+[[task.cli]]
+do = "commit"
+
+[[task.cli]]
+do = "verify"
+
+[[task.cli]]
+do = "result"
+
+[[task.silent]]
+do = "write"
+path = "src/tools/survey.txt"
+content = "started\\n"
+
+[[follow-up.silent]]
+do = "update"
+message = "still thinking"
+
+[[task.ext]]
+do = "run"
+command = "mkdir -p src/ext && cp src/core/core.txt src/ext/seen-core.txt"
+
+[[task.ext]]
+do = "commit"
+
+[[task.ext]]
+do = "verify"
+
+[[task.ext]]
+do = "result"
+"""
+
+OWNER_ANSWER = "English only."
+
+
+def test_skill_md_drives_the_six_worker_run_to_partial_in_its_call_budget_with_no_sleep_in_the_controller(world: Any, tmp_path: Path) -> None:
+    """Issue 23's walk: 6 workers at concurrency 3, an `after` chain, a sibling pair whose sibling claims a check that
+    fails, a trust dialog (answered at start as policy allows) and a tool approval (the user's decision), a question
+    the plan does not answer, and a worker that goes silent. The controller does only what SKILL.md and `next[]` say:
+    plan check, preflight, provision, dispatch, `orch wait` until `next` says finish (each wait earned by something for
+    it), one call per decision, finish; it never sleeps."""
+    text = SKILL.read_text()
+    world.write_scenarios(SIX_SCENARIOS)
+    agent = SkillAgent(world, fenced_commands(text), world.write_plan(SIX_PLAN))
+    checked = agent.run("plan check")
+    assert [w["task"] for w in checked["workers"]] == ["core", "owner", "sibling", "cli", "silent", "ext"]
+    pre = agent.run("preflight")
+    agent.values["run-id"] = run_id = pre["run_id"]
+    provisioned = agent.run("provision")
+    started = [w["task"] for w in provisioned["workers"] if w["state"] == "ready"]
+    assert (len(started), [w["state"] for w in provisioned["workers"] if w["task"] not in started]) == (3, ["queued"] * 3), provisioned
+    agent.follow(provisioned["next"][0]["command"])  # dispatch, as printed
+
+    decided: list[tuple[str, str | None]] = []
+    result = agent.run("wait")
+    while True:
+        for n in result["next"]:
+            if (n["do"], n["task"]) == ("answer", "owner"):
+                assert agent.follow(n["command"], OWNER_ANSWER)["kind"] == "answer"
+                decided.append(("answer", "owner"))
+            elif (n["do"], n["task"]) == ("decide", "cli"):
+                assert n["command"] == f"orch approve --run {run_id} cli --json"  # the user approved the form
+                assert agent.follow(n["command"])["decision"] == "approve"
+                decided.append(("approve", "cli"))
+        waits = [n["command"] for n in result["next"] if n["do"] == "wait"]
+        if not waits:
+            break
+        result = agent.follow(waits[0])
+    assert sorted(decided) == [("answer", "owner"), ("approve", "cli")]
+    assert [(n["do"], n["command"]) for n in result["next"]] == [("finish", f"orch finish --run {run_id} --json")]
+    assert agent.verdicts == {"core": "accepted", "owner": "accepted", "sibling": "rejected", "cli": "accepted", "ext": "accepted"}, agent.waits
+    failed = [o for w in agent.waits for o in w["observations"] if o["what"] == "failed"]
+    assert [(o["task"], o["text"]) for o in failed] == [
+        ("silent", "idle without a result after being asked for it once; no change of state or output across 3 consecutive check-ins")]
+
+    finished = agent.follow(result["next"][0]["command"], ok=(10,))
+    report = finished["report"]
+    assert (finished["finished"], finished["exit_code"], report["verdict"]) == (True, 10, "PARTIAL"), finished["report_text"]
+    assert {w["task"]: w["disposition"] for w in report["workers"]} == {
+        "core": "accepted", "owner": "accepted", "sibling": "rejected", "cli": "accepted", "silent": "failed", "ext": "accepted"}
+    # ext started from the integration branch holding core (the chain), and the sibling's false claim was caught.
+    assert world.repo.git("show", "feat/ext:src/ext/seen-core.txt") == "core"
+    [sibling] = [v for v in report["verification"] if v["task"] == "sibling"]
+    assert "worker reported `grep -q released src/b/notes.md` passing, but it does not pass on re-run" in sibling["reasons"]
+    # The trust dialog was answered at start, as policy allows; the approval form only on the user's word.
+    engine = world.engine()
+    dialogs = [(e.task_label, e.detail["dialog"], e.detail["answered"], e.detail["reason"]) for e in engine.ledger.events(run_id) if e.kind == "dialog"]
+    engine.close()
+    assert dialogs == [
+        ("cli", "trust folder", True, "policy trust_run_worktrees, from default: a worktree this run created"),
+        ("cli", "permission prompt", True, "approved through `orch approve`"),
+    ]
+
+    # The call budget, exactly: the four calls of §1-4, one wait per batch of news, one call per decision, finish.
+    assert Counter(agent.calls) == Counter({
+        "plan check": 1, "preflight": 1, "provision": 1, "dispatch": 1, "wait": len(agent.waits), "answer": 1, "approve": 1, "finish": 1})  # fmt: skip
+    assert_waits_earned(agent)
+    news = sum(1 for w in agent.waits if w["woke"] != "timeout")
+    messages = assert_each_callback_recorded_once(agent)
+    # Every wait but a timeout returned for a callback, a decision, a verdict or a failure: never more waits than those.
+    assert news <= len(messages) + len(decided) + len(failed), [w["woke"] for w in agent.waits]

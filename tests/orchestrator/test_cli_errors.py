@@ -86,7 +86,8 @@ CASES = {
     ),
     "unknown run": (
         ["status", "--run", "nope", "--json"], 1,
-        "orch: no run nope in {tmp}/orch-home/ledger.sqlite3\nhint: `orch status --all` lists the runs\n",
+        # The caller used --json: the command a hint prints carries it too (one exact form per step).
+        "orch: no run nope in {tmp}/orch-home/ledger.sqlite3\nhint: `orch status --all --json` lists the runs\n",
     ),
     "unknown run, report": (
         ["report", "--run", "nope"], 1,
@@ -165,10 +166,12 @@ def test_status_and_report_on_an_empty_ledger_say_how_to_start(tmp_path: Path, m
     ledger = tmp_path / "orch-home" / "ledger.sqlite3"
     hint = "start one with `orch run PLAN` (step by step: `orch preflight PLAN`)"
     failure = {"ok": False, "error": "OrchError", "reason": f"no run in {ledger}", "problems": [f"no run in {ledger}"], "hint": hint, "exit_code": 1}
+    flagged = "start one with `orch run PLAN --json` (step by step: `orch preflight PLAN --json`)"
     for command in (["status"], ["status", "--json"], ["report"]):
         done = CliRunner().invoke(cli, command, prog_name="orch")
-        stdout = json.dumps(failure, indent=2) + "\n" if "--json" in command else ""
-        assert (done.exit_code, done.stdout, done.stderr) == (1, stdout, f"orch: no run in {ledger}\nhint: {hint}\n"), command
+        said = flagged if "--json" in command else hint
+        stdout = json.dumps({**failure, "hint": said}, indent=2) + "\n" if "--json" in command else ""
+        assert (done.exit_code, done.stdout, done.stderr) == (1, stdout, f"orch: no run in {ledger}\nhint: {said}\n"), command
     listed = CliRunner().invoke(cli, ["status", "--all"], prog_name="orch")
     assert (listed.exit_code, listed.stdout) == (0, "no runs\n")
 

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
-from orchestrator.door import finish_run, next_steps, observe_once, render_finished
+from orchestrator.door import finish_run, next_after, next_steps, observe_once, render_finished
 from orchestrator.engine import CannotTell
 from orchestrator.errors import OrchError
 from orchestrator.verify import verify_run
@@ -56,14 +56,16 @@ def test_a_header_smuggled_in_a_body_never_becomes_another_workers_message(tmp_p
     assert {w.task_label: w.state for w in fleet.engine.ledger.list_workers(RUN_ID)}["greeting"] is not S.RESULT
 
 
-def test_next_steps_wait_then_verify_then_finish(tmp_path: Path, git_repo: Any) -> None:
+def test_next_steps_wait_then_finish(tmp_path: Path, git_repo: Any) -> None:
     fleet = Fleet(tmp_path, git_repo)
     assert [(s.do, s.command) for s in next_steps(fleet.engine, fleet.run)] == [("wait", f"orch wait --run {RUN_ID}")]
     # Every printed command carries the caller's own flags: one exact form per step.
     assert [(s.do, s.command) for s in next_steps(fleet.engine, fleet.run, as_json=True)] == [("wait", f"orch wait --run {RUN_ID} --json")]
     for task in ("api-docs", "greeting", "survey"):
         fleet.result(task, body([], [], []))
-    assert [(s.do, s.command) for s in next_steps(fleet.engine, fleet.run)] == [("verify", f"orch verify --run {RUN_ID}")]
+    # A result is verified by the next check-in: the controller waits, it never needs a separate verify call.
+    assert [(s.do, s.command, s.why) for s in next_steps(fleet.engine, fleet.run)] == [("wait", f"orch wait --run {RUN_ID}",
+        "api-docs, greeting, survey sent a result to verify: orch checks in while it waits and returns when something needs you")]  # fmt: skip
     verify_run(fleet.engine, fleet.run)
     assert [(s.do, s.command) for s in next_steps(fleet.engine, fleet.run, as_json=True)] == [("finish", f"orch finish --run {RUN_ID} --json")]
 
@@ -176,3 +178,20 @@ def test_finish_refuses_while_an_effect_is_in_flight_that_read_back_cannot_settl
     )
     assert fleet.engine.ledger.get_run(RUN_ID).status is RunStatus.ACTIVE
     assert [e.status for e in fleet.engine.ledger.in_flight(RUN_ID)] == ["intended"]
+
+
+def test_every_door_command_says_what_comes_next_in_the_callers_own_form(tmp_path: Path, git_repo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    fleet = _fleet_with_replies(tmp_path, git_repo, monkeypatch)
+    for task in ("api-docs", "greeting", "survey"):
+        fleet.result(task, body([], [], []))
+
+    as_json = CliRunner().invoke(cli, ["verify", "--run", RUN_ID, "--json"])
+    again = CliRunner().invoke(cli, ["verify", "--run", RUN_ID])
+
+    assert json.loads(as_json.stdout)["next"] == [
+        {"do": "finish", "task": None, "command": f"orch finish --run {RUN_ID} --json", "why": "no worker is working or waiting for verification"}]
+    assert again.stdout.splitlines()[-1] == f"Next: finish: no worker is working or waiting for verification: `orch finish --run {RUN_ID}`"
+    # A ready worker's next step is its packet.
+    fleet.engine.ledger.add_worker(RUN_ID, "late", name="late", kind="codex", objective="x")
+    fleet.engine.ledger.transition(RUN_ID, "late", S.PROVISIONING, S.READY)
+    assert [(s.do, s.command) for s in next_after(fleet.engine, fleet.run, as_json=True)] == [("dispatch", f"orch dispatch --run {RUN_ID} --json")]

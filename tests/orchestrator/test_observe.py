@@ -12,6 +12,7 @@ from orchestrator.config import Settings
 from orchestrator.engine import Engine
 from orchestrator.errors import HerdrNotFound, HerdrError, HerdrTimeout
 from orchestrator.herdr_models import AgentExplain, AgentInfo, AgentPrompted, HerdrFeatures
+from orchestrator import messages
 from orchestrator.inbox import _apply, add_message
 from orchestrator.dialogs import approve
 from orchestrator.door import finish_run, hand_over, next_steps, render_waited, settled_check_in, wait_run
@@ -760,3 +761,26 @@ def test_the_rounds_that_wait_for_an_asking_worker_to_settle_never_count_toward_
     assert handed.check_in.rounds == 31 and herdr.prompts == []  # 15 s of rounds: feature-a never settled
     assert (state(engine, "feature-b"), engine.ledger.get_worker(RUN, "feature-b").unchanged_check_ins) == (S.WORKING, 0)
     assert [o.what for o in handed.check_in.observations] == []
+
+
+def test_a_wait_hands_over_a_question_once_its_worker_ended_the_turn_it_asked_in(engine: Engine, herdr: FakeHerdr, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`orch answer` reaches only a settled worker: the wait that reports a question returns when the answer can go."""
+    add_message(engine, run_of(engine), envelope("feature-b", "question", "Tabs or spaces?"))  # still ending its turn
+    clock = engine.clock
+    advance = clock.sleep
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        advance(seconds)
+        polls.append(seconds)
+        if len(polls) == 4:
+            herdr.states["w1:pb"] = "idle"
+
+    monkeypatch.setattr(clock, "sleep", sleep)
+    waited = wait_run(engine, run_of(engine), as_json=True)
+
+    assert (waited.woke, polls) == ("decision", [0.5] * 4)
+    assert [(s.do, s.task, s.command) for s in waited.next] == [
+        ("answer", "feature-b", f"orch answer --run {RUN} feature-b TEXT --json"), ("wait", None, f"orch wait --run {RUN} --json")]
+    sent = messages.send_message(engine, run_of(engine), "feature-b", "answer", "Spaces.")
+    assert (sent.kind, sent.state) == ("answer", S.WORKING)

@@ -36,16 +36,16 @@ claim = ["src/{task}/"]
 )
 
 
-def _engine(tmp_path: Path) -> Engine:
+def _engine(tmp_path: Path, text: str = PLAN) -> Engine:
     env = {"HOME": str(tmp_path / "home"), "ORCH_HOME": str(tmp_path / "orch-home"), "ORCH_SRC_ROOT": str(tmp_path / "src")}
     settings = Settings.from_env(env)
     engine = Engine(settings=settings, herdr=HerdrCli("herdr-unused", env=env), clock=FakeClock(), env=env)
     plan_file = tmp_path / "plan.toml"
-    plan_file.write_text(PLAN)
+    plan_file.write_text(text)
     plan = load_plan(plan_file, settings)
     engine.ledger.create_run(RUN, controller_target="w1:p1", base_ref="main", plan_path=plan_file)
     engine.run_dir(RUN).mkdir(parents=True)
-    (engine.run_dir(RUN) / "plan.toml").write_text(PLAN)
+    (engine.run_dir(RUN) / "plan.toml").write_text(text)
     for w in plan.workers:
         engine.ledger.add_worker(RUN, w.task, name=w.name, kind=w.kind, objective="x", initial=S.QUEUED)
     return engine
@@ -65,7 +65,7 @@ def test_admission_holds_the_cap_and_says_why_each_worker_waits(tmp_path: Path) 
     assert render_schedule(first) == [
         "a: started (slot 1 of 2)",
         "d: started (slot 2 of 2)",
-        "b: queued: after a (queued)",
+        "b: queued: after a (provisioning)",  # as it stands once this pass admitted a
         "c: queued: after b (queued)",
         "e: queued: waiting for a slot (2 of 2 in use: a, d)",
     ]
@@ -85,7 +85,7 @@ def test_a_finished_worker_holds_its_slot_until_its_agent_exited(tmp_path: Path)
     engine.ledger.record_fact(RUN, AGENT_EXITED, task_label="a", detail={"how": "/exit"})
     second = admit(engine, run)
 
-    assert render_schedule(second) == ["b: started (slot 2 of 2)", "c: queued: after b (queued)", "e: queued: waiting for a slot (2 of 2 in use: d, b)"]
+    assert render_schedule(second) == ["b: started (slot 2 of 2)", "c: queued: after b (provisioning)", "e: queued: waiting for a slot (2 of 2 in use: d, b)"]
 
 
 def test_a_worker_that_failed_before_its_agent_started_frees_its_slot_at_once(tmp_path: Path) -> None:
@@ -110,3 +110,39 @@ def test_a_rejected_predecessor_skips_its_chain_with_the_reason(tmp_path: Path) 
         ("c", "after b, which was skipped (the chain a -> b -> c began when a was rejected)", ("a", "b")),
     ]
     assert [engine.ledger.get_worker(RUN, t).state for t in ("b", "c")] == [S.SKIPPED, S.SKIPPED]
+
+
+SIBLINGS = """\
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+concurrency = 3
+""" + "".join(
+    f"""
+[[workers]]
+task = "{task}"
+objective = "Do {task}."
+deliverable = "src/{task}/"
+branch = "{branch}"
+claim = ["src/{task}/"]
+"""
+    for task, branch in (("a", "feat/a"), ("owner", "feat/shared"), ("sibling", "feat/shared"), ("later", "feat/later"))
+)
+
+
+def test_a_sibling_whose_owner_is_admitted_in_the_same_pass_keeps_its_place_in_plan_order(tmp_path: Path) -> None:
+    """The owner's pane is made first in the same provisioning, so the sibling need not wait for a later pass while a
+    worker after it in the plan takes the free slot (it did: 'after owner, whose pane it splits (queued)')."""
+    engine = _engine(tmp_path, SIBLINGS)
+    run = engine.ledger.get_run(RUN)
+
+    first = admit(engine, run)
+
+    assert render_schedule(first) == [
+        "a: started (slot 1 of 3)",
+        "owner: started (slot 2 of 3)",
+        "sibling: started (slot 3 of 3)",
+        "later: queued: waiting for a slot (3 of 3 in use: a, owner, sibling)",
+    ]
