@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.effects import unsettled
 from orchestrator.engine import Engine
+from orchestrator.driver import RunDriven
 from orchestrator.errors import HerdrError, OrchError
 from orchestrator.handover import Handed, hand_over as record_all, render_handed
 from orchestrator.inbox import Inbound
@@ -257,7 +258,19 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
         woke = "finish"  # nothing to wait for: say so at once (next[] says what instead)
     while woke is None:
         if check_in_due(engine, run, interval_s) or (rounds == 0 and queued):
-            observed, verified = settled_check_in(engine, run, lifecycle=lifecycle_due(engine, run, interval_s))
+            try:
+                # One driver per run while it checks in; between check-ins the lock is free for `orch answer` & co.
+                engine.drive(run.run_id)
+            except RunDriven:
+                clock.sleep(min(poll_s, max(0.0, deadline - clock.monotonic())))
+                if clock.monotonic() >= deadline:
+                    woke = "timeout"
+                    break
+                continue  # another orch process acts on the run right now: check in once it is done
+            try:
+                observed, verified = settled_check_in(engine, run, lifecycle=lifecycle_due(engine, run, interval_s))
+            finally:
+                engine.let_go(run.run_id)
             found = [o.model_copy(update={"round": rounds + o.round}) for o in observed.observations]
             rounds += observed.rounds
             notes += found

@@ -380,6 +380,18 @@ class Engine:
         with self._lock:
             self._driving.append(path)
 
+    def let_go(self, run_id: str) -> None:
+        """Stop driving the run (``drive`` undone): `orch wait` drives only while it checks in, so a person's
+        `orch answer` or `orch approve` can run while it idles."""
+        from orchestrator import driver
+
+        path = self.run_dir(run_id) / driver.LOCK_FILE
+        with self._lock:
+            if path not in self._driving:
+                return
+            self._driving.remove(path)
+        driver.release(path)
+
     def refuse_second_run(self, plan_path: Path) -> None:
         """`orch run PLAN` where this pane has an unfinished run of the same plan file is refused: it would take over
         that run's worktrees and agents and send their packets again. Reads the ledger only when there is one."""

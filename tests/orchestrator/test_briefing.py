@@ -115,7 +115,7 @@ def test_read_only_worker_gets_a_packet_that_forbids_every_change(tmp_path: Path
 
     briefing = brief(engine, run, "big-task")
 
-    golden("packet_read_only.md", briefing.text.replace(str(tmp_path), "<tmp>"))
+    golden("packet_read_only.md", briefing.text.replace(" ".join(engine.callback_prefix(run)), "<callback-prefix>").replace(str(tmp_path), "<tmp>"))
     assert briefing.packet.file_claim == ()
     assert parse_packet(briefing.text) == briefing.packet
 

@@ -40,7 +40,7 @@ def test_there_is_no_batch_door_any_more(tmp_path: Path, git_repo: Any, monkeypa
 
     shown = CliRunner().invoke(cli, ["inbox", "add", "--run", RUN_ID, "--separator", "q7Rk2mXw9aT4vLp8", "-"], input=raw)
 
-    assert (shown.exit_code, shown.stderr.splitlines()[-1]) == (2, "Error: No such option '--separator'.")
+    assert (shown.exit_code, shown.stderr.splitlines()[-1]) == (2, "Error: Got unexpected extra arguments (q7Rk2mXw9aT4vLp8 -)")
     assert fleet.engine.ledger.list_inbox(RUN_ID) == []
 
 

@@ -784,3 +784,26 @@ def test_a_wait_hands_over_a_question_once_its_worker_ended_the_turn_it_asked_in
         ("answer", "feature-b", f"orch answer --run {RUN} feature-b TEXT --json"), ("wait", None, f"orch wait --run {RUN} --json")]
     sent = messages.send_message(engine, run_of(engine), "feature-b", "answer", "Spaces.")
     assert (sent.kind, sent.state) == ("answer", S.WORKING)
+
+
+def test_a_wait_drives_the_run_only_while_it_checks_in(engine: Engine, herdr: FakeHerdr) -> None:
+    """One driver per run: a wait never checks in while another orch process drives the run, and holds the lock only
+    for its check-in, so `orch answer` (or a person's command) runs between two waits' check-ins."""
+    import fcntl
+    import os
+
+    from orchestrator import driver
+
+    lock = engine.run_dir(RUN) / driver.LOCK_FILE
+    other = os.open(lock, os.O_RDWR | os.O_CREAT)  # another process's hold: its own open file
+    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    add_message(engine, run_of(engine), envelope("feature-a", "update", "halfway"))
+
+    held = wait_run(engine, run_of(engine), timeout_s=3)
+    assert (held.woke, held.rounds, herdr.prompts) == ("timeout", 0, [])
+    fcntl.flock(other, fcntl.LOCK_UN)
+
+    waited = wait_run(engine, run_of(engine), timeout_s=3)
+    assert (waited.woke, [o.what for o in waited.observations]) == ("callback", ["update"])
+    fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free again once the wait returned
+    os.close(other)
