@@ -802,7 +802,7 @@ def test_skill_md_drives_the_six_worker_run_to_partial_in_its_call_budget_with_n
     assert agent.verdicts == {"core": "accepted", "owner": "accepted", "sibling": "rejected", "cli": "accepted", "ext": "accepted"}, agent.waits
     failed = [o for w in agent.waits for o in w["observations"] if o["what"] == "failed"]
     assert [(o["task"], o["text"]) for o in failed] == [
-        ("silent", "idle without a result after being asked for it once; no change of state or output across 3 consecutive check-ins")]
+        ("silent", "done without a result after being asked for it once; no change of state or output across 3 consecutive check-ins")]
 
     finished = agent.follow(result["next"][0]["command"], ok=(10,))
     report = finished["report"]

@@ -174,13 +174,12 @@ def test_a_valid_callback_never_imports_pydantic(tmp_path: Path) -> None:
     assert (done.stdout, done.stderr.splitlines()[-1]) == ("accepted #1: update from fix-login for task fix-login (worker stays dispatched)\n", "[] 0")
 
 
-# --- issue 22's classes through the other doors: stdin (fast path) and a --separator batch (full path) -------------
-SEP = "msg_7f3k9q2x4w1mZ"
+# --- issue 22's classes through the other doors: stdin (fast path) and the full path (`--check-in`, the Python API) --
 DOOR_CASES = [
     *hostile.VISIBLE, *hostile.LOOKALIKE, *hostile.TURN, *hostile.PANES,
-    # The batch adds nothing to a message: one at the limit alone is at the limit in a batch too.
-    hostile.accepted("at-the-limit-in-a-batch", hostile.sized(DEFAULT_MESSAGE_LIMIT)),
-    hostile.aside("over-the-limit-in-a-batch", hostile.sized(DEFAULT_MESSAGE_LIMIT + 1), "oversize", "the message is"),
+    # Both doors measure the same bytes: one at the limit is at the limit on either.
+    hostile.accepted("at-the-limit-on-the-full-path", hostile.sized(DEFAULT_MESSAGE_LIMIT)),
+    hostile.aside("over-the-limit-on-the-full-path", hostile.sized(DEFAULT_MESSAGE_LIMIT + 1), "oversize", "the message is"),
 ]  # fmt: skip
 
 
@@ -188,24 +187,24 @@ DOOR_CASES = [
 def doors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side, Path]]:
     root = tmp_path_factory.mktemp("doors")
     (root / "wt").mkdir()
-    stdin, batch = _side(root, root / "wt", "stdin"), _side(root, root / "wt", "batch")
-    yield stdin, batch, root
+    stdin, full = _side(root, root / "wt", "stdin"), _side(root, root / "wt", "full")
+    yield stdin, full, root
     stdin.engine.close()
-    batch.engine.close()
+    full.engine.close()
 
 
 @pytest.mark.parametrize("case", DOOR_CASES, ids=[case.name for case in DOOR_CASES])
-def test_every_new_class_keeps_its_verdict_through_stdin_and_a_batch(case: Any, doors: tuple[Side, Side, Path]) -> None:
-    stdin, batch, root = doors
+def test_every_new_class_keeps_its_verdict_through_stdin_and_the_full_path(case: Any, doors: tuple[Side, Side, Path]) -> None:
+    stdin, full, root = doors
     by_stdin = _fast(stdin, _fill(case.raw, root, stdin), door="stdin", pane=case.pane)[0]["messages"][0]
-    run = batch.engine.ledger.get_run(RUN)
-    batch.engine.env = {"HERDR_PANE_ID": case.pane} if case.pane else {}
+    run = full.engine.ledger.get_run(RUN)
+    full.engine.env = {"HERDR_PANE_ID": case.pane} if case.pane else {}
     try:
-        text = f"{SEP}\n{_fill(case.raw, root, batch)}\n{SEP}\n"
-        handed = hand_over(batch.engine, run, inbound_text(text, DEFAULT_MESSAGE_LIMIT * BATCH_MAX), limit=DEFAULT_MESSAGE_LIMIT, separator=SEP)
+        text = _fill(case.raw, root, full)
+        handed = hand_over(full.engine, run, inbound_text(text, DEFAULT_MESSAGE_LIMIT * BATCH_MAX), limit=DEFAULT_MESSAGE_LIMIT)
     finally:
-        batch.engine.env = {}
-    [by_batch] = handed.messages
-    assert (by_stdin["reason_code"], by_batch.reason_code) == (case.reason, case.reason), (by_stdin["reason"], by_batch.reason)
-    for side, task in ((stdin, by_stdin["task"] if case.reason is None else None), (batch, by_batch.task if case.reason is None else None)):
+        full.engine.env = {}
+    [by_full] = handed.messages
+    assert (by_stdin["reason_code"], by_full.reason_code) == (case.reason, case.reason), (by_stdin["reason"], by_full.reason)
+    for side, task in ((stdin, by_stdin["task"] if case.reason is None else None), (full, by_full.task if case.reason is None else None)):
         hostile.back_to_work(side.engine.ledger, task)
