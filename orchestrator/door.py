@@ -47,7 +47,7 @@ WAIT_S = 60.0
 WAIT_POLL_S = 1.0
 # Observations that need nothing from the controller: a wait goes on through them (they come back with what wakes it).
 QUIET = frozenset({
-    "working", "answered", "asked_for_result", "asked_to_repeat", "report", "started", "slot_freed", "integrated",
+    "working", "turn_not_finished", "answered", "asked_for_result", "asked_to_repeat", "report", "started", "slot_freed", "integrated",
     "queued", "slot_kept", "herdr_unavailable",
 })  # fmt: skip
 Woke = Literal["callback", "decision", "verified", "failed", "finish", "timeout"]
