@@ -284,6 +284,18 @@ def test_a_failed_agent_start_fails_only_that_worker(tmp_path: Path, git_repo: A
     ]
     failed = engine.ledger.get_worker(RUN_ID, "api-pagination")
     assert failed.pane_id is not None and failed.worktree_path is not None  # the checkout and tab are kept for a look
+    wt, pane = str(tmp_path / "src" / "acme" / "widgets.worktrees"), panes(engine)
+    assert re.sub(r" {2,}", "  ", render_provision(result).replace(wt, "<wt>")).splitlines() == [
+        f"provision {RUN_ID} (workspace w1): 1 ready, 1 failed",
+        "task  state  pane  tab  path  done",
+        f"api-pagination  failed  {pane['api-pagination']}  widgets-feat-api-pagination  <wt>/widgets-feat-api-pagination  created worktree, tab",
+        f"pagination-docs  ready  {pane['pagination-docs']}  widgets-docs-pagination-guide  <wt>/widgets-docs-pagination-guide  created worktree, tab, agent",
+        "api-pagination: agent start failed: herdr agent start: agent_start_failed: agent process exited before becoming interactive",
+        "api-pagination: note: no remote: fetch skipped",
+        f"api-pagination: note: herdr closed the emptied workspace {herdr_side(engine, 'api-pagination')}",
+        "pagination-docs: note: no remote: fetch skipped",
+        f"pagination-docs: note: herdr closed the emptied workspace {herdr_side(engine, 'pagination-docs')}",
+    ]
     assert herdr.count("agent start") == 2 and [a.name for a in herdr.agent_list()] == ["pagination-docs"]
 
 
@@ -299,3 +311,50 @@ def test_a_lost_worktree_create_is_settled_by_read_back_and_never_made_twice(tmp
     assert [(w.state, w.already) for w in (*first.workers, *second.workers)] == [("ready", False), ("ready", True)]
     assert herdr.count("worktree create") == 1 and herdr.calls[before:] == []
     assert [t.label for t in herdr.tab_list(workspace="w1")] == ["1", "widgets-feat-api-pagination"]
+
+
+def test_a_checkout_open_nowhere_is_opened_and_its_pane_moved_into_a_tab_of_the_repo_workspace(tmp_path: Path, git_repo: Any) -> None:
+    herdr = FakeHerdr(cwd=git_repo.path, ready_screens=READY_SCREENS)
+    engine, run = fake_run(tmp_path, git_repo, herdr, ONE)
+    path = tmp_path / "src" / "acme" / "widgets.worktrees" / "widgets-feat-api-pagination"
+    git_repo.git("worktree", "add", "--quiet", "-b", "feat/api-pagination", str(path))
+
+    result = provision(engine, run)
+
+    outcome = result.workers[0]
+    assert (outcome.state, outcome.pane_id, outcome.reused, outcome.created, outcome.notes) == (
+        "ready", "w1:p2", ("worktree",), ("workspace", "tab", "agent"), ("no remote: fetch skipped", "herdr closed the emptied workspace w2"))
+    assert mutations(herdr) == ["worktree open", "pane move", "agent start"]
+    assert ("worktree", "open", "--workspace", "w1", "--path", str(path), "--label", "widgets-feat-api-pagination", "--no-focus", "--json") in herdr.argvs()
+    assert [(t.tab_id, t.label) for t in herdr.tab_list(workspace="w1")] == [("w1:t1", "1"), ("w1:t2", "widgets-feat-api-pagination")]
+
+
+def test_a_wrong_tab_label_is_mended_once_before_the_agent_starts(tmp_path: Path, git_repo: Any) -> None:
+    herdr = FakeHerdr(cwd=git_repo.path, ready_screens=READY_SCREENS)
+    engine, run = fake_run(tmp_path, git_repo, herdr, ONE)
+    path = tmp_path / "src" / "acme" / "widgets.worktrees" / "widgets-feat-api-pagination"
+    git_repo.git("worktree", "add", "--quiet", "-b", "feat/api-pagination", str(path))
+    herdr.tab_create(workspace="w1", cwd=path, label="widgets-pagination")
+
+    result = provision(engine, run)
+
+    assert result.workers[0].notes == ("no remote: fetch skipped", "tab label 'widgets-pagination' mended to 'widgets-feat-api-pagination'")
+    assert mutations(herdr) == ["tab rename", "agent start"]
+    assert [t.label for t in herdr.tab_list(workspace="w1")] == ["1", "widgets-feat-api-pagination"]
+
+
+def test_a_layout_path_that_is_not_the_branch_checkout_fails_that_worker_with_gits_words(tmp_path: Path, git_repo: Any) -> None:
+    herdr = FakeHerdr(cwd=git_repo.path, ready_screens=READY_SCREENS)
+    engine, run = fake_run(tmp_path, git_repo, herdr, TWO)
+    path = tmp_path / "src" / "acme" / "widgets.worktrees" / "widgets-docs-pagination-guide"
+    path.mkdir(parents=True)
+    (path / "notes.txt").write_text("someone's files\n")
+
+    result = provision(engine, run)
+
+    assert [(w.task, w.state) for w in result.workers] == [("api-pagination", "ready"), ("pagination-docs", "failed")]
+    assert result.workers[1].error == (  # git's stderr as herdr passes it on, both lines
+        "worktree create failed: Preparing worktree (new branch 'docs/pagination-guide')\n"
+        f"fatal: '{path}' already exists; {path} is not a checkout of docs/pagination-guide, and orch never retries with another name"
+    )
+    assert herdr.count("worktree create") == 2 and (path / "notes.txt").read_text() == "someone's files\n"
