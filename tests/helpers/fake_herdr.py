@@ -29,10 +29,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from orchestrator.errors import HerdrCall, HerdrCallLost, HerdrFailure
-from orchestrator.herdr import Env, PathArg, error_for, features_of
+from orchestrator.herdr import Env, Herdr, PathArg, error_for, features_of
 from orchestrator.herdr_models import (
     AgentExplain,
     AgentInfo,
@@ -862,3 +862,8 @@ def _same(a: str, b: str) -> bool:
 def _git(cwd: str, *args: str) -> subprocess.CompletedProcess[str]:
     # Real git, as herdr's server runs it; the test's private HOME and identity come from tests/conftest.py.
     return subprocess.run(["git", "-C", cwd, *args], capture_output=True, text=True, check=False)
+
+
+if TYPE_CHECKING:
+    # `python3 -m mypy` checks this file (pyproject's [tool.mypy] files): the fake must satisfy the protocol.
+    _IS_A_HERDR: Herdr = FakeHerdr()

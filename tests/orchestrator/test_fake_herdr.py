@@ -12,7 +12,7 @@ from fake_herdr import FakeHerdr, herdr_number
 from orchestrator.errors import HerdrCallLost, HerdrConfirmationRequired, HerdrNotFound, HerdrPaneBusy, HerdrWorktreeCreateFailed
 from orchestrator.herdr import Herdr
 
-# For mypy (`python3 -m mypy tests/helpers/fake_herdr.py tests/orchestrator/test_fake_herdr.py`): the fake is a Herdr.
+# The fake is a Herdr for mypy (`python3 -m mypy` checks tests/helpers/fake_herdr.py, which says the same).
 _: Herdr = FakeHerdr()
 
 
