@@ -101,6 +101,7 @@ class FakeAgent:
     prompts: list[str] = field(default_factory=list)
     keys: list[str] = field(default_factory=list)
     on_prompt: Callable[[], object] | None = None  # what happens while herdr submits (a fast worker's callback)
+    after_prompt: str | None = None  # what its pane shows once a prompt landed (a dialog the turn opened)
 
 
 @dataclass
@@ -119,6 +120,7 @@ class FakePane:
     agent: FakeAgent | None = None
     session: AgentSession | None = None
     busy: bool = False  # its foreground process is not the shell: agent start answers agent_pane_busy
+    after_read: str | None = None  # what it shows from the next read on (a dialog drawn right after a look)
     revision: int = 0
 
 
@@ -227,7 +229,8 @@ class FakeHerdr:
     def add_agent(self, pane_id: str, name: str | None, kind: str, **state: Any) -> FakeAgent:
         """An agent already running in a pane (a person's, or one an earlier run started)."""
         pane = self.pane(pane_id)
-        pane.agent = FakeAgent(name=name, kind=kind, completion=0 if self.features().completion_seq else None, **state)
+        state.setdefault("completion", 0 if self.features().completion_seq else None)
+        pane.agent = FakeAgent(name=name, kind=kind, **state)
         return pane.agent
 
     def set_status(self, name: str, status: AgentStatus) -> None:
@@ -403,7 +406,7 @@ class FakeHerdr:
         return self._call(["pane", "move", pane_id, "--new-tab", *_opt("--workspace", workspace), *_opt("--label", label), "--no-focus"], act)
 
     def pane_read(self, pane_id: str, *, source: ReadSource = "recent", lines: int | None = None) -> str:
-        return self._call(["pane", "read", pane_id, "--source", source, *_opt("--lines", lines)], lambda: _last(self._pane(pane_id).screen, lines))
+        return self._call(["pane", "read", pane_id, "--source", source, *_opt("--lines", lines)], lambda: self._read(self._pane(pane_id), lines))
 
     def pane_send_text(self, pane_id: str, text: str) -> None:
         self._call(["pane", "send-text", pane_id, text], lambda: self._pane(pane_id).sent.append(text))
@@ -564,6 +567,8 @@ class FakeHerdr:
             agent.prompts.append(text)
             if agent.on_prompt is not None:
                 agent.on_prompt()
+            if agent.after_prompt is not None:
+                pane.screen = agent.after_prompt
             if agent.reacts == "work":
                 agent.status, agent.seq = "working", agent.seq + 1
             elif agent.reacts == "finish":
@@ -591,7 +596,7 @@ class FakeHerdr:
         return self._call(["agent", "wait", target, *(w for s in until for w in ("--until", s)), "--timeout", str(timeout_ms)], act)
 
     def agent_read(self, target: str, *, source: ReadSource = "recent", lines: int | None = None) -> str:
-        return self._call(["agent", "read", target, "--source", source, *_opt("--lines", lines)], lambda: _last(self._target(target).screen, lines))
+        return self._call(["agent", "read", target, "--source", source, *_opt("--lines", lines)], lambda: self._read(self._target(target), lines))
 
     def agent_send_keys(self, target: str, *keys: str) -> None:
         def act() -> None:
@@ -669,6 +674,12 @@ class FakeHerdr:
 
     def _refusal(self, code: str, message: str) -> _Refusal:
         return _Refusal(code, message)
+
+    def _read(self, pane: FakePane, lines: int | None) -> str:
+        shown = _last(pane.screen, lines)
+        if pane.after_read is not None:
+            pane.screen, pane.after_read = pane.after_read, None
+        return shown
 
     def _trust(self) -> list[str]:
         return ["--trust-repository"] if self.trust_repository and self.features().trust_repository else []

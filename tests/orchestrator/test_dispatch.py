@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-import threading
 import shutil
-from dataclasses import dataclass, field
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_herdr import FakeHerdr
 
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
@@ -18,12 +18,9 @@ from orchestrator.engine import Engine
 from orchestrator.errors import (
     ExitCode,
     HerdrAgentBlocked,
-    HerdrNotFound,
-    HerdrPromptStalled,
     HerdrProtocolError,
     HerdrTimeout,
     HerdrUnavailable,
-    HerdrWaitExpired,
 )
 from orchestrator.herdr_models import AgentInfo, AgentPrompted
 from registry import EffectStatus, Run, WorkerState
@@ -31,97 +28,49 @@ from registry import EffectStatus, Run, WorkerState
 ROOT = Path(__file__).resolve().parents[2]
 RUN_ID = "w1:p1-20261130T080000Z"
 TASKS = ("api-pagination", "api-tests", "pagination-docs")
+PANES = {task: f"w2:p{i + 1}" for i, task in enumerate(TASKS)}
 
 
-@dataclass
-class FakeAgent:
-    """One agent pane: status, seq, how it reacts to a prompt, and what its screen shows."""
+def fleet(*reacts: str, overrides: dict[str, dict[str, Any]] | None = None, cls: type[FakeHerdr] = FakeHerdr) -> FakeHerdr:
+    """herdr with one agent per reaction, in TASKS order, each in its pane of workspace w2 (the run's), at seq 10 and at
+    its kind's input line (the example plan's pagination-docs is claude): dispatch reads it before pasting.
+    ``overrides`` sets an agent's fields by task (its kind, status, completion_seq, interactive_ready)."""
+    herdr = cls(cwd="/src/acme/widgets")
+    assert herdr.workspace_create(cwd="/src/acme/widgets").root_pane.pane_id == PANES[TASKS[0]]
+    for task, react in zip(TASKS, reacts, strict=False):
+        if PANES[task] not in herdr.panes:
+            herdr.pane_split(PANES[TASKS[0]], direction="down")
+        fields: dict[str, Any] = {"seq": 10, "reacts": react, "ready": False, "completion": None, **(overrides or {}).get(task, {})}
+        kind = fields.pop("kind", "claude" if task == "pagination-docs" else "codex")
+        herdr.add_agent(PANES[task], task, kind, **fields)
+        herdr.pane(PANES[task]).screen = "❯ \n" if kind == "claude" else "› \n"
+    herdr.calls.clear()
+    return herdr
 
-    name: str
-    pane_id: str
-    status: str = "idle"
-    seq: int = 10
-    reacts: str = "work"  # work | stall | finish
-    screen: str = "› \n"
-    prompts: list[str] = field(default_factory=list)
-    after_prompt: str | None = None  # what the screen shows once a prompt was pasted (a dialog the turn opened)
-    after_look: str | None = None  # what it shows right after dispatch's look before pasting (a dialog racing the paste)
-    completion: int | None = None  # herdr 0.9.2+'s completion_seq (None: an older herdr)
-    ready: bool = False  # interactive_ready
-    kind: str = "codex"
+
+def calls(herdr: FakeHerdr) -> list[tuple[str, ...]]:
+    """herdr's calls as dispatch makes them: the command and target; a prompt says whether it waits, a read its source
+    and line count."""
+    shown: list[tuple[str, ...]] = []
+    for argv in herdr.argvs():
+        command, rest = " ".join(argv[:2]), argv[2:]
+        if command == "agent prompt":
+            shown.append(("agent prompt --wait" if "--wait" in rest else "agent prompt", rest[0]))
+        elif command == "agent read":
+            lines = rest[rest.index("--lines") + 1] if "--lines" in rest else "None"
+            shown.append((command, rest[0], rest[rest.index("--source") + 1], lines))
+        else:
+            shown.append((command, *rest[:1]))
+    return shown
 
 
-class FakeHerdr:
-    """The agent commands dispatch uses, over in-memory agents; unknown names raise herdr's agent_not_found."""
-
-    binary = "herdr"
-
-    def __init__(self, agents: list[FakeAgent]) -> None:
-        self.agents = {a.name: a for a in agents}
-        self.calls: list[tuple[str, ...]] = []
-        self.prompt_error: Exception | None = None
-        self.wait_error: dict[str, Exception] = {}
-
-    def _info(self, a: FakeAgent) -> AgentInfo:
-        return AgentInfo(terminal_id=f"t-{a.name}", agent_status=a.status, workspace_id="w1", tab_id="w1:t1", pane_id=a.pane_id,  # type: ignore[arg-type]
-                         focused=False, revision=0, state_change_seq=a.seq, name=a.name, agent=a.kind, completion_seq=a.completion,
-                         interactive_ready=a.ready)
-
-    def _get(self, name: str) -> FakeAgent:
-        if name not in self.agents:
-            raise HerdrNotFound(f"herdr agent get: agent_not_found: agent target {name} not found", code="agent_not_found")
-        return self.agents[name]
-
-    def agent_get(self, target: str) -> AgentInfo:
-        self.calls.append(("agent get", target))
-        return self._info(self._get(target))
-
-    def agent_list(self) -> tuple[AgentInfo, ...]:
-        self.calls.append(("agent list",))
-        return tuple(self._info(a) for a in self.agents.values())
-
-    def agent_prompt(self, target: str, text: str, *, wait: bool = False, until: Any = (), timeout_ms: int | None = None) -> AgentPrompted:
-        self.calls.append(("agent prompt --wait" if wait else "agent prompt", target))
-        a = self._get(target)
-        if self.prompt_error is not None:
-            raise self.prompt_error
-        a.prompts.append(text)
-        if a.after_prompt is not None:
-            a.screen = a.after_prompt
-        if a.reacts == "work":
-            a.status, a.seq = "working", a.seq + 1
-        elif a.reacts == "finish":
-            a.status, a.seq = "done", a.seq + 2
-            a.completion = None if a.completion is None else a.completion + 1
-        elif wait:
-            raise HerdrPromptStalled(f"herdr agent prompt: agent_prompt_stalled: no observed state change; state_change_seq remained {a.seq}",
-                                     code="agent_prompt_stalled")
-        return AgentPrompted(type="agent_prompted", agent=self._info(a))
-
-    def agent_wait(self, target: str, *, until: Any = (), timeout_ms: int) -> AgentInfo:
-        self.calls.append(("agent wait", target))
-        if target in self.wait_error:
-            raise self.wait_error[target]
-        a = self._get(target)
-        if a.status in until:
-            return self._info(a)
-        raise HerdrWaitExpired("herdr agent wait: timeout: timed out waiting for agent status", code="timeout")
-
-    def agent_read(self, target: str, *, source: str = "recent", lines: int | None = None) -> str:
-        self.calls.append(("agent read", target, source, str(lines)))
-        a = self._get(target)
-        shown = a.screen
-        if a.after_look is not None:
-            a.screen, a.after_look = a.after_look, None
-        return shown
-
-    def count(self, command: str) -> int:
-        return sum(1 for call in self.calls if call[0] == command)
+def count(herdr: FakeHerdr, command: str) -> int:
+    return [call[0] for call in calls(herdr)].count(command)
 
 
 def make_engine(tmp_path: Path, herdr: FakeHerdr) -> Engine:
     settings = Settings(home=tmp_path / "home", orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=Path("/src"))
-    return Engine(settings=settings, herdr=herdr, clock=FakeClock(), env={})  # type: ignore[arg-type]
+    return Engine(settings=settings, herdr=herdr, clock=FakeClock(), env={})
 
 
 def ready_run(engine: Engine, tasks: tuple[str, ...] = TASKS) -> Run:
@@ -140,12 +89,6 @@ def ready_run(engine: Engine, tasks: tuple[str, ...] = TASKS) -> Run:
     return run
 
 
-def agents(*reacts: str) -> list[FakeAgent]:
-    # Each at its kind's input line (the example plan's pagination-docs is claude): dispatch reads it before pasting.
-    return [FakeAgent(name=task, pane_id=f"w2:p{i + 1}", reacts=r, screen="❯ \n" if task == "pagination-docs" else "› \n")
-            for i, (task, r) in enumerate(zip(TASKS, reacts, strict=False))]
-
-
 def look(name: str) -> tuple[str, ...]:
     """Dispatch's read of the screen right before pasting (dispatch.screen_problem)."""
     return ("agent read", name, "visible", "None")
@@ -156,7 +99,7 @@ def states(engine: Engine) -> dict[str, str]:
 
 
 def test_single_target_uses_prompt_wait_and_records_acceptance(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work"))
+    herdr = fleet("work")
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination",))
 
@@ -169,9 +112,9 @@ def test_single_target_uses_prompt_wait_and_records_acceptance(tmp_path: Path) -
         "--------------  --------------  ---------  -------  ---------------------------------------------------------------\n"
         "api-pagination  api-pagination  accepted   working  accepted: working (seq 11, baseline 10) via agent prompt --wait\n"
     )
-    assert herdr.calls == [("agent get", "api-pagination"), look("api-pagination"), ("agent prompt --wait", "api-pagination")]
+    assert calls(herdr) == [("agent get", "api-pagination"), look("api-pagination"), ("agent prompt --wait", "api-pagination")]
     packet = engine.run_dir(RUN_ID) / "packets" / "api-pagination.md"
-    assert herdr.agents["api-pagination"].prompts == [packet.read_text()]
+    assert herdr.agent("api-pagination").prompts == [packet.read_text()]
     effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
     assert effect is not None and effect.status is EffectStatus.CONFIRMED
     assert effect.request == {"target": "api-pagination", "pane_id": "w2:p1", "baseline_seq": 10, "packet": str(packet),
@@ -185,8 +128,7 @@ def test_on_herdr_095_the_completion_seq_baseline_and_acceptance_are_recorded_in
     """herdr 0.9.2+ (../herdr-0.9.5/DELTA.md row 1): each packet's request keeps the agent's completion_seq before the
     send, and the acceptance the counter after it, so turn completion is later judged against that baseline
     (orchestrator.observe) instead of an idle/done flip."""
-    herdr = FakeHerdr([FakeAgent(name=TASKS[0], pane_id="w2:p1", reacts="work", completion=5),
-                       FakeAgent(name=TASKS[1], pane_id="w2:p2", reacts="finish", completion=7)])
+    herdr = fleet("work", "finish", overrides={TASKS[0]: {"completion": 5}, TASKS[1]: {"completion": 7}})
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, TASKS[:2])
 
@@ -204,9 +146,9 @@ def test_095_row10_a_codex_herdr_calls_unknown_but_interactive_ready_is_sent_its
     """herdr 0.9.3+ calls an idle codex whose screen no rule matches `unknown`, and takes it as ready once it is
     interactive-ready (../herdr-0.9.5/DELTA.md row 10): dispatch sends it its packet. Any other unknown agent, or a
     codex not interactive-ready, is still not sent one."""
-    herdr = FakeHerdr([FakeAgent(name=TASKS[0], pane_id="w2:p1", status="unknown", ready=True),
-                       FakeAgent(name=TASKS[1], pane_id="w2:p2", status="unknown", ready=True, kind="claude"),
-                       FakeAgent(name=TASKS[2], pane_id="w2:p3", status="unknown")])
+    herdr = fleet("work", "work", "work", overrides={TASKS[0]: {"status": "unknown", "ready": True},
+                                                     TASKS[1]: {"status": "unknown", "ready": True, "kind": "claude"},
+                                                     TASKS[2]: {"status": "unknown", "kind": "codex"}})
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine)
 
@@ -219,7 +161,7 @@ def test_095_row10_a_codex_herdr_calls_unknown_but_interactive_ready_is_sent_its
 
 
 def test_fleet_sends_without_wait_and_confirms_with_one_shared_list(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work", "finish", "stall"))
+    herdr = fleet("work", "finish", "stall")
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine)
 
@@ -228,9 +170,9 @@ def test_fleet_sends_without_wait_and_confirms_with_one_shared_list(tmp_path: Pa
     assert [(w.task, w.outcome, w.state) for w in result.workers] == [
         ("api-pagination", "accepted", "working"), ("api-tests", "accepted", "working"), ("pagination-docs", "stalled", "dispatched")]
     assert (result.path, result.prompts_sent) == ("fleet", 3)
-    assert (herdr.count("agent prompt"), herdr.count("agent prompt --wait"), herdr.count("agent list")) == (3, 0, 1)
+    assert (count(herdr, "agent prompt"), count(herdr, "agent prompt --wait"), count(herdr, "agent list")) == (3, 0, 1)
     # Only the laggard is waited on, then read once; nothing is sent twice.
-    assert herdr.calls[-3:] == [("agent wait", "pagination-docs"), ("agent get", "pagination-docs"),
+    assert calls(herdr)[-3:] == [("agent wait", "pagination-docs"), ("agent get", "pagination-docs"),
                                 ("agent read", "pagination-docs", "recent-unwrapped", "60")]
     stalled = result.workers[2]
     assert stalled.diagnosis is not None and stalled.diagnosis.suggests == "agent_prompt"
@@ -241,11 +183,11 @@ def test_fleet_sends_without_wait_and_confirms_with_one_shared_list(tmp_path: Pa
 
 
 def test_rerun_sends_nothing_new_and_picks_up_late_acceptance(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work", "work", "stall"))
+    herdr = fleet("work", "work", "stall")
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine)
     dispatch(engine, run)
-    herdr.agents["pagination-docs"].status, herdr.agents["pagination-docs"].seq = "working", 11
+    herdr.agent("pagination-docs").status, herdr.agent("pagination-docs").seq = "working", 11
     herdr.calls.clear()
 
     again = dispatch(engine, run)
@@ -255,30 +197,30 @@ def test_rerun_sends_nothing_new_and_picks_up_late_acceptance(tmp_path: Path) ->
         ("api-tests", "skipped", "working", "already working: its packet was sent before"),
         ("pagination-docs", "accepted", "working", "accepted: working (seq 11, baseline 10) via agent list"),
     ]
-    assert (again.prompts_sent, herdr.calls) == (0, [("agent list",)])
-    assert [len(a.prompts) for a in herdr.agents.values()] == [1, 1, 1]
+    assert (again.prompts_sent, calls(herdr)) == (0, [("agent list",)])
+    assert [len(herdr.agent(t).prompts) for t in TASKS] == [1, 1, 1]
 
 
 def test_single_stall_is_diagnosed_from_one_read_without_a_second_prompt(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("stall"))
-    herdr.agents["api-pagination"].after_prompt = "Allow codex to run `pytest`?\n  1. Yes  2. No\n"
+    herdr = fleet("stall")
+    herdr.agent("api-pagination").after_prompt = "Allow codex to run `pytest`?\n  1. Yes  2. No\n"
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination",))
 
     result = dispatch(engine, run, ["api-pagination"])
 
-    assert herdr.calls == [("agent get", "api-pagination"), look("api-pagination"), ("agent prompt --wait", "api-pagination"),
+    assert calls(herdr) == [("agent get", "api-pagination"), look("api-pagination"), ("agent prompt --wait", "api-pagination"),
                            ("agent read", "api-pagination", "recent-unwrapped", "60")]
     assert render_dispatch(result).splitlines()[-3:] == [
         "api-pagination: last lines of its pane (approval_prompt):", "  | Allow codex to run `pytest`?", "  |   1. Yes  2. No"]
     assert states(engine)["api-pagination"] == "dispatched"
     assert dispatch(engine, run, ["api-pagination"]).prompts_sent == 0
-    assert herdr.count("agent prompt --wait") + herdr.count("agent prompt") == 1
+    assert count(herdr, "agent prompt --wait") + count(herdr, "agent prompt") == 1
 
 
 def test_working_agent_is_not_sent_a_packet(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work"))
-    herdr.agents["api-pagination"].status = "working"
+    herdr = fleet("work")
+    herdr.agent("api-pagination").status = "working"
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination",))
 
@@ -286,11 +228,11 @@ def test_working_agent_is_not_sent_a_packet(tmp_path: Path) -> None:
 
     assert [(w.outcome, w.state, w.detail) for w in result.workers] == [
         ("skipped", "ready", "agent api-pagination is working; a packet goes only to an idle or done agent")]
-    assert herdr.calls == [("agent get", "api-pagination")]
+    assert calls(herdr) == [("agent get", "api-pagination")]
 
 
 def test_missing_agent_fails_that_worker_and_dispatches_the_others(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work", "work"))
+    herdr = fleet("work", "work")
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination", "api-tests", "pagination-docs"))
 
@@ -302,13 +244,12 @@ def test_missing_agent_fails_that_worker_and_dispatches_the_others(tmp_path: Pat
 
 
 def test_unknown_prompt_outcome_stays_in_flight_and_is_never_repeated(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("stall"))
-    herdr.prompt_error = HerdrTimeout("herdr agent prompt: no answer within 75 s (killed)")
+    herdr = fleet("stall")
+    herdr.fail_next("agent prompt", error=HerdrTimeout("herdr agent prompt: no answer within 75 s (killed)"))
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination",))
 
     first = dispatch(engine, run, ["api-pagination"])
-    herdr.prompt_error = None
     second = dispatch(engine, run, ["api-pagination"])
 
     assert [(w.outcome, w.state, w.detail) for w in first.workers] == [(
@@ -322,24 +263,18 @@ def test_unknown_prompt_outcome_stays_in_flight_and_is_never_repeated(tmp_path: 
     # One prompt; every later look is a read-back of state and screen (four right after the timeout, a pause apart,
     # then one on the second dispatch).
     seen = [("agent get", "api-pagination"), ("agent read", "api-pagination", "recent", "400")]
-    assert herdr.calls == [("agent get", "api-pagination"), look("api-pagination"), ("agent prompt --wait", "api-pagination"), *seen * 4, *seen]
+    assert calls(herdr) == [("agent get", "api-pagination"), look("api-pagination"), ("agent prompt --wait", "api-pagination"), *seen * 4, *seen]
     effect = engine.ledger.find_effect(RUN_ID, dispatch_key("api-pagination"))
     assert effect is not None and effect.status is EffectStatus.INTENDED
 
 
 def test_unknown_prompt_outcome_settled_at_once_when_the_agent_moved(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work"))
+    herdr = fleet("work")
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination",))
-    agent = herdr.agents["api-pagination"]
-
-    def garbled(target: str, text: str, **options: Any) -> AgentPrompted:
-        herdr.calls.append(("agent prompt --wait", target))
-        agent.prompts.append(text)
-        agent.status, agent.seq = "working", agent.seq + 1
-        raise HerdrProtocolError("herdr agent prompt: unreadable answer: '{\"id\"'")
-
-    herdr.agent_prompt = garbled  # type: ignore[method-assign]
+    agent = herdr.agent("api-pagination")
+    # herdr took the prompt (the agent works on it), but its answer came back garbled.
+    herdr.fail_next("agent prompt", error=HerdrProtocolError("herdr agent prompt: unreadable answer: '{\"id\"'"), after=True)
     result = dispatch(engine, run, ["api-pagination"])
 
     assert [(w.outcome, w.state, w.detail) for w in result.workers] == [("accepted", "working", "accepted: working (seq 11, baseline 10) via agent get")]
@@ -350,22 +285,22 @@ def test_unknown_prompt_outcome_settled_at_once_when_the_agent_moved(tmp_path: P
 
 
 def test_in_flight_prompt_is_settled_by_read_back_not_resent(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work"))
+    herdr = fleet("work")
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination",))
     # An earlier process intended the prompt and died; herdr shows the agent moved past the baseline.
     engine.ledger.intend(RUN_ID, "api-pagination", "agent_prompt", dispatch_key("api-pagination"),
                          {"target": "api-pagination", "pane_id": "w2:p1", "baseline_seq": 10})
-    herdr.agents["api-pagination"].status, herdr.agents["api-pagination"].seq = "working", 12
+    herdr.agent("api-pagination").status, herdr.agent("api-pagination").seq = "working", 12
 
     result = dispatch(engine, run, ["api-pagination"])
 
     assert [(w.outcome, w.state) for w in result.workers] == [("accepted", "working")]
-    assert herdr.calls == [("agent get", "api-pagination")]
+    assert calls(herdr) == [("agent get", "api-pagination")]
 
 
 def test_unknown_task_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work"))
+    herdr = fleet("work")
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine)
 
@@ -373,7 +308,7 @@ def test_unknown_task_is_one_line_and_changes_nothing(tmp_path: Path) -> None:
         dispatch(engine, run, ["nope"])
 
     assert str(caught.value) == f"run {RUN_ID} has no worker nope"
-    assert herdr.calls == []
+    assert calls(herdr) == []
 
 
 @pytest.mark.parametrize(
@@ -394,8 +329,8 @@ class OverlapHerdr(FakeHerdr):
     """Proves overlap without timing: the first two resolves (and the first two prompts) each wait for a second
     caller at a barrier, which a one-at-a-time dispatch never reaches (the barrier breaks after 10 s)."""
 
-    def __init__(self, agents: list[FakeAgent]) -> None:
-        super().__init__(agents)
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
         self.lock = threading.Lock()
         self.barriers = {"agent get": threading.Barrier(2, timeout=10), "agent prompt": threading.Barrier(2, timeout=10)}
         self.seen = {"agent get": 0, "agent prompt": 0}
@@ -423,7 +358,8 @@ class OverlapHerdr(FakeHerdr):
 
 
 def test_fleet_resolves_and_sends_concurrently_up_to_the_cap_each_prompt_once(tmp_path: Path) -> None:
-    herdr = OverlapHerdr(agents("work", "work", "work"))
+    herdr = fleet("work", "work", "work", cls=OverlapHerdr)
+    assert isinstance(herdr, OverlapHerdr)
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine)
 
@@ -433,30 +369,30 @@ def test_fleet_resolves_and_sends_concurrently_up_to_the_cap_each_prompt_once(tm
         ("api-pagination", "accepted", "working"), ("api-tests", "accepted", "working"), ("pagination-docs", "accepted", "working")]
     assert (result.path, result.prompts_sent) == ("fleet", 3)
     assert herdr.most == 2  # the example plan's cap (concurrency = 2)
-    assert [len(a.prompts) for a in herdr.agents.values()] == [1, 1, 1]
-    assert (herdr.count("agent get"), herdr.count("agent prompt"), herdr.count("agent list")) == (3, 3, 1)
+    assert [len(herdr.agent(t).prompts) for t in TASKS] == [1, 1, 1]
+    assert (count(herdr, "agent get"), count(herdr, "agent prompt"), count(herdr, "agent list")) == (3, 3, 1)
 
 
 def test_an_agent_wait_that_overruns_its_timeout_does_not_abort_the_fleets_acceptance(tmp_path: Path) -> None:
     """herdr's `agent wait` can overrun its own timeout (herdr#4280): our wall clock kills it, one read decides."""
-    herdr = FakeHerdr(agents("work", "stall", "stall"))
-    herdr.wait_error["api-tests"] = HerdrTimeout("herdr agent wait: no answer within 20s; killed")
+    herdr = fleet("work", "stall", "stall")
+    herdr.fail_next("agent wait", error=HerdrTimeout("herdr agent wait: no answer within 20s; killed"), word="api-tests")
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine)
-    herdr.agents["pagination-docs"].reacts = "work"
+    herdr.agent("pagination-docs").reacts = "work"
 
     result = dispatch(engine, run)
 
     assert [(w.task, w.outcome) for w in result.workers] == [("api-pagination", "accepted"), ("api-tests", "stalled"), ("pagination-docs", "accepted")]
-    assert ("agent get", "api-tests") in herdr.calls
+    assert ("agent get", "api-tests") in calls(herdr)
 
 
 def test_a_prompt_refused_at_a_dialog_is_reported_blocked_with_the_screen(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work"))
-    herdr.agents["api-pagination"].after_look = "Allow the command `rm -rf build`?\n  1. Yes\n  2. No\n"
-    herdr.prompt_error = HerdrAgentBlocked(
+    herdr = fleet("work")
+    herdr.pane(PANES["api-pagination"]).after_read = "Allow the command `rm -rf build`?\n  1. Yes\n  2. No\n"
+    herdr.fail_next("agent prompt", error=HerdrAgentBlocked(
         "herdr agent prompt: not sent: the agent is at a dialog (agent_blocked: agent api-pagination is blocked and requires interactive input)",
-        code="agent_blocked")
+        code="agent_blocked"))
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination",))
 
@@ -475,9 +411,10 @@ def test_a_prompt_refused_at_a_dialog_is_reported_blocked_with_the_screen(tmp_pa
 
 
 def test_herdr_down_stops_the_dispatch_instead_of_skipping_each_worker(tmp_path: Path) -> None:
-    herdr = FakeHerdr(agents("work", "work"))
-    herdr.prompt_error = HerdrUnavailable("herdr agent prompt: herdr server is not running (server_not_running: no herdr server is running at /s)",
-                                          code="server_not_running")
+    herdr = fleet("work", "work")
+    for _ in range(2):
+        herdr.fail_next("agent prompt", error=HerdrUnavailable(
+            "herdr agent prompt: herdr server is not running (server_not_running: no herdr server is running at /s)", code="server_not_running"))
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, ("api-pagination", "api-tests"))
 
@@ -523,12 +460,12 @@ CLAUDE_NOTICE = ("● Bash(echo hello > proof.txt)\n  ⎿  Waiting…\n\n" + "�
 def test_a_dialog_herdr_reads_idle_or_a_screen_not_yet_ready_gets_no_packet(tmp_path: Path, task: str, screen: str, detail: str) -> None:
     """herdr says idle (its manifests do not know codex 0.169's trust dialog or Claude's notices; a blank start screen
     falls back to idle), but dispatch reads the screen before pasting: a packet's Enter never answers a dialog."""
-    herdr = FakeHerdr(agents("work", "work", "work"))
-    herdr.agents[task].screen = screen
+    herdr = fleet("work", "work", "work")
+    herdr.pane(PANES[task]).screen = screen
     engine = make_engine(tmp_path, herdr)
     run = ready_run(engine, (task,))
 
     result = dispatch(engine, run, [task])
 
     assert [(w.outcome, w.state, w.detail) for w in result.workers] == [("skipped", "ready", detail)]
-    assert herdr.agents[task].prompts == [] and herdr.count("agent prompt") + herdr.count("agent prompt --wait") == 0
+    assert herdr.agent(task).prompts == [] and count(herdr, "agent prompt") + count(herdr, "agent prompt --wait") == 0
