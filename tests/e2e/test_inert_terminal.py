@@ -52,14 +52,14 @@ def terminal(tmp_path: Path) -> Iterator[Callable[[Path], list[str]]]:
     socket.unlink(missing_ok=True)
 
 
-def _seed(home: Path, controller: str, worktree: Path) -> None:
+def _seed(home: Path, controller: str, worktree: Path, pane: str) -> None:
     with Ledger.open(home / "ledger.sqlite3") as ledger:
         ledger.create_run(RUN, controller_target=controller)
-        ledger.add_worker(RUN, "fix-login", name="fix-login", kind="codex", objective="x", pane_id="w9:p9", reply_target="w9:p9",
+        ledger.add_worker(RUN, "fix-login", name="fix-login", kind="codex", objective="x", pane_id=pane, reply_target=pane,
                           worktree_path=str(worktree))  # fmt: skip
         for current, new in ((S.PROVISIONING, S.READY), (S.READY, S.DISPATCHED), (S.DISPATCHED, S.WORKING)):
             ledger.transition(RUN, "fix-login", current, new)
-        raw = f"[herdr-orchestration run={RUN} task=fix-login from=fix-login kind=question reply-to=w9:p9]\n{HOSTILE}"
+        raw = f"[herdr-orchestration run={RUN} task=fix-login from=fix-login kind=question reply-to={pane}]\n{HOSTILE}"
         stored = ledger.record_inbound(RUN, raw, source="old-orch", verdict=InboxVerdict.ACCEPTED, fingerprint=hashlib.sha256(raw.encode()).hexdigest(),
                                        task_label="fix-login", kind="question", sender="fix-login")  # fmt: skip
         ledger.transition(RUN, "fix-login", S.WORKING, S.QUESTION, cause={"inbox_id": stored.id}, pending_question=HOSTILE, last_callback_id=stored.id)
@@ -67,13 +67,17 @@ def _seed(home: Path, controller: str, worktree: Path) -> None:
 
 @pytest.mark.e2e
 def test_hostile_text_is_shown_escaped_by_every_command_that_prints_it(make_world: Callable[..., object], terminal: Callable[[Path], list[str]], tmp_path: Path) -> None:
-    world = make_world()
-    _seed(world.orch_home, world.controller_pane, tmp_path / "wt")  # type: ignore[attr-defined]
+    world: Any = make_world()
+    # The worker's agent is alive in its own pane: a worker whose pane is gone is failed at the check-in as closed
+    # outside orch, and this test is about the question it still waits on being shown inert.
+    pane = world.herdr("pane", "split", world.controller_pane, "--direction", "right", "--no-focus")["result"]["pane"]["pane_id"]
+    world.herdr("agent", "start", "fix-login", "--kind", "codex", "--pane", pane)
+    _seed(world.orch_home, world.controller_pane, tmp_path / "wt", pane)
     orch = " ".join(shlex.quote(word) for word in (sys.executable, "-m", "orchestrator"))
-    hostile_callback = f"[herdr-orchestration run={RUN} task=fix-login from=fix-login kind=update reply-to=w9:p9]\n{HOSTILE}"
+    hostile_callback = f"[herdr-orchestration run={RUN} task=fix-login from=fix-login kind=update reply-to={pane}]\n{HOSTILE}"
     script = tmp_path / "script.sh"
     script.write_text(
-        "".join(f"export {key}={shlex.quote(value)}\n" for key, value in world.env.items())  # type: ignore[attr-defined]
+        "".join(f"export {key}={shlex.quote(value)}\n" for key, value in world.env.items())
         + f"printf '%s\\n' {shlex.quote(ERASE)}\n"
         + f"echo '== inbox add'; {orch} inbox add --run {RUN} {shlex.quote(hostile_callback)}\n"
         + f"echo '== inbox list'; {orch} inbox list --run {RUN}\n"
