@@ -324,6 +324,10 @@ class _Preflight:
         ]
         assert tuple(name for name, _ in steps) == CHECK_NAMES
         for name, step in steps:
+            if name == "herdr" and self.existing is None:
+                # After the local gates, before the first herdr call: the ledger and ORCH_HOME take a write (a full
+                # or read-only store is one line now, not after herdr was asked anything). Not a gate of its own.
+                self.engine.check_storage()
             try:
                 step()
             except _Stop as stop:
@@ -746,7 +750,6 @@ def settle_workspace_create(engine: Engine, run: Run, effect: Effect) -> Settlem
 
 def preflight(engine: Engine, plan_path: Path) -> PreflightResult:
     """Run every preflight gate in order; on success the run exists in the ledger with one row per worker."""
-    engine.check_storage()  # the ledger and ORCH_HOME take a write before any herdr call
     return _Preflight(engine, plan_path).run()
 
 
