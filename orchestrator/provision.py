@@ -951,6 +951,9 @@ READY_POLL_S = 0.5
 # The ready sign must hold this long: codex 0.169 draws its input line first and its trust dialog over it a moment
 # later (the real-agents lane), so one read of the sign is not yet an agent that can take a packet.
 READY_SETTLE_S = 3.0
+# The wait for the ready sign is at least this long: it ends as soon as the sign shows, and a heavy agent on a busy
+# machine draws late (opencode 1.18: 10 s idle, 30-40 s on a loaded 2-CPU machine; the real-agents lane).
+READY_TIMEOUT_FLOOR_S = 120
 
 
 def _until_ready(rnd: _Round, job: _Job, worker: Worker, *, blocked: bool, reused: bool) -> str | None:
@@ -966,7 +969,7 @@ def _until_ready(rnd: _Round, job: _Job, worker: Worker, *, blocked: bool, reuse
     engine, kinds = rnd.engine, quirks(worker.kind)
     if kinds.ready is None:  # a kind without a known sign: herdr's readiness alone
         return _start_dialog(rnd, job, worker) if blocked else None
-    timeout_s = rnd.plan.plan.defaults.agent_start_timeout_s
+    timeout_s = max(rnd.plan.plan.defaults.agent_start_timeout_s, READY_TIMEOUT_FLOOR_S)
     deadline = engine.clock.monotonic() + timeout_s
     note: str | None = None
     first = True
