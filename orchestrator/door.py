@@ -329,6 +329,8 @@ def _merged(run: Run, found: Sequence[VerifyResult]) -> VerifyResult | None:
 def next_after(engine: Engine, run: Run, *, as_json: bool = False) -> tuple[NextStep, ...]:
     """What follows a door command (provision, dispatch, answer, send, approve, verify): dispatch the ready workers,
     else as ``next_steps`` says."""
+    if run.controller_kind == "run":
+        return ()  # `orch run`'s person door says its own next step (`orch resume RUN`), and nobody waits on it
     ready = [w.task_label for w in engine.ledger.list_workers(run.run_id, states=(S.READY,))]
     if ready:
         j = " --json" if as_json else ""

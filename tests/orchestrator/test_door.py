@@ -195,3 +195,11 @@ def test_every_door_command_says_what_comes_next_in_the_callers_own_form(tmp_pat
     fleet.engine.ledger.add_worker(RUN_ID, "late", name="late", kind="codex", objective="x")
     fleet.engine.ledger.transition(RUN_ID, "late", S.PROVISIONING, S.READY)
     assert [(s.do, s.command) for s in next_after(fleet.engine, fleet.run, as_json=True)] == [("dispatch", f"orch dispatch --run {RUN_ID} --json")]
+
+
+def test_an_orch_run_runs_door_commands_print_no_next_step(tmp_path: Path, git_repo: Any) -> None:
+    """`orch answer` on a run `orch run` drives: its person door says `orch resume RUN` itself; no `orch wait` is offered."""
+    fleet = Fleet(tmp_path, git_repo)
+    run = fleet.engine.ledger.create_run("w1:p1-20261130T090000Z", controller_target="w1:p1", fields={"controller_kind": "run"})
+
+    assert (next_after(fleet.engine, run), next_after(fleet.engine, fleet.run)[0].do) == ((), "wait")
