@@ -139,7 +139,10 @@ def template(root: Path, kind: str, url: str, *, ask: bool = False) -> tuple[Pat
         (home / ".codex").mkdir()
         (home / ".codex" / "config.toml").write_text(
             f'model = "{MODEL}"\nmodel_provider = "{PROVIDER}"\n'
-            f'approval_policy = "{"untrusted" if ask else "never"}"\nsandbox_mode = "danger-full-access"\n'
+            # ask: the sandbox keeps .git read-only, so a commit (and the callback) needs an escalation the person
+            # approves at codex's own form; codex 0.169 refuses "untrusted".
+            f'approval_policy = "{"on-request" if ask else "never"}"\n'
+            f'sandbox_mode = "{"workspace-write" if ask else "danger-full-access"}"\n'
             "check_for_update_on_startup = false\n\n"
             f'[model_providers.{PROVIDER}]\nname = "orch scripted model"\nbase_url = "{v1}"\n'
             'env_key = "ORCH_SCRIPTED_MODEL_KEY"\nwire_api = "responses"\n'

@@ -357,5 +357,11 @@ def _call(conv: Conversation, command: str) -> Call:
     args: dict[str, object] = {key: value}
     if "description" in props:
         args["description"] = "Run a step of the delegated task"
+    if "sandbox_permissions" in props and re.search(r"\bon-request\b", conv.system):
+        # codex in a sandbox that may ask: a commit writes .git and the callback reaches outside the checkout, so a
+        # careful worker asks to run its steps unsandboxed (the person approves at codex's own form).
+        args["sandbox_permissions"] = "require_escalated"
+        if "justification" in props:
+            args["justification"] = "Commit my claimed files and report to the controller (both need to write outside the sandbox)"
     prefix = "toolu_" if conv.protocol == "anthropic" else "call_"
     return Call(f"{prefix}{uuid.uuid4().hex[:24]}", name, args)

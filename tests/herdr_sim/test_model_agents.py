@@ -64,7 +64,8 @@ def test_ask_leaves_the_shell_tool_to_the_agents_own_permission_form(tmp_path: P
     claude = json.loads((launchers / "templates" / "claude-home" / ".claude" / "settings.json").read_text())
     codex = tomllib.loads((launchers / "templates" / "codex-home" / ".codex" / "config.toml").read_text())
     opencode = json.loads((launchers / "templates" / "opencode-home" / ".config" / "opencode" / "opencode.json").read_text())
-    assert (claude["permissions"], codex["approval_policy"], opencode["permission"]["bash"]) == ({"defaultMode": "default"}, "untrusted", "ask")
+    assert (claude["permissions"], codex["approval_policy"], opencode["permission"]["bash"]) == ({"defaultMode": "default"}, "on-request", "ask")
+    assert codex["sandbox_mode"] == "workspace-write"
 
 
 def test_install_without_npm_skips_each_kind_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -186,6 +186,11 @@ def test_the_shell_call_takes_the_tools_own_argument_shape(repo: Path, tmp_path:
     [call] = Brain().respond(conv).calls
     assert (call.name, list(call.arguments), call.call_id[:5]) == ("exec_command", ["cmd"], "call_")
 
+    escalating = Conversation("responses", "m", "approval_policy is `on-request`", conv.items,
+                              (Tool("exec_command", {"properties": {"cmd": {}, "sandbox_permissions": {}, "justification": {}}}),), True)
+    [call] = Brain().respond(escalating).calls
+    assert (call.arguments["sandbox_permissions"], sorted(call.arguments)) == ("require_escalated", ["cmd", "justification", "sandbox_permissions"])
+
     conv = Conversation("anthropic", "m", "s", conv.items,
                         (Tool("Bash", {"properties": {"command": {"type": "array"}, "description": {"type": "string"}}}),), True)
     [call] = Brain().respond(conv).calls
