@@ -136,7 +136,8 @@ def test_doctor_fails_for_a_kind_that_is_not_installed(world: Any) -> None:
         "kind": "claude", "ok": False, "executable": "claude", "installed": False, "executable_path": None,
         "integration": HOOK["claude"], "dialog": None, "dialog_answered": False, "dialog_keys": [], "prompt_accepted": False,
         "callback": None, "seconds": report["kinds"][0]["seconds"], "cleanup": [], "failure": line, "hint": hint}]
-    assert as_json.stderr == f"orch: {line}\nhint: {hint}\n"
+    # The hint line an agent controller reads names the command as it would run it, with --json (cli.with_caller_flags).
+    assert as_json.stderr == f"orch: {line}\nhint: {hint.replace('`orch doctor`', '`orch doctor --json`')}\n"
 
 
 def test_doctor_fails_for_a_kind_without_its_herdr_integration(make_world: Any) -> None:
