@@ -271,7 +271,7 @@ def _not_sendable(worker: Worker) -> str:
     if worker.state is WorkerState.PROVISIONING:
         return f"still provisioning: run `orch provision --run {worker.run_id}` first"
     if worker.state is WorkerState.QUEUED:
-        return "queued: it starts when a slot frees and its predecessors are done"
+        return "queued: it starts as soon as a slot frees and every task in its `after` (if any) is accepted"
     if worker.state is WorkerState.SKIPPED:
         return "skipped: a predecessor ended without acceptance; it never starts"
     if worker.state is WorkerState.DISPATCHED:

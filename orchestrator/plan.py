@@ -659,6 +659,7 @@ def check_report(resolved: ResolvedPlan) -> dict[str, Any]:
                 "claim": list(w.worker.claim),
                 "checks": len(w.worker.verify),
                 "mode": w.mode,
+                "after": list(w.after),
             }
             for w in resolved.workers
         ],
@@ -694,6 +695,7 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
             ", ".join(w.worker.claim) or "(read-only)",
             str(len(w.worker.verify)),
             w.mode,
+            ", ".join(w.after) or "-",
         )
         for w in resolved.workers
     ]
@@ -706,7 +708,7 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
         + "\n\n"
         + tables.table(policy_rows, ("policy", "value", "source"), width)
         + "\n\n"
-        + tables.table(worker_rows, ("task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode"), width)
+        + tables.table(worker_rows, ("task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode", "after"), width)
         + "\n"
     )
 

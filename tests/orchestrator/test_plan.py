@@ -280,13 +280,13 @@ def test_check_tables_fit_the_terminal(settings: Settings) -> None:
     assert narrow.split("\n\n")[-3:] == [
         "task api-pagination\n  agent      api-pagination\n  kind       codex\n  placement  worktree\n  branch     feat/api-pagination\n"
         "  tab label  widgets-feat-api-pagination\n  worktree   /src/acme/widgets.worktrees/widgets-feat-api-pagination\n"
-        "  claim      src/widgets/api/**\n  checks     1\n  mode       direct",
+        "  claim      src/widgets/api/**\n  checks     1\n  mode       direct\n  after      -",
         "task api-tests\n  agent      api-tests\n  kind       codex\n  placement  sibling of api-pagination\n  branch     feat/api-pagination\n"
         "  tab label  widgets-feat-api-pagination\n  worktree   /src/acme/widgets.worktrees/widgets-feat-api-pagination\n"
-        "  claim      tests/api/test_pagination.py\n  checks     1\n  mode       direct",
+        "  claim      tests/api/test_pagination.py\n  checks     1\n  mode       direct\n  after      -",
         "task pagination-docs\n  agent      pagination-docs\n  kind       claude\n  placement  worktree\n  branch     docs/pagination-guide\n"
         "  tab label  widgets-docs-pagination-guide\n  worktree   /src/acme/widgets.worktrees/widgets-docs-pagination-guide\n"
-        "  claim      docs/pagination.md, docs/index.md\n  checks     1\n  mode       direct\n",
+        "  claim      docs/pagination.md, docs/index.md\n  checks     1\n  mode       direct\n  after      -\n",
     ]
 
 
