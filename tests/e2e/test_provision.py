@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -14,11 +13,10 @@ from herdr_sim import versions
 from herdr_sim.testing import eventually
 from orchestrator.engine import Engine
 from orchestrator.herdr_models import WorktreeListResult
-from orchestrator.plan import load_plan
 from orchestrator.provision import ProvisionResult, provision, render_provision, start_agent
-from registry import Run, WorkerState
+from provision_world import RUN_ID, prepare_run
+from registry import WorkerState
 
-RUN_ID = "w1:p1-20260101T000000Z"
 MUTATING = ("worktree create", "worktree open", "pane move", "pane split", "agent start", "workspace close", "tab rename")
 
 THREE = """\
@@ -62,26 +60,6 @@ deliverable = "Commits."
 branch = "feat/api-pagination"
 claim = ["src/api/**"]
 """
-
-
-def prepare_run(world: Any, plan_text: str, *, engine: Engine | None = None) -> tuple[Engine, Run]:
-    """What preflight leaves behind: the run (repo workspace, tab, default branch, base), the plan snapshot, workers."""
-    engine = engine or world.engine()
-    plan_path = world.write_plan(plan_text)
-    resolved = load_plan(plan_path, engine.settings)
-    pane = world.herdr("pane", "get", world.controller_pane)["result"]["pane"]
-    ledger = engine.ledger
-    ledger.create_run(
-        RUN_ID, controller_target=world.controller_pane, organization="acme", repo="widgets",
-        repo_path=str(world.repo.path), base_ref=resolved.plan.base, plan_path=str(plan_path),
-    )  # fmt: skip
-    ledger.update_run(RUN_ID, workspace_id=pane["workspace_id"], repo_tab_id=pane["tab_id"], default_branch="main", base_sha=world.repo.head())
-    snapshot = engine.run_dir(RUN_ID) / "plan.toml"
-    snapshot.parent.mkdir(parents=True)
-    shutil.copy(plan_path, snapshot)
-    for w in resolved.workers:
-        ledger.add_worker(RUN_ID, w.task, name=w.name, kind=w.kind, objective=w.worker.objective, claimed_files=w.worker.claim)
-    return engine, ledger.get_run(RUN_ID)
 
 
 def mutations(engine: Engine) -> list[str]:

@@ -41,9 +41,9 @@ claim = ["docs/**"]
 """
 
 
-def prepare_run(world: Any, plan_text: str) -> tuple[Engine, Run]:
+def prepare_run(world: Any, plan_text: str, *, engine: Engine | None = None) -> tuple[Engine, Run]:
     """What preflight leaves behind: the run (repo workspace, tab, default branch, base), the plan snapshot, workers."""
-    engine: Engine = world.engine()
+    engine = engine or world.engine()
     plan_path = world.write_plan(plan_text)
     resolved = load_plan(plan_path, engine.settings)
     pane = world.herdr("pane", "get", world.controller_pane)["result"]["pane"]
