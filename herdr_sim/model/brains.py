@@ -357,7 +357,7 @@ def _call(conv: Conversation, command: str) -> Call:
     args: dict[str, object] = {key: value}
     if "description" in props:
         args["description"] = "Run a step of the delegated task"
-    if "sandbox_permissions" in props and re.search(r"\bon-request\b", conv.system):
+    if "sandbox_permissions" in props and not re.search(r"approval policy is currently never", conv.system, re.IGNORECASE):
         # codex in a sandbox that may ask: a commit writes .git and the callback reaches outside the checkout, so a
         # careful worker asks to run its steps unsandboxed (the person approves at codex's own form).
         args["sandbox_permissions"] = "require_escalated"

@@ -190,6 +190,11 @@ def test_the_shell_call_takes_the_tools_own_argument_shape(repo: Path, tmp_path:
                               (Tool("exec_command", {"properties": {"cmd": {}, "sandbox_permissions": {}, "justification": {}}}),), True)
     [call] = Brain().respond(escalating).calls
     assert (call.arguments["sandbox_permissions"], sorted(call.arguments)) == ("require_escalated", ["cmd", "justification", "sandbox_permissions"])
+    # codex refuses any escalation under approval policy never (its permissions text says so): none is asked for.
+    never = Conversation("responses", "m", "Approval policy is currently never. Do not provide the `sandbox_permissions`",
+                         conv.items, escalating.tools, True)
+    [call] = Brain().respond(never).calls
+    assert list(call.arguments) == ["cmd"]
 
     conv = Conversation("anthropic", "m", "s", conv.items,
                         (Tool("Bash", {"properties": {"command": {"type": "array"}, "description": {"type": "string"}}}),), True)
