@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import stat
 from pathlib import Path
@@ -159,6 +160,7 @@ def test_three_workers_reach_ready_with_the_layout_contract_and_a_rerun_creates_
         "api-pagination  ready  <pane>  widgets-feat-api-pagination  <src>/acme/widgets.worktrees/widgets-feat-api-pagination  already provisioned",
         "api-tests  ready  <pane>  widgets-feat-api-pagination  <src>/acme/widgets.worktrees/widgets-feat-api-pagination  already provisioned",
         "pagination-docs  ready  <pane>  widgets-docs-pagination-guide  <src>/acme/widgets.worktrees/widgets-docs-pagination-guide  already provisioned",
+        "Next: dispatch: api-pagination, api-tests, pagination-docs ready for their packets: `orch dispatch --run <pane>-20260101T000000Z`",
     ]
 
 
@@ -299,7 +301,9 @@ def test_plan_first_without_a_known_plan_mode_fails_before_anything_starts(world
     assert mutations(engine) == []
     out = world.orch("provision", "--json")
     assert out.returncode == 1
-    assert [(w.state, w.already) for w in ProvisionResult.model_validate_json(out.stdout).workers] == [("failed", True)]
+    doc = json.loads(out.stdout)
+    doc.pop("next")  # the door's next steps ride beside the phase's result
+    assert [(w.state, w.already) for w in ProvisionResult.model_validate(doc).workers] == [("failed", True)]
 
 
 DIALOG = "Do you trust the contents of this directory?"
