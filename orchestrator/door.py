@@ -372,10 +372,10 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
             why.append(f"{', '.join(unverified)} sent a result to verify")
         steps.append(NextStep(do="wait", task=None, command=wait, why=f"{'; '.join(why)}: orch checks in while it waits and returns when something needs you"))
     else:
-        why = "no worker is working or waiting for verification"
+        reason = "no worker is working or waiting for verification"
         if queued:
-            why += f"; nothing left can start {', '.join(queued)} (finish reports it)"
-        steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}", why=why))
+            reason += f"; nothing left can start {', '.join(queued)} (finish reports it)"
+        steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}", why=reason))
     return tuple(steps)
 
 

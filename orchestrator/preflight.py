@@ -537,7 +537,7 @@ class _Preflight:
             )
         self.pane_id = pane_id
         self.caller = pane
-        notes = []
+        notes: list[str] = []
         try:
             agent = self.herdr.agent_get(pane_id)
             what = f"agent {agent.name or agent.agent} ({agent.agent or 'unknown kind'}, {agent.agent_status})"

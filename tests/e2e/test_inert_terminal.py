@@ -13,6 +13,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
