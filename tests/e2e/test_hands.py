@@ -190,11 +190,10 @@ message = "{task}: note"
 do = "update"
 message = "committed"
 """
-GATED = """
-[[task.renamed]]
-do = "run"
-command = "until [ -f {gate} ]; do sleep 0.1; done"
-
+# `renamed` waits for the gate printing as it goes (each `run` step shows its command and exit, as test_run_observe's
+# chatty worker does): a silent wait would be failed as stalled at its third check-in, before the Layout Contract's
+# read-back (every LAYOUT_EVERY-th check-in) had noticed its renamed tab. At most ~30 s, over as soon as the gate is there.
+GATED = "".join('\n[[task.renamed]]\ndo = "run"\ncommand = "[ -f {gate} ] || sleep 0.5"\n' for _ in range(60)) + """
 [[task.renamed]]
 do = "verify"
 
