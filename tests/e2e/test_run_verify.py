@@ -491,7 +491,7 @@ def test_ctrl_c_records_where_the_run_stopped_and_resume_completes_it(world: Any
     assert (stopped.status, stopped.stopped_at) == (RunStatus.INTERRUPTED, "interrupted during observe")
     assert (tmp_path / "run.err").read_text().splitlines()[-2:] == [
         f"orch: run {run_id} interrupted during observe; no new work was dispatched, workers and evidence are in place",
-        f"hint: continue with `orch resume {run_id}`",
+        f"hint: continue with `orch resume {run_id} --json`",  # the run was started with --json: its hint says it the same way
     ]
     resumed = world.orch("resume", run_id, "--interval", "1", "--json")
 
