@@ -14,30 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator import claims, git
 from orchestrator.checks import CheckRun, run_command
 from packets.render import COMMIT_TRAILER_KEY
+from packets.result import ResultReport
 
 Disposition = Literal["accepted", "rejected", "superseded", "blocked"]
-
-
-class ClaimedCheck(BaseModel):
-    """A check the worker says it ran, with the exit code it reported."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    command: str
-    exit_code: int | None
-
-
-class ResultClaim(BaseModel):
-    """What a worker's `result` message asserts."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    status: str | None = None
-    commits: tuple[str, ...] = ()
-    changed_files: tuple[str, ...] = ()
-    checks: tuple[ClaimedCheck, ...] = ()
-    reports: tuple[str, ...] = ()
-    problems: tuple[str, ...] = Field(default=(), description="why the result itself could not be read (each rejects it)")
 
 
 class PeerClaim(BaseModel):
@@ -137,7 +116,7 @@ def attribute(repo: Path, commits: list[str], task: str, workers: set[str]) -> t
     return own, unattributed
 
 
-def verify(subject: Subject, claim: ResultClaim, runner: CheckRunner = run_check) -> Verification:
+def verify(subject: Subject, claim: ResultReport, runner: CheckRunner = run_check) -> Verification:
     """Compare the claim with git and with a re-run of the checks; every reason names its evidence.
 
     blocked (integration pauses, a person decides) beats rejected (sent back or dropped) beats accepted.

@@ -6,7 +6,7 @@ import json
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import BinaryIO
 
 from pydantic import BaseModel, ConfigDict
 
@@ -19,12 +19,9 @@ from orchestrator.intake import render_added as render_added
 from packets import (
     DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, parse_message, validate,
 )  # fmt: skip
-from packets.result import ResultReport, parse_result
+from packets.result import parse_result
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
 from registry.machine import accepted_kinds
-
-if TYPE_CHECKING:
-    from orchestrator.evidence import ResultClaim
 
 S = WorkerState
 _OPEN, _TARGET = OPEN, TARGET
@@ -209,7 +206,7 @@ def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple
     if kind in ("question", "blocked"):
         changes["pending_question"] = body
     if kind == "result":
-        changes["reported_checks"] = parse_result(body).model_dump_json()
+        changes["reported_checks"] = parse_result(body).to_json()
     cause = {"inbox_id": recorded.id, "kind": kind}
     for _ in range(2):
         worker = engine.ledger.get_worker(run.run_id, task)
@@ -227,20 +224,6 @@ def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple
         return worker.state, updated.state
     worker = engine.ledger.get_worker(run.run_id, task)
     return worker.state, worker.state
-
-
-def result_claim(report: ResultReport) -> ResultClaim:
-    """The verifiable part of a result (commits, changed files, checks) for `orchestrator.evidence.verify`."""
-    from orchestrator.evidence import ClaimedCheck, ResultClaim  # verification's, not intake's: callbacks skip it
-
-    return ResultClaim(
-        status=report.status,
-        commits=report.commits,
-        changed_files=report.changed_files,
-        checks=tuple(ClaimedCheck(command=c.command, exit_code=c.exit_code) for c in report.checks),
-        reports=report.reports,
-        problems=report.problems,
-    )
 
 
 def list_messages(engine: Engine, run: Run) -> InboxList:

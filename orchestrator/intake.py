@@ -23,7 +23,7 @@ from orchestrator.locations import LEDGER_FILE, locations, run_dir
 from orchestrator.reportfiles import pinned_roots
 from packets.grammar import MESSAGE_LIMIT_RANGE
 from packets.inert import inert_line
-from packets.result_lines import read_result
+from packets.result import parse_result
 from packets.screen import Judgement, PlainView, PlainWorker, Reason, check_view, fingerprint, judge, oversize_explanation
 from registry.core import Rows
 from registry.kinds import InboxVerdict, RunStatus
@@ -246,7 +246,7 @@ class Intake:
         if kind in ("question", "blocked"):
             changes["pending_question"] = body
         if kind == "result":
-            changes["reported_checks"] = read_result(body).to_json()
+            changes["reported_checks"] = parse_result(body).to_json()
         cause = {"inbox_id": inbox_id, "kind": kind}
         for _ in range(2):
             state = self.rows.worker_state(self.run_id, task)

@@ -13,11 +13,10 @@ from orchestrator import evidence, git
 from orchestrator.checks import CheckRun
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from orchestrator.evidence import CheckRunner, PeerClaim, ResultClaim, Subject, Verification
-from orchestrator.inbox import result_claim
+from orchestrator.evidence import CheckRunner, PeerClaim, Subject, Verification
 from orchestrator.reportfiles import open_report, pinned_roots
 from packets import EnvelopeError, inert_line, parse_message
-from packets.result import parse_result
+from packets.result import ResultReport, parse_result
 from registry import Run, StaleState, Worker, WorkerState
 from registry.machine import LIVE_STATES
 
@@ -67,17 +66,17 @@ def blocked_by_verification(worker: Worker) -> bool:
     return worker.state is S.BLOCKED and worker.final_disposition is S.BLOCKED
 
 
-def read_result(engine: Engine, worker: Worker) -> ResultClaim:
+def read_result(engine: Engine, worker: Worker) -> ResultReport:
     """The claim in the worker's accepted `result` message (or a claim whose problems say why there is none)."""
     if worker.last_callback_id is None:
-        return ResultClaim(problems=("no result message is recorded for this worker",))
+        return ResultReport(problems=("no result message is recorded for this worker",))
     raw = engine.ledger.get_inbound(worker.last_callback_id).raw
     try:
         message = parse_message(raw)
     except EnvelopeError as exc:
-        return ResultClaim(problems=(f"inbox message #{worker.last_callback_id} is not an envelope: {exc}",))
+        return ResultReport(problems=(f"inbox message #{worker.last_callback_id} is not an envelope: {exc}",))
     if message.kind != "result":
-        return ResultClaim(problems=(f"inbox message #{worker.last_callback_id} is a {message.kind}, not a result",))
+        return ResultReport(problems=(f"inbox message #{worker.last_callback_id} is a {message.kind}, not a result",))
     body = message.body
     # The contract allows the body to be just the path of a Markdown report holding the result.
     lines = body.strip().splitlines()
@@ -85,9 +84,9 @@ def read_result(engine: Engine, worker: Worker) -> ResultClaim:
         # Read as every report is: inside the worker's pinned roots, no symlink followed, bounded (reportfiles).
         opened = open_report(lines[0], pinned_roots(engine.run_dir(worker.run_id), worker.task_label, worker.worktree_path))
         if opened.text is None:
-            return ResultClaim(reports=(lines[0],), problems=(f"the result is a report path that cannot be opened: {lines[0]} ({opened.reason})",))
+            return ResultReport(reports=(lines[0],), problems=(f"the result is a report path that cannot be opened: {lines[0]} ({opened.reason})",))
         body = opened.text
-    return result_claim(parse_result(body))
+    return parse_result(body)
 
 
 def _subject(engine: Engine, run: Run, worker: Worker, peers: Iterable[Worker]) -> Subject | str:

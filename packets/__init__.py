@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     )
 
 # Loaded lazily (PEP 562): `from packets import Packet` works as ever, while the pure modules (`packets.grammar`,
-# `packets.screen`, `packets.result_lines`, `packets.inert`) stay importable without pydantic, for the callback fast path.
+# `packets.screen`, `packets.result`, `packets.inert`) stay importable without pydantic, for the callback fast path.
 _HOMES = {
     **dict.fromkeys(
         ("CONTROLLER_KINDS", "WORKER_KINDS", "DEFAULT_MESSAGE_LIMIT", "MESSAGE_LIMIT_RANGE", "classify_prompt", "normalise"), "packets.grammar"

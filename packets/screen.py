@@ -28,7 +28,7 @@ from packets.glyphs import (
     skeleton,
 )
 from packets.inert import escape_char, inert_line
-from packets.result_lines import read_result
+from packets.result import parse_result
 
 if TYPE_CHECKING:
     from packets.envelope import Message
@@ -400,7 +400,7 @@ def judge(
     if screened is not None:
         return aside(*screened)
     if message.kind == "result":
-        for path in read_result(message.body).reports:
+        for path in parse_result(message.body).reports:
             why = _confine(path, worker.report_roots, resolve)
             if why is not None:
                 return aside(Reason.REPORT_OUTSIDE, f'report path "{path}" {why}; reports belong in the worker\'s working directory or its report directory')

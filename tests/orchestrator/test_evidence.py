@@ -9,7 +9,8 @@ import pytest
 
 from orchestrator import git
 from orchestrator.checks import run_command
-from orchestrator.evidence import ClaimedCheck, PeerClaim, ResultClaim, Subject, verify
+from orchestrator.evidence import PeerClaim, Subject, verify
+from packets.result import ReportedCheck, ResultReport
 
 
 def _summary(result: Any) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def _subject(repo: Any, base: str, verification: tuple[str, ...] = ("test -f doc
 def test_work_inside_claim_with_passing_checks_is_accepted(worker_branch: Any) -> None:
     repo, base, worktree = worker_branch
     sha = repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
-    claim = ResultClaim(commits=(sha[:9],), changed_files=("docs/api.md",), checks=(ClaimedCheck(command="test -f docs/api.md", exit_code=0),))
+    claim = ResultReport(commits=(sha[:9],), changed_files=("docs/api.md",), checks=(ReportedCheck(command="test -f docs/api.md", exit_code=0),))
 
     assert _summary(verify(_subject(repo, base), claim)) == {
         "disposition": "accepted",
@@ -56,7 +57,7 @@ def test_checks_run_in_a_scratch_checkout_not_in_the_worker_tree(worker_branch: 
     repo.write("docs/uncommitted.md", "draft\n", cwd=worktree)
     subject = _subject(repo, base, verification=("test ! -e docs/uncommitted.md",))
 
-    result = verify(subject, ResultClaim())
+    result = verify(subject, ResultReport())
 
     assert result.disposition == "accepted"
     assert git.status_porcelain(worktree) == ["?? docs/uncommitted.md"]
@@ -66,7 +67,7 @@ def test_checks_run_in_a_scratch_checkout_not_in_the_worker_tree(worker_branch: 
 def test_zero_commit_done_is_rejected_when_the_task_had_to_change_files(worker_branch: Any) -> None:
     repo, base, _ = worker_branch
 
-    result = verify(_subject(repo, base, verification=()), ResultClaim())
+    result = verify(_subject(repo, base, verification=()), ResultReport())
 
     assert result.disposition == "rejected"
     assert result.reasons == (f"no commits on feat/api-docs since base {base[:12]}, but the task had to change files",)
@@ -75,7 +76,7 @@ def test_zero_commit_done_is_rejected_when_the_task_had_to_change_files(worker_b
 def test_claimed_checks_that_fail_on_rerun_are_rejected(worker_branch: Any) -> None:
     repo, base, worktree = worker_branch
     repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
-    claim = ResultClaim(checks=(ClaimedCheck(command="grep -q Endpoints docs/api.md", exit_code=0),))
+    claim = ResultReport(checks=(ReportedCheck(command="grep -q Endpoints docs/api.md", exit_code=0),))
 
     result = verify(_subject(repo, base, verification=("grep -q Endpoints docs/api.md",)), claim)
 
@@ -93,7 +94,7 @@ def test_a_check_that_cannot_run_blocks_as_unreproducible_evidence(worker_branch
     def runner(command: str, cwd: Path) -> Any:
         return run_command(command, cwd=cwd, timeout=0.01)
 
-    result = verify(_subject(repo, base, verification=("sleep 5",)), ResultClaim(), runner=runner)
+    result = verify(_subject(repo, base, verification=("sleep 5",)), ResultReport(), runner=runner)
 
     assert result.disposition == "blocked"
     assert result.reasons == ("check `sleep 5` could not run: timed out after 0.01s (evidence cannot be reproduced)",)
@@ -103,7 +104,7 @@ def test_edits_outside_the_claim_pause_integration(worker_branch: Any) -> None:
     repo, base, worktree = worker_branch
     repo.commit("docs: api", {"docs/api.md": "# API\n", "setup.cfg": "[x]\n"}, cwd=worktree)
 
-    result = verify(_subject(repo, base), ResultClaim())
+    result = verify(_subject(repo, base), ResultReport())
 
     assert (result.disposition, result.outside_claim, result.reasons) == (
         "blocked",
@@ -115,7 +116,7 @@ def test_edits_outside_the_claim_pause_integration(worker_branch: Any) -> None:
 def test_claims_that_git_does_not_support_are_rejected(worker_branch: Any) -> None:
     repo, base, worktree = worker_branch
     repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
-    claim = ResultClaim(commits=("deadbeef",), changed_files=("docs/other.md", "README.md"))
+    claim = ResultReport(commits=("deadbeef",), changed_files=("docs/other.md", "README.md"))
 
     result = verify(_subject(repo, base), claim)
 
@@ -135,7 +136,7 @@ def test_a_cited_report_that_cannot_be_opened_is_missing(worker_branch: Any, tmp
     repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
     report = tmp_path / "report.md"
 
-    result = verify(_subject(repo, base, verification=()), ResultClaim(reports=(str(report),)))
+    result = verify(_subject(repo, base, verification=()), ResultReport(reports=(str(report),)))
 
     assert (result.disposition, result.missing_files, result.reasons) == ("rejected", (str(report),), (f"cited report {report} cannot be opened",))
 
@@ -144,14 +145,14 @@ def test_a_status_other_than_done_is_rejected(worker_branch: Any) -> None:
     repo, base, worktree = worker_branch
     repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
 
-    assert verify(_subject(repo, base, verification=()), ResultClaim(status="partial")).reasons == ("worker reported status partial, not done",)
+    assert verify(_subject(repo, base, verification=()), ResultReport(status="partial")).reasons == ("worker reported status partial, not done",)
 
 
 def test_commits_that_change_nothing_inside_the_claim_are_rejected(worker_branch: Any) -> None:
     repo, base, worktree = worker_branch
     repo.commit("empty", cwd=worktree)
 
-    assert verify(_subject(repo, base, verification=()), ResultClaim()).reasons == (
+    assert verify(_subject(repo, base, verification=()), ResultReport()).reasons == (
         f"nothing inside its claim changed on feat/api-docs since base {base[:12]}",
     )
 
@@ -161,7 +162,7 @@ def test_a_read_only_worker_that_changed_files_is_blocked(worker_branch: Any) ->
     repo.commit("oops", {"notes.txt": "x\n"}, cwd=worktree)
     subject = Subject(repo=repo.path, branch="feat/api-docs", base_sha=base, claim=(), verification=())
 
-    result = verify(subject, ResultClaim())
+    result = verify(subject, ResultReport())
 
     assert (result.disposition, result.reasons) == ("blocked", ("read-only task changed files: notes.txt (integration paused for a decision)",))
 
@@ -175,7 +176,7 @@ def test_sibling_changes_on_a_shared_branch_are_the_siblings_and_peers_are_named
     )
     subject = Subject(repo=repo.path, branch="feat/api-docs", base_sha=base, claim=("docs/",), verification=(), peers=peers)
 
-    result = verify(subject, ResultClaim())
+    result = verify(subject, ResultReport())
 
     assert (result.disposition, result.outside_claim, result.reasons) == (
         "blocked",
@@ -188,7 +189,7 @@ def test_blocked_reasons_come_before_rejections(worker_branch: Any) -> None:
     repo, base, worktree = worker_branch
     repo.commit("docs: api", {"docs/api.md": "# API\n", "setup.cfg": "[x]\n"}, cwd=worktree)
 
-    result = verify(_subject(repo, base, verification=("false",)), ResultClaim())
+    result = verify(_subject(repo, base, verification=("false",)), ResultReport())
 
     assert (result.disposition, result.reasons) == (
         "blocked",
@@ -199,7 +200,7 @@ def test_blocked_reasons_come_before_rejections(worker_branch: Any) -> None:
 def test_missing_branch_is_rejected(git_repo: Any) -> None:
     subject = Subject(repo=git_repo.path, branch="feat/nope", base_sha=git_repo.head(), claim=("x",), verification=())
 
-    assert verify(subject, ResultClaim()).reasons == ("branch feat/nope does not exist",)
+    assert verify(subject, ResultReport()).reasons == ("branch feat/nope does not exist",)
 
 
 def test_a_timed_out_pipeline_is_killed_with_its_children(tmp_path: Path) -> None:
@@ -223,8 +224,8 @@ def test_siblings_are_judged_on_their_own_commits_and_one_editing_the_others_cla
     docs = repo.commit("docs: api\n\nOrch-Task: api-docs", {"docs/api.md": "# API\n"}, cwd=worktree)
     tests = repo.commit("tests: api\n\nOrch-Task: api-tests", {"tests/test_api.py": "pass\n", "docs/api.md": "# API (by tests)\n"}, cwd=worktree)
 
-    docs_result = verify(_sibling(repo, base, "api-docs", "docs/", "api-tests", "tests/"), ResultClaim(commits=(docs,)))
-    tests_result = verify(_sibling(repo, base, "api-tests", "tests/", "api-docs", "docs/"), ResultClaim(commits=(tests,)))
+    docs_result = verify(_sibling(repo, base, "api-docs", "docs/", "api-tests", "tests/"), ResultReport(commits=(docs,)))
+    tests_result = verify(_sibling(repo, base, "api-tests", "tests/", "api-docs", "docs/"), ResultReport(commits=(tests,)))
 
     assert (docs_result.disposition, docs_result.reasons, docs_result.commits, docs_result.changed_files, docs_result.head_sha) == (
         "accepted", (), (docs,), ("docs/api.md",), docs,
@@ -241,7 +242,7 @@ def test_a_commit_no_sibling_can_be_tied_to_fails_closed_for_every_worker_of_the
     stray = repo.commit("someone's change", {"tests/test_api.py": "pass\n"}, cwd=worktree)
     other = repo.commit("another\n\nOrch-Task: intruder", {"tests/test_more.py": "pass\n"}, cwd=worktree)
 
-    result = verify(_sibling(repo, base, "api-docs", "docs/", "api-tests", "tests/"), ResultClaim())
+    result = verify(_sibling(repo, base, "api-docs", "docs/", "api-tests", "tests/"), ResultReport())
 
     assert (result.disposition, result.reasons) == ("blocked", (
         f"commit {stray[:12]} on feat/api-docs cannot be attributed to a worker of this branch (it has no Orch-Task trailer); attribution fails closed",
@@ -258,7 +259,7 @@ def test_a_branch_on_another_history_than_the_pinned_base_is_blocked(worker_bran
     repo.git("checkout", "--quiet", "feat/api-docs", cwd=worktree)
     subject = _subject(repo, base, verification=()).model_copy(update={"pinned_sha": base})
 
-    result = verify(subject, ResultClaim())
+    result = verify(subject, ResultReport())
 
     assert (result.disposition, result.reasons) == (
         "blocked",
