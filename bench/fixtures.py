@@ -9,7 +9,7 @@ from pathlib import Path
 
 from orchestrator.intake import LIMITS_FILE
 from orchestrator.locations import run_dir
-from packets.grammar import DEFAULT_MESSAGE_LIMIT
+from packets.envelope import DEFAULT_MESSAGE_LIMIT
 from registry import Ledger, WorkerState
 
 RUN = "w1:p1-20261201T000000Z"

@@ -17,7 +17,7 @@ from orchestrator.intake import LIMITS_FILE as LIMITS_FILE
 from orchestrator.intake import OPEN, TARGET, caller_pane, may_apply, read_stream, read_text, roots, saved_limit, worker_panes
 from orchestrator.intake import render_added as render_added
 from packets import (
-    DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, build_view, fingerprint, inert_line, oversize, parse_message, validate,
+    DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, RegisteredWorker, fingerprint, inert_line, oversize, parse_message, validate,
 )  # fmt: skip
 from packets.result import parse_result
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
@@ -133,25 +133,23 @@ def ledger_view(engine: Engine, run: Run, *, limit: int | None = None) -> Ledger
     """What validation needs from the ledger: this run, the other runs, registered workers, accepted fingerprints."""
     ledger = engine.ledger
     prompted = ledger.prompted_tasks(run.run_id)
-    workers = [
-        {
-            "task_label": w.task_label, "worker_name": w.name, "reply_target": w.reply_target or w.pane_id,
-            "report_roots": tuple(str(root) for root in report_roots(engine, run, w)),
-            "panes": worker_panes(w.pane_id, w.created_pane_ids), "state": str(w.state),
-            "accepts": accepted_kinds(w.state, prompted=w.task_label in prompted),
-        }  # fmt: skip
+    workers = tuple(
+        RegisteredWorker(
+            task_label=w.task_label, worker_name=w.name, reply_target=w.reply_target or w.pane_id or "",
+            report_roots=tuple(str(root) for root in report_roots(engine, run, w)),
+            panes=worker_panes(w.pane_id, w.created_pane_ids), state=str(w.state),
+            accepts=accepted_kinds(w.state, prompted=w.task_label in prompted),
+        )  # fmt: skip
         for w in ledger.list_workers(run.run_id)
         if w.reply_target or w.pane_id
-    ]
-    return build_view(
-        {
-            "run_id": run.run_id,
-            "controller_target": run.controller_target,
-            "other_run_ids": frozenset(r.run_id for r in ledger.list_runs() if r.run_id != run.run_id),
-            "workers": tuple(workers),
-            "accepted_fingerprints": ledger.accepted_fingerprints(run.run_id),
-            "message_limit": message_limit(engine, run) if limit is None else limit,
-        }
+    )
+    return LedgerView(
+        run_id=run.run_id,
+        controller_target=run.controller_target,
+        other_run_ids=frozenset(r.run_id for r in ledger.list_runs() if r.run_id != run.run_id),
+        workers=workers,
+        accepted_fingerprints=ledger.accepted_fingerprints(run.run_id),
+        message_limit=message_limit(engine, run) if limit is None else limit,
     )
 
 
@@ -172,7 +170,7 @@ def add_message(engine: Engine, run: Run, raw: str | Inbound, *, source: str = "
     # A finished run takes nothing: that says more than the worker's turn (its state is past every turn by then).
     finished_turn = isinstance(verdict, KeptAside) and verdict.reason is Reason.OUT_OF_TURN
     if (isinstance(verdict, Accepted) or finished_turn) and run.status is RunStatus.FINISHED:
-        verdict = KeptAside(reason=Reason.STALE_RUN, explanation=f'run "{run.run_id}" is finished', message=verdict.message)
+        verdict = KeptAside(Reason.STALE_RUN, f'run "{run.run_id}" is finished', verdict.message)
     message = verdict.message
     if isinstance(verdict, Accepted):
         recorded = engine.ledger.record_inbound(

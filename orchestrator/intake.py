@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from orchestrator.locations import LEDGER_FILE, locations, run_dir
 from orchestrator.reportfiles import pinned_roots
-from packets.grammar import MESSAGE_LIMIT_RANGE
+from packets.envelope import MESSAGE_LIMIT_RANGE
+from packets.errors import PacketError
 from packets.inert import inert_line
 from packets.result import parse_result
-from packets.screen import Judgement, PlainView, PlainWorker, Reason, check_view, fingerprint, judge, oversize_explanation
+from packets.screen import Reason
+from packets.validate import Accepted, KeptAside, LedgerView, RegisteredWorker, fingerprint, oversize, validate
 from registry.core import Rows
 from registry.kinds import InboxVerdict, RunStatus
 from registry.machine import ACCEPTS, REOPENED_BY_PROMPT, WorkerState, accepted_kinds, is_legal
@@ -181,11 +183,11 @@ class Intake:
         """Close the ledger connection."""
         self.rows.close()
 
-    def view(self) -> PlainView | None:
+    def view(self) -> LedgerView | None:
         """What validation needs from the ledger (as `orchestrator.inbox.ledger_view` builds it), or None if it breaks its rules."""
         prompted = self.rows.prompted_tasks(self.run_id)
         workers = tuple(
-            PlainWorker(
+            RegisteredWorker(
                 task_label=row["task_label"], worker_name=row["name"], reply_target=row["reply_target"] or row["pane_id"],
                 report_roots=roots(self.folder, row["task_label"], row["worktree_path"]),
                 panes=worker_panes(row["pane_id"], json.loads(row["created_pane_ids"])), state=str(row["state"]),
@@ -194,37 +196,40 @@ class Intake:
             for row in self.rows.workers(self.run_id)
             if row["reply_target"] or row["pane_id"]
         )
-        view = PlainView(
-            run_id=self.run_id,
-            controller_target=self.controller_target,
-            other_run_ids=self.rows.other_run_ids(self.run_id),
-            workers=workers,
-            accepted_fingerprints=self.rows.accepted_fingerprints(self.run_id),
-            message_limit=self.limit,
-        )
-        return None if check_view(view) else view
+        try:
+            return LedgerView(
+                run_id=self.run_id,
+                controller_target=self.controller_target,
+                other_run_ids=self.rows.other_run_ids(self.run_id),
+                workers=workers,
+                accepted_fingerprints=self.rows.accepted_fingerprints(self.run_id),
+                message_limit=self.limit,
+            )
+        except PacketError:
+            return None
 
-    def add(self, inbound: Raw, view: PlainView, *, source: str, pane: str | None = None) -> Added:
+    def add(self, inbound: Raw, view: LedgerView, *, source: str, pane: str | None = None) -> Added:
         """Validate and record one message; an accepted one updates its worker (`orchestrator.inbox.add_message`)."""
+        verdict: Accepted | KeptAside
         if not inbound.complete or inbound.size > view.message_limit:
-            verdict = judge_oversize(inbound, view.message_limit)
+            verdict = oversize(inbound.size, inbound.sha256, view.message_limit)
         else:
-            verdict = judge(inbound.text, view, resolve=os.path.realpath, pane=pane)
-        message = verdict.envelope
-        reason, explanation = verdict.reason, verdict.explanation
-        if reason in (None, Reason.OUT_OF_TURN) and self.status is RunStatus.FINISHED:  # as orchestrator.inbox says why
-            reason, explanation = Reason.STALE_RUN, f'run "{self.run_id}" is finished'
-        if reason is None:
-            assert message is not None and verdict.fingerprint is not None
+            verdict = validate(inbound.text, view, resolve=os.path.realpath, pane=pane)
+        message = verdict.message
+        # A finished run takes nothing: that says more than the worker's turn (its state is past every turn by then).
+        finished_turn = isinstance(verdict, KeptAside) and verdict.reason is Reason.OUT_OF_TURN
+        if (isinstance(verdict, Accepted) or finished_turn) and self.status is RunStatus.FINISHED:
+            verdict = KeptAside(Reason.STALE_RUN, f'run "{self.run_id}" is finished', message)
+        if isinstance(verdict, Accepted):
             row = self.rows.record_inbound(
                 self.run_id, inbound.text, source=source, verdict=InboxVerdict.ACCEPTED, fingerprint=verdict.fingerprint,
-                task_label=verdict.task_label, kind=message.kind, sender=message.sender,
+                task_label=verdict.task_label, kind=verdict.message.kind, sender=verdict.message.sender,
             )  # fmt: skip
         else:
             row = self.rows.record_inbound(
                 self.run_id, inbound.text, source=source, verdict=InboxVerdict.KEPT_ASIDE,
                 # A message without parsed fields (malformed, oversize) is keyed by the hash of all its bytes.
-                fingerprint=fingerprint(message) if message else inbound.sha256, reason_code=str(reason), reason=explanation,
+                fingerprint=fingerprint(message) if message else inbound.sha256, reason_code=str(verdict.reason), reason=verdict.explanation,
                 task_label=message.task if message else None, kind=message.kind if message else None,
                 sender=message.sender if message else None,
             )  # fmt: skip
@@ -290,8 +295,3 @@ def take(env: Mapping[str, str], run_id: str, text: str, stdin: BinaryIO, *, sou
         return Outcome(intake.add(inbound, view, source=source, pane=caller_pane(env)), inbound)
     finally:
         intake.close()
-
-
-def judge_oversize(inbound: Raw, limit: int) -> Judgement:
-    """The verdict on a message over the limit, from its size and hash alone (the stdin door never holds all of it)."""
-    return Judgement(Reason.OVERSIZE, oversize_explanation(inbound.size, inbound.sha256, limit))

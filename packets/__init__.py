@@ -13,6 +13,8 @@ from packets.inert import inert, inert_line
 if TYPE_CHECKING:
     from packets.envelope import (
         CONTROLLER_KINDS,
+        DEFAULT_MESSAGE_LIMIT,
+        MESSAGE_LIMIT_RANGE,
         WORKER_KINDS,
         Header,
         Message,
@@ -23,7 +25,6 @@ if TYPE_CHECKING:
         parse_message,
         render_message,
     )
-    from packets.grammar import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE
     from packets.model import AGENT_KINDS, Packet, build_packet
     from packets.render import parse_packet, render_packet
     from packets.validate import (
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
         Reason,
         RegisteredWorker,
         Verdict,
-        build_view,
         fingerprint,
         looks_like_header,
         message_size,
@@ -43,18 +43,21 @@ if TYPE_CHECKING:
         validate,
     )
 
-# Loaded lazily (PEP 562): `from packets import Packet` works as ever, while the pure modules (`packets.grammar`,
-# `packets.screen`, `packets.result`, `packets.inert`) stay importable without pydantic, for the callback fast path.
+# Loaded lazily (PEP 562): `from packets import Packet` works as ever, and only the packet model and its renderer
+# (`packets.model`, `packets.render`) import pydantic; the Message Contract (`packets.envelope`, `packets.screen`,
+# `packets.validate`, `packets.result`, `packets.inert`) is pure, so a worker's callback never loads pydantic.
 _HOMES = {
     **dict.fromkeys(
-        ("CONTROLLER_KINDS", "WORKER_KINDS", "DEFAULT_MESSAGE_LIMIT", "MESSAGE_LIMIT_RANGE", "classify_prompt", "normalise"), "packets.grammar"
+        ("CONTROLLER_KINDS", "WORKER_KINDS", "DEFAULT_MESSAGE_LIMIT", "MESSAGE_LIMIT_RANGE", "classify_prompt", "normalise", "Header", "Message",
+         "build_controller_message", "headers_in", "parse_message", "render_message"),
+        "packets.envelope",
     ),
-    **dict.fromkeys(("REASON_SUMMARIES", "Reason", "fingerprint", "looks_like_header", "message_size", "screen_body"), "packets.screen"),
-    **dict.fromkeys(("Header", "Message", "build_controller_message", "headers_in", "parse_message", "render_message"), "packets.envelope"),
+    **dict.fromkeys(("REASON_SUMMARIES", "Reason", "looks_like_header", "screen_body"), "packets.screen"),
     **dict.fromkeys(("AGENT_KINDS", "Packet", "build_packet"), "packets.model"),
     **dict.fromkeys(("parse_packet", "render_packet"), "packets.render"),
     **dict.fromkeys(
-        ("Accepted", "KeptAside", "LedgerView", "RegisteredWorker", "Verdict", "build_view", "oversize", "validate"), "packets.validate"
+        ("Accepted", "KeptAside", "LedgerView", "RegisteredWorker", "Verdict", "fingerprint", "message_size", "oversize", "validate"),
+        "packets.validate",
     ),
 }
 
@@ -93,7 +96,6 @@ __all__ = [
     "Verdict",
     "build_controller_message",
     "build_packet",
-    "build_view",
     "classify_prompt",
     "fingerprint",
     "headers_in",

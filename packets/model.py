@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from packets.errors import PacketError
-from packets.grammar import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE
+from packets.envelope import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, check_task_label, check_token
 
 # herdr 0.7.5 `agent start --kind` accepts exactly these (CONTRACT.md §8.4).
 AGENT_KINDS: tuple[str, ...] = (
@@ -23,29 +23,10 @@ AgentKind = Literal[
 ]
 ExecutionMode = Literal["direct", "plan-first"]
 
-_TOKEN_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+/-]{0,127}")
-_TASK_LABEL_RE = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _WORKER_NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
 _SHA_RE = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _REF_FORBIDDEN_RE = re.compile(r"[\s~^:?*\[\\\x00-\x1f\x7f]|\.\.|@\{|//")
-
-
-def check_token(value: str) -> str:
-    """Run ids and herdr targets are inlined in a double-quoted shell argument and in the envelope header."""
-    if not _TOKEN_RE.fullmatch(value):
-        raise ValueError(
-            f"{value!r} must be 1-128 characters from A-Z a-z 0-9 . _ : @ + / -, starting with a letter or digit"
-            " (no whitespace, quotes or shell metacharacters)"
-        )
-    return value
-
-
-def check_task_label(value: str) -> str:
-    """A task label is lowercase hyphen-case, as the spec requires."""
-    if len(value) > 64 or not _TASK_LABEL_RE.fullmatch(value):
-        raise ValueError(f"{value!r} must be lowercase hyphen-case (a-z, 0-9 and single inner hyphens, at most 64 characters)")
-    return value
 
 
 def check_worker_name(value: str) -> str:

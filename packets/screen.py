@@ -1,20 +1,13 @@
-"""Validation of inbound envelopes against a view of the ledger, as plain values: the rules `packets.validate` applies; pure (no pydantic)."""
+"""What a person sees of a body: the kept-aside reasons, and the body rules (invisible, control and lookalike-header text); pure."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-import posixpath
 import re
 import unicodedata
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from enum import StrEnum
 from functools import cache
-from typing import TYPE_CHECKING, Protocol
 
-from packets.errors import EnvelopeError
-from packets.grammar import CONTROLLER_KINDS, DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, WORKER_KINDS, Envelope, parse_envelope
 from packets.glyphs import (
     BLANK_LOOKING,
     EMOJI_PRESENTATION,
@@ -28,10 +21,6 @@ from packets.glyphs import (
     skeleton,
 )
 from packets.inert import escape_char, inert_line
-from packets.result import parse_result
-
-if TYPE_CHECKING:
-    from packets.envelope import Message
 
 
 class Reason(StrEnum):
@@ -69,114 +58,6 @@ REASON_SUMMARIES: dict[Reason, str] = {
     Reason.DUPLICATE: "The same run, task, sender, kind and body were already accepted.",
     Reason.OUT_OF_TURN: "The worker's state does not take this kind of message now (closed, accepted, verifying, waiting, or a question already open).",
 }
-
-
-class Registered(Protocol):
-    """What validation reads of one registered worker (`packets.validate.RegisteredWorker`, or `PlainWorker`)."""
-
-    @property
-    def task_label(self) -> str: ...
-    @property
-    def worker_name(self) -> str: ...
-    @property
-    def reply_target(self) -> str: ...
-    @property
-    def report_roots(self) -> tuple[str, ...]: ...
-    @property
-    def panes(self) -> tuple[str, ...]: ...
-    @property
-    def state(self) -> str | None: ...
-    @property
-    def accepts(self) -> frozenset[str] | None: ...
-
-
-class View(Protocol):
-    """What validation reads of the ledger (`packets.validate.LedgerView`, or `PlainView`)."""
-
-    @property
-    def run_id(self) -> str: ...
-    @property
-    def controller_target(self) -> str: ...
-    @property
-    def other_run_ids(self) -> Collection[str]: ...
-    @property
-    def workers(self) -> Sequence[Registered]: ...
-    @property
-    def accepted_fingerprints(self) -> Collection[str]: ...
-    @property
-    def message_limit(self) -> int: ...
-
-
-@dataclass(frozen=True, slots=True)
-class PlainWorker:
-    """A registered worker as plain values (the callback fast path builds these from ledger rows)."""
-
-    task_label: str
-    worker_name: str
-    reply_target: str
-    report_roots: tuple[str, ...] = ()
-    # The herdr panes the worker's process may run in (its pane, and any id it had before herdr renumbered it).
-    panes: tuple[str, ...] = ()
-    # Its state, and the message kinds that state takes now (`registry.machine.accepted_kinds`); None: not judged.
-    state: str | None = None
-    accepts: frozenset[str] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PlainView:
-    """The ledger view as plain values, held to `LedgerView`'s rules (checked by `check_view`)."""
-
-    run_id: str
-    controller_target: str
-    other_run_ids: frozenset[str] = frozenset()
-    workers: tuple[PlainWorker, ...] = ()
-    accepted_fingerprints: frozenset[str] = frozenset()
-    message_limit: int = DEFAULT_MESSAGE_LIMIT
-
-
-def check_view(view: View) -> str | None:
-    """What breaks the view's rules (`LedgerView`'s validator says the same), or None."""
-    labels = [worker.task_label for worker in view.workers]
-    if len(labels) != len(set(labels)):
-        return "each task label must belong to exactly one registered worker"
-    if view.run_id in view.other_run_ids:
-        return "the current run id cannot also be an other run id"
-    if not MESSAGE_LIMIT_RANGE[0] <= view.message_limit <= MESSAGE_LIMIT_RANGE[1]:
-        return f"message_limit {view.message_limit} is outside {MESSAGE_LIMIT_RANGE[0]}-{MESSAGE_LIMIT_RANGE[1]}"
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class Judgement:
-    """The verdict as plain values: ``reason`` None means accepted (with its task and fingerprint)."""
-
-    reason: Reason | None
-    explanation: str
-    envelope: Envelope | None = None
-    task_label: str | None = None
-    fingerprint: str | None = field(default=None)
-
-
-def fingerprint(message: Envelope | Message) -> str:
-    """A stable sha256 over run, task, sender, kind and the normalised body (reply-to is deliberately left out)."""
-    fields = [message.run_id, message.task, message.sender, message.kind, message.body]
-    encoded = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    return hashlib.sha256(encoded).hexdigest()
-
-
-def message_size(raw_text: str) -> int:
-    """The size the limit applies to: UTF-8 bytes of the text exactly as received."""
-    return len(raw_text.encode("utf-8", errors="surrogatepass"))
-
-
-def oversize_explanation(size: int, sha256: str, limit: int) -> str:
-    """Why a message over the limit is kept aside, from its size and hash alone (the stdin door never holds all of it)."""
-    return (
-        f"the message is {size} bytes, over the {limit}-byte limit (sha256 {sha256}); "
-        "large content belongs in a report file, sent by path"
-    )
-
-
 
 
 # Escape sequences by the character after ESC (ECMA-48): what a terminal would start to obey.
@@ -318,102 +199,3 @@ def screen_body(body: str) -> tuple[Reason, str] | None:
     if where is not None:
         return Reason.INJECTION, f"{where}; a message has one header, its first line"
     return None
-
-
-def _confine(path: str, roots: tuple[str, ...], resolve: Callable[[str], str]) -> str | None:
-    """Why a report path is not one the worker may write (None when it is)."""
-    if path.startswith("~"):
-        return "starts with ~ (never expanded: give the absolute path)"
-    if not posixpath.isabs(path):
-        return "is not an absolute path"
-    if ".." in path.split("/"):
-        return 'contains ".."'
-    try:
-        real = resolve(path)
-    except (OSError, ValueError):  # a path swapped while it was resolved: nothing orch can vouch for
-        return "cannot be resolved"
-    for root in roots:
-        # Roots come as real paths, pinned before the worker ran: resolving them again would follow a worker's swap.
-        base = posixpath.normpath(root)
-        if real == base or real.startswith(base.rstrip("/") + "/"):
-            return None
-    where = ", ".join(roots) if roots else "no directory (none is registered for this worker)"
-    return f"resolves outside {where}" if real != posixpath.normpath(path) else f"is outside {where}"
-
-
-# How much of one header value an explanation quotes: values have no length limit of their own but the message's.
-_QUOTED = 80
-
-
-def _q(value: str) -> str:
-    return value if len(value) <= _QUOTED else value[: _QUOTED - 1] + "…"
-
-
-def judge(
-    raw_text: str, view: View, *, resolve: Callable[[str], str] = posixpath.normpath, pane: str | None = None
-) -> Judgement:
-    """Decide whether an inbound envelope is accepted for a task or kept aside, and why; never raises for bad input.
-
-    The steps run in the order docs/message-contract.md states: size, header, run, task, sender, reply target and
-    pane, direction, body, report paths, duplicate, turn; the first failing step is the reason. ``resolve`` maps a
-    path to the one it names (the engine passes ``os.path.realpath`` so symlinks count; the default is lexical);
-    ``pane`` is the herdr pane the callback was run from (``HERDR_PANE_ID``), None when it was not run from one.
-    """
-    size = message_size(raw_text)
-    if size > view.message_limit:
-        digest = hashlib.sha256(raw_text.encode("utf-8", errors="surrogatepass")).hexdigest()
-        return Judgement(Reason.OVERSIZE, oversize_explanation(size, digest, view.message_limit))
-    try:
-        message = parse_envelope(raw_text)
-    except EnvelopeError as error:
-        return Judgement(Reason.MALFORMED_HEADER, str(error))
-
-    def aside(reason: Reason, explanation: str) -> Judgement:
-        return Judgement(reason, explanation, message)
-
-    if message.run_id != view.run_id:
-        if message.run_id in view.other_run_ids:
-            return aside(Reason.STALE_RUN, f'run "{_q(message.run_id)}" is an earlier or finished run; the current run is "{view.run_id}"')
-        return aside(Reason.UNKNOWN_RUN, f'run "{_q(message.run_id)}" is not the current run "{view.run_id}" nor any run the ledger knows')
-    worker = next((w for w in view.workers if w.task_label == message.task), None)
-    if worker is None:
-        return aside(Reason.UNKNOWN_TASK, f'task "{_q(message.task)}" has no registered worker in run "{view.run_id}"')
-    if message.sender != worker.worker_name:
-        return aside(Reason.WRONG_SENDER, f'sender "{_q(message.sender)}" is not "{worker.worker_name}", the worker registered for task "{_q(message.task)}"')
-    if message.reply_to != worker.reply_target:
-        return aside(
-            Reason.WRONG_REPLY_TO,
-            f'reply-to "{_q(message.reply_to)}" is not "{worker.reply_target}", the target registered for worker "{worker.worker_name}"',
-        )
-    owner = None if pane is None or pane in worker.panes else next((w for w in view.workers if pane in w.panes), None)
-    if owner is not None:
-        return aside(
-            Reason.WRONG_PANE,
-            f'sent from pane "{pane}", worker "{owner.worker_name}"\'s pane, not from worker "{worker.worker_name}"\'s ({", ".join(worker.panes)})',
-        )
-    if message.kind in CONTROLLER_KINDS:
-        return aside(
-            Reason.WRONG_DIRECTION,
-            f'kind "{message.kind}" is sent by the controller ({view.controller_target}), never to it; workers send update, question, blocked or result',
-        )
-    screened = screen_body(message.body)
-    if screened is not None:
-        return aside(*screened)
-    if message.kind == "result":
-        for path in parse_result(message.body).reports:
-            why = _confine(path, worker.report_roots, resolve)
-            if why is not None:
-                return aside(Reason.REPORT_OUTSIDE, f'report path "{path}" {why}; reports belong in the worker\'s working directory or its report directory')
-    digest = fingerprint(message)
-    if digest in view.accepted_fingerprints:
-        return aside(
-            Reason.DUPLICATE,
-            f'the same {message.kind} from "{_q(message.sender)}" for task "{_q(message.task)}" was already accepted (fingerprint {digest[:12]})',
-        )
-    if worker.accepts is not None and message.kind not in worker.accepts:
-        takes = ", ".join(kind for kind in WORKER_KINDS if kind in worker.accepts) or "no message"
-        return aside(
-            Reason.OUT_OF_TURN,
-            f'worker "{worker.worker_name}" is {worker.state}, which takes {takes} now; this {message.kind} changes nothing (orch keeps it aside for the person)',
-        )
-    return Judgement(None, "", message, worker.task_label, digest)

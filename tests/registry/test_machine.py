@@ -123,7 +123,7 @@ def test_disposition_follows_verdicts_and_clears_when_work_reopens(
 
 
 def test_each_state_says_which_message_kinds_it_takes_in_the_contracts_vocabulary() -> None:
-    from packets.grammar import WORKER_KINDS
+    from packets.envelope import WORKER_KINDS
     from registry.machine import ACCEPTS, REOPENED_BY_PROMPT, WORKER_MESSAGE_KINDS, accepted_kinds
 
     assert frozenset(WORKER_KINDS) == WORKER_MESSAGE_KINDS
