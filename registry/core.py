@@ -1,4 +1,5 @@
-"""The ledger's SQL without records: open and migrate the file, write transactions, journal, inbox and worker rows (stdlib only)."""
+"""The ledger's SQL, written once: open and migrate the file, write transactions, journal, inbox and worker rows, and `Rows`,
+the plain-row API over them that a worker's callback uses (stdlib only; `registry.store.Ledger` adds records on top)."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from registry.kinds import EventKind, InboxVerdict
 from registry.machine import WorkerState, check_transition, disposition_after
 from registry.schema import MIGRATIONS
 
-# Both the Ledger and the callback fast path (`orch inbox add`, which must not pay for pydantic) go through these,
-# so there is one way to open the file and one SQL for each write they share.
+# The Ledger (records, for the engine) and `Rows` (plain rows, for `orch inbox add`, which must not pay for pydantic)
+# both go through these: one way to open the file, one SQL for each write, one compare-and-set.
 
 
 def connect(path: Path, busy_timeout_ms: int, *, create: bool = True) -> sqlite3.Connection:
@@ -230,6 +231,42 @@ def update_worker_row(
     return db.execute(f"UPDATE workers SET {assignments} WHERE {where}", args).rowcount
 
 
+def accepted_fingerprints(db: sqlite3.Connection, run_id: str) -> frozenset[str]:
+    """The fingerprints of the run's accepted messages (what a duplicate check needs, without reading the rows)."""
+    rows = db.execute("SELECT fingerprint FROM inbox WHERE run_id = ? AND verdict = 'accepted'", (run_id,))
+    return frozenset(str(row[0]) for row in rows)
+
+
+def set_state(
+    db: sqlite3.Connection, run_id: str, task_label: str, expected: WorkerState, new: WorkerState, *,
+    at: str, columns: Mapping[str, Any], changes: Mapping[str, Any], cause: Mapping[str, Any],
+) -> bool:  # fmt: skip
+    """Inside a write transaction: compare-and-set the worker from expected to new (plus column values), journalled as a
+    transition with its cause and ``changes`` (as JSON); False, with nothing written, when it was no longer expected."""
+    previous = db.execute("SELECT final_disposition FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)).fetchone()
+    if previous is None:
+        raise WorkerNotFound(run_id, task_label)
+    before = None if previous["final_disposition"] is None else WorkerState(previous["final_disposition"])
+    disposition = disposition_after(expected, new, before)
+    values = {**columns, "state": new.value, "final_disposition": column(disposition), "updated_at": at}
+    if update_worker_row(db, run_id, task_label, values, expected=expected.value) == 0:
+        return False
+    journal(
+        db, run_id, EventKind.TRANSITION, at=at, task_label=task_label, from_state=expected, to_state=new,
+        detail={"cause": dict(cause), "changes": dict(changes)},
+    )  # fmt: skip
+    return True
+
+
+def set_fields(
+    db: sqlite3.Connection, run_id: str, task_label: str, fact: str, *,
+    at: str, columns: Mapping[str, Any], changes: Mapping[str, Any], cause: Mapping[str, Any],
+) -> None:  # fmt: skip
+    """Inside a write transaction: write column values on a worker, journalled as ``fact`` with its cause and ``changes``."""
+    update_worker_row(db, run_id, task_label, {**columns, "updated_at": at})
+    journal(db, run_id, fact, at=at, task_label=task_label, detail={"cause": dict(cause), "changes": dict(changes)})
+
+
 def check_fact(kind: str) -> None:
     """A journal kind a caller may write: a word, and none the ledger writes itself."""
     # The ledger's own kinds mean something to readers of the journal (resume, report): callers may not mimic them.
@@ -260,11 +297,11 @@ CALLBACK_FIELDS: Mapping[str, type] = {"last_callback_id": int, "pending_questio
 
 
 class Rows:
-    """One connection to the ledger handing out plain rows: the Ledger's reads and writes for callback intake, without records.
+    """One connection to the ledger handing out plain rows: everything a callback reads and writes, without records.
 
-    Records are pydantic models, and building them costs a callback more than the rest of its work; this class
-    does what `Ledger.record_inbound`, `Ledger.transition` and `Ledger.update_worker` do for a callback, with the
-    same SQL (the functions above), and nothing else.
+    The one implementation of the inbox writes and of a callback's worker changes: `orchestrator.intake` uses it for
+    every door, and the Ledger hands out one over its own connection (`Ledger.rows`) and records its inbox through it.
+    Records are pydantic models, and building them costs a callback more than the rest of its work.
     """
 
     def __init__(self, db: sqlite3.Connection, now: Callable[[], datetime] = _now) -> None:
@@ -302,9 +339,8 @@ class Rows:
         return prompted_tasks(self._db, run_id)
 
     def accepted_fingerprints(self, run_id: str) -> frozenset[str]:
-        """The fingerprints of the run's accepted messages (`Ledger.accepted_fingerprints`)."""
-        rows = self._db.execute("SELECT fingerprint FROM inbox WHERE run_id = ? AND verdict = 'accepted'", (run_id,))
-        return frozenset(str(row[0]) for row in rows)
+        """The fingerprints of the run's accepted messages."""
+        return accepted_fingerprints(self._db, run_id)
 
     def record_inbound(
         self,
@@ -319,16 +355,18 @@ class Rows:
         task_label: str | None = None,
         kind: str | None = None,
         sender: str | None = None,
+        received_at: datetime | None = None,
     ) -> dict[str, Any]:
-        """`Ledger.record_inbound`: record one message once; its row as recorded (an accepted copy is kept aside)."""
+        """Record one inbound message once; its row as recorded (an accepted copy of an accepted one is kept aside)."""
         if not fingerprint:
             raise RegistryError("an inbound message needs a fingerprint")
         at = utc_stamp(self._now)
+        stamp = at if received_at is None else str(column(aware(received_at, "received_at")))
         with write(self._db) as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
                 raise RunNotFound(run_id)
             inbox_id = insert_inbound(
-                db, run_id, raw, at=at, received_at=at, source=source, verdict=verdict, fingerprint=fingerprint,
+                db, run_id, raw, at=at, received_at=stamp, source=source, verdict=verdict, fingerprint=fingerprint,
                 reason_code=reason_code, reason=reason, task_label=task_label, kind=kind, sender=sender,
             )  # fmt: skip
         return dict(self._db.execute("SELECT * FROM inbox WHERE id = ?", (inbox_id,)).fetchone())
@@ -352,39 +390,21 @@ class Rows:
     def transition(
         self, run_id: str, task_label: str, expected: WorkerState, new: WorkerState, *, cause: Mapping[str, Any], **changes: Any
     ) -> bool:
-        """`Ledger.transition` for callback fields: compare-and-set from expected to new, journalled; False if stale."""
+        """Compare-and-set a worker from expected to new with callback fields, journalled; False if it moved first."""
         check_transition(expected, new)
         self._check(changes)
         with write(self._db) as db:
-            previous = db.execute(
-                "SELECT final_disposition FROM workers WHERE run_id = ? AND task_label = ?", (run_id, task_label)
-            ).fetchone()
-            if previous is None:
-                raise WorkerNotFound(run_id, task_label)
-            at = utc_stamp(self._now)
-            before = None if previous["final_disposition"] is None else WorkerState(previous["final_disposition"])
-            disposition = disposition_after(expected, new, before)
-            columns = {**changes, "state": new.value, "final_disposition": column(disposition), "updated_at": at}
-            if update_worker_row(db, run_id, task_label, columns, expected=expected.value) == 0:
-                return False
-            journal(
-                db, run_id, EventKind.TRANSITION, at=at, task_label=task_label, from_state=expected, to_state=new,
-                detail={"cause": dict(cause), "changes": {key: changes[key] for key in sorted(changes)}},
-            )  # fmt: skip
-        return True
+            plain = {key: changes[key] for key in sorted(changes)}
+            return set_state(db, run_id, task_label, expected, new, at=utc_stamp(self._now), columns=changes, changes=plain, cause=cause)
 
     def update_worker(self, run_id: str, task_label: str, *, fact: str, cause: Mapping[str, Any], **changes: Any) -> WorkerState:
-        """`Ledger.update_worker` for callback fields: record them with a journal row named fact; the worker's state."""
+        """Record callback fields on a worker with a journal row named fact; the worker's state."""
         self._check(changes)
         check_fact(fact)
         if not changes:
             raise RegistryError("update_worker needs at least one field to change; use record_fact for a bare fact")
         with write(self._db) as db:
             state = self.worker_state(run_id, task_label)
-            at = utc_stamp(self._now)
-            update_worker_row(db, run_id, task_label, {**changes, "updated_at": at})
-            journal(
-                db, run_id, fact, at=at, task_label=task_label,
-                detail={"cause": dict(cause), "changes": {key: changes[key] for key in sorted(changes)}},
-            )  # fmt: skip
+            plain = {key: changes[key] for key in sorted(changes)}
+            set_fields(db, run_id, task_label, fact, at=utc_stamp(self._now), columns=changes, changes=plain, cause=cause)
         return state

@@ -117,6 +117,11 @@ class Ledger:
         """Close the connection."""
         self._db.close()
 
+    @property
+    def rows(self) -> core.Rows:
+        """The plain-row API over this same connection and clock (what `orchestrator.intake` records a callback with)."""
+        return core.Rows(self._db, self._now)
+
     def __enter__(self) -> Self:
         return self
 
@@ -140,7 +145,7 @@ class Ledger:
         return core.write(self._db)
 
     def _stamp(self) -> str:
-        return str(_column(_aware(self._now(), "the ledger clock")))
+        return core.utc_stamp(self._now)
 
     def _journal(
         self,
@@ -386,20 +391,11 @@ class Ledger:
             current = self.get_worker(run_id, task_label)
             at = self._stamp()
             disposition = machine.disposition_after(expected, new, current.final_disposition)
-            updated, columns = self._apply(
-                current, changes, state=new, final_disposition=disposition, updated_at=at
-            )
-            if core.update_worker_row(db, run_id, task_label, columns, expected=str(expected)) == 0:
+            updated, columns = self._apply(current, changes, state=new, final_disposition=disposition, updated_at=at)
+            written = {key: columns[key] for key in changes}  # core.set_state writes state, disposition and time itself
+            plain = self._plain(updated, changes)
+            if not core.set_state(db, run_id, task_label, expected, new, at=at, columns=written, changes=plain, cause=cause or {}):
                 raise StaleState(run_id, task_label, str(expected), str(current.state))
-            self._journal(
-                run_id,
-                EventKind.TRANSITION,
-                task_label=task_label,
-                from_state=expected,
-                to_state=new,
-                detail={"cause": dict(cause or {}), "changes": self._plain(updated, changes)},
-                at=at,
-            )
         return updated
 
     def update_worker(
@@ -420,14 +416,8 @@ class Ledger:
             current = self.get_worker(run_id, task_label)
             at = self._stamp()
             updated, columns = self._apply(current, changes, updated_at=at)
-            core.update_worker_row(db, run_id, task_label, columns)
-            self._journal(
-                run_id,
-                fact,
-                task_label=task_label,
-                detail={"cause": dict(cause or {}), "changes": self._plain(updated, changes)},
-                at=at,
-            )
+            written = {key: columns[key] for key in changes}
+            core.set_fields(db, run_id, task_label, fact, at=at, columns=written, changes=self._plain(updated, changes), cause=cause or {})
         return updated
 
     def record_check_in(self, run_id: str, task_label: str, state_change_seq: int | None) -> Worker:
@@ -503,18 +493,12 @@ class Ledger:
         sender: str | None = None,
         received_at: datetime | None = None,
     ) -> InboxMessage:
-        """Record one inbound message once; an accepted copy of an already accepted message is kept aside instead."""
-        if not fingerprint:
-            raise RegistryError("an inbound message needs a fingerprint")
-        at = self._stamp()
-        stamp = at if received_at is None else str(_column(_aware(received_at, "received_at")))
-        with self._write() as db:
-            self.get_run(run_id)
-            inbox_id = core.insert_inbound(
-                db, run_id, raw, at=at, received_at=stamp, source=source, verdict=verdict, fingerprint=fingerprint,
-                reason_code=reason_code, reason=reason, task_label=task_label, kind=kind, sender=sender,
-            )  # fmt: skip
-        return self.get_inbound(inbox_id)
+        """Record one inbound message once (`Rows.record_inbound`); an accepted copy of an accepted one is kept aside."""
+        row = self.rows.record_inbound(
+            run_id, raw, source=source, verdict=verdict, fingerprint=fingerprint, reason_code=reason_code, reason=reason,
+            task_label=task_label, kind=kind, sender=sender, received_at=received_at,
+        )  # fmt: skip
+        return self.get_inbound(row["id"])
 
     def get_inbound(self, inbox_id: int) -> InboxMessage:
         """One inbox message by id."""
@@ -549,8 +533,7 @@ class Ledger:
 
     def accepted_fingerprints(self, run_id: str) -> frozenset[str]:
         """The fingerprints of the run's accepted messages (what a duplicate check needs, without reading the rows)."""
-        rows = self._db.execute("SELECT fingerprint FROM inbox WHERE run_id = ? AND verdict = 'accepted'", (run_id,))
-        return frozenset(str(row[0]) for row in rows)
+        return core.accepted_fingerprints(self._db, run_id)
 
     def list_inbox(
         self,
