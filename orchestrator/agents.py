@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.errors import OrchError
 from orchestrator.layout import HERDR_AGENT_KINDS
 from orchestrator.quirks import PlanMode, quirks
+from registry.facts import FactKind
+from registry.facts import PlanMode as PlanModeFact
 
 if TYPE_CHECKING:
     from orchestrator.engine import Engine, NotDone
@@ -91,7 +93,7 @@ def enter_plan_mode(engine: Engine, worker: Worker, *, settle_s: float = 0.5) ->
     for press in range(mode.max_presses + 1):
         screen = engine.herdr.agent_read(target, source="visible")
         if mode.confirm_text.casefold() in screen.casefold():
-            engine.ledger.record_fact(worker.run_id, "plan_mode", task_label=worker.task_label, detail={"presses": press, "confirm_text": mode.confirm_text})
+            engine.ledger.record_fact(worker.run_id, FactKind.PLAN_MODE, task_label=worker.task_label, detail=PlanModeFact(presses=press, confirm_text=mode.confirm_text))
             return screen
         if press == mode.max_presses:
             break

@@ -8,9 +8,9 @@ from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.report import VERDICT_EXIT, Report, render_report, write_report
 from orchestrator.retire import RetireResult, render_retire, retire
+from registry.facts import Cancelled, FactKind
 from registry import Run, RunStatus, WorkerState
 
-CANCELLED_FACT = "cancelled"
 DEFAULT_REASON = "the run was cancelled (orch cancel)"
 
 
@@ -38,7 +38,7 @@ def cancel_run(engine: Engine, run: Run, reason: str = DEFAULT_REASON) -> Cancel
     reason = reason.strip() or DEFAULT_REASON
     ledger = engine.ledger
     abandon = {w.task_label: reason for w in ledger.list_workers(run.run_id) if w.state is not WorkerState.RETIRED}
-    ledger.record_fact(run.run_id, CANCELLED_FACT, detail={"reason": reason, "workers": sorted(abandon)})
+    ledger.record_fact(run.run_id, FactKind.CANCELLED, detail=Cancelled(reason=reason, workers=sorted(abandon)))
     retired = retire(engine, run, abandon=abandon)
     verdict = write_report(engine, run)[0].verdict
     finished = ledger.set_run_status(run.run_id, RunStatus.FINISHED, stopped_at="cancelled", verdict=verdict)

@@ -14,13 +14,13 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.errors import HerdrError, OrchError
 from orchestrator.quirks import Screen, excerpt, quirks
 from packets import inert_line
+from registry.facts import Dialog, FactKind
 from registry import EventKind, Ledger, Run, StaleState, WorkerState
 
 if TYPE_CHECKING:
     from orchestrator.engine import CannotTell, Done, Engine, NotDone
     from registry import Effect, Worker
 
-FACT_DIALOG = "dialog"  # record_fact(run, "dialog", task_label=…, detail={"dialog", "kind", "answered", "keys", "reason", "screen"})
 
 
 class DialogKeys(BaseModel):
@@ -93,20 +93,20 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
     trust = kinds.trust_on(shown)
     if trust is None:
         stop_at_notice(engine, worker, shown)
-        engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
-            "dialog": None, "kind": worker.kind, "answered": False, "reason": "not a dialog orch knows", "screen": text})  # fmt: skip
+        engine.ledger.record_fact(worker.run_id, FactKind.DIALOG, task_label=worker.task_label, detail=Dialog(
+            dialog=None, kind=worker.kind, answered=False, reason="not a dialog orch knows", screen=text))  # fmt: skip
         raise DialogStop(f"{worker.name} ({worker.kind}) is blocked at start-up by a dialog orch does not know; nothing was typed. Screen: {flat(text)}")
     if not allowed:
-        engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
-            "dialog": trust.name, "kind": worker.kind, "answered": False, "reason": why_not, "screen": text})  # fmt: skip
+        engine.ledger.record_fact(worker.run_id, FactKind.DIALOG, task_label=worker.task_label, detail=Dialog(
+            dialog=trust.name, kind=worker.kind, answered=False, reason=why_not, screen=text))  # fmt: skip
         raise DialogStop(
             f"{worker.name} ({worker.kind}) stopped at its {trust.name} dialog and nothing was typed ({why_not}). Screen: {flat(text)}",
             hint="answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then re-run",
         )
     keys = trust.keys_to_accept(shown)
     if keys is None:
-        engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
-            "dialog": trust.name, "kind": worker.kind, "answered": False, "reason": "the screen does not show which option is selected", "screen": text})  # fmt: skip
+        engine.ledger.record_fact(worker.run_id, FactKind.DIALOG, task_label=worker.task_label, detail=Dialog(
+            dialog=trust.name, kind=worker.kind, answered=False, reason="the screen does not show which option is selected", screen=text))  # fmt: skip
         raise DialogStop(
             f"{worker.name} ({worker.kind}) stopped at its {trust.name} dialog, but its screen does not show which option is selected, so nothing was typed. Screen: {flat(text)}",
             hint="answer it in the pane yourself, then re-run",
@@ -114,8 +114,8 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
     wider = trust.scope(" ".join(shown.split()))  # the agent's own words: its trust lands on this path, not the worktree
     reason = why_not if wider is None else f"{why_not}; {worker.kind} applies it to {wider}"
     send_keys(engine, worker, pane_id, trust, keys, f"{worker.task_label}:trust_dialog")
-    engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
-        "dialog": trust.name, "kind": worker.kind, "answered": True, "keys": list(keys), "reason": reason, "screen": text})  # fmt: skip
+    engine.ledger.record_fact(worker.run_id, FactKind.DIALOG, task_label=worker.task_label, detail=Dialog(
+        dialog=trust.name, kind=worker.kind, answered=True, keys=list(keys), reason=reason, screen=text))  # fmt: skip
     info = engine.herdr.agent_wait(worker.name, until=("idle", "done"), timeout_ms=wait_timeout_ms)
     if info.agent_status not in ("idle", "done"):
         raise DialogStop(f"{worker.name} answered its {trust.name} dialog but is {info.agent_status}, not idle")
@@ -133,8 +133,8 @@ def stop_at_notice(engine: Engine, worker: Worker, shown: str) -> None:
         return
     text = excerpt(shown)
     why = "orch never answers a start-up notice: it is the person's decision"
-    engine.ledger.record_fact(worker.run_id, FACT_DIALOG, task_label=worker.task_label, detail={
-        "dialog": notice.name, "kind": worker.kind, "answered": False, "reason": why, "screen": text})  # fmt: skip
+    engine.ledger.record_fact(worker.run_id, FactKind.DIALOG, task_label=worker.task_label, detail=Dialog(
+        dialog=notice.name, kind=worker.kind, answered=False, reason=why, screen=text))  # fmt: skip
     raise DialogStop(
         f"{worker.name} ({worker.kind}) stopped at its {notice.name} at start-up and nothing was typed ({why}). Screen: {flat(text)}",
         hint=notice.hint or "answer it in the pane yourself, then re-run",
@@ -198,9 +198,9 @@ def approve(engine: Engine, run: Run, task: str, decision: Decision) -> Approved
         raise OrchError(f"{task} is not waiting at an approval form (state {worker.state})", hint=f"`orch status --run {run.run_id}` shows what each worker waits for")
     seq, cause = pending
     form, sent = answer_approval(engine, worker, decision, seq)
-    ledger.record_fact(run.run_id, FACT_DIALOG, task_label=task, detail={
-        "dialog": form.name, "kind": worker.kind, "answered": True, "keys": list(sent.keys),
-        "reason": f"{'approved' if decision == 'approve' else 'denied'} through `orch approve`", "screen": cause.get("screen")})  # fmt: skip
+    ledger.record_fact(run.run_id, FactKind.DIALOG, task_label=task, detail=Dialog(
+        dialog=form.name, kind=worker.kind, answered=True, keys=list(sent.keys),
+        reason=f"{'approved' if decision == 'approve' else 'denied'} through `orch approve`", screen=screen if isinstance(screen := cause.get("screen"), str) else None))  # fmt: skip
     try:
         worker = ledger.transition(run.run_id, task, WorkerState.BLOCKED, WorkerState.WORKING,
                                    cause={"phase": "approve", "decision": decision, "form": form.name, "keys": list(sent.keys)}, pending_question=None)  # fmt: skip

@@ -39,6 +39,7 @@ from orchestrator.inbox import catch_up
 from orchestrator.messages import BASELINE_COMPLETION
 from orchestrator.plan import ResolvedPlan
 from orchestrator.quirks import excerpt, quirks
+from registry.facts import DispatchDiagnosis, FactKind
 from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
 
 # herdr's own activity gate for `agent prompt --wait` is 5000 ms (CONTRACT §8.3); the fleet path uses the same.
@@ -526,8 +527,11 @@ def _mark_stalled(engine: Engine, run: Run, item: _Item, diagnosis: Diagnosis) -
     assert item.outcome is not None
     why = item.outcome.error or f"no state change within {ACCEPT_GATE_MS} ms"
     engine.ledger.record_fact(
-        run.run_id, "dispatch_diagnosis", task_label=item.task,
-        detail={"effect": item.key, "outcome": item.outcome.model_dump(mode="json"), **diagnosis.model_dump(mode="json")},
+        run.run_id, FactKind.DISPATCH_DIAGNOSIS, task_label=item.task,
+        detail=DispatchDiagnosis(
+            effect=item.key, outcome=item.outcome.model_dump(mode="json"),
+            suggests=diagnosis.suggests, summary=diagnosis.summary, last_lines=list(diagnosis.last_lines),
+        ),
     )
     item.worker = engine.ledger.get_worker(run.run_id, item.task)
     if item.outcome.submitted == "unknown":

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator import git
 from orchestrator.agents import facts
 from orchestrator.config import Settings
-from orchestrator.dialogs import FACT_DIALOG, DialogStop, answer_trust_dialog, flat
+from orchestrator.dialogs import DialogStop, answer_trust_dialog, flat
 from orchestrator.engine import Engine
 from orchestrator.errors import ConfigError, HerdrAgentNotReady, HerdrError, HerdrNotFound, OrchError, one_line
 from orchestrator.herdr_models import AgentPrompted, IntegrationEntry, WorkspaceCreated
@@ -29,6 +29,7 @@ from orchestrator.plan import ResolvedPlan, load_plan
 from orchestrator.preflight import integration_problems, describe_integration
 from orchestrator.quirks import excerpt, quirks
 from packets.render import CONTRACT_RULES_TAIL, SEND_INTRO
+from registry.facts import FactKind
 from registry import InboxVerdict, Run, Worker, WorkerState, make_run_id
 
 PROBE_MESSAGE = "probe ok"
@@ -314,7 +315,7 @@ def _answer_dialog(probe: Engine, plan: ResolvedPlan, worker: Worker, pane_id: s
 
 
 def _record_dialog(probe: Engine, worker: Worker, state: dict[str, KindCheck]) -> None:
-    seen = [e.detail or {} for e in probe.ledger.events(worker.run_id, task_label=worker.task_label) if e.kind == FACT_DIALOG]
+    seen = [e.detail or {} for e in probe.ledger.events(worker.run_id, task_label=worker.task_label) if e.kind == FactKind.DIALOG]
     if seen:
         last = seen[-1]
         _update(state, dialog=last.get("dialog") or "unknown dialog", dialog_answered=bool(last.get("answered")), dialog_keys=tuple(last.get("keys") or ()))

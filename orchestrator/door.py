@@ -23,6 +23,7 @@ from orchestrator.repeats import ask_later
 from orchestrator.retire import RetireResult, render_retire, retire
 from orchestrator.verify import PENDING, VerifyResult, render_verify, verify_run
 from registry import EventKind, Run, RunStatus, WorkerState
+from registry.machine import AT_WORK, UNVERIFIED, WAITING_ON_PERSON
 
 S = WorkerState
 
@@ -31,10 +32,6 @@ S = WorkerState
 # (or a request to repeat, orchestrator.repeats).
 SETTLE_S = 15.0
 POLL_S = 0.5
-# Workers still working on their own: the controller waits for their next callback.
-MOVING = frozenset({S.DISPATCHED, S.WORKING})
-# Workers with a result not yet verified.
-UNVERIFIED = frozenset({S.RESULT, S.VERIFYING})
 # Blocker kinds that are a decision the person owes: while one is open the run is not over.
 DECISIONS = frozenset({"question", "blocked", "verification_blocked", "integration_paused"})
 
@@ -183,7 +180,7 @@ def observed_now(engine: Engine, run: Run, rounds: int, notes: Sequence[Observat
         )
         for w in ledger.list_workers(run.run_id)
     )  # fmt: skip
-    active = bool(ledger.list_inbox(run.run_id, unhandled=True)) or any(w.state in MOVING for w in ledger.list_workers(run.run_id)) or bool(answers_owed(engine, run))
+    active = bool(ledger.list_inbox(run.run_id, unhandled=True)) or any(w.state in AT_WORK for w in ledger.list_workers(run.run_id)) or bool(answers_owed(engine, run))
     return ObserveResult(run_id=run.run_id, rounds=rounds, observations=tuple(notes), workers=workers, active=active)
 
 
@@ -200,7 +197,7 @@ def lifecycle_due(engine: Engine, run: Run, interval_s: float) -> bool:
     """Whether a working worker was not looked at for ``interval_s`` (since the ledger's last lifecycle check-in,
     whichever process made it): the check-ins that count toward a stall come at the plan's interval, as `orch run`'s."""
     ledger = engine.ledger
-    if not ledger.list_workers(run.run_id, states=tuple(MOVING)):
+    if not ledger.list_workers(run.run_id, states=tuple(AT_WORK)):
         return False
     last = ledger.last_event(run.run_id, EventKind.CHECK_IN)
     return last is None or (engine.clock.now() - last.at).total_seconds() >= interval_s
@@ -311,7 +308,7 @@ def _let_askers_settle(engine: Engine, run: Run, tasks: Sequence[str]) -> None:
                 status = engine.herdr.agent_get(target).agent_status if target else None
             except HerdrError:
                 status = None  # gone or unreadable: `orch answer` says so itself
-            if status == "working" and worker.state in (S.QUESTION, S.BLOCKED):
+            if status == "working" and worker.state in WAITING_ON_PERSON:
                 still.append(task)
         pending = still
         if not pending or clock.monotonic() >= deadline:
@@ -357,7 +354,7 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
         elif o.what in ("blocked", "blocked_ui") and o.task:
             steps.append(NextStep(do="decide", task=o.task, command=f"orch answer --run {r} {o.task} TEXT{j}",
                                   why="the worker needs the user's decision (authority, a token, scope): ask the user, then answer"))  # fmt: skip
-    moving = [w.task_label for w in workers if w.state in MOVING]
+    moving = [w.task_label for w in workers if w.state in AT_WORK]
     queued = [w.task_label for w in workers if w.state is S.QUEUED]
     owed = answers_owed(engine, run)
     unverified = [w.task_label for w in workers if w.state in UNVERIFIED]
@@ -407,7 +404,7 @@ def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: M
     """Integrate, retire (keeping every worker that waits on the person), report; mark the run finished when nothing waits."""
     j = " --json" if as_json else ""
     workers = engine.ledger.list_workers(run.run_id)
-    busy = [w for w in workers if w.state in MOVING and w.task_label not in (abandon or {})]
+    busy = [w for w in workers if w.state in AT_WORK and w.task_label not in (abandon or {})]
     if busy:
         names = ", ".join(f"{w.task_label} ({w.state})" for w in busy)
         raise OrchError(

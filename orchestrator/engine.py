@@ -25,6 +25,7 @@ from orchestrator.config import Settings
 from orchestrator.errors import HerdrProtocolError, HerdrTimeout, OrchError, one_line, storage_error
 from orchestrator.locations import LEDGER_FILE, run_dir
 from orchestrator.runlog import RunLog
+from registry.facts import EffectSettled, EffectUnknown, FactKind
 from registry import Effect, EffectStatus, Ledger, LedgerMissing, Run, RunNotFound, RunStatus, Worker
 
 if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (`orch inbox add`) loads neither
@@ -523,8 +524,8 @@ class Engine:
             except unknown as exc:
                 # It may have happened: only a read-back may say, never a second attempt. Read-back needs to know it
                 # ran to its limit (or answered garbage), which is evidence of its own.
-                detail = {"effect_id": effect.id, "kind": kind, "key": effect.key, "error": type(exc).__name__, "message": one_line(str(exc))}
-                ledger.record_fact(run_id, "effect_unknown", task_label=task, detail=detail)
+                detail = EffectUnknown(effect_id=effect.id, kind=kind, key=effect.key, error=type(exc).__name__, message=one_line(str(exc)))
+                ledger.record_fact(run_id, FactKind.EFFECT_UNKNOWN, task_label=task, detail=detail)
                 settled = self.settle_lost(run_id, effect, settle, exc)
                 if isinstance(settled, NotDone):
                     continue  # proven not made: made now under the next attempt key
@@ -614,8 +615,8 @@ class Engine:
 
     def _settled(self, effect: Effect, answer: str, how: str) -> None:
         """Journal how read-back decided an in-flight effect (before the effect row itself is settled)."""
-        detail = {"effect_id": effect.id, "kind": effect.kind, "key": effect.key, "answer": answer, "how": how}
-        self.ledger.record_fact(effect.run_id, "effect_settled", task_label=effect.task_label, detail=detail)
+        detail = EffectSettled(effect_id=effect.id, kind=effect.kind, key=effect.key, answer=answer, how=how)
+        self.ledger.record_fact(effect.run_id, FactKind.EFFECT_SETTLED, task_label=effect.task_label, detail=detail)
 
     # --- callbacks ---
 

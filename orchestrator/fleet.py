@@ -15,13 +15,11 @@ from orchestrator.engine import Engine
 from orchestrator.integrate import integrate_run
 from orchestrator.provision import provision
 from orchestrator.retire import exit_for_slot
-from orchestrator.schedule import WORKING_STATES, admit, predecessors_done, slot_holders, waiting_reasons
+from orchestrator.schedule import admit, predecessors_done, slot_holders, waiting_reasons
 from registry import Run, WorkerState
+from registry.machine import FREEABLE, LIVE_STATES
 
 S = WorkerState
-
-# Finished workers whose agent may be exited to free a slot (blocked waits on the person; keep it as it is).
-FREEABLE = frozenset({S.ACCEPTED, S.REJECTED, S.FAILED, S.SUPERSEDED, S.RETAINED})
 
 
 class Step(BaseModel):
@@ -69,7 +67,7 @@ def advance(engine: Engine, run: Run, *, keep: Iterable[str] = ()) -> list[Step]
         for holder in holders:
             if short <= 0:
                 break
-            if holder.state in WORKING_STATES or holder.state not in FREEABLE or holder.task_label in kept:
+            if holder.state in LIVE_STATES or holder.state not in FREEABLE or holder.task_label in kept:
                 continue
             why = exit_for_slot(engine, run, holder)
             if why is None:

@@ -14,16 +14,16 @@ from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.intake import KEPT_PREFIX_BYTES as KEPT_PREFIX_BYTES  # shared with the fast path, named here as before
 from orchestrator.intake import LIMITS_FILE as LIMITS_FILE
-from orchestrator.intake import OPEN, TARGET, caller_pane, may_apply, read_stream, read_text, roots, saved_limit, worker_panes
+from orchestrator.intake import TARGET, caller_pane, may_apply, read_stream, read_text, roots, saved_limit, worker_panes
 from orchestrator.intake import render_added as render_added
 from packets import (
     DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, RegisteredWorker, fingerprint, inert_line, oversize, parse_message, validate,
 )  # fmt: skip
 from packets.result import parse_result
+from registry.facts import FactKind
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
-from registry.machine import accepted_kinds
+from registry.machine import AT_WORK, OPEN, accepted_kinds
 
-S = WorkerState
 _OPEN, _TARGET = OPEN, TARGET
 
 
@@ -218,7 +218,7 @@ def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple
                 continue
             return worker.state, updated.state
         # An update only records; a callback that cannot move the worker (already there, or past it) is still kept on it.
-        updated = engine.ledger.update_worker(run.run_id, task, fact="callback", cause=cause, **changes)
+        updated = engine.ledger.update_worker(run.run_id, task, fact=FactKind.CALLBACK, cause=cause, **changes)
         return worker.state, updated.state
     worker = engine.ledger.get_worker(run.run_id, task)
     return worker.state, worker.state
@@ -262,7 +262,7 @@ def catch_up(engine: Engine, run: Run, task: str, since: datetime) -> Worker:
     (when the prompt was intended) moves it, so the work is not asked for again.
     """
     worker = engine.ledger.get_worker(run.run_id, task)
-    if worker.last_callback_id is None or worker.state not in (S.DISPATCHED, S.WORKING):
+    if worker.last_callback_id is None or worker.state not in AT_WORK:
         return worker
     message = engine.ledger.get_inbound(worker.last_callback_id)
     target = _TARGET.get(message.kind or "")

@@ -27,16 +27,16 @@ from packets.inert import inert_line
 from packets.result import parse_result
 from packets.screen import Reason
 from packets.validate import Accepted, KeptAside, LedgerView, RegisteredWorker, fingerprint, oversize, validate
+from registry.facts import FactKind
 from registry.core import Rows
 from registry.kinds import InboxVerdict, RunStatus
-from registry.machine import ACCEPTS, REOPENED_BY_PROMPT, WorkerState, accepted_kinds, is_legal
+from registry.machine import ACCEPTS, OPEN, REOPENED_BY_PROMPT, WorkerState, accepted_kinds, is_legal
 
 if TYPE_CHECKING:
     from orchestrator.inbox import InboxAdded
 
 S = WorkerState
-# Worker states a callback may move on from (the worker is doing, or waiting on, the delegated work).
-OPEN = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED})
+# A callback moves its worker on only from OPEN (doing, or waiting on, the delegated work: registry.machine).
 TARGET = {"question": S.QUESTION, "blocked": S.BLOCKED, "result": S.RESULT}
 # What the ledger keeps of a message over the limit, besides its size and hash: enough to see what it was.
 KEPT_PREFIX_BYTES = 2048
@@ -263,7 +263,7 @@ class Intake:
                     continue  # another process moved the worker first (the Ledger's StaleState)
                 return state, target
             # An update only records; a callback that cannot move the worker (already there, or past it) is still kept on it.
-            return state, self.rows.update_worker(self.run_id, task, fact="callback", cause=cause, **changes)
+            return state, self.rows.update_worker(self.run_id, task, fact=FactKind.CALLBACK, cause=cause, **changes)
         state = self.rows.worker_state(self.run_id, task)
         return state, state
 

@@ -11,13 +11,13 @@ from orchestrator import claims, git
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import ExitCode, OrchError, one_line
 from orchestrator.verify import blocked_by_verification, stored_verification
+from registry.facts import FactKind, Held, IntegratedCause, Integration, IntegrationConflict
 from registry import Effect, Run, Worker, WorkerState
 
 S = WorkerState
 
 Outcome = Literal["accepted", "merged", "already integrated", "conflict", "held", "unrelated", "not merged"]
-# The journal fact every enabled integrate call leaves (orchestrator.report FACT_INTEGRATION reads it for Blockers).
-FACT_INTEGRATION = "integration"
+# The journal fact every enabled integrate call leaves (orchestrator.report FactKind.INTEGRATION reads it for Blockers).
 
 
 class MergeConflict(OrchError):
@@ -315,8 +315,8 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
             done = _merge(engine, run, worker, head, worktree, into)
         except MergeConflict as conflict:
             engine.ledger.record_fact(
-                run.run_id, "integration_conflict", task_label=worker.task_label,
-                detail={"head_sha": head, "into": into, "paths": list(conflict.paths), "aborted": True},
+                run.run_id, FactKind.INTEGRATION_CONFLICT, task_label=worker.task_label,
+                detail=IntegrationConflict(head_sha=head, into=into, paths=list(conflict.paths), aborted=True),
             )  # fmt: skip
             results.append(item.model_copy(update={"outcome": "conflict", "conflicts": conflict.paths}))
             stopped = worker.task_label
@@ -325,17 +325,17 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
         if not git.is_ancestor(worktree, head, f"refs/heads/{into}"):
             raise OrchError(f"{worker.task_label}: {head[:12]} is not an ancestor of {into} after its merge was recorded", hint="inspect the integration worktree; nothing was recorded as integrated")
         engine.ledger.update_worker(
-            run.run_id, worker.task_label, fact="integrated", integrated_sha=done.integrated_sha,
-            cause={"phase": "integrate", "head_sha": head, "into": into, "proof": "merge-base --is-ancestor"},
+            run.run_id, worker.task_label, fact=FactKind.INTEGRATED, integrated_sha=done.integrated_sha,
+            cause=IntegratedCause(phase="integrate", head_sha=head, into=into, proof="merge-base --is-ancestor"),
         )  # fmt: skip
         results.append(item.model_copy(update={"outcome": "merged", "integrated_sha": done.integrated_sha}))
     conflicts = next((list(i.conflicts) for i in results if i.outcome == "conflict"), [])
     unrelated = [i.task for i in results if i.outcome == "unrelated"]
-    engine.ledger.record_fact(
-        run.run_id, FACT_INTEGRATION,
-        detail={"paused_by": list(paused), "held": [{"task": i.task, "by": list(i.held_by), "files": list(i.overlap)} for i in results if i.outcome == "held"],
-                "stopped_at": stopped, "conflicts": conflicts, **({"unrelated": unrelated} if unrelated else {})},
-    )  # fmt: skip
+    holds = [Held(task=i.task, by=list(i.held_by), files=list(i.overlap)) for i in results if i.outcome == "held"]
+    detail = Integration(paused_by=list(paused), held=holds, stopped_at=stopped, conflicts=conflicts)
+    if unrelated:
+        detail["unrelated"] = unrelated
+    engine.ledger.record_fact(run.run_id, FactKind.INTEGRATION, detail=detail)
     return IntegrateResult(**base, worktree=str(worktree) if worktree else None, items=tuple(results), stopped_at=stopped, failure=_failure(run, into, results, stopped))
 
 

@@ -20,7 +20,9 @@ from orchestrator.reportfiles import open_report, pinned_roots
 # (orchestrator.dispatch.completion_baseline, read by orchestrator.observe).
 BASELINE_COMPLETION = "baseline_completion_seq"
 from packets import build_controller_message
+from registry.facts import FactKind, MessageSent
 from registry import Effect, Run, StaleState, Worker, WorkerState
+from registry.machine import FINISHED, WAITING_ON_PERSON
 
 Kind = Literal["answer", "follow-up", "stop"]
 S = WorkerState
@@ -48,20 +50,16 @@ class SentMessage(BaseModel):
     state: WorkerState
 
 
-# A finished worker has nothing left to do in this run: a follow-up would start untracked work, a stop is moot.
-# (retire's own stop goes to a worker in `retiring` whose agent is still busy, so that state stays open.)
-_FINISHED: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.RETAINED, S.RETIRED})
-
 
 def _refuse(worker: Worker, kind: Kind) -> None:
     """Refuse, before any herdr call, a message the worker's state makes meaningless."""
     task, state = worker.task_label, worker.state
-    if kind == "answer" and state not in (S.QUESTION, S.BLOCKED):
+    if kind == "answer" and state not in WAITING_ON_PERSON:
         raise OrchError(
             f"worker {task} asked nothing to answer (state {state})",
             hint=f"`orch answer` replies to a pending question or block; `orch send --run {worker.run_id} {task} --kind follow-up TEXT` sends new instructions",
         )
-    if kind != "answer" and state in _FINISHED:
+    if kind != "answer" and state in FINISHED:
         raise OrchError(
             f"worker {task} is finished (state {state}); a {kind} would reach no task of this run",
             hint=f"`orch status --run {worker.run_id}` shows its disposition; give new work to a new run",
@@ -126,7 +124,7 @@ def send_message(
     )
     after = _AFTER[kind].get(worker.state)
     if after is not None:
-        changes = {"pending_question": None} if worker.state in (S.QUESTION, S.BLOCKED) else {}
+        changes = {"pending_question": None} if worker.state in WAITING_ON_PERSON else {}
         try:
             worker = engine.ledger.transition(
                 run.run_id, task, worker.state, after, cause={"message": kind, "target": target}, **changes
@@ -139,7 +137,7 @@ def send_message(
         if sent is not None:
             worker = catch_up(engine, run, task, sent.intended_at)
     else:
-        engine.ledger.record_fact(run.run_id, "message_sent", task_label=task, detail={"kind": kind, "target": target, "text": text})
+        engine.ledger.record_fact(run.run_id, FactKind.MESSAGE_SENT, task_label=task, detail=MessageSent(kind=kind, target=target, text=text))
     return SentMessage(
         run_id=run.run_id, task=task, kind=kind, target=target, text=text,
         agent_status=prompted.agent.agent_status, state=worker.state,
@@ -149,7 +147,6 @@ def send_message(
 # How long after a prompt was intended its text must have reached the agent if it was sent at all: herdr's prompt
 # submits (types the text and Enter) before anything else, so an unmoved, idle agent this long after means unsent.
 PROMPT_LANDED_S = 3.0
-DECIDED = "effect_decided"  # a person's answer to a prompt read-back could not decide (`orch resume --settle`)
 
 
 def _squash(text: str) -> str:
@@ -173,7 +170,7 @@ def prompt_text(effect: Effect) -> str | None:
 def decided(engine: Engine, effect: Effect) -> str | None:
     """The person's recorded answer for this effect ("sent" or "unsent"), if any."""
     for event in reversed(engine.ledger.events(effect.run_id, task_label=effect.task_label)):
-        if event.kind == DECIDED and (event.detail or {}).get("effect_id") == effect.id:
+        if event.kind == FactKind.EFFECT_DECIDED and (event.detail or {}).get("effect_id") == effect.id:
             return str(event.detail["answer"])
     return None
 
@@ -181,7 +178,7 @@ def decided(engine: Engine, effect: Effect) -> str | None:
 def left_unknown(engine: Engine, effect: Effect) -> str | None:
     """Why the call itself left the outcome unknown (HerdrTimeout, HerdrProtocolError…), if it did; None after a crash."""
     for event in reversed(engine.ledger.events(effect.run_id, task_label=effect.task_label)):
-        if event.kind == "effect_unknown" and (event.detail or {}).get("effect_id") == effect.id:
+        if event.kind == FactKind.EFFECT_UNKNOWN and (event.detail or {}).get("effect_id") == effect.id:
             return str(event.detail["error"])
     return None
 

@@ -23,24 +23,16 @@ from orchestrator.herdr_models import AgentInfo
 from orchestrator.plan import Answer
 from orchestrator.reportfiles import MAX_REPORTS, REPORT_LIMIT_BYTES, TOTAL_LIMIT_BYTES
 from orchestrator.resume import report_resume
-from orchestrator.repeats import LIVE, REPEAT_REQUEST, PossibleMerge, pending, possible_merges, repeat_key, replied
+from orchestrator.repeats import REPEAT_REQUEST, PossibleMerge, pending, possible_merges, repeat_key, replied
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
+from registry.facts import LOST, FactKind, Lost, PlannedAnswerUnsent, Report, TabRenamed
 from registry import Effect, EffectStatus, InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
+from registry.machine import AT_WORK, OPEN, WAITING_ON_PERSON
 
 S = WorkerState
 STALL_LIMIT = 3  # spec §5: no state or output change across 3 consecutive check-ins
 READ_LINES = 60
-# A worker failed because a person's hands took its pane or agent: the failure's cause carries {LOST: how, "pane": id}
-# (orchestrator.status marks such a pane closed).
-LOST = "lost"
-PANE_CLOSED = "pane_closed"
-AGENT_EXITED_OUTSIDE = "agent_exited"
-WORKTREE_REMOVED = "worktree_removed"
-WORKTREE_SWITCHED = "worktree_switched"
-# record_fact(run, TAB_RENAMED, task_label=task, detail={"tab", "found", "label", "repaired", "error"?}): a worker tab
-# found renamed outside orch at a check-in, and whether `tab rename` put the Layout Contract's label back.
-TAB_RENAMED = "tab_renamed"
 # The Layout Contract is read back at the first check-in and every LAYOUT_EVERY-th after it (a rename is noticed within
 # that many rounds; a person's rename is rare, a read per round would be a herdr call per round).
 LAYOUT_EVERY = 5
@@ -51,11 +43,6 @@ ANSWER_ATTEMPTS = 3
 # ... each at least this long after the last: a herdr slow under load gets time to recover (the handover's check-in
 # polls every 0.5 s for 15 s, so all three tries would otherwise fall within one passing hiccup).
 ANSWER_RETRY_S = 5.0
-UNSENT = "planned_answer_unsent"  # the journal fact of one failed send of a planned answer
-# Ledger states in which a worker is doing, or waiting on, the delegated work.
-OBSERVED = (S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED)
-# The worker waits for the controller or the person: its silence is not a stall.
-WAITING_ON_US = (S.QUESTION, S.BLOCKED)
 ASK_FOR_RESULT = (
     "Your turn ended without a `result` message. Send it now with the callback command from your packet, "
     "in the exact result format of the packet (Status, Commits, Changed files, Checks, Report, Residual risk), then end your turn."
@@ -145,7 +132,7 @@ def planned_answer(engine: Engine, run: Run, worker: Worker, answers: tuple[Answ
     if planned is None or not asked:
         return None
     question_id = asked[-1].id
-    failed = [e.detail for e in engine.ledger.events(run.run_id, task_label=worker.task_label) if e.kind == UNSENT and e.detail.get("inbox_id") == question_id]
+    failed = [e.detail for e in engine.ledger.events(run.run_id, task_label=worker.task_label) if e.kind == FactKind.PLANNED_ANSWER_UNSENT and e.detail.get("inbox_id") == question_id]
     if len(failed) >= ANSWER_ATTEMPTS or any(f.get("person") for f in failed):
         return None
     return planned, question_id
@@ -218,7 +205,7 @@ class _Round:
         if not lifecycle:
             return True
         self.layout()
-        for worker in self.ledger.list_workers(self.run.run_id, states=OBSERVED):
+        for worker in self.ledger.list_workers(self.run.run_id, states=OPEN):
             if worker.task_label not in self.prompted:
                 self.check(worker)
         return True
@@ -231,7 +218,7 @@ class _Round:
         """
         if self.number % LAYOUT_EVERY != 1 % LAYOUT_EVERY:
             return  # one `tab list` every few rounds: each herdr call of a run is a case of the crash matrix
-        live = [w for w in self.ledger.list_workers(self.run.run_id, states=OBSERVED) if w.tab_id and w.tab_label]
+        live = [w for w in self.ledger.list_workers(self.run.run_id, states=OPEN) if w.tab_id and w.tab_label]
         if not live or self.run.workspace_id is None:
             return
         try:
@@ -246,8 +233,7 @@ class _Round:
                 continue  # a tab that is gone is its pane's story (check); siblings share their owner's tab
             mended.add(tab_id)
             task, found = worker.task_label, tab.label
-            done = sum(1 for e in self.ledger.events(self.run.run_id, task_label=task) if e.kind == TAB_RENAMED)
-            detail: dict[str, object] = {"tab": tab_id, "found": found, "label": label}
+            done = sum(1 for e in self.ledger.events(self.run.run_id, task_label=task) if e.kind == FactKind.TAB_RENAMED)
 
             def rename(tab_id: str = tab_id, label: str = label) -> Renamed:
                 renamed = self.engine.herdr.tab_rename(tab_id, label)
@@ -257,10 +243,10 @@ class _Round:
                 self.engine.once(self.run.run_id, task, "tab_rename", f"{task}:layout:tab_rename:{done + 1}", {"tab": tab_id, "label": label}, rename, model=Renamed)
             except (HerdrError, InFlightEffect) as exc:
                 text = f"tab {tab_id} was renamed outside orch to {quote(found)}; renaming it back to {quote(label)} failed: {exc.message}"
-                self.ledger.record_fact(self.run.run_id, TAB_RENAMED, task_label=task, detail={**detail, "repaired": False, "error": exc.message})
+                self.ledger.record_fact(self.run.run_id, FactKind.TAB_RENAMED, task_label=task, detail=TabRenamed(tab=tab_id, found=found, label=label, repaired=False, error=exc.message))
                 self.note(task, "layout", text)
                 continue
-            self.ledger.record_fact(self.run.run_id, TAB_RENAMED, task_label=task, detail={**detail, "repaired": True})
+            self.ledger.record_fact(self.run.run_id, FactKind.TAB_RENAMED, task_label=task, detail=TabRenamed(tab=tab_id, found=found, label=label, repaired=True))
             self.note(task, "layout", f"tab {tab_id} was renamed outside orch to {quote(found)}; renamed back to {quote(label)} (Layout Contract)")
 
     def inbound(self, message: InboxMessage) -> None:
@@ -296,7 +282,7 @@ class _Round:
         names = ", ".join(merge.tasks)
         if merge.again_of is not None:
             return f"the same text as possible merge #{merge.again_of} again: the sender's own message, so nobody is asked again ({names})"
-        live = [t for t in merge.tasks if self.ledger.get_worker(self.run.run_id, t).state in LIVE]
+        live = [t for t in merge.tasks if self.ledger.get_worker(self.run.run_id, t).state in AT_WORK]
         told = f"holds the headers of {names}: possibly callbacks typed into one prompt before its Enter; nothing in it is acted on"
         if not live:
             return f"{told}; none of them is still working, so nobody is asked"
@@ -348,7 +334,7 @@ class _Round:
         if request.status in (EffectStatus.FAILED, EffectStatus.ABANDONED):
             return 0.0
         worker = self.ledger.get_worker(self.run.run_id, request.task_label)
-        if worker.state not in LIVE or replied(self.ledger, self.run, request):
+        if worker.state not in AT_WORK or replied(self.ledger, self.run, request):
             return 0.0
         info = self.agent(worker)
         baseline = request.request.get("baseline_seq")
@@ -377,7 +363,7 @@ class _Round:
             owed = planned_answer(self.engine, self.run, worker, self.answers(task))
             if owed is None or task in self.tried or task in self.prompted:
                 continue
-            failed = [e.at for e in self.ledger.events(self.run.run_id, task_label=task) if e.kind == UNSENT and e.detail.get("inbox_id") == owed[1]]
+            failed = [e.at for e in self.ledger.events(self.run.run_id, task_label=task) if e.kind == FactKind.PLANNED_ANSWER_UNSENT and e.detail.get("inbox_id") == owed[1]]
             if failed and (now - failed[-1]).total_seconds() < ANSWER_RETRY_S:
                 continue  # tried again at a later check-in
             self.answer(worker, worker.pending_question or "", owed[1], owed[0])
@@ -403,7 +389,7 @@ class _Round:
             text = exc.message if isinstance(exc, OrchError) else str(exc)
             # read back could not tell whether it landed: only the person can say (`orch resume --settle`)
             person = isinstance(exc, InFlightEffect)
-            self.ledger.record_fact(self.run.run_id, UNSENT, task_label=task, detail={"inbox_id": question_id, "error": text, "person": person})
+            self.ledger.record_fact(self.run.run_id, FactKind.PLANNED_ANSWER_UNSENT, task_label=task, detail=PlannedAnswerUnsent(inbox_id=question_id, error=text, person=person))
             current = self.ledger.get_worker(self.run.run_id, task)
             if planned_answer(self.engine, self.run, current, self.answers(task)) is not None:
                 self.note(task, "send_failed", f"answer to {body!r} not sent: {text}; tried again at a later check-in", question_id)
@@ -436,7 +422,7 @@ class _Round:
         task = worker.task_label
         kept = f"; its checkout {worker.worktree_path} is kept" if worker.worktree_path else ""
         reason = f"its agent is gone ({gone}), so the plan's answer to {body!r} cannot reach it{kept}"
-        self.ledger.record_fact(self.run.run_id, UNSENT, task_label=task, detail={"inbox_id": question_id, "error": reason, "person": False, "gone": True})
+        self.ledger.record_fact(self.run.run_id, FactKind.PLANNED_ANSWER_UNSENT, task_label=task, detail=PlannedAnswerUnsent(inbox_id=question_id, error=reason, person=False, gone=True))
         try:
             self.ledger.transition(self.run.run_id, task, S.QUESTION, S.FAILED, cause={"phase": "observe", "error": reason})
         except StaleState:
@@ -467,8 +453,8 @@ class _Round:
             else:
                 read = messages.read_report(self.engine, self.run, worker, path, limit=min(REPORT_LIMIT_BYTES, TOTAL_LIMIT_BYTES - total))
                 total += len((read.text or "").encode())
-            detail = {"inbox_id": message.id, "path": path, "text": read.text, "reason": read.reason}
-            self.ledger.record_fact(self.run.run_id, "report", task_label=task, detail=detail)
+            detail = Report(inbox_id=message.id, path=path, text=read.text, reason=read.reason)
+            self.ledger.record_fact(self.run.run_id, FactKind.REPORT, task_label=task, detail=detail)
             if read.reason:
                 self.note(task, "report", f"{path} not read: {read.reason}", message.id)
             else:
@@ -500,7 +486,7 @@ class _Round:
             refused = report_resume(self.engine, self.run, worker, info, self.launch_args(task))
             if refused is not None:
                 self.note(task, "send_failed", refused)
-        if worker.state in WAITING_ON_US or task in self.repeat_waiting:
+        if worker.state in WAITING_ON_PERSON or task in self.repeat_waiting:
             self.waiting.add(task)
             return  # the worker waits for an answer, a decision or its turn to repeat: not a stall, nothing to ask
         if status == "unknown":
@@ -518,7 +504,7 @@ class _Round:
             self.waiting.add(task)
             return
         output = self._read(target) if info is not None else ""
-        if status in ("idle", "done") and worker.state in (S.DISPATCHED, S.WORKING) and self.approval_form(worker):
+        if status in ("idle", "done") and worker.state in AT_WORK and self.approval_form(worker):
             # herdr's manifests miss some forms a turn waits on (Claude Code's "Enter to continue" notices read idle):
             # the quirk table reads the screen, so the worker is blocked on the form, never asked for a result.
             return
@@ -568,14 +554,14 @@ class _Round:
             herdr.pane_get(pane)
         except HerdrNotFound:
             what = f"its pane {pane} was closed outside orch (by hand or by another tool) while it was {worker.state.value}"
-            kept, how = "no terminal history (the pane is gone)", PANE_CLOSED
+            kept, how = "no terminal history (the pane is gone)", Lost.PANE_CLOSED
         except HerdrError:
             return None
         else:
             what = f"its agent exited outside orch while it was {worker.state.value}; pane {pane} is back at a shell"
             saved = save_transcript(self.engine, self.run, worker, pane)
             kept = f"its terminal history in {saved}" if saved else "no terminal history (the pane could not be read)"
-            how = AGENT_EXITED_OUTSIDE
+            how = Lost.AGENT_EXITED
         return f"{what}; saved: {saved_work(self.engine, self.run, worker)}, {kept}", how
 
     def checkout_moved(self, worker: Worker) -> tuple[str, str] | None:
@@ -585,7 +571,7 @@ class _Round:
             return None
         if not Path(path).is_dir():
             commits = saved_commits(self.engine, self.run, worker)
-            return f"its worktree {path} was removed outside orch while it was {worker.state.value}; saved: {commits} (git keeps the branch)", WORKTREE_REMOVED
+            return f"its worktree {path} was removed outside orch while it was {worker.state.value}; saved: {commits} (git keeps the branch)", Lost.WORKTREE_REMOVED
         try:
             now = git.current_branch(path)
         except git.GitError:
@@ -596,7 +582,7 @@ class _Round:
         return (
             f"its worktree {path} was switched to {where} outside orch while it was {worker.state.value}; saved: "
             f"{saved_work(self.engine, self.run, worker)}; commits made after the switch are on {where}, not on {branch}"
-        ), WORKTREE_SWITCHED
+        ), Lost.WORKTREE_SWITCHED
 
     def approval_form(self, worker: Worker) -> bool:
         """A blocked agent at its kind's approval form: the worker is `blocked` with the form's text, for the person."""
@@ -728,7 +714,7 @@ def check_in(engine: Engine, run: Run, number: int = 1, *, lifecycle: bool = Tru
 def _active(engine: Engine, run: Run, waiting: set[str]) -> bool:
     if engine.ledger.list_inbox(run.run_id, unhandled=True) or answers_owed(engine, run):
         return True
-    return any(w.task_label not in waiting for w in engine.ledger.list_workers(run.run_id, states=(S.DISPATCHED, S.WORKING)))
+    return any(w.task_label not in waiting for w in engine.ledger.list_workers(run.run_id, states=AT_WORK))
 
 
 def answers_owed(engine: Engine, run: Run) -> list[str]:

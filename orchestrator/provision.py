@@ -42,14 +42,15 @@ from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, S
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from orchestrator.quirks import excerpt, quirks
 from orchestrator.schedule import admit, render_schedule
+from registry.facts import BaseMoved, FactKind
 from registry import Effect, Run, Worker, WorkerState
+from registry.machine import NOT_ADMITTED
 
 OutcomeState = Literal["ready", "failed", "provisioning", "queued", "skipped"]
 
 T = TypeVar("T")
 
-# The base ref found moved since preflight pinned it (orchestrator.report FACT_BASE_MOVED reads it, same detail keys).
-FACT_BASE_MOVED = "base_moved"
+# The base ref found moved since preflight pinned it (orchestrator.report FactKind.BASE_MOVED reads it, same detail keys).
 
 # A right split halves the width; below this many columns per half a worker's TUI gets cramped, so split down.
 MIN_SPLIT_COLUMNS = 80
@@ -503,7 +504,7 @@ class _Round:
         """The commit preflight pinned for the base, never the ref resolved again: a base moved since is noticed.
 
         A force-pushed ``origin/main`` would otherwise put later workers on a history the earlier ones do not share,
-        and integration would then refuse to merge unrelated histories. The move is journalled (FACT_BASE_MOVED) for
+        and integration would then refuse to merge unrelated histories. The move is journalled (FactKind.BASE_MOVED) for
         the report, once per commit the base was found at.
         """
         now = git.rev_parse(repo, base)
@@ -518,10 +519,10 @@ class _Round:
             how = "deleted" if now is None else "fast-forward" if git.is_ancestor(repo, pinned, now) else "rewritten"
             job.notes.append(f"base {base} moved since preflight ({how}: now {now[:12] if now else 'nothing'}); starts from the pinned {pinned[:12]}")
             with self._moved_lock:
-                seen = {(e.detail.get("now")) for e in self.engine.ledger.events(self.run.run_id) if e.kind == FACT_BASE_MOVED}
+                seen = {(e.detail.get("now")) for e in self.engine.ledger.events(self.run.run_id) if e.kind == FactKind.BASE_MOVED}
                 if now not in seen:
-                    detail = {"base": base, "pinned": pinned, "now": now, "how": how, "noticed_by": job.task}
-                    self.engine.ledger.record_fact(self.run.run_id, FACT_BASE_MOVED, detail=detail)
+                    detail = BaseMoved(base=base, pinned=pinned, now=now, how=how, noticed_by=job.task)
+                    self.engine.ledger.record_fact(self.run.run_id, FactKind.BASE_MOVED, detail=detail)
         return pinned
 
     def _fetch_base(self, repo: str, base: str) -> tuple[str | None, str | None, str]:
@@ -1091,7 +1092,7 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
     outcomes: dict[str, WorkerOutcome] = {}
     for task, job in jobs.items():
         if task not in pending:
-            waits = rows[task].state in (WorkerState.QUEUED, WorkerState.SKIPPED)
+            waits = rows[task].state in NOT_ADMITTED
             outcomes[task] = _outcome(engine, run, job, already=task not in refused and not waits)
     if pending:
         herdr = engine.herdr

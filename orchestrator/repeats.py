@@ -5,11 +5,9 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from packets import WORKER_KINDS, Header, headers_in
-from registry import Effect, InboxVerdict, Ledger, Run, Worker, WorkerState
+from registry import Effect, InboxVerdict, Ledger, Run, Worker
+from registry.machine import AT_WORK
 
-S = WorkerState
-# Only a worker still working on its own can have a callback missing: any other state was set by one that arrived.
-LIVE = frozenset({S.DISPATCHED, S.WORKING})
 # A worker is asked to repeat at most this often in a run: a body that forges headers cannot keep others busy for ever.
 REPEAT_LIMIT = 5
 REPEAT_REQUEST = (
@@ -115,7 +113,8 @@ def pending(ledger: Ledger, run: Run) -> tuple[Effect | None, list[tuple[Possibl
             worker = ledger.get_worker(run.run_id, task)
             if request is not None:
                 sent.append(request)
-            elif worker.state in LIVE and requests_made(ledger, run, task) < REPEAT_LIMIT and all(w.task_label != task for _, w in due):
+            # Only a worker at work (on its own) can have a callback missing: any other state was set by one that arrived.
+            elif worker.state in AT_WORK and requests_made(ledger, run, task) < REPEAT_LIMIT and all(w.task_label != task for _, w in due):
                 due.append((merge, worker))
     return (max(sent, key=lambda e: e.id) if sent else None), due
 
@@ -123,6 +122,6 @@ def pending(ledger: Ledger, run: Run) -> tuple[Effect | None, list[tuple[Possibl
 def ask_later(ledger: Ledger, run: Run, herdr_states: dict[str, str]) -> bool:
     """Whether a worker is due to be asked but was still ending its turn (herdr `working`) at the last check-in."""
     last, due = pending(ledger, run)
-    if last is not None and last.task_label is not None and not replied(ledger, run, last) and ledger.get_worker(run.run_id, last.task_label).state in LIVE:
+    if last is not None and last.task_label is not None and not replied(ledger, run, last) and ledger.get_worker(run.run_id, last.task_label).state in AT_WORK:
         return False  # the next request waits for that reply, not for a turn to end
     return any(herdr_states.get(worker.task_label) == "working" for _, worker in due)

@@ -26,52 +26,17 @@ from registry import (
     Worker,
     WorkerState,
 )
+from registry.facts import LOST, FactKind, Lost
+from registry.machine import LADDER_DONE, NOT_DISPATCHED, RESOLVING
 
 # --- what the report reads beyond the ledger's own journal kinds (the phases that write them must agree) ---------
 
 # The controller's re-run of a worker's checks: the verify phase's transition out of verifying carries it in its cause
-# ({"phase": "verify", "disposition", "reasons", "checks": [{"command", "exit_code", "error"}…]}); a bare
-# record_fact(run, "verification", task_label=task, detail={same keys}) is read the same way.
-FACT_VERIFICATION = "verification"
+# (registry.facts.Verification: {"phase": "verify", "disposition", "reasons", "checks"}); a bare VERIFICATION fact is read
+# the same way. Every other fact the report reads is a registry.facts.FactKind with its detail record.
 VERIFY_PHASE = "verify"
-# update_worker(run, task, fact="integrated", integrated_sha=…): accepted work landed on the integration branch.
-FACT_INTEGRATED = "integrated"
-# record_fact(run, "retained", task_label=task|None, detail={"item": <pane id|worktree path|workspace id>, "reason": …}):
-# a created item deliberately kept open (the user asked, unresolved evidence) with its reason.
-FACT_RETAINED = "retained"
-# record_fact(run, "run_failed", detail={"reason": …}): the run itself could not proceed (preflight, fetch gate…).
-FACT_RUN_FAILED = "run_failed"
-# record_fact(run, "abandoned", task_label=task, detail={"reason": …}) (orch retire --abandon): the person gave the work up.
-FACT_ABANDONED = "abandoned"
-# record_fact(run, "message_sent", task_label=task, detail={"kind": "stop", …}) (orchestrator.messages): a message that
-# moved no state; a `stop` is the person's decision on a question or block.
-FACT_MESSAGE_SENT = "message_sent"
-# record_fact(run, "integration", detail={"paused_by": [task…], "held": [{"task", "by", "files"}…], "stopped_at", "conflicts"})
-# (orchestrator.integrate, every call with integration enabled): the latest one says what integration holds back.
-FACT_INTEGRATION = "integration"
-# Entering one of these ends a wait on the person (an answer, a follow-up, a new result, a decision, a failure);
-# retire's own states (retiring, retired, retained) do not: the question is still unanswered.
-RESOLVING: frozenset[WorkerState] = frozenset(
-    {WorkerState.DISPATCHED, WorkerState.WORKING, WorkerState.RESULT, WorkerState.VERIFYING, WorkerState.ACCEPTED,
-     WorkerState.REJECTED, WorkerState.SUPERSEDED, WorkerState.FAILED}
-)  # fmt: skip
-# record_fact(run, "dialog", task_label=task, detail={"dialog", "kind", "answered", "keys", "reason", "screen"}): a
-# dialog on the agent's screen and what orch did about it (orchestrator/dialogs.py).
-FACT_DIALOG = "dialog"
-# record_fact(run, "transcript", task_label=task, detail={"path", …}): the worker's saved terminal history (orchestrator/transcripts.py).
-FACT_TRANSCRIPT = "transcript"
-# record_fact(run, "base_moved", detail={"base", "pinned", "now", "how", "noticed_by"}) (orchestrator.provision's fetch
-# gate): the base ref no longer names the commit preflight pinned; "how" is fast-forward, rewritten or deleted.
-FACT_BASE_MOVED = "base_moved"
 # Moves that leave the run's work on a history the base no longer has: the person decides what to do with it.
 BASE_LOST = frozenset({"rewritten", "deleted"})
-# The observe phase's failure of a worker whose pane a person closed: its cause holds {LOST: PANE_CLOSED, "pane": id}
-# (orchestrator.observe's LOST and PANE_CLOSED).
-LOST = "lost"
-PANE_CLOSED = "pane_closed"
-# record_fact(run, "tab_renamed", task_label=task, detail={"tab", "found", "label", "repaired", "error"?}) (orchestrator.observe's
-# Layout Contract read-back): a worker tab renamed outside orch, and whether it was renamed back.
-FACT_TAB_RENAMED = "tab_renamed"
 # Effect kinds that close what a run created; a created item is closed when a confirmed one names it.
 CLOSING_EFFECTS: Mapping[str, tuple[str, ...]] = {
     "pane": ("pane_close",),
@@ -96,7 +61,6 @@ VERDICT_EXIT: Mapping[RunVerdict, ExitCode] = {
     RunVerdict.FAIL: ExitCode.VERDICT_FAIL,
 }
 
-_NOT_DISPATCHED = frozenset({WorkerState.QUEUED, WorkerState.SKIPPED, WorkerState.PROVISIONING, WorkerState.READY})
 
 
 class _Model(BaseModel):
@@ -313,7 +277,7 @@ def open_wait(events: Sequence[Event], worker: Worker) -> Wait | None:
                 wait = Wait(kind="verification_blocked", text=_reason(cause if isinstance(cause, Mapping) else None) or "no reason recorded", seq=event.seq)
             elif event.to_state in RESOLVING:
                 wait = None
-        elif event.kind == FACT_ABANDONED or (event.kind == FACT_MESSAGE_SENT and event.detail.get("kind") == "stop"):
+        elif event.kind == FactKind.ABANDONED or (event.kind == FactKind.MESSAGE_SENT and event.detail.get("kind") == "stop"):
             wait = None
         elif wait is not None and wait.kind != "verification_blocked" and isinstance(event.detail.get("changes"), Mapping):
             # A second question or block while the first is open replaces its text (inbox: update_worker).
@@ -335,8 +299,8 @@ def _worker_item(worker: Worker, journal: _Journal) -> WorkerItem:
     added = journal.of(worker.task_label, EventKind.WORKER_ADDED)
     last = transitions[-1] if transitions else (added[-1] if added else None)
     integrated = journal.last_change(worker.task_label, "integrated_sha") if worker.integrated_sha else None
-    dialogs = journal.of(worker.task_label, FACT_DIALOG)
-    transcripts = journal.of(worker.task_label, FACT_TRANSCRIPT)
+    dialogs = journal.of(worker.task_label, FactKind.DIALOG)
+    transcripts = journal.of(worker.task_label, FactKind.TRANSCRIPT)
     return WorkerItem(
         task=worker.task_label, name=worker.name, kind=worker.kind, state=worker.state,
         disposition=worker.final_disposition, integrated_sha=worker.integrated_sha,
@@ -371,7 +335,7 @@ def _callbacks(run: Run, workers: Sequence[Worker], inbox: Sequence[InboxMessage
     for worker in workers:
         mine = [m for m in inbox if m.verdict is InboxVerdict.ACCEPTED and m.task_label == worker.task_label]
         kinds = Counter(m.kind or "?" for m in mine)
-        dispatched = worker.state not in _NOT_DISPATCHED
+        dispatched = worker.state not in NOT_DISPATCHED
         items.append(
             WorkerCallbacks(
                 task=worker.task_label, name=worker.name, accepted=dict(kinds),
@@ -411,7 +375,7 @@ def _checks(detail: Mapping[str, Any]) -> tuple[CheckItem, ...]:
 
 
 def _verification_detail(event: Event) -> Mapping[str, Any] | None:
-    if event.kind == FACT_VERIFICATION:
+    if event.kind == FactKind.VERIFICATION:
         return event.detail
     cause = event.detail.get("cause")
     if event.kind == EventKind.TRANSITION and isinstance(cause, Mapping) and cause.get("phase") == VERIFY_PHASE and "disposition" in cause:
@@ -437,7 +401,7 @@ def _verification(worker: Worker, journal: _Journal) -> VerificationItem:
 
 
 def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], journal: _Journal) -> tuple[RetiredItem, ...]:
-    retained_facts = [e for e in journal.events if e.kind == FACT_RETAINED]
+    retained_facts = [e for e in journal.events if e.kind == FactKind.RETAINED]
     items: list[RetiredItem] = []
 
     def settle(task: str | None, name: str | None, what: Literal["pane", "worktree", "workspace"], item: str, worker: Worker | None) -> None:
@@ -452,7 +416,7 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
             return
         lost = journal.last_into(worker.task_label, WorkerState.FAILED) if what == "pane" and worker is not None else None
         cause = lost.detail.get("cause") if lost is not None else None
-        if lost is not None and isinstance(cause, Mapping) and cause.get("phase") == "resume" and cause.get(LOST) == PANE_CLOSED and cause.get("pane") == item:
+        if lost is not None and isinstance(cause, Mapping) and cause.get("phase") == "resume" and cause.get(LOST) == Lost.PANE_CLOSED and cause.get("pane") == item:
             # `orch resume` found the worker's pane gone (herdr restarted, or it was closed, while orch was stopped,
             # orchestrator.run.reread_world): never "retained", whatever retire kept of the worker.
             why = "gone while orch was stopped (herdr restarted, or it was closed outside orch), not closed by this run"
@@ -519,7 +483,7 @@ def pane_fates(ledger: Ledger, run_id: str) -> dict[str, str]:
     for worker in workers:
         into = journal.last_into(worker.task_label, WorkerState.FAILED)
         cause = into.detail.get("cause") if into is not None else None
-        if isinstance(cause, Mapping) and cause.get(LOST) == PANE_CLOSED and isinstance(cause.get("pane"), str):
+        if isinstance(cause, Mapping) and cause.get(LOST) == Lost.PANE_CLOSED and isinstance(cause.get("pane"), str):
             fates[cause["pane"]] = "closed outside orch"
     for item in _retired(run, workers, ledger.list_effects(run_id), journal):
         if item.what == "pane" and item.status in ("closed", "gone"):
@@ -533,7 +497,7 @@ def _ladder_item(journal: _Journal, task: str | None, item: str) -> tuple[Event,
         cause = event.detail.get("cause")
         if event.kind != EventKind.TRANSITION or event.task_label != task or not isinstance(cause, Mapping):
             continue
-        if event.to_state not in (WorkerState.RETIRED, WorkerState.RETAINED):
+        if event.to_state not in LADDER_DONE:
             continue
         entries = cause.get("items")
         for entry in reversed(entries if isinstance(entries, list) else []):
@@ -546,7 +510,7 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
     out = [
         Blocker(task=None, name=None, kind="run_failed", text=_reason(e.detail) or "run failed (no reason recorded)", seqs=(e.seq,))
         for e in journal.events
-        if e.kind == FACT_RUN_FAILED
+        if e.kind == FactKind.RUN_FAILED
     ]
     for worker in workers:
         task = worker.task_label
@@ -570,12 +534,12 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
     out += [
         Blocker(task=e.task_label, name=names_by_task.get(e.task_label or ""), kind="layout", text=tab_renamed_text(e.detail), seqs=(e.seq,))
         for e in journal.events
-        if e.kind == FACT_TAB_RENAMED and not e.detail.get("repaired")
+        if e.kind == FactKind.TAB_RENAMED and not e.detail.get("repaired")
     ]
     out += [
         Blocker(task=None, name=None, kind="base_moved", text=base_move_text(e.detail), seqs=(e.seq,))
         for e in journal.events
-        if e.kind == FACT_BASE_MOVED and e.detail.get("how") in BASE_LOST
+        if e.kind == FactKind.BASE_MOVED and e.detail.get("how") in BASE_LOST
     ]
     names = {w.task_label: w.name for w in workers}
     for effect in effects:
@@ -611,7 +575,7 @@ def base_move_text(detail: Mapping[str, Any]) -> str:
 def _integration_blockers(workers: Sequence[Worker], journal: _Journal) -> list[Blocker]:
     """What the latest integration held back and why (paused by a verification block, or stopped by a conflict),
     for the accepted work that is still not integrated."""
-    found = [e for e in journal.events if e.kind == FACT_INTEGRATION]
+    found = [e for e in journal.events if e.kind == FactKind.INTEGRATION]
     if not found:
         return []
     last = found[-1]
@@ -696,7 +660,7 @@ def build_report(ledger: Ledger, run_id: str, *, integration_required: bool = Fa
         verification=tuple(_verification(w, journal) for w in workers),
         retired=retired,
         blockers=blockers,
-        base_moves=tuple(base_move_text(e.detail) for e in journal.events if e.kind == FACT_BASE_MOVED),
+        base_moves=tuple(base_move_text(e.detail) for e in journal.events if e.kind == FactKind.BASE_MOVED),
     )
 
 
@@ -845,7 +809,7 @@ def render_markdown(report: Report, workers: Sequence[Worker], events: Sequence[
             out.append("- Dialogs: " + "; ".join(item.dialogs))
         if item.transcript:
             out.append(f"- Transcript: {item.transcript}")
-        renames = [tab_renamed_text(e.detail) for e in events if e.kind == FACT_TAB_RENAMED and e.task_label == item.task]
+        renames = [tab_renamed_text(e.detail) for e in events if e.kind == FactKind.TAB_RENAMED and e.task_label == item.task]
         if renames:
             out.append("- Layout: " + "; ".join(code(r) for r in renames))  # a tab name anyone in a pane can set
         seqs = [*item.seqs, *callbacks.seqs, *verification.seqs, *(s for r in retired for s in r.seqs), *(s for b in blockers for s in b.seqs)]

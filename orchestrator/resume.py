@@ -14,9 +14,9 @@ from orchestrator.agents import facts
 from orchestrator.engine import Engine
 from orchestrator.errors import HerdrError
 from orchestrator.herdr_models import AgentInfo, AgentSession
+from registry.facts import FactKind, ResumeCommand
 from registry import Run, Worker
 
-FACT = "resume_command"
 # The source orch reports under: its own, so an agent's hook keeps its own reports.
 SOURCE = "orch"
 
@@ -45,14 +45,14 @@ def report_resume(engine: Engine, run: Run, worker: Worker, info: AgentInfo, arg
     argv = resume_argv(worker.kind, session, args)
     if argv is None or not engine.herdr.features().resume_commands:
         return None
-    done = [e.detail for e in engine.ledger.events(run.run_id, task_label=worker.task_label) if e.kind == FACT]
+    done = [e.detail for e in engine.ledger.events(run.run_id, task_label=worker.task_label) if e.kind == FactKind.RESUME_COMMAND]
     if any(d.get("session") == session.value for d in done):
         return None  # reported (or refused) for this session already: a report is never repeated
-    detail: dict[str, object] = {"session": session.value, "argv": argv, "pane_id": worker.pane_id}
+    detail = ResumeCommand(session=session.value, argv=list(argv), pane_id=worker.pane_id)
     try:
         engine.herdr.pane_report_agent_session(worker.pane_id, source=SOURCE, agent=worker.kind, session=session, resume=argv)
     except HerdrError as exc:
-        engine.ledger.record_fact(run.run_id, FACT, task_label=worker.task_label, detail={**detail, "error": exc.message})
+        engine.ledger.record_fact(run.run_id, FactKind.RESUME_COMMAND, task_label=worker.task_label, detail=ResumeCommand(**detail, error=exc.message))
         return f"resume command not reported to herdr: {exc.message}"
-    engine.ledger.record_fact(run.run_id, FACT, task_label=worker.task_label, detail=detail)
+    engine.ledger.record_fact(run.run_id, FactKind.RESUME_COMMAND, task_label=worker.task_label, detail=detail)
     return None

@@ -19,13 +19,13 @@ from orchestrator import git, messages
 from orchestrator.agents import AGENTS
 from orchestrator.engine import Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.transcripts import save_transcript
-from orchestrator.schedule import AGENT_EXITED
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, HerdrUnavailable, OrchError, one_line
 from orchestrator.report import Wait, open_wait
 from packets import inert_line
 from packets.render import COMMIT_TRAILER_KEY
+from registry.facts import Abandoned, AgentExited, FactKind, Retained
 from registry import Effect, EffectStatus, Run, Worker
-from registry.machine import WorkerState
+from registry.machine import ABANDON_TO_SUPERSEDED, LADDER_DONE, RETIRABLE, UNACCEPTED, WAITING_ON_PERSON, WorkerState
 from registry.kinds import EventKind
 
 S = WorkerState
@@ -35,20 +35,15 @@ EXIT_TIMEOUT_S = 15.0
 POLL_S = 0.25
 READ_LINES = 40
 
-# A report and a disposition are recorded (or the worker was retained, or a retire was under way): the ladder may run.
-RETIRABLE: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.BLOCKED, S.FAILED, S.RETAINED, S.RETIRING, S.SKIPPED})
-# The person may give these up with --abandon: the live ones become superseded first, the unstarted ones retire directly.
-ABANDON_TO_SUPERSEDED: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.RESULT, S.VERIFYING})
-UNSTARTED: frozenset[WorkerState] = frozenset({S.PROVISIONING, S.READY})
+# The ladder runs on RETIRABLE workers; the person may give up any with --abandon: ABANDON_TO_SUPERSEDED ones become
+# superseded first, the others retire directly (registry.machine).
 # Typing into an agent that is mid-turn or at an approval prompt could answer that prompt: only at rest.
 AT_REST = ("idle", "done")
 # Final dispositions whose still-working agent retire may interrupt with a `stop` (accepted work is at rest anyway).
-STOPPABLE = frozenset({WorkerState.FAILED, WorkerState.REJECTED, WorkerState.SUPERSEDED})
+STOPPABLE = UNACCEPTED
 # The last non-blank line of a shell at its prompt ends like this (bash $, root #, zsh %, fish >, starship ❯).
 SHELL_PROMPT = re.compile(r"[$#%>❯]$")
 
-ABANDONED_FACT = "abandoned"
-RETAINED_FACT = "retained"
 KEPT_ON_REQUEST = "kept on request"
 # A worker waiting on the person keeps its agent, pane and worktree: the person's answer must reach somebody.
 WAIT_WORDS = {"question": "a question", "blocked": "a block", "verification_blocked": "a verification block"}
@@ -180,11 +175,11 @@ def retire(
     for ladder in ladders:
         results[ladder.task] = _settle(engine, run, ladder)
     run_items: list[Item] = []
-    if run.created_workspace_ids and not ledger.list_workers(run.run_id, states=[s for s in WorkerState if s not in (S.RETIRED, S.RETAINED)]):
+    if run.created_workspace_ids and not ledger.list_workers(run.run_id, states=[s for s in WorkerState if s not in LADDER_DONE]):
         run_items = _close_leftovers(engine, run, None, run.created_workspace_ids)
         for item in run_items:
             if item.action == "kept":
-                ledger.record_fact(run.run_id, RETAINED_FACT, detail={"item": item.id, "what": item.kind, "reason": item.reason})
+                ledger.record_fact(run.run_id, FactKind.RETAINED, detail=Retained(item=item.id, what=item.kind, reason=item.reason))
     return RetireResult(run_id=run.run_id, workers=tuple(results[w.task_label] for w in selected), workspaces=tuple(run_items))
 
 
@@ -210,13 +205,13 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
 
     if before is S.RETIRED:
         return done("already_retired", None)
-    wait = open_wait(ledger.events(run.run_id, task_label=task), worker) if before in (S.QUESTION, S.BLOCKED) else None
+    wait = open_wait(ledger.events(run.run_id, task_label=task), worker) if before in WAITING_ON_PERSON else None
     if wait is not None and task not in abandon:
         # Never exit a worker whose question or block is still open: the decision would reach nobody.
         reason = waiting_reason(run, task, wait) + ("; kept on request" if task in keep else "")
         for item in (worker.pane_id, worker.worktree_path):
             if item is not None:
-                ledger.record_fact(run.run_id, RETAINED_FACT, task_label=task, detail={"item": item, "what": "worker", "reason": f"waits on the person ({WAIT_WORDS[wait.kind]})"})
+                ledger.record_fact(run.run_id, FactKind.RETAINED, task_label=task, detail=Retained(item=item, what="worker", reason=f"waits on the person ({WAIT_WORDS[wait.kind]})"))
         return done("waiting", reason)
     if task in keep:
         if before is S.RETAINED:
@@ -228,7 +223,7 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
     state = before
     if task in abandon:
         reason = abandon[task].strip()
-        ledger.record_fact(run.run_id, ABANDONED_FACT, task_label=task, detail={"reason": reason, "state": str(state)})
+        ledger.record_fact(run.run_id, FactKind.ABANDONED, task_label=task, detail=Abandoned(reason=reason, state=str(state)))
         if state in ABANDON_TO_SUPERSEDED:
             ledger.transition(run.run_id, task, state, S.SUPERSEDED, cause={"phase": "retire", "abandoned": reason})
             state = S.SUPERSEDED
@@ -238,7 +233,7 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
         # Provisioning failed (a setup command, a read-back gate): its checkout and tab are the evidence the
         # person needs, and nothing in them is the worker's. Keep them until the person gives the task up.
         reason = NEVER_STARTED.format(run=run.run_id, task=task)
-        ledger.record_fact(run.run_id, RETAINED_FACT, task_label=task, detail={"item": worker.worktree_path or worker.pane_id or task, "what": "worker", "reason": reason})
+        ledger.record_fact(run.run_id, FactKind.RETAINED, task_label=task, detail=Retained(item=worker.worktree_path or worker.pane_id or task, what="worker", reason=reason))
         ledger.transition(run.run_id, task, state, S.RETAINED, cause={"phase": "retire", "reason": reason})
         return done("retained", reason, S.RETAINED)
     if state is not S.RETIRING:
@@ -363,12 +358,12 @@ def exit_for_slot(
     """Exit a finished worker's agent so its slot frees; pane and checkout stay for the ladder. None, or why it stayed.
 
     The same first rung as the ladder (a `stop` first for a busy failed/rejected/superseded worker, the exit command
-    only at rest, each keystroke an ``engine.once`` effect), under keys of its own; success is the AGENT_EXITED fact.
+    only at rest, each keystroke an ``engine.once`` effect), under keys of its own; success is the FactKind.AGENT_EXITED fact.
     """
     herdr, task, pane = engine.herdr, worker.task_label, worker.pane_id
-    done = {"pane": pane, "disposition": worker.final_disposition.value if worker.final_disposition else None}
+    disposition = worker.final_disposition.value if worker.final_disposition else None
     if pane is None or _agent_in(engine, pane) is None:
-        engine.ledger.record_fact(run.run_id, AGENT_EXITED, task_label=task, detail={**done, "how": "no agent in its pane"})
+        engine.ledger.record_fact(run.run_id, FactKind.AGENT_EXITED, task_label=task, detail=AgentExited(pane=pane, disposition=disposition, how="no agent in its pane"))
         return None
     status, name = _agent_in(engine, pane) or ("idle", None)
     if name is not None and name != worker.name:
@@ -393,7 +388,7 @@ def exit_for_slot(
     back = _await_shell(engine, pane, command, exit_timeout_s)
     if back not in ("shell", "pane_gone"):
         return back
-    engine.ledger.record_fact(run.run_id, AGENT_EXITED, task_label=task, detail={**done, "how": command})
+    engine.ledger.record_fact(run.run_id, FactKind.AGENT_EXITED, task_label=task, detail=AgentExited(pane=pane, disposition=disposition, how=command))
     return None
 
 
@@ -666,7 +661,7 @@ def _count(n: int, noun: str) -> str:
 
 
 def _abandoned(engine: Engine, run: Run, task: str) -> bool:
-    return any(e.kind == ABANDONED_FACT for e in engine.ledger.events(run.run_id, task_label=task))
+    return any(e.kind == FactKind.ABANDONED for e in engine.ledger.events(run.run_id, task_label=task))
 
 
 def _real(path: Path | str) -> str:
@@ -737,7 +732,7 @@ def _settle(engine: Engine, run: Run, ladder: _Ladder) -> WorkerRetirement:
     for item in items:
         if item.action == "kept":
             # The report reads kept items from these facts (orchestrator.report FACT_RETAINED).
-            engine.ledger.record_fact(run.run_id, RETAINED_FACT, task_label=ladder.task, detail={"item": item.id, "what": item.kind, "reason": item.reason})
+            engine.ledger.record_fact(run.run_id, FactKind.RETAINED, task_label=ladder.task, detail=Retained(item=item.id, what=item.kind, reason=item.reason))
     cause = {"phase": "retire", "items": [item.model_dump(mode="json") for item in items]}
     outcome: Outcome
     if ladder.holds:

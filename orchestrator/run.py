@@ -21,23 +21,21 @@ from orchestrator import git
 from orchestrator.errors import ExitCode, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
-from orchestrator.observe import LOST, PANE_CLOSED, Observation, answers_owed, check_in, saved_work
-from orchestrator.messages import DECIDED
+from orchestrator.observe import Observation, answers_owed, check_in, saved_work
 from orchestrator.preflight import PreflightResult, finish_preflight, preflight
 from orchestrator.progress import Progress, Row
 from orchestrator.report import VERDICT_EXIT, Report, write_report
 from orchestrator.dialogs import pending_approval
 from orchestrator.retire import retire
 from orchestrator.verify import blocked_by_verification, stored_verification, verify_run
+from registry.facts import LOST, EffectDecided, FactKind, HerdrLostPanes, Lost
 from registry import Effect, EffectStatus, RegistryError, Run, RunStatus, StaleState, Worker, WorkerState
+from registry.machine import MOVING, NEEDS_PANE, UNVERIFIED, WAITING_ON_PERSON
 
 S = WorkerState
 
-# Workers the check-in loop waits on by itself (the person is not needed to move them on). A worker still
+# The check-in loop waits on MOVING workers by itself (the person is not needed to move them on). A worker still
 # provisioning or ready after dispatch has stopped there with its reason recorded: waiting would never end.
-MOVING = frozenset({S.DISPATCHED, S.WORKING, S.RESULT, S.VERIFYING})
-# Workers waiting on the person: a run that has nothing else to wait for stops and says what is needed.
-WAITING_ON_PERSON = frozenset({S.QUESTION, S.BLOCKED})
 
 
 class RunOutcome(BaseModel):
@@ -142,7 +140,7 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                 number += 1
                 notes, _waiting, _states = check_in(engine, run, number)
                 _say(progress, engine, notes)
-                if ledger.list_workers(run.run_id, states=(S.RESULT, S.VERIFYING)):
+                if ledger.list_workers(run.run_id, states=UNVERIFIED):
                     stage = "verify"
                     verdicts = verify_run(engine, run)
                     for decided in verdicts.verdicts:
@@ -213,9 +211,6 @@ def _stopped(engine: Engine, run: Run, stage: str, exc: OrchError) -> OrchError:
     stopped = OrchError(f"run {run.run_id} stopped during {stage}: {what}{written}", hint=exc.hint or f"fix the cause, then `orch resume {run.run_id}`")
     stopped.exit_code = exc.exit_code
     return stopped
-# Workers that need their agent (and so their pane) to go on; a worker with its result in, or blocked by
-# verification, needs only git.
-NEEDS_PANE = (S.PROVISIONING, S.READY, S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED)
 
 
 def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
@@ -262,7 +257,7 @@ def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
         gone = "is gone" if info is None else f"now names a pane in {info.cwd or info.foreground_cwd}"
         reason = f"its pane {pane} {gone} (herdr restarted, or it was closed, while orch was stopped) while it was {worker.state.value}; saved: {saved_work(engine, run, worker)}{unsaved}"
         try:
-            ledger.transition(run.run_id, worker.task_label, worker.state, S.FAILED, cause={"phase": "resume", "reason": reason, LOST: PANE_CLOSED, "pane": pane})
+            ledger.transition(run.run_id, worker.task_label, worker.state, S.FAILED, cause={"phase": "resume", "reason": reason, LOST: Lost.PANE_CLOSED, "pane": pane})
         except StaleState:
             continue
         lines.append(f"{worker.task_label}: failed: {reason}")
@@ -270,7 +265,7 @@ def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
         for step in give_up_queued(engine, run, f"herdr no longer has the run's workspace {workspace}"):
             lines.append(f"{step.task}: skipped: {step.text}")
     if lines:
-        ledger.record_fact(run.run_id, "herdr_lost_panes", detail={"workspace_id": workspace, "workspace_gone": workspace_gone, "lines": lines})
+        ledger.record_fact(run.run_id, FactKind.HERDR_LOST_PANES, detail=HerdrLostPanes(workspace_id=workspace, workspace_gone=workspace_gone, lines=lines))
     for line in lines:
         progress.note(line, engine.clock.now())
     return lines
@@ -428,14 +423,14 @@ def record_decisions(engine: Engine, run_id: str | None, decisions: Mapping[int,
         return None
     checked = [(_check_decision(engine, run, effect_id, answer), answer) for effect_id, answer in decisions.items()]
     for effect, answer in checked:  # all checked before any is recorded: a bad one changes nothing
-        engine.ledger.record_fact(run.run_id, DECIDED, task_label=effect.task_label, detail={"effect_id": effect.id, "answer": answer})
+        engine.ledger.record_fact(run.run_id, FactKind.EFFECT_DECIDED, task_label=effect.task_label, detail=EffectDecided(effect_id=effect.id, answer=answer))
     return Decided(run_id=run.run_id, settled=dict(decisions), next=f"orch wait --run {run.run_id}")
 
 
 def _decide(engine: Engine, run: Run, effect_id: int, answer: str) -> None:
     """Record the person's answer for an in-flight prompt (`orch resume --settle ID=sent|unsent`)."""
     effect = _check_decision(engine, run, effect_id, answer)
-    engine.ledger.record_fact(run.run_id, DECIDED, task_label=effect.task_label, detail={"effect_id": effect_id, "answer": answer})
+    engine.ledger.record_fact(run.run_id, FactKind.EFFECT_DECIDED, task_label=effect.task_label, detail=EffectDecided(effect_id=effect_id, answer=answer))
 
 
 def _check_decision(engine: Engine, run: Run, effect_id: int, answer: str) -> Effect:

@@ -15,19 +15,16 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
+from registry.facts import FactKind
 from registry import Effect, EffectStatus, Event, EventKind, Run, StaleState, Worker, WorkerState
+from registry.machine import LIVE_STATES, NO_AGENT, RETIREMENT, UNACCEPTED
 
 S = WorkerState
 
-# record_fact(run, AGENT_EXITED, task_label=task, detail={...}): the agent of a finished worker left its pane to free
+# record_fact(run, FactKind.AGENT_EXITED, task_label=task, detail={...}): the agent of a finished worker left its pane to free
 # its slot (the pane and checkout stay for the retire ladder at the end of the run).
-AGENT_EXITED = "agent_exited"
-# A worker in one of these has, or is about to have, a live agent doing this run's work.
-WORKING_STATES: frozenset[WorkerState] = frozenset({S.PROVISIONING, S.READY, S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED, S.RESULT, S.VERIFYING})
-# Never had an agent, or its agent is gone for good.
-NO_AGENT: frozenset[WorkerState] = frozenset({S.QUEUED, S.SKIPPED, S.RETIRED})
-# A predecessor that ends in one of these dispositions (and is not working again) skips its dependants.
-UNACCEPTED: frozenset[WorkerState] = frozenset({S.REJECTED, S.FAILED, S.SUPERSEDED})
+# A worker in LIVE_STATES has, or is about to have, a live agent doing this run's work: it holds a slot. A predecessor
+# that ends UNACCEPTED (and is not working again) skips its dependants (registry.machine).
 
 Decision = Literal["start", "wait", "skip"]
 
@@ -64,15 +61,15 @@ def holds_slot(worker: Worker, events: Sequence[Event], effects: Sequence[Effect
     """Whether the worker's agent counts against the cap: from admission until its agent is known to be gone.
 
     Working states always hold (provisioning is about to start an agent). A finished worker (accepted, rejected,
-    failed, superseded, blocked by verification, retiring, retained) holds until its agent exited (the AGENT_EXITED
+    failed, superseded, blocked by verification, retiring, retained) holds until its agent exited (the FactKind.AGENT_EXITED
     fact) unless it never had one: it never became ready and no agent start was attempted for it.
     """
     if worker.state in NO_AGENT:
         return False
-    if worker.state in WORKING_STATES:
+    if worker.state in LIVE_STATES:
         return True
     task = worker.task_label
-    if any(e.task_label == task and e.kind == AGENT_EXITED for e in events):
+    if any(e.task_label == task and e.kind == FactKind.AGENT_EXITED for e in events):
         return False
     became_ready = any(e.task_label == task and e.kind == EventKind.TRANSITION and e.to_state is S.READY for e in events)
     start_tried = any(e.task_label == task and e.kind == "agent_start" and e.status is not EffectStatus.FAILED for e in effects)
@@ -112,9 +109,9 @@ def _ended_unaccepted(pred: Worker) -> str | None:
     """How a predecessor ended without acceptance, or None while it may still be accepted."""
     if pred.state is S.SKIPPED:
         return "was skipped"
-    if pred.final_disposition in UNACCEPTED and pred.state not in WORKING_STATES:
+    if pred.final_disposition in UNACCEPTED and pred.state not in LIVE_STATES:
         return f"was {pred.final_disposition.value}" if pred.final_disposition is not None else None
-    if pred.state in (S.RETIRED, S.RETAINED, S.RETIRING) and pred.final_disposition is None:
+    if pred.state in RETIREMENT and pred.final_disposition is None:
         return "was given up"
     return None
 

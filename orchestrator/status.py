@@ -10,9 +10,10 @@ from tabulate import tabulate
 
 from orchestrator import tables
 from orchestrator.repeats import named_workers
-from orchestrator.report import FACT_BASE_MOVED, pane_fates
+from orchestrator.report import pane_fates
 from orchestrator.transcripts import transcript_of
 from packets import inert_line
+from registry.facts import FactKind
 from registry import Event, InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
 
 
@@ -139,7 +140,7 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
 
 def _base_moved(events: Sequence[Event]) -> str | None:
     """The last move of the base the fetch gate noticed, in a few words: ``rewritten, now <sha>``."""
-    moves = [e.detail for e in events if e.kind == FACT_BASE_MOVED]
+    moves = [e.detail for e in events if e.kind == FactKind.BASE_MOVED]
     if not moves:
         return None
     how, now = str(moves[-1].get("how") or "moved"), str(moves[-1].get("now") or "")

@@ -7,12 +7,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import HerdrError
+from registry.facts import FactKind, Transcript
 
 if TYPE_CHECKING:
     from orchestrator.engine import Engine
     from registry import Event, Run, Worker
 
-FACT_TRANSCRIPT = "transcript"  # record_fact(run, "transcript", task_label=task, detail={"path", "pane", "lines"})
 # herdr caps a recent read at 1000 rows; that much history is the record of what the worker did and said.
 TRANSCRIPT_LINES = 1000
 
@@ -35,13 +35,13 @@ def save_transcript(engine: Engine, run: Run, worker: Worker, pane: str) -> str 
     path = transcript_path(engine, run, worker.task_label)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    known = any(e.kind == FACT_TRANSCRIPT and (e.detail or {}).get("path") == str(path) for e in engine.ledger.events(run.run_id, task_label=worker.task_label))
+    known = any(e.kind == FactKind.TRANSCRIPT and (e.detail or {}).get("path") == str(path) for e in engine.ledger.events(run.run_id, task_label=worker.task_label))
     if not known:
-        engine.ledger.record_fact(run.run_id, FACT_TRANSCRIPT, task_label=worker.task_label, detail={"path": str(path), "pane": pane, "lines": TRANSCRIPT_LINES})
+        engine.ledger.record_fact(run.run_id, FactKind.TRANSCRIPT, task_label=worker.task_label, detail=Transcript(path=str(path), pane=pane, lines=TRANSCRIPT_LINES))
     return str(path)
 
 
 def transcript_of(events: Iterable[Event], task: str) -> str | None:
     """The last transcript path the journal records for a task."""
-    found = [e for e in events if e.kind == FACT_TRANSCRIPT and e.task_label == task]
+    found = [e for e in events if e.kind == FactKind.TRANSCRIPT and e.task_label == task]
     return str((found[-1].detail or {}).get("path")) if found else None

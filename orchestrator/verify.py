@@ -18,15 +18,13 @@ from orchestrator.reportfiles import open_report, pinned_roots
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import ResultReport, parse_result
 from registry import Run, StaleState, Worker, WorkerState
-from registry.machine import LIVE_STATES
+from registry.machine import LIVE_STATES, SUPERSEDABLE, UNVERIFIED
 
 S = WorkerState
 
 # A worker waits for verification in `result`; `verifying` is one a crashed verify left behind (the evidence is
 # read-only git and scratch checkouts, so verifying it again is safe).
-PENDING: frozenset[WorkerState] = frozenset({S.RESULT, S.VERIFYING})
-# Where a person may declare a worker superseded (the state machine allows it from these).
-SUPERSEDABLE: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED, S.RESULT, S.VERIFYING})
+PENDING = UNVERIFIED
 
 
 class WorkerVerdict(BaseModel):

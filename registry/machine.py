@@ -65,16 +65,66 @@ TRANSITIONS: Mapping[WorkerState, frozenset[WorkerState]] = {
     S.SKIPPED: frozenset({S.RETIRING}),
 }
 
-# States in which the worker's agent may still be doing or holding work of this run (a queued worker has none yet).
-LIVE_STATES: frozenset[WorkerState] = frozenset(
-    {S.PROVISIONING, S.READY, S.DISPATCHED, S.WORKING, S.QUESTION, S.BLOCKED, S.RESULT, S.VERIFYING}
-)
+# --- The groups: every set of states a phase asks about is named here, once ---------------------------------------
+# Stages partition the states: each state is in exactly one (tests/registry/test_machine.py fails when a new state is
+# not placed), and most groups below are unions of stages, so a new state lands in them by its stage.
+NOT_STARTED: frozenset[WorkerState] = frozenset({S.QUEUED})  # waiting for a slot or a predecessor; nothing created yet
+STARTING: frozenset[WorkerState] = frozenset({S.PROVISIONING, S.READY})  # admitted: its worktree, pane and agent are being made
+# Working on its own: its next callback moves it (the controller only waits; a missing callback is a repeat or a stall).
+AT_WORK: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING})
+# Waiting on the person (its question, its own block or verification's): its silence is not a stall, and a run with
+# nothing else to wait for stops and says what is needed.
+WAITING_ON_PERSON: frozenset[WorkerState] = frozenset({S.QUESTION, S.BLOCKED})
+# A result is in and not yet verified (`verifying` is one a stopped verify left behind; verifying again is safe).
+UNVERIFIED: frozenset[WorkerState] = frozenset({S.RESULT, S.VERIFYING})
+SETTLED: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.FAILED})  # a verdict, nothing left to do
+RETIREMENT: frozenset[WorkerState] = frozenset({S.RETIRING, S.RETIRED, S.RETAINED})  # the stop ladder has it
+NEVER_STARTED: frozenset[WorkerState] = frozenset({S.SKIPPED})  # a predecessor ended without acceptance: never admitted
+STAGES: Mapping[str, frozenset[WorkerState]] = {
+    "not started": NOT_STARTED, "starting": STARTING, "at work": AT_WORK, "waiting on the person": WAITING_ON_PERSON,
+    "unverified": UNVERIFIED, "settled": SETTLED, "retirement": RETIREMENT, "never started": NEVER_STARTED,
+}  # fmt: skip
+
+# Doing, or waiting on, the delegated work: a callback may move it, a check-in observes it.
+OPEN: frozenset[WorkerState] = AT_WORK | WAITING_ON_PERSON
+# Moving on without the person: `orch run`'s loop waits on these by itself.
+MOVING: frozenset[WorkerState] = AT_WORK | UNVERIFIED
+# The worker's agent may still be doing or holding work of this run (a queued worker has none yet): it holds a slot.
+LIVE_STATES: frozenset[WorkerState] = STARTING | OPEN | UNVERIFIED
+# Needs its agent (and so its pane) to go on; one with its result in, or blocked by verification, needs only git.
+NEEDS_PANE: frozenset[WorkerState] = STARTING | OPEN
+# No packet went out: the worker never had delegated work to report on.
+NOT_DISPATCHED: frozenset[WorkerState] = NOT_STARTED | STARTING | NEVER_STARTED
+# Never admitted to a slot (still waiting, or skipped).
+NOT_ADMITTED: frozenset[WorkerState] = NOT_STARTED | NEVER_STARTED
+# Never had an agent, or its agent is gone for good.
+NO_AGENT: frozenset[WorkerState] = NOT_ADMITTED | {S.RETIRED}
+# Ended without acceptance: a predecessor here skips its dependants, and retire may `stop` its still-busy agent.
+UNACCEPTED: frozenset[WorkerState] = SETTLED - {S.ACCEPTED}
+# Finished, and nothing of it waits on the person: its agent may be exited to free a slot (blocked is kept as it is).
+FREEABLE: frozenset[WorkerState] = SETTLED | {S.RETAINED}
+# Nothing left to do in this run: a follow-up would start untracked work, a stop is moot (retire's own stop goes to a
+# worker in `retiring` whose agent is still busy, so that state is not here).
+FINISHED: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.RETAINED, S.RETIRED})
+# The retire ladder is through with it (retired, or kept with a reason).
+LADDER_DONE: frozenset[WorkerState] = frozenset({S.RETIRED, S.RETAINED})
+# A disposition is recorded (or it was retained, or a retire was under way, or it never started): the ladder may run.
+RETIRABLE: frozenset[WorkerState] = SETTLED | NEVER_STARTED | {S.BLOCKED, S.RETAINED, S.RETIRING}
+# Entering one ends a wait on the person (an answer, a follow-up, a new result, a decision, a failure); retirement's
+# states do not: the question is still unanswered.
+RESOLVING: frozenset[WorkerState] = MOVING | SETTLED
+# The only states a worker is added in: queued (it waits for a slot) or provisioning (admitted at once).
+INITIAL: frozenset[WorkerState] = frozenset({S.QUEUED, S.PROVISIONING})
 
 # Verdicts recorded as the worker's final disposition when entered (blocked only when it comes from verifying).
-DISPOSITIONS: frozenset[WorkerState] = frozenset({S.ACCEPTED, S.REJECTED, S.SUPERSEDED, S.BLOCKED, S.FAILED})
+DISPOSITIONS: frozenset[WorkerState] = SETTLED | {S.BLOCKED}
 
 # Entering one of these means the work is open again, so an earlier disposition no longer holds.
-REOPENING: frozenset[WorkerState] = frozenset({S.DISPATCHED, S.WORKING, S.QUESTION, S.RESULT, S.VERIFYING})
+REOPENING: frozenset[WorkerState] = AT_WORK | UNVERIFIED | {S.QUESTION}
+# Where a person may declare a worker superseded: read from the table, so the two cannot disagree.
+SUPERSEDABLE: frozenset[WorkerState] = frozenset(s for s, nxt in TRANSITIONS.items() if S.SUPERSEDED in nxt)
+# An abandoned worker in one of these is superseded first, then retired; blocked (like the unstarted) retires directly.
+ABANDON_TO_SUPERSEDED: frozenset[WorkerState] = SUPERSEDABLE - {S.BLOCKED}
 
 
 # Which message kinds a worker's callback may carry in each state (one vocabulary with the table above: a kind that

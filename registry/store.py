@@ -25,7 +25,7 @@ from registry.errors import (
     StaleState,
     WorkerNotFound,
 )
-from registry.machine import WorkerState
+from registry.machine import INITIAL, WorkerState
 from registry.kinds import EffectStatus, EventKind, InboxVerdict, RunStatus, RunVerdict
 from registry.records import Effect, Event, InboxMessage, Run, Worker
 
@@ -313,7 +313,7 @@ class Ledger:
         initial: WorkerState = WorkerState.PROVISIONING,
         **fields: Any,
     ) -> Worker:
-        if initial not in (WorkerState.PROVISIONING, WorkerState.QUEUED):
+        if initial not in INITIAL:
             raise RegistryError(f"a worker is registered provisioning or queued, not {initial}")
         self._check_fields(fields)
         empty: dict[str, Any] = {field: None for field in Worker.model_fields}

@@ -18,15 +18,13 @@ from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode
 from orchestrator.herdr import HerdrCli
 from orchestrator.report import (
-    FACT_RETAINED,
-    FACT_RUN_FAILED,
-    FACT_VERIFICATION,
     build_report,
     render_markdown,
     render_report,
 )
 from orchestrator.status import age, build_run_list, build_status, render_run_list, render_status
 from registry import InboxVerdict, Ledger, RunStatus, RunVerdict, WorkerState
+from registry.facts import FactKind
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 START = datetime(2026, 1, 1, 9, 0, 0, tzinfo=UTC)
@@ -89,7 +87,7 @@ def verified(
         "checks": [{"command": c, "exit_code": code, "error": None if code is not None else "timed out after 600s"} for c, code in checks],
     }  # fmt: skip
     if as_fact:
-        ledger.record_fact(run_id, FACT_VERIFICATION, task_label=task, detail=detail)
+        ledger.record_fact(run_id, FactKind.VERIFICATION, task_label=task, detail=detail)
         detail = {"phase": "verify", "step": "recorded"}
     ledger.transition(run_id, task, S.VERIFYING, disposition, cause=detail, head_sha="b" * 40)
 
@@ -272,8 +270,8 @@ def test_open_pane_in_flight_effect_and_run_failure(ledger: Ledger) -> None:
         "run workspace w7 is open with no reason recorded",
         f"effect #{pending.id} workspace_close (run) in flight, outcome unknown",
     )
-    ledger.record_fact(PARTIAL_RUN, FACT_RETAINED, detail={"item": "w7", "reason": "holds the controller"})
-    ledger.record_fact(PARTIAL_RUN, FACT_RUN_FAILED, detail={"reason": "git fetch origin main: Permission denied (publickey)"})
+    ledger.record_fact(PARTIAL_RUN, FactKind.RETAINED, detail={"item": "w7", "reason": "holds the controller"})
+    ledger.record_fact(PARTIAL_RUN, FactKind.RUN_FAILED, detail={"reason": "git fetch origin main: Permission denied (publickey)"})
     report = build_report(ledger, PARTIAL_RUN)
     assert (report.verdict, report.verdict_reasons) == (RunVerdict.FAIL, ("run failed: git fetch origin main: Permission denied (publickey)",))
     assert report.retired[-1].status == "retained" and report.retired[-1].reason == "holds the controller"

@@ -103,7 +103,7 @@ def test_resume_settle_of_an_agent_driven_run_records_the_answer_for_its_door(tm
     from click.testing import CliRunner
 
     from orchestrator.cli import cli
-    from orchestrator.messages import DECIDED
+    from registry.facts import FactKind
 
     settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
     engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
@@ -123,7 +123,7 @@ def test_resume_settle_of_an_agent_driven_run_records_the_answer_for_its_door(tm
         f"run {RUN} is driven by an agent controller: its next check-in (`orch wait --run {RUN}`) settles them\n",
     )
     engine = Engine(settings=settings, herdr=HerdrCli("herdr-that-is-never-run"), clock=FakeClock(), env={})
-    decided = [e.detail for e in engine.ledger.events(RUN) if e.kind == DECIDED]
+    decided = [e.detail for e in engine.ledger.events(RUN) if e.kind == FactKind.EFFECT_DECIDED]
     assert decided == [{"effect_id": effect.id, "answer": "sent"}]
     engine.close()
 

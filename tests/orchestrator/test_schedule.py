@@ -9,8 +9,9 @@ from orchestrator.config import Settings
 from orchestrator.engine import Engine
 from orchestrator.herdr import HerdrCli
 from orchestrator.plan import load_plan
-from orchestrator.schedule import AGENT_EXITED, admit, render_schedule, slot_holders, waiting_reasons
+from orchestrator.schedule import admit, render_schedule, slot_holders, waiting_reasons
 from registry import WorkerState
+from registry.facts import FactKind
 
 S = WorkerState
 RUN = "w1:p1-20261130T080000Z"
@@ -82,7 +83,7 @@ def test_a_finished_worker_holds_its_slot_until_its_agent_exited(tmp_path: Path)
 
     assert [w.task_label for w in slot_holders(engine, run)] == ["a", "d"]
     assert admit(engine, run).started == ()
-    engine.ledger.record_fact(RUN, AGENT_EXITED, task_label="a", detail={"how": "/exit"})
+    engine.ledger.record_fact(RUN, FactKind.AGENT_EXITED, task_label="a", detail={"how": "/exit"})
     second = admit(engine, run)
 
     assert render_schedule(second) == ["b: started (slot 2 of 2)", "c: queued: after b (provisioning)", "e: queued: waiting for a slot (2 of 2 in use: d, b)"]

@@ -140,3 +140,67 @@ def test_each_state_says_which_message_kinds_it_takes_in_the_contracts_vocabular
     assert accepted_kinds(WorkerState.RESULT, prompted=True) == WORKER_MESSAGE_KINDS
     assert accepted_kinds(WorkerState.ACCEPTED, prompted=True) == frozenset()
     assert WorkerState.VERIFYING not in REOPENED_BY_PROMPT
+
+
+def test_every_state_is_in_exactly_one_stage() -> None:
+    """A state added to the machine fails here until it is placed in a stage (and so in the groups built from stages)."""
+    from registry.machine import STAGES
+
+    placed = [state for stage in STAGES.values() for state in stage]
+    assert sorted(placed) == sorted(WorkerState)
+
+
+# The groups, written out independently: a change to one is a decision about every phase that asks it.
+EXPECTED_GROUPS = {
+    "OPEN": "dispatched working question blocked",
+    "AT_WORK": "dispatched working",
+    "WAITING_ON_PERSON": "question blocked",
+    "UNVERIFIED": "result verifying",
+    "MOVING": "dispatched working result verifying",
+    "LIVE_STATES": "provisioning ready dispatched working question blocked result verifying",
+    "NEEDS_PANE": "provisioning ready dispatched working question blocked",
+    "NOT_DISPATCHED": "queued provisioning ready skipped",
+    "NOT_ADMITTED": "queued skipped",
+    "NO_AGENT": "queued retired skipped",
+    "SETTLED": "accepted rejected superseded failed",
+    "UNACCEPTED": "rejected superseded failed",
+    "FREEABLE": "accepted rejected superseded failed retained",
+    "FINISHED": "accepted retired retained",
+    "RETIREMENT": "retiring retired retained",
+    "LADDER_DONE": "retired retained",
+    "RETIRABLE": "blocked accepted rejected superseded failed retiring retained skipped",
+    "RESOLVING": "dispatched working result verifying accepted rejected superseded failed",
+    "INITIAL": "queued provisioning",
+    "DISPOSITIONS": "blocked accepted rejected superseded failed",
+    "REOPENING": "dispatched working question result verifying",
+    "SUPERSEDABLE": "dispatched working question blocked result verifying",
+    "ABANDON_TO_SUPERSEDED": "dispatched working question result verifying",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_GROUPS))
+def test_each_named_group_holds_what_its_phases_expect(name: str) -> None:
+    import registry.machine
+
+    group = getattr(registry.machine, name)
+    assert isinstance(group, frozenset)
+    assert sorted(group) == sorted(WorkerState(s) for s in EXPECTED_GROUPS[name].split())
+
+
+def test_no_module_spells_out_a_set_of_worker_states() -> None:
+    """Groups live in registry/machine.py only: a tuple, list or set of two or more states elsewhere is a second vocabulary."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    names = {"S", "WorkerState"}
+    found = []
+    for path in sorted([*root.glob("orchestrator/**/*.py"), *root.glob("registry/*.py"), *root.glob("packets/*.py")]):
+        if path.name == "machine.py" and path.parent.name == "registry":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple | ast.List | ast.Set):
+                members = [e for e in node.elts if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id in names]
+                if len(members) >= 2:
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert found == []

@@ -1,0 +1,311 @@
+"""The facts the engine journals beside the ledger's own rows: each kind once, with the detail fields it carries.
+
+A fact is a journal row (`Ledger.record_fact`, or `update_worker(fact=…)` for one that also changes a worker's
+fields) whose kind is a `FactKind` and whose detail is the kind's record below. The records are TypedDicts: plain
+dicts at run time (the journal stores JSON, and a worker's callback must stay free of pydantic), checked by mypy where
+they are built. Readers take `Event.detail` as a mapping and `.get` what they need, since older ledgers may lack a
+field added later. `tests/registry/test_facts.py` keeps the table whole: every kind has its record and none is a
+journal kind the ledger writes itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import NotRequired, TypedDict
+
+
+class FactKind(StrEnum):
+    """Every fact kind the engine records (the ledger's own kinds are `registry.kinds.EventKind`)."""
+
+    # A worker's callback fields recorded without a move (update_worker; detail {"cause": CallbackCause, "changes"}).
+    CALLBACK = "callback"
+    # Accepted work landed on the integration branch (update_worker with integrated_sha; detail {"cause": IntegratedCause, "changes"}).
+    INTEGRATED = "integrated"
+    VERIFICATION = "verification"
+    RETAINED = "retained"
+    RUN_FAILED = "run_failed"
+    ABANDONED = "abandoned"
+    CANCELLED = "cancelled"
+    MESSAGE_SENT = "message_sent"
+    INTEGRATION = "integration"
+    INTEGRATION_CONFLICT = "integration_conflict"
+    DIALOG = "dialog"
+    PLAN_MODE = "plan_mode"
+    TRANSCRIPT = "transcript"
+    BASE_MOVED = "base_moved"
+    TAB_RENAMED = "tab_renamed"
+    AGENT_EXITED = "agent_exited"
+    PLANNED_ANSWER_UNSENT = "planned_answer_unsent"
+    REPORT = "report"
+    RESUME_COMMAND = "resume_command"
+    DISPATCH_DIAGNOSIS = "dispatch_diagnosis"
+    EFFECT_UNKNOWN = "effect_unknown"
+    EFFECT_SETTLED = "effect_settled"
+    EFFECT_DECIDED = "effect_decided"
+    HERDR_LOST_PANES = "herdr_lost_panes"
+
+
+class CallbackCause(TypedDict):
+    """Why an accepted callback changed its worker's fields (also the cause of the transition it made, if any)."""
+
+    inbox_id: int
+    kind: str
+
+
+class IntegratedCause(TypedDict):
+    """How `orch integrate` proved a worker's head landed on the integration branch."""
+
+    phase: str  # "integrate"
+    head_sha: str
+    into: str
+    proof: str  # "merge-base --is-ancestor"
+
+
+class Check(TypedDict):
+    """One of the plan's verification commands as the controller re-ran it."""
+
+    command: str
+    exit_code: int | None
+    error: NotRequired[str | None]
+
+
+class Verification(TypedDict, total=False):
+    """The controller's re-run of a worker's checks (the verify phase's transition cause has the same keys)."""
+
+    phase: str
+    disposition: str
+    reasons: list[str]
+    checks: list[Check]
+
+
+class Retained(TypedDict):
+    """A created item deliberately kept open (the person asked, it waits on the person, evidence unresolved)."""
+
+    item: str  # a pane id, worktree path, workspace id, or the task label
+    what: NotRequired[str]  # pane, worktree, workspace, worker
+    reason: str | None
+
+
+class RunFailed(TypedDict):
+    """The run itself could not proceed (preflight, the fetch gate)."""
+
+    reason: str
+
+
+class Abandoned(TypedDict):
+    """The person gave the work up (`orch retire --abandon`, `orch cancel`)."""
+
+    reason: str
+    state: NotRequired[str]  # the worker's state when it was given up
+
+
+class Cancelled(TypedDict):
+    """`orch cancel`: the whole run given up, and which workers that abandoned."""
+
+    reason: str
+    workers: list[str]
+
+
+class MessageSent(TypedDict):
+    """A controller message that moved no state; a `stop` is the person's decision on a question or block."""
+
+    kind: str  # answer, follow-up, stop
+    target: str
+    text: str
+
+
+class Held(TypedDict):
+    """Accepted work integration holds back, and the blocked workers whose files it overlaps."""
+
+    task: str
+    by: list[str]
+    files: list[str]
+
+
+class Integration(TypedDict):
+    """What one `orch integrate` with integration enabled held back or stopped at (the latest one holds)."""
+
+    paused_by: list[str]
+    held: list[Held]
+    stopped_at: str | None
+    conflicts: list[str]
+    unrelated: NotRequired[list[str]]
+
+
+class IntegrationConflict(TypedDict):
+    """A merge into the integration branch that conflicted and was aborted."""
+
+    head_sha: str
+    into: str
+    paths: list[str]
+    aborted: bool
+
+
+class Dialog(TypedDict):
+    """A dialog on an agent's screen and what orch did about it."""
+
+    dialog: str | None  # the quirk table's name for it; None: not one orch knows
+    kind: str  # the agent kind
+    answered: bool
+    keys: NotRequired[list[str]]
+    reason: str
+    screen: str | None
+
+
+class PlanMode(TypedDict):
+    """The keys pressed to leave an agent's plan mode before its packet."""
+
+    presses: int
+    confirm_text: str | None
+
+
+class Transcript(TypedDict):
+    """A worker's terminal history saved before retire exits its agent."""
+
+    path: str
+    pane: str
+    lines: int
+
+
+class BaseMoved(TypedDict):
+    """The base ref no longer names the commit preflight pinned (the provision fetch gate)."""
+
+    base: str
+    pinned: str
+    now: str | None
+    how: str  # fast-forward, rewritten, deleted
+    noticed_by: str
+
+
+class TabRenamed(TypedDict):
+    """A worker tab found renamed outside orch, and whether `tab rename` put the Layout Contract's label back."""
+
+    tab: str
+    found: str
+    label: str
+    repaired: bool
+    error: NotRequired[str]
+
+
+class AgentExited(TypedDict):
+    """A finished worker's agent left its pane to free its slot (pane and checkout stay for the ladder)."""
+
+    pane: str | None
+    disposition: str | None
+    how: str  # the exit command typed, or "no agent in its pane"
+
+
+class PlannedAnswerUnsent(TypedDict):
+    """One failed send of a planned answer to a worker's question."""
+
+    inbox_id: int
+    error: str
+    person: bool  # the person must answer now (the tries are used up or herdr refused for good)
+    gone: NotRequired[bool]  # the worker's agent is gone: it was failed
+
+
+class Report(TypedDict):
+    """A report file a result named, as orch read it (or why it did not)."""
+
+    inbox_id: int
+    path: str
+    text: str | None
+    reason: str | None
+
+
+class ResumeCommand(TypedDict):
+    """A worker's resume command reported to herdr (herdr 0.9.2+), once per agent session."""
+
+    session: str
+    argv: list[str]
+    pane_id: str
+    error: NotRequired[str]
+
+
+class DispatchDiagnosis(TypedDict):
+    """A packet prompt with no state change in time: its outcome and what one read of the pane shows."""
+
+    effect: str
+    outcome: dict[str, object]
+    suggests: str
+    summary: str
+    last_lines: list[str]
+
+
+class EffectUnknown(TypedDict):
+    """A herdr side effect that got no answer: only read-back may say whether it happened."""
+
+    effect_id: int
+    kind: str
+    key: str
+    error: str
+    message: str
+
+
+class EffectSettled(TypedDict):
+    """How read-back decided an in-flight effect."""
+
+    effect_id: int
+    kind: str
+    key: str
+    answer: str
+    how: str
+
+
+class EffectDecided(TypedDict):
+    """A person's answer to a prompt read-back could not decide (`orch resume --settle`)."""
+
+    effect_id: int
+    answer: str  # sent, unsent
+
+
+class HerdrLostPanes(TypedDict):
+    """Panes herdr no longer has at resume (herdr restarted, or they were closed, while orch was stopped)."""
+
+    workspace_id: str | None
+    workspace_gone: bool
+    lines: list[str]
+
+
+# The detail record of each kind: what a writer builds and a reader may expect.
+DETAILS: Mapping[FactKind, type] = {
+    FactKind.CALLBACK: CallbackCause,
+    FactKind.INTEGRATED: IntegratedCause,
+    FactKind.VERIFICATION: Verification,
+    FactKind.RETAINED: Retained,
+    FactKind.RUN_FAILED: RunFailed,
+    FactKind.ABANDONED: Abandoned,
+    FactKind.CANCELLED: Cancelled,
+    FactKind.MESSAGE_SENT: MessageSent,
+    FactKind.INTEGRATION: Integration,
+    FactKind.INTEGRATION_CONFLICT: IntegrationConflict,
+    FactKind.DIALOG: Dialog,
+    FactKind.PLAN_MODE: PlanMode,
+    FactKind.TRANSCRIPT: Transcript,
+    FactKind.BASE_MOVED: BaseMoved,
+    FactKind.TAB_RENAMED: TabRenamed,
+    FactKind.AGENT_EXITED: AgentExited,
+    FactKind.PLANNED_ANSWER_UNSENT: PlannedAnswerUnsent,
+    FactKind.REPORT: Report,
+    FactKind.RESUME_COMMAND: ResumeCommand,
+    FactKind.DISPATCH_DIAGNOSIS: DispatchDiagnosis,
+    FactKind.EFFECT_UNKNOWN: EffectUnknown,
+    FactKind.EFFECT_SETTLED: EffectSettled,
+    FactKind.EFFECT_DECIDED: EffectDecided,
+    FactKind.HERDR_LOST_PANES: HerdrLostPanes,
+}
+
+
+# A worker failed because something outside orch took its pane, agent or worktree (a person's hands, a herdr restart):
+# its failure's transition cause carries {LOST: how, "pane": id}, which the report and `orch status` read.
+LOST = "lost"
+
+
+class Lost(StrEnum):
+    """How a worker was lost from outside orch (the value of a failure cause's LOST key)."""
+
+    PANE_CLOSED = "pane_closed"
+    AGENT_EXITED = "agent_exited"
+    WORKTREE_REMOVED = "worktree_removed"
+    WORKTREE_SWITCHED = "worktree_switched"

@@ -1,0 +1,55 @@
+"""The fact vocabulary: every kind has its detail record, none is a kind the ledger writes itself, and no phase spells one."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import get_type_hints
+
+from registry.facts import DETAILS, FactKind
+from registry.kinds import EventKind
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_fact_kind_has_its_detail_record() -> None:
+    assert sorted(DETAILS) == sorted(FactKind)
+    for kind, record in DETAILS.items():
+        assert get_type_hints(record), f"{kind}: {record.__name__} declares no fields"
+
+
+def test_no_fact_kind_is_a_journal_kind_of_the_ledger() -> None:
+    assert {k.value for k in FactKind} & {k.value for k in EventKind} == set()
+
+
+def test_every_fact_kind_is_lowercase_words() -> None:
+    assert [k.value for k in FactKind if not k.value.replace("_", "").isalpha() or not k.value.islower()] == []
+
+
+def test_phases_name_fact_kinds_from_the_vocabulary_only() -> None:
+    """A string literal as a fact's kind (record_fact's second argument, update_worker's fact=) is a second vocabulary."""
+    found = []
+    for path in sorted(ROOT.glob("orchestrator/**/*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+                continue
+            kinds = []
+            if node.func.attr in ("record_fact", "last_event") and len(node.args) >= 2:
+                kinds.append(node.args[1])
+            kinds += [k.value for k in node.keywords if k.arg == "fact"]
+            if any(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in kinds):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []
+
+
+def test_no_module_keeps_its_own_name_for_a_fact_kind() -> None:
+    """`X = "<a fact kind>"` outside registry/facts.py is the comment-described vocabulary this module replaced."""
+    values = {k.value for k in FactKind}
+    found = []
+    for path in sorted([*ROOT.glob("orchestrator/**/*.py"), *ROOT.glob("registry/*.py")]):
+        if path.name == "facts.py":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in values:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value.value}")
+    assert found == []
