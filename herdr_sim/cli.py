@@ -327,12 +327,14 @@ class Cli:
             try:
                 if fault is not None and fault.code:
                     raise ApiError(fault.code, fault.message or f"injected fault for {command}")
-                if fault is None or fault.die != "before":
+                if fault is None or (fault.die != "before" and not fault.hang):
                     result = fn(eng)
             except ApiError as exc:
                 error = exc
             if fault is not None and fault.drop_root_pane and isinstance(result, dict):
                 result.pop("root_pane", None)
+        if fault is not None and fault.hang:
+            raise SystemExit(faults.hang(self.paths, self.socket))  # outside the lock: a wedged server blocks no one else's call here
         if fault is not None and fault.die:
             faults.die(fault.die)  # after the world is saved: the fault is used up, and "after" has acted
         if error is not None:
@@ -362,6 +364,8 @@ class Cli:
             fault = faults.take(world, command)
         if fault is None:
             return None
+        if fault.hang:
+            raise SystemExit(faults.hang(self.paths, self.socket))
         if fault.die == "before":
             faults.die("before")
         if fault.die == "after":
@@ -1345,15 +1349,16 @@ class Cli:
         from herdr_sim import faults
         if sub == "add":
             f = Flags(args, values=("--command", "--code", "--message", "--delay-ms", "--times", "--die"),
-                      bools=("--drop-root-pane",))
-            kinds = sum(("--code" in f.values, "--drop-root-pane" in f.bools, "--delay-ms" in f.values, "--die" in f.values))
+                      bools=("--drop-root-pane", "--hang"))
+            kinds = sum(("--code" in f.values, "--drop-root-pane" in f.bools, "--delay-ms" in f.values, "--die" in f.values,
+                         "--hang" in f.bools))
             if f.positional or "--command" not in f.values or kinds != 1 or f.values.get("--die", "before") not in ("before", "after"):
                 raise Usage('usage: herdr-sim fault add --command "<group> <sub>" (--code CODE [--message M] | '
-                            "--drop-root-pane | --delay-ms N | --die before|after) [--times N]")
+                            "--drop-root-pane | --delay-ms N | --die before|after | --hang) [--times N]")
             faults.add(self.paths.home, f.values["--command"], code=f.values.get("--code"),
                        message=f.values.get("--message"), drop_root_pane="--drop-root-pane" in f.bools,
                        delay_ms=int(f.values["--delay-ms"]) if "--delay-ms" in f.values else None,
-                       times=int(f.values.get("--times", "1")), die=f.values.get("--die"))
+                       times=int(f.values.get("--times", "1")), die=f.values.get("--die"), hang="--hang" in f.bools)
             return 0
         if sub == "list" and not args:
             for fault in faults.listed(self.paths.home):

@@ -112,6 +112,9 @@ class Fault:
     # The herdr client killed (SIGKILL) as by a timeout or the OOM killer: "before" it acts (the server never saw
     # the request), or "after" it acted and before it answered (done, but the caller never learns it).
     die: str | None = None
+    # A wedged server: the client's connection is accepted (by the kernel) and never answered, so the call runs until
+    # its caller's own time limit kills it; herdr never acts on it.
+    hang: bool | None = None
 
     def dump(self) -> dict[str, Any]:
         """The fault as JSON, without unset (None) fields."""

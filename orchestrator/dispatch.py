@@ -25,6 +25,7 @@ from orchestrator.errors import (
     HerdrAgentBlocked,
     HerdrAgentNotRunning,
     HerdrError,
+    HerdrFailure,
     HerdrNotFound,
     HerdrPromptStalled,
     HerdrProtocolError,
@@ -50,7 +51,7 @@ READ_LINES = 60
 ACCEPTED_STATES: tuple[AgentStatus, ...] = ("working", "idle", "done", "blocked")
 SENDABLE = ("idle", "done")
 # No answer, or one we cannot read: whether herdr wrote the prompt is unknown (engine.once leaves it in flight).
-UNKNOWN: tuple[type[HerdrError], ...] = (HerdrTimeout, HerdrProtocolError)
+UNKNOWN: tuple[type[HerdrFailure], ...] = (HerdrTimeout, HerdrProtocolError)
 
 # blocked: herdr (0.8.2+) refused the prompt because the agent sits at a dialog; nothing was written.
 Outcome = Literal["accepted", "stalled", "unknown", "skipped", "blocked", "failed"]

@@ -100,11 +100,12 @@ class HerdrError(HerdrFailure):
 
 
 class HerdrUnavailable(HerdrFailure):
-    """The herdr server is not running or refuses connections: the whole run waits for herdr, no worker fails for it.
+    """The herdr server is not running, refuses connections or does not answer: the whole run waits for herdr, no
+    worker fails for it.
 
     Deliberately not a HerdrError: a phase's ``except HerdrError`` means "herdr said no about this pane, agent or
-    worktree", and an outage must never be read as that (a worker failed for good, an agent taken as gone). It
-    reaches `orch run`, which stops the run interrupted until herdr is back (orchestrator.run).
+    worktree", and an outage must never be read as that (a worker failed for good, an agent taken as gone, a screen
+    taken as unreadable). It reaches `orch run`, which stops the run interrupted until herdr is back (orchestrator.run).
     """
 
     exit_code = ExitCode.HERDR_UNAVAILABLE
@@ -116,14 +117,17 @@ class HerdrMissing(HerdrError):
     exit_code = ExitCode.HERDR_UNAVAILABLE
 
 
-class HerdrTimeout(HerdrError):
-    """herdr did not finish within our own wall-clock limit; the effect of a mutating call is unknown."""
+class HerdrTimeout(HerdrUnavailable):
+    """herdr did not finish within our own wall-clock limit; the effect of a mutating call is unknown.
 
-    exit_code = ExitCode.HERDR_UNAVAILABLE
+    An outage, like a stopped server: a hung herdr answers no phase (a check-in, a screen read, a retire), and taking
+    its silence as news about one worker would fail it for nothing. A mutating call's unknown outcome is settled by
+    read-back first (``Engine.once``); only what still gets no answer stops the run."""
 
 
 class HerdrCallLost(HerdrTimeout):
-    """The herdr process died of a signal before answering; like a timeout, the effect of a mutating call is unknown."""
+    """The herdr process died of a signal before answering; like a timeout, the effect of a mutating call is unknown
+    (reads are tried again first: a killed client says nothing about herdr itself)."""
 
 
 class HerdrProtocolError(HerdrError):

@@ -610,18 +610,19 @@ class HerdrCli:
             # A read is safe to repeat: an unreachable server may be starting, and a read whose herdr process was
             # killed (the OOM killer, a crash) says nothing about herdr itself. A read that ran to its time limit
             # is not repeated: herdr is hung, and waiting that long again and again helps nobody.
-            retrying = self._retrying(self.retry.read_attempts, self.retry.read_wait_s, (HerdrUnavailable, HerdrCallLost))
+            retrying = self._retrying(self.retry.read_attempts, self.retry.read_wait_s, _worth_reading_again)
         elif retry_busy:
             retrying = self._retrying(self.retry.busy_attempts, self.retry.busy_wait_s, HerdrPaneBusy)
         else:
             return self._once(argv, limit)
         return retrying(self._once, argv, limit)
 
-    def _retrying(self, attempts: int, wait_s: float, error: type[HerdrFailure] | tuple[type[HerdrFailure], ...]) -> tenacity.Retrying:
+    def _retrying(self, attempts: int, wait_s: float, error: type[HerdrFailure] | Callable[[BaseException], bool]) -> tenacity.Retrying:
+        retry = tenacity.retry_if_exception_type(error) if isinstance(error, type) else tenacity.retry_if_exception(error)
         return tenacity.Retrying(
             stop=tenacity.stop_after_attempt(attempts),
             wait=tenacity.wait_fixed(wait_s),
-            retry=tenacity.retry_if_exception_type(error),
+            retry=retry,
             sleep=self.sleep,
             reraise=True,
         )
@@ -692,6 +693,14 @@ class HerdrCli:
         if self.on_call is not None:
             self.on_call(call)
         return call
+
+
+def _worth_reading_again(exc: BaseException) -> bool:
+    """A read is tried again when the server was unreachable (it may be starting) or its process was killed, never
+    when it ran to its time limit (a hung herdr: that wait again helps nobody)."""
+    if isinstance(exc, HerdrCallLost):
+        return True
+    return isinstance(exc, HerdrUnavailable) and not isinstance(exc, HerdrTimeout)
 
 
 def parse_version(text: str) -> tuple[int, int, int] | None:

@@ -194,8 +194,9 @@ class _Round:
             # No herdr binary at all is no passing outage: checking in again cannot help, so say so (exit 3).
             raise
         except HerdrError as exc:
-            # A timeout is a check-in without news, never a verdict on any worker (an unreachable server is no
-            # HerdrError: it stops the run until herdr is back, orchestrator.run).
+            # herdr refused the list (garbage, an error of its own): a check-in without news, never a verdict on any
+            # worker. An unreachable or hung server is no HerdrError: it stops the run until herdr is back
+            # (orchestrator.run), instead of being checked in on forever.
             self.note(None, "herdr_unavailable", exc.message)
             return False
         for message in self.ledger.list_inbox(self.run.run_id, unhandled=True):

@@ -31,7 +31,6 @@ from orchestrator.errors import (
     HerdrNotFound,
     HerdrPaneBusy,
     HerdrProtocolError,
-    HerdrTimeout,
     HerdrUnavailable,
     HerdrWaitExpired,
     HerdrWorktreeCreateFailed,
@@ -905,14 +904,15 @@ def _guarded(rnd: _Round, job: _Job, stage: Callable[[_Round, _Job], None]) -> N
     except _Blocked as blocked:
         job.notes.append("left in provisioning: its agent waits at a start-up dialog")
         job.error = blocked.message
-    except (HerdrTimeout, HerdrProtocolError) as exc:
-        # A herdr call that ran to its limit, died of a signal or answered garbage (a server going down mid-call
-        # does): an unknown outcome, not a failure of the worker. It stays in provisioning; read-back settles any
-        # effect left in flight at the next round or resume.
-        job.notes.append("left in provisioning: a herdr call did not answer; read-back settles its effect next")
-        job.error = exc.message
     except HerdrUnavailable:
-        raise  # herdr is down: no worker fails for it, the run stops until herdr is back (orchestrator.run)
+        # herdr is down or hung (a call that ran to its limit and read-back that got no answer either): no worker
+        # fails for it, the run stops until herdr is back (orchestrator.run) and resume settles what was in flight.
+        raise
+    except HerdrProtocolError as exc:
+        # Garbled output (a server going down mid-call writes half an answer): an unknown outcome, not a failure of
+        # the worker. It stays in provisioning; read-back settles any effect left in flight at the next round or resume.
+        job.notes.append("left in provisioning: a herdr call answered garbage; read-back settles its effect next")
+        job.error = exc.message
     except OrchError as exc:
         _fail(rnd, job, "herdr", exc.message)
     if job.error is not None or rnd.worker(job.task).state is not WorkerState.PROVISIONING:

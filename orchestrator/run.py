@@ -69,12 +69,14 @@ OUTAGE = (HerdrUnavailable, HerdrTimeout)
 
 def _herdr_down(engine: Engine, run: Run, stage: str, exc: OrchError) -> HerdrDown:
     """Record the run as interrupted by an outage (with its report) and say, in one line, what to do."""
-    stopped = f"herdr is down during {stage}"
+    # A call that ran to its time limit found a server that is there and says nothing: hung, not down.
+    down = "not answering" if isinstance(exc, HerdrTimeout) else "down"
+    stopped = f"herdr is {down} during {stage}"
     engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
     write_report(engine, engine.ledger.get_run(run.run_id))
     why = one_line(exc.message)
     return HerdrDown(
-        f"herdr is down: {why}; run {run.run_id} stopped during {stage}, no worker was failed for it, workers and evidence are in place: "
+        f"herdr is {down}: {why}; run {run.run_id} stopped during {stage}, no worker was failed for it, workers and evidence are in place: "
         f"`orch resume {run.run_id}` once it is back"
     )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator.dispatch import dispatch_key
 from orchestrator.progress import Progress
 from orchestrator.run import HerdrDown, run_plan
 from provision_world import THREE
@@ -216,3 +217,84 @@ def test_an_answer_owed_to_an_agent_herdr_lost_in_a_restart_ends_with_the_reason
             r"its checkout \S+ is kept")
     closed = r"its pane \S+ was closed outside orch \(by hand or by another tool\) while it was question; saved: no commits on docs/pages, .*"
     assert re.fullmatch(owed, reason) or re.fullmatch(closed, reason), reason
+
+
+ONE = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+checkin_interval_s = 1
+
+[[workers]]
+task = "pages"
+objective = "Document the page size."
+deliverable = "docs/ committed on docs/pages."
+branch = "docs/pages"
+claim = ["docs/"]
+verify = ["ls docs/"]
+"""
+
+HUNG = re.compile(
+    r"herdr is not answering: herdr ([a-z -]+): no answer within 3s; killed; run (\S+) stopped during (\w+), no worker was failed for it, "
+    r"workers and evidence are in place: `orch resume \2` once it is back"
+)
+
+
+def hang_at(world: Any, engine: Any, path: str, *, after: str | None) -> list[str]:
+    """herdr hangs at orch's first `herdr PATH` call once an `herdr AFTER` call was made (at once without ``after``):
+    the simulator's hang fault, a server that accepts the connection and never answers."""
+    real, seen, hung = engine.herdr.runner, [], []
+
+    def runner(argv: Any, *, env: Any, timeout: float) -> Any:
+        words = command(argv)
+        if after is None or words == after:
+            seen.append(words)
+        if seen and words == path and not hung:
+            hung.append(path)
+            world.sim.add_fault(path, hang=True)
+        return real(argv, env=env, timeout=timeout)
+
+    engine.herdr.runner = runner
+    return hung
+
+
+@pytest.mark.parametrize(("path", "after", "stage"), [
+    ("pane read", None, "schedule"),  # provisioning: the agent's ready sign on screen
+    ("agent list", "agent prompt", "observe"),  # a check-in
+    ("agent read", "agent prompt", "observe"),  # a check-in's screen read
+])
+def test_a_herdr_that_hangs_in_any_phase_interrupts_the_run_fails_no_worker_and_resume_once_it_answers_ends_pass(
+    make_world: Any, path: str, after: str | None, stage: str,
+) -> None:
+    # Issue 21: a call that ran to orch's time limit was news about one worker (left in provisioning for good, its
+    # screen taken as unreadable) or a check-in without news, so a hung herdr was checked in on forever or the run
+    # finished without the worker. Now it is an outage like a stopped server: interrupted, exit 3, nothing failed.
+    world = make_world()
+    engine = world.engine()
+    engine.controller = "run"
+    engine.herdr.timeout_s = 3.0
+    hung = hang_at(world, engine, path, after=after)
+
+    with pytest.raises(HerdrDown) as raised:
+        run_plan(engine, world.write_plan(ONE), Progress(io.StringIO(), live=False), interval_s=0.3)
+
+    assert hung == [path]
+    match = HUNG.fullmatch(raised.value.message)
+    assert match is not None and (match[1], match[3]) == (path, stage), raised.value.message
+    assert raised.value.exit_code == 3
+    run_id = match[2]
+    run = engine.ledger.get_run(run_id)
+    assert (run.status, run.stopped_at) == (RunStatus.INTERRUPTED, f"herdr is not answering during {stage}")
+    assert [e for e in engine.ledger.events(run_id) if e.to_state is WorkerState.FAILED] == []
+    engine.close()
+
+    # herdr answers again (the hang was one call): resume settles what was in flight and the run ends PASS.
+    resumed = world.orch("resume", run_id, "--interval", "0.3")
+
+    assert resumed.returncode == 0, resumed.stderr
+    ledger = world.engine().ledger
+    assert ledger.get_run(run_id).status is RunStatus.FINISHED
+    # Nothing was sent twice: one packet, made under its first key.
+    assert [e.key for e in ledger.list_effects(run_id) if e.kind == "agent_prompt"] == [dispatch_key("pages")]

@@ -149,6 +149,16 @@ def test_faults_are_consumed_in_order(sim: SimServer, tmp_path: Path) -> None:
     assert "root_pane" in json.loads(sim.run(["workspace", "create", "--cwd", str(tmp_path)]).stdout)["result"]
 
 
+def test_a_hang_fault_is_a_wedged_server_the_call_never_answers_and_acts_on_nothing(sim: SimServer, tmp_path: Path) -> None:
+    """A hung herdr: the client connects and waits; only the caller's time limit ends it (docs/simulator.md)."""
+    sim.add_fault("workspace create", hang=True)
+    with pytest.raises(subprocess.TimeoutExpired):
+        sim.run(["workspace", "create", "--cwd", str(tmp_path)], timeout=2)
+    assert json.loads(sim.run(["workspace", "list"]).stdout)["result"]["workspaces"] == []  # herdr acted on nothing
+    made = json.loads(sim.run(["workspace", "create", "--cwd", str(tmp_path)]).stdout)["result"]  # used up: answered
+    assert made["workspace"]["workspace_id"] == "w1"
+
+
 def test_api_schema_lists_implemented_methods(sim: SimServer) -> None:
     doc = json.loads(sim.run(["api", "schema", "--json"]).stdout)
     assert doc["protocol"] == 17 and list(doc) == ["$schema", "protocol", "schema_version", "title", "schemas"]

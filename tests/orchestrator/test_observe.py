@@ -335,6 +335,33 @@ def test_unknown_state_repaired_by_explain_is_not_a_failure(engine: Engine, herd
     assert state(engine, "feature-a") is S.WORKING
 
 
+def _hangs(what: str) -> HerdrTimeout:
+    return HerdrTimeout(f"herdr {what}: no answer within 30s; killed")
+
+
+@pytest.mark.parametrize("call", ["agent_list", "agent_get", "agent_explain", "agent_read", "pane_read"])
+def test_a_hung_herdr_at_any_call_of_a_check_in_is_no_news_about_any_worker_it_stops_the_check_in(
+    engine: Engine, herdr: FakeHerdr, monkeypatch: pytest.MonkeyPatch, call: str,
+) -> None:
+    # Issue 21: a check-in's call that ran to its time limit (herdr hung) was taken as news about a worker (`agent
+    # explain`'s silence failed it for good, an unread screen counted as output) or as a round without news, so a hung
+    # herdr was checked in on forever. It is an outage: it reaches `orch run`, which stops the run interrupted.
+    herdr.states["w1:pa"] = {"agent_explain": "unknown", "pane_read": "blocked"}.get(call, "working")
+    if call == "agent_get":  # a worker `agent list` does not show is looked up by itself
+        monkeypatch.setattr(herdr, "agent_list", lambda: (herdr._info("w1:pb"),))
+
+    def hung(*args: object, **kwargs: object) -> object:
+        raise _hangs(call.replace("_", " "))
+
+    monkeypatch.setattr(herdr, call, hung)
+    before = [(w.task_label, w.state) for w in engine.ledger.list_workers(RUN)]
+
+    with pytest.raises(HerdrTimeout):
+        check_in(engine, run_of(engine), 1)
+
+    assert [(w.task_label, w.state) for w in engine.ledger.list_workers(RUN)] == before
+
+
 CODEX_FORM = (
     "• Wrote src/a/x.py\n  Would you like to run the following command?\n\n  $ make deploy\n\n"
     "› 1. Yes, proceed (y)\n  3. No, and tell Codex what to do differently (esc)\n\n  Press enter to confirm or esc to cancel\n"
