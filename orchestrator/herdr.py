@@ -12,7 +12,6 @@ import re
 import shlex
 import signal
 import subprocess
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import Protocol, TypeVar
 import pydantic
 import tenacity
 
+from orchestrator import crash_seam
 from orchestrator.children import run_child
 from orchestrator.errors import (
     HERDR_ERROR_BY_CODE,
@@ -137,88 +137,6 @@ class Runner(Protocol):
 def run_process(argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.CompletedProcess[str]:
     """The default runner: the argv as a child that outlives an interrupt (``orchestrator.children.run_child``)."""
     return run_child(argv, env=env, timeout=timeout)
-
-
-class CrashSeam:
-    """The crash matrix's test seam (tests/crash/matrix.py), off unless its variables are set.
-
-    ``ORCH_TEST_CRASH_AT=N:before|after:KILL|TERM|INT`` signals this process just before herdr call N of the process
-    is made, or just after it returned and before orch saw its answer (INT goes to the whole process group, as a
-    terminal's Ctrl-C does). ``K:before|after:LOSE:GROUP SUB`` kills the K-th ``herdr GROUP SUB`` call instead,
-    orch alive (the unknown-outcome matrix; counted per command, since reads interleave differently from run to
-    run): before, the call never reaches herdr; after, herdr has acted but its answer is lost. Either way orch sees
-    a herdr process dead of SIGKILL. ``ORCH_TEST_HERDR_CALLS=FILE`` appends one JSON line (n, pid, argv) per
-    call as it starts, so the matrix knows which call each N is.
-    """
-
-    def __init__(self, environ: Mapping[str, str]) -> None:
-        self.log = environ.get("ORCH_TEST_HERDR_CALLS") or None
-        crash = (environ.get("ORCH_TEST_CRASH_AT") or "").split(":")
-        self.at = int(crash[0]) if crash[0] else 0
-        self.when = crash[1] if len(crash) > 1 else "before"
-        self.how = crash[2] if len(crash) > 2 else "KILL"
-        self.lose_command = crash[3] if len(crash) > 3 else None
-        self.lose_count = 0
-        self.lose_number = 0
-        self.count = 0
-        self.lock = threading.Lock()
-        self.active = bool(self.log or self.at)
-
-    def before(self, argv: Sequence[str]) -> int:
-        with self.lock:
-            self.count += 1
-            number = self.count
-            if self.how == "LOSE":
-                words = list(argv[1:])
-                if words[:1] == ["--session"]:
-                    words = words[2:]
-                if self.lose_command is None or " ".join(words[:2]) == self.lose_command:
-                    self.lose_count += 1
-                    if self.lose_count == self.at:
-                        self.lose_number = number
-        if number == self.at and self.when == "before" and self.how != "LOSE":
-            self._crash()
-        if self.log:
-            line = json.dumps({"n": number, "pid": os.getpid(), "argv": list(argv)}) + "\n"
-            fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line.encode())
-            finally:
-                os.close(fd)
-        return number
-
-    def after(self, number: int) -> None:
-        if number == self.at and self.when == "after" and self.how != "LOSE":
-            self._crash()
-
-    def lost(self, number: int, when: str) -> bool:
-        """Whether call ``number`` is the one to kill at ``when`` (LOSE: orch lives on)."""
-        return self.how == "LOSE" and number == self.lose_number and self.when == when
-
-    def _crash(self) -> None:
-        if self.how == "INT":
-            os.killpg(os.getpgrp(), signal.SIGINT)
-        else:
-            os.kill(os.getpid(), signal.SIGTERM if self.how == "TERM" else signal.SIGKILL)
-        if self.how == "KILL":
-            time.sleep(60)  # SIGKILL lands at once; never run on
-
-
-_SEAM: CrashSeam | None = None
-_SEAM_LOCK = threading.Lock()
-
-
-def _seam() -> CrashSeam:
-    """This process's crash seam, read from the environment at its first herdr call.
-
-    Not at import: a process forked from one that has already imported orch (the crash matrix's warm orch,
-    tests/crash/warm.py) gets its own environment only after the import.
-    """
-    global _SEAM
-    with _SEAM_LOCK:
-        if _SEAM is None:
-            _SEAM = CrashSeam(os.environ)
-        return _SEAM
 
 
 @dataclass(frozen=True)
@@ -650,17 +568,11 @@ class HerdrCli:
         """One herdr process: run, record, and map a failure to a typed error."""
         env = {**os.environ, **self.env_overlay}
         started = self.clock()
-        seam = _seam()
-        number = seam.before(argv) if seam.active else 0
         try:
-            if seam.active and seam.lost(number, "before"):
-                proc = subprocess.CompletedProcess(argv, -signal.SIGKILL, "", "")  # killed before it reached herdr
-            else:
-                proc = self.runner(argv, env=env, timeout=timeout)
-                if seam.active:
-                    seam.after(number)
-                    if seam.lost(number, "after"):
-                        proc = subprocess.CompletedProcess(argv, -signal.SIGKILL, "", "")  # herdr acted; the answer is lost
+            # The crash matrix may stop orch around this call, or lose its answer (a herdr process dead of SIGKILL).
+            proc = crash_seam.around(
+                argv, lambda: self.runner(argv, env=env, timeout=timeout), lambda: subprocess.CompletedProcess(argv, -signal.SIGKILL, "", "")
+            )
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             call = self._record(argv, None, "", str(exc), started)
             raise HerdrMissing(

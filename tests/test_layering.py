@@ -113,6 +113,13 @@ def test_only_the_named_runners_start_processes() -> None:
     assert (_importers(PROCESS_MODULES, *ORCH_PACKAGES) | spawning) - PROCESS_RUNNERS == set()
 
 
+def test_the_crash_seam_is_its_own_module_and_only_the_herdr_boundary_calls_it() -> None:
+    """The crash matrix's environment seam lives in orchestrator/crash_seam.py; the boundary runs herdr through it."""
+    reading = {_rel(path) for path in _modules(*ORCH_PACKAGES) if "ORCH_TEST_" in path.read_text()}
+    assert reading == {"orchestrator/crash_seam.py"}
+    assert _importers({"orchestrator.crash_seam"}, *ORCH_PACKAGES) == {"orchestrator/herdr.py"}
+
+
 def test_only_registry_touches_sqlite() -> None:
     assert {m for m in _importers({"sqlite3"}, *ORCH_PACKAGES, "herdr_sim") if not m.startswith("registry/")} == set()
 

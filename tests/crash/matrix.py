@@ -7,7 +7,7 @@ orch stays alive and the herdr call itself is killed, just before or just after 
 simulator with a short settle. Its orch processes are forked from a warm orch that has already imported everything
 (tests/crash/warm.py says how each stays what a cold `python -m orchestrator` is); `--cold` starts each afresh. The simulator logs every argv orch passed to herdr and every answer (HERDR_SIM_CALL_LOG, written
 by herdr itself, so even a call whose caller died before reading the answer is in it); the herdr
-boundary's test seam (`orchestrator.herdr.CrashSeam`) signals orch just before or just after its call N.
+boundary's test seam (`orchestrator.crash_seam.CrashSeam`) signals orch just before or just after its call N.
 """
 
 from __future__ import annotations

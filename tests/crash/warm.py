@@ -32,7 +32,7 @@
 # from the zygote instead of computing from its own environment, cwd, clock, pid or random state), by walking every
 # module's import-time code (`test_warm.py::test_nothing_reads_the_process_at_import` keeps it so):
 # - orchestrator/herdr.py built its crash seam (ORCH_TEST_CRASH_AT, ORCH_TEST_HERDR_CALLS) from os.environ at
-#   import, so a warm child would never crash. Moved to its first herdr call (`herdr._seam()`).
+#   import, so a warm child would never crash. Moved to its first herdr call (`crash_seam.current()`).
 # - orchestrator/claims.py's functools.lru_cache maps a claim pattern to its regex: pure, filled at call time only.
 # - Nothing else: no module-level os.environ/getcwd/time/getpid/random use, no cache filled at import, no stream
 #   captured at import (click, tabulate and logging look sys.std* up when they write). The standard library's
