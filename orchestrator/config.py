@@ -134,6 +134,8 @@ def dotted(loc: tuple[int | str, ...]) -> str:
     """Render a pydantic location as `a.b[2].c`."""
     out = ""
     for part in loc:
+        if part == "[key]":
+            continue  # pydantic's mark for a bad key of a table: the key itself already ends the location
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from orchestrator import remote
+from orchestrator.agents import facts
 from orchestrator.herdr import HerdrCli
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from orchestrator.retire import default_exit_command
@@ -52,12 +54,40 @@ def _record(argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> A
 
 
 def _herdr_argv(call: str, *args: object, **kwargs: object) -> tuple[str, ...]:
-    cli = HerdrCli("herdr", runner=_record, sleep=lambda _s: None)
+    return _herdr_call(HerdrCli("herdr", runner=_record, sleep=lambda _s: None), call, *args, **kwargs)[1:]
+
+
+def _herdr_call(cli: HerdrCli, call: str, *args: object, **kwargs: object) -> tuple[str, ...]:
+    """The whole argv ``cli`` builds for one call (``herdr …``, or ``ssh … -- 'herdr …'`` for a host's own herdr)."""
     try:
         getattr(cli, call)(*args, **kwargs)
     except _Recorded as recorded:
-        return recorded.argv[1:]
+        return recorded.argv
     raise AssertionError(f"HerdrCli.{call} ran no herdr command")
+
+
+def _host_commands(resolved: ResolvedPlan) -> list[Command]:
+    """Preflight of each host (orchestrator.hosts), in its order; then, while orch drives no worker on another host,
+    the refusal that ends a run placing any there."""
+    out: list[Command] = []
+    kinds = {name: list(dict.fromkeys(w.kind for w in resolved.workers if w.host == name)) or [resolved.policy.policy.default_kind] for name in resolved.plan.hosts}
+    for name, host in resolved.plan.hosts.items():
+        def add(argv: Sequence[str], why: str, name: str = name) -> None:
+            out.append(Command(argv[0], tuple(argv[1:]), f"preflight {name}: {why}"))
+
+        local = HerdrCli("herdr", runner=_record, sleep=lambda _s: None)
+        add(_herdr_call(local, "machine_status", host.machine), "the saved machine is reachable")
+        add(_herdr_call(HerdrCli("herdr", machine=host.machine, runner=_record), "server_status"), "its herdr server and session")
+        add(_herdr_call(HerdrCli("herdr", ssh=host.ssh, runner=_record), "integration_status"), "its integrations")
+        for kind in kinds[name]:
+            add(remote.ssh_argv(host.ssh, ["command", "-v", facts(kind).executable]), f"{kind} installed")
+        add(remote.ssh_argv(host.ssh, ["git", "-C", host.checkout, "rev-parse", "--verify", "--quiet", f"{BASE}^{{commit}}"]), "the checkout has the base")
+        add(remote.ssh_argv(host.ssh, [host.orch, "--version"]), "orch installed")
+    remote_workers = resolved.remote_workers
+    if remote_workers:
+        placed = "; ".join(f"{', '.join(tasks)} on {host}" for host, tasks in remote_workers.items())
+        out.append(Command("#", (), f"refused: orch does not start workers on another host yet ({placed}); preflight stops here, nothing is created"))
+    return out
 
 
 def plan_commands(resolved: ResolvedPlan) -> list[Command]:
@@ -83,6 +113,9 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
     git("preflight: the checkout", "rev-parse", "--show-toplevel")
     git("preflight: its branch", "rev-parse", "--abbrev-ref", "HEAD")
     git("preflight: the base ref", "rev-parse", "--verify", "--quiet", f"{plan.base}^{{commit}}")
+    out.extend(_host_commands(resolved))
+    if resolved.remote_workers:
+        return out
     herdr("preflight: workspaces", "workspace_list")
     herdr("preflight: panes", "pane_list")
     herdr("preflight: the repo workspace (new)", "workspace_create", cwd=checkout, label=repo.workspace)

@@ -146,6 +146,8 @@ class Engine:
     # before the run stops to ask (Engine.settle_lost).
     settle_attempts: int = 4
     settle_pause_s: float = 1.0
+    # How ssh commands to a plan's other hosts are run (orchestrator.remote); None is the real runner. Tests script it.
+    remote_runner: Any = field(default=None, repr=False)
 
     @classmethod
     def from_env(
@@ -189,6 +191,23 @@ class Engine:
             echo=echo,
             run_log=run_log,
             _stop_logging=git.observe(run_log.git) if log_calls else None,
+        )
+
+    def herdr_on(self, *, machine: str | None = None, ssh: str | None = None) -> HerdrCli:
+        """A herdr client for another host: ``herdr --machine MACHINE`` through the controller's herdr, or the host's
+        own herdr over ``ssh``; with the controller's binary, environment, runner and call log."""
+        from orchestrator.herdr import HerdrCli, RetryPolicy, run_process
+
+        mine = self.herdr
+        return HerdrCli(
+            # Over ssh it is the host's own `herdr` on its PATH, run through the remote runner.
+            "herdr" if ssh is not None else mine.binary,
+            env=getattr(mine, "env_overlay", None),
+            runner=(self.remote_runner or run_process) if ssh is not None else getattr(mine, "runner", run_process),
+            retry=getattr(mine, "retry", None) or RetryPolicy(),
+            on_call=getattr(mine, "on_call", None),
+            machine=machine,
+            ssh=ssh,
         )
 
     # --- the ledger: one connection per thread, since provisioning runs workers concurrently ---

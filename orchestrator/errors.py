@@ -53,9 +53,19 @@ class HerdrCall:
     @property
     def command(self) -> str:
         """The command path for messages, e.g. ``herdr agent prompt`` (never the free text that follows)."""
-        words = [os.path.basename(self.argv[0])] if self.argv else ["herdr"]
-        rest = list(self.argv[1:])
+        argv = list(self.argv)
+        via: list[str] = []
+        if argv and os.path.basename(argv[0]) == "ssh" and "--" in argv:
+            # herdr on another host over ssh (orchestrator.remote): its target, then the remote command's words.
+            split = argv.index("--")
+            via = ["ssh", argv[split - 1]]
+            argv = shlex.split(argv[split + 1]) if split + 1 < len(argv) else []
+        words = [*via, os.path.basename(argv[0])] if argv else [*via, "herdr"]
+        rest = argv[1:]
         if rest[:1] == ["--session"]:
+            rest = rest[2:]
+        elif rest[:1] == ["--machine"] and len(rest) > 1:
+            words += rest[:2]  # which saved machine is part of what was called
             rest = rest[2:]
         for word in rest[:2]:
             words.append(word)
@@ -109,6 +119,11 @@ class HerdrUnavailable(HerdrFailure):
     """
 
     exit_code = ExitCode.HERDR_UNAVAILABLE
+
+
+class HostUnreachable(HerdrUnavailable):
+    """ssh to another host failed (exit 255): the host is down or refuses us, or the link dropped mid-call, so a
+    mutation's outcome is unknown and is settled by read-back, never retried blind (orchestrator.remote)."""
 
 
 class HerdrMissing(HerdrError):

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator import remote
 from orchestrator.children import run_child
 from orchestrator.errors import OrchError, one_line
 
@@ -89,6 +90,12 @@ def rev_parse(repo: Path | str, rev: str) -> str | None:
     """The full SHA that ``rev`` names in ``repo``, or None when it names no commit."""
     result = run_git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=repo, check=False)
     return result.stdout.strip() if result.returncode == 0 else None
+
+
+def remote_rev_parse(target: str, checkout: str, rev: str, *, runner: remote.Runner = remote.run_process) -> remote.RemoteResult:
+    """``git -C CHECKOUT rev-parse --verify --quiet REV^{commit}`` on another host over ssh: exit 0 prints the SHA, 1
+    means the checkout lacks it, 128 that CHECKOUT is no git checkout, 255 that ssh failed."""
+    return remote.run_remote(target, ["git", "-C", checkout, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], runner=runner)
 
 
 def commits_between(repo: Path | str, base: str, head: str) -> list[str]:

@@ -22,6 +22,7 @@ import tenacity
 
 from orchestrator import crash_seam
 from orchestrator.children import run_child
+from orchestrator.remote import SSH_FAILED, ssh_argv
 from orchestrator.errors import (
     HERDR_ERROR_BY_CODE,
     HerdrAgentBlocked,
@@ -35,6 +36,7 @@ from orchestrator.errors import (
     HerdrTimeout,
     HerdrUnavailable,
     HerdrUsageError,
+    HostUnreachable,
     one_line,
 )
 from orchestrator.herdr_models import (
@@ -52,6 +54,8 @@ from orchestrator.herdr_models import (
     HerdrStatus,
     HerdrVersion,
     IntegrationEntry,
+    MachineStatus,
+    MachineStatusList,
     OkResult,
     PaneCurrentResult,
     PaneInfo,
@@ -62,6 +66,7 @@ from orchestrator.herdr_models import (
     PaneMoved,
     PaneMoveResult,
     ReadSource,
+    ServerStatus,
     SessionList,
     SplitDirection,
     SuccessEnvelope,
@@ -218,8 +223,18 @@ class HerdrCli:
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         on_call: Callable[[HerdrCall], None] | None = None,
+        machine: str | None = None,
+        ssh: str | None = None,
     ) -> None:
+        if machine is not None and (session is not None or ssh is not None):
+            raise ValueError("herdr --machine uses the saved machine's session; give no session and no ssh target with it")
+        if machine is not None and (not machine.strip() or machine.startswith("-")):
+            raise ValueError(f"herdr refuses the machine selector {machine!r}")
         self.binary = binary
+        # Another host's herdr: through the controller's saved machine (`herdr --machine LABEL …`, 0.9.1+), or, for
+        # what herdr does not forward (integration status), the host's own herdr over ssh (orchestrator.remote).
+        self.machine = machine
+        self.ssh = ssh
         self.env_overlay = dict(env or {})
         self.session = session
         self.timeout_s = timeout_s
@@ -281,6 +296,25 @@ class HerdrCli:
         except (ValueError, KeyError, TypeError) as exc:
             raise _protocol(call, f"api schema has no request methods ({exc.__class__.__name__})") from exc
         return methods
+
+    # --- saved machines (0.9.1 DELTA "Multi-machine", 0.9.5 DELTA row 4) ---
+
+    def machine_status(self, selector: str) -> MachineStatus:
+        """``herdr machine status SELECTOR --json`` (0.9.2+, local: a fresh, non-interactive check of one saved
+        machine); the entry for ``selector`` (by profile ID or label)."""
+        call = self._run(["machine", "status", _text_word(selector, "machine selector"), "--json"], retry_reads=True)
+        try:
+            machines = MachineStatusList.model_validate_json(call.stdout).machines
+        except pydantic.ValidationError as exc:
+            raise _protocol(call, _validation_summary(exc)) from None
+        found = next((m for m in machines if selector in (m.id, m.label)), machines[0] if len(machines) == 1 else None)
+        if found is None:
+            raise _protocol(call, f"machine status lists no machine {selector!r}")
+        return found
+
+    def server_status(self) -> ServerStatus:
+        """``herdr status server --json``: the server alone (the one `status` form ``--machine`` forwards)."""
+        return self._bare(["status", "server", "--json"], ServerStatus, retry_reads=True)
 
     # --- workspaces (CONTRACT §5) ---
 
@@ -561,7 +595,15 @@ class HerdrCli:
         first_help = next((i for i, word in enumerate(args) if word in ("--help", "-h")), None)
         if first_help in (1, 2) and "--" not in args[:first_help]:
             raise ValueError(f"herdr would print help instead of running: {args[first_help]!r} follows {' '.join(args[:first_help])!r}")
+        if self.machine is not None:
+            command = " ".join(args[:2])
+            if not machine_forwards(args):
+                # herdr exits 2 for it ("not an API-backed machine command"); a call like this is orch's bug.
+                raise ValueError(f"herdr --machine does not forward `{command}`")
+            return [self.binary, "--machine", self.machine, *args]
         session = ["--session", self.session] if self.session else []
+        if self.ssh is not None:
+            return ssh_argv(self.ssh, [self.binary, *session, *args])
         return [self.binary, *session, *args]
 
     def _once(self, argv: list[str], timeout: float) -> HerdrCall:
@@ -615,6 +657,29 @@ def _worth_reading_again(exc: BaseException) -> bool:
     return isinstance(exc, HerdrUnavailable) and not isinstance(exc, HerdrTimeout)
 
 
+# What `herdr --machine` forwards to a saved machine (0.9.1 DELTA "What is forwarded"); everything else exits 2.
+_MACHINE_FORWARDED: dict[str, tuple[str, ...] | None] = {
+    "workspace": None, "worktree": None, "tab": None, "pane": None, "notification": None, "api": ("snapshot",),
+    "status": ("server",), "plugin": ("link", "unlink", "enable", "disable", "list", "action", "log", "logs", "pane"),
+    "server": ("stop", "reload-config", "agent-manifests", "reload-agent-manifests"),
+}  # fmt: skip
+# `herdr --machine` from 0.9.1; `herdr machine status` from 0.9.2 (0.9.5 DELTA row 4).
+MACHINE_VERSION = (0, 9, 1)
+MACHINE_STATUS_VERSION = (0, 9, 2)
+
+
+def machine_forwards(args: Sequence[str]) -> bool:
+    """Whether ``herdr --machine X <args>`` is forwarded: a pane id of the caller means nothing on another server, so
+    `pane current --current` is refused too (0.9.1 DELTA, "Local context is dropped")."""
+    command, sub = (list(args) + ["", ""])[:2]
+    if command == "agent":
+        return sub != "attach" and not (sub == "explain" and any(a == "--file" or a.startswith("--file=") for a in args[2:]))
+    if command == "pane" and sub == "current" and "--current" in args:
+        return False
+    subs = _MACHINE_FORWARDED.get(command, ())
+    return command in _MACHINE_FORWARDED and (subs is None or sub in subs)
+
+
 def parse_version(text: str) -> tuple[int, int, int] | None:
     """``0.8.2`` (or ``0.8.2-preview.x``) as a tuple; None when it is not three numbers."""
     match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)(?:[-+].*)?", text.strip())
@@ -662,6 +727,9 @@ def error_for(call: HerdrCall) -> HerdrFailure:
     """Map a failed herdr call to its typed error (CONTRACT §0): the one place exit codes are interpreted."""
     stderr_lines = [line for line in call.stderr.splitlines() if line.strip()]
     last = stderr_lines[-1].strip() if stderr_lines else ""
+    if call.returncode == SSH_FAILED and call.argv and os.path.basename(call.argv[0]) == "ssh":
+        detail = one_line(call.stderr) or "no output"
+        return HostUnreachable(f"{call.command}: ssh failed: {detail}", call=call, hint="orch needs `ssh -o BatchMode=yes TARGET true` to work without a prompt")
     if call.returncode == 2:
         detail = one_line(call.stderr) or "usage error"
         return HerdrUsageError(f"{call.command}: herdr rejected orch's arguments: {detail}", call=call, hint=_BUG_HINT)

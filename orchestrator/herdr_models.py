@@ -453,6 +453,22 @@ class HerdrStatus(Wire):
     update: UpdateStatus
 
 
+class MachineStatus(Wire):
+    """One saved machine in ``herdr machine status --json`` (0.9.2+). herdr documents no schema for it: orch reads
+    only these fields, tolerantly, and judges a machine by ``reachable`` alone."""
+
+    id: str | None = None
+    label: str | None = None
+    reachable: bool | None = None
+    error: str | None = None
+
+
+class MachineStatusList(Wire):
+    """``herdr machine status [<selector>] --json``."""
+
+    machines: tuple[MachineStatus, ...] = ()
+
+
 class SessionInfo(Wire):
     """One herdr session (the default one first)."""
 

@@ -139,6 +139,47 @@ class Integration(_Model):
         return value
 
 
+# The name a plan gives the controller's own machine: a worker without `host` runs there.
+CONTROLLER_HOST = "local"
+HOST_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
+
+
+def _remote_absolute(value: str) -> str:
+    # A path on another machine: `~` would expand to the controller's home here, so only absolute paths are taken.
+    if not value.startswith("/"):
+        raise ValueError(f"{quote(value)} must be an absolute path on that host")
+    return value
+
+
+def _host_name(name: str) -> str:
+    # A key validator, so every bad name gets its own line.
+    if name == CONTROLLER_HOST:
+        raise ValueError(f"{quote(name)} is the controller's own machine; name another host")
+    if not HOST_NAME.fullmatch(name):
+        raise ValueError(f"{quote(name)} is not a host name: lowercase letters, digits and hyphens, starting with a letter, at most 32")
+    return name
+
+
+class Host(_Model):
+    """Another machine workers may run on: how orch reaches it and where the repository and orch live there."""
+
+    machine: StrictStr = Field(min_length=1, max_length=ITEM_MAX)
+    """The herdr saved machine (its label or profile ID in `herdr machine list` on the controller) that `herdr --machine` forwards this host's workspace, worktree, tab, pane and agent commands to."""
+    ssh: StrictStr = Field(min_length=1, max_length=ITEM_MAX)
+    """SSH target (an ssh_config alias or `user@host`) for what herdr does not forward: git, files, `herdr integration status`, the agents' and orch's executables. Must log in without a prompt (BatchMode)."""
+    checkout: Annotated[StrictStr, AfterValidator(_remote_absolute)]
+    """Absolute path of the repository's primary checkout on that host; its worktrees go beside it in `<repo>.worktrees/`, as on the controller."""
+    orch: StrictStr = Field(default="orch", min_length=1, max_length=ITEM_MAX)
+    """The `orch` executable on that host (a name on the PATH of a non-interactive SSH shell, or an absolute path)."""
+
+    @field_validator("machine", "ssh", "orch")
+    @classmethod
+    def _one_word(cls, value: str) -> str:
+        if _CONTROL.search(value) or value.startswith("-") or value != value.strip():
+            raise ValueError(f"{quote(value)} must be one word that does not start with -")
+        return value
+
+
 class Worker(_Model):
     """One delegated task: what to do, where (its branch), which files it may change, and how it is checked."""
 
@@ -172,6 +213,8 @@ class Worker(_Model):
     """Native agent arguments, passed after `--` to `herdr agent start`."""
     answers: tuple[Answer, ...] = Field(default=(), max_length=LIST_MAX)
     """Answers the controller may give to expected questions."""
+    host: StrictStr | None = None
+    """The `[hosts.<name>]` this worker runs on; unset means the controller's machine. A sibling runs where its branch's first worker runs."""
     after: _Items = ()
     """Tasks this worker waits for: it starts only once each is accepted (and, with integration on, integrated, its new worktree then starting from the integration branch); one that ends rejected, failed or superseded skips it, never started."""
 
@@ -216,6 +259,8 @@ class Plan(_Model):
     """Plan-level policy layer, applied over the organization and repository overlays."""
     integration: Integration = Integration()
     """Integration opt-in; default off (report only)."""
+    hosts: dict[Annotated[StrictStr, AfterValidator(_host_name)], Host] = Field(default_factory=dict, max_length=LIST_MAX)
+    """Other machines workers may run on (`[hosts.<name>]`, names lowercase hyphen-case; `local` is the controller's own machine); none means every worker runs on the controller."""
     workers: tuple[Worker, ...] = Field(min_length=1, max_length=WORKERS_MAX)
     """The workers, in launch order (`[[workers]]` entries; at most 100)."""
 
@@ -249,6 +294,7 @@ class ResolvedWorker(BaseModel):
     mode: Mode
     stop_conditions: tuple[str, ...]
     worker: Worker
+    host: str = CONTROLLER_HOST
 
     @property
     def after(self) -> tuple[str, ...]:
@@ -273,6 +319,15 @@ class ResolvedPlan(BaseModel):
     def message_limit(self) -> int:
         """The inbound message size limit: `defaults.message_limit_bytes`, else the policy's."""
         return self.plan.defaults.message_limit_bytes or self.policy.policy.message_limit_bytes
+
+    @property
+    def remote_workers(self) -> dict[str, tuple[str, ...]]:
+        """The workers on each host other than the controller's, by host, in plan order."""
+        out: dict[str, tuple[str, ...]] = {}
+        for w in self.workers:
+            if w.host != CONTROLLER_HOST:
+                out[w.host] = (*out.get(w.host, ()), w.task)
+        return out
 
 
 # --- loading and resolution ----------------------------------------------------------------------------------------
@@ -303,7 +358,7 @@ def load_plan(path: Path, settings: Settings, *, display: str | None = None) -> 
 
 _TABLE_HEADER = re.compile(r"^\[(\[)?\s*([A-Za-z0-9_.-]+)\s*\]")
 _KEY_LINE = re.compile(r"^([A-Za-z0-9_-]+)\s*=")
-_PROBLEM_PLACE = re.compile(r"^(?:workers\[(\d+)\](?: \([^\n]*?\))?(?:\.(\w+))?|(\w+)(?:\.(\w+))?)[.:\[]")
+_PROBLEM_PLACE = re.compile(r"^(?:workers\[(\d+)\](?: \([^\n]*?\))?(?:\.(\w+))?|(\w+)(?:\.([\w-]+))?(?:\.(\w+))?)[.:\[ ]")
 
 
 def _with_lines(problems: list[str], path: Path, display: str) -> str:
@@ -322,7 +377,9 @@ def _with_lines(problems: list[str], path: Path, display: str) -> str:
             worker = ("workers", int(match[1]))
             line = lines.get((*worker, match[2])) or lines.get(worker)
         elif match:
-            line = lines.get((match[3], match[4])) or lines.get((match[3], None))
+            # A key of a named table (`hosts.buildbox.checkout`), else the table itself, else a top-level key.
+            line = (match[5] and lines.get((match[3], match[4], match[5]))) or lines.get((match[3], match[4], None)) \
+                or lines.get((match[3], match[4])) or lines.get((match[3], None))
         placed.append((line or 0, f"{display}:{line}: {rest}" if line else problem))
     # In file order, as an editor lists them; what has no line (a missing key) first.
     return "\n".join(text for _, text in sorted(placed, key=lambda item: item[0]))
@@ -379,9 +436,23 @@ def _valid_part(data: Any, exc: ValidationError) -> tuple[Plan, list[int]] | Non
     if bad_top & set(_NEEDED):
         return None
     part = {key: value for key, value in data.items() if key not in bad_top}
+    # Keep the hosts that are valid on their own; a worker naming a declared but invalid one is placed without `host`
+    # rather than told its host is unknown.
+    dropped: set[object] = set()
+    if "hosts" in bad_top and isinstance(data.get("hosts"), dict):
+        # An invalid entry under a good name stays as a stand-in (never used: the plan is invalid), so its workers
+        # are still checked against their siblings; one under a bad name is dropped with the `host` naming it.
+        stand_in = {"machine": "invalid", "ssh": "invalid", "checkout": "/"}
+        part["hosts"] = {
+            name: host if _valid_host(name, host) else stand_in
+            for name, host in data["hosts"].items() if _valid_host(name, stand_in)
+        }
+        dropped = set(data["hosts"]) - set(part["hosts"])
     workers: list[Any] = []
     indexes: list[int] = []
     for index, entry in enumerate(data["workers"]):
+        if dropped and isinstance(entry, dict) and entry.get("host") in dropped:
+            entry = {key: value for key, value in entry.items() if key != "host"}
         kept = _salvaged_worker(entry, bad_fields[index]) if index in bad_fields else entry
         if kept is not None:
             workers.append(kept)
@@ -393,6 +464,15 @@ def _valid_part(data: Any, exc: ValidationError) -> tuple[Plan, list[int]] | Non
         return Plan.model_validate(part), indexes
     except ValidationError:
         return None
+
+
+def _valid_host(name: object, host: object) -> bool:
+    try:
+        Plan.model_validate({"organization": "o", "repo": "r", "base": "b", "hosts": {name: host}, "workers": [
+            {"task": "t", "objective": "-", "deliverable": "-", "branch": "b"}]})
+    except ValidationError:
+        return False
+    return True
 
 
 def _salvaged_worker(entry: Any, bad: set[str]) -> Worker | None:
@@ -478,6 +558,8 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
         # `origin/feat/x` as a base is still the branch `feat/x`.
         return branch == plan.base or plan.base.endswith(f"/{branch}")
 
+    # Each host's checkout under the same Layout Contract: worktrees beside it, labelled as on the controller.
+    host_repos = {name: repo_layout(settings.src_root, plan.organization, plan.repo, Path(h.checkout)) for name, h in plan.hosts.items()}
     resolved: list[ResolvedWorker] = []
     first_on_branch: dict[str, ResolvedWorker] = {}
     tasks: dict[str, int] = {}
@@ -494,12 +576,21 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
         kind = worker.kind or policy.default_kind
         if worker.kind is not None and (problem := _kind_problem(worker.kind, effective)):
             problems.append(f"{where}.kind: {problem}")
-        layout = worktree_layout(repo, worker.branch)
+        host = worker.host or CONTROLLER_HOST
+        if host != CONTROLLER_HOST and host not in plan.hosts:
+            known = ", ".join(plan.hosts) or "none"
+            problems.append(f"{where}.host: {quote(host)} is not a host of this plan (its [hosts] are: {known}; unset means the controller's machine)")
+        first = first_on_branch.get(worker.branch)
+        if first is not None and first.host != host and host in (CONTROLLER_HOST, *plan.hosts) and first.host in (CONTROLLER_HOST, *plan.hosts):
+            problems.append(
+                f"{where}.host: {quote(host)}, but it shares the checkout of workers[{first.index}] ({first.task}) on host {quote(first.host)}; "
+                "a sibling runs where its branch's first worker runs"
+            )
+        layout = worktree_layout(host_repos.get(host, repo), worker.branch)
         if problem := worktree_folder_problem(layout):
             problems.append(f"{where}.branch: {problem}")
         if labels.setdefault(layout.label, worker.branch) != worker.branch:
             problems.append(f"{where}.branch: {quote(worker.branch)} gives tab label {quote(layout.label)}, already used by branch {quote(labels[layout.label])}")
-        first = first_on_branch.get(worker.branch)
         if first is not None and worker.setup:
             problems.append(f"{where}.setup: a sibling shares the checkout of workers[{first.index}] ({first.task}); put setup commands on that first worker")
         entry = ResolvedWorker(
@@ -513,6 +604,7 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
             mode=worker.mode or plan.defaults.mode,
             stop_conditions=(*DEFAULT_STOP_CONDITIONS, *(s for s in worker.stop_conditions if s not in DEFAULT_STOP_CONDITIONS)),
             worker=worker,
+            host=host,
         )
         first_on_branch.setdefault(worker.branch, entry)
         resolved.append(entry)
@@ -547,7 +639,19 @@ def _warnings(plan: Plan, workers: list[ResolvedWorker], source: str) -> list[st
             f"{source}: defaults.concurrency: {plan.defaults.concurrency} is more than the {_count(len(workers), 'worker')} "
             f"of this plan; at most {len(workers)} run at once"
         )
+    used = {w.host for w in workers}
+    warnings += [f"{source}: hosts.{name}: no worker runs on it" for name in plan.hosts if name not in used]
+    remote = sorted(used - {CONTROLLER_HOST})
+    if remote:
+        warnings.append(
+            f"{source}: hosts: orch does not start workers on another machine yet; preflight checks {_and_list(remote)} "
+            "and then refuses the run (README \"Fleets across machines\")"
+        )
     return warnings
+
+
+def _and_list(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _count(n: int, noun: str) -> str:
@@ -644,6 +748,7 @@ def check_report(resolved: ResolvedPlan) -> dict[str, Any]:
         "base": plan.base,
         "defaults": plan.defaults.model_dump(mode="json", exclude={"kind"}),
         "integration": plan.integration.model_dump(mode="json"),
+        **({"hosts": {name: host.model_dump(mode="json") for name, host in plan.hosts.items()}} if plan.hosts else {}),
         "policy": {field: {"value": value, "source": effective.sources[field]} for field, value in effective.policy.model_dump(mode="json").items()},
         "warnings": list(resolved.warnings),
         "workers": [
@@ -660,6 +765,7 @@ def check_report(resolved: ResolvedPlan) -> dict[str, Any]:
                 "checks": len(w.worker.verify),
                 "mode": w.mode,
                 "after": list(w.after),
+                **({"host": w.host} if plan.hosts else {}),
             }
             for w in resolved.workers
         ],
@@ -683,8 +789,11 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
         ("integration", integration),
     ]
     policy_rows = [(field, _policy_value(value), effective.sources[field]) for field, value in effective.policy.model_dump().items()]
+    # A plan without hosts renders exactly as before hosts existed: the host column and table come with [hosts].
+    hosted = bool(plan.hosts)
     worker_rows = [
         (
+            *((w.host,) if hosted else ()),
             w.task,
             w.name,
             w.kind,
@@ -708,9 +817,21 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
         + "\n\n"
         + tables.table(policy_rows, ("policy", "value", "source"), width)
         + "\n\n"
-        + tables.table(worker_rows, ("task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode", "after"), width)
+        + _hosts_table(resolved, width)
+        + tables.table(worker_rows, (*(("host",) if hosted else ()), "task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode", "after"), width)
         + "\n"
     )
+
+
+def _hosts_table(resolved: ResolvedPlan, width: int | None) -> str:
+    """The hosts of a plan that names any (the controller's first), with the blank line that follows a table."""
+    plan = resolved.plan
+    if not plan.hosts:
+        return ""
+    tasks = {name: ", ".join(w.task for w in resolved.workers if w.host == name) or "-" for name in (CONTROLLER_HOST, *plan.hosts)}
+    rows = [(CONTROLLER_HOST, "(the controller's herdr)", "-", str(resolved.repo.checkout), "-", tasks[CONTROLLER_HOST])]
+    rows += [(name, h.machine, h.ssh, h.checkout, h.orch, tasks[name]) for name, h in plan.hosts.items()]
+    return tables.table(rows, ("host", "herdr machine", "ssh", "checkout", "orch", "workers"), width) + "\n\n"
 
 
 def _summary(rows: Sequence[tuple[str, str]], width: int | None) -> str:
@@ -741,6 +862,7 @@ _SECTIONS: tuple[tuple[str, type[BaseModel]], ...] = (
     ("`[defaults]`", Defaults),
     ("`[policy]`", PolicyOverlay),
     ("`[integration]`", Integration),
+    ("`[hosts.<name>]`", Host),
     ("`[[workers]]`", Worker),
     ("`[[workers.answers]]`", Answer),
 )
@@ -811,6 +933,8 @@ def _type_text(annotation: Any) -> str:
         return _type_text(next(arg for arg in args if arg is not type(None)))
     if origin is Literal:
         return " or ".join(f'`"{arg}"`' for arg in args)
+    if origin is dict:
+        return "table of tables"
     if origin is tuple:
         item = args[0]
         return "list of tables" if isinstance(item, type) and issubclass(item, BaseModel) else f"list of {_type_text(item)}s"
@@ -822,6 +946,8 @@ def _type_text(annotation: Any) -> str:
 def _default_text(field: Any) -> str:
     if field.is_required():
         return "required"
+    if field.default_factory is not None:
+        return "none"
     default = field.default
     if default is None:
         return "unset"

@@ -73,7 +73,7 @@ REQUIRED_COMMANDS: tuple[tuple[str, str], ...] = (
 # The checklist, in order; fixed so the rendering keeps one column width whichever gate stops it.
 CHECK_NAMES: tuple[str, ...] = (
     "herdr env", "plan", "herdr", "capabilities", "server", "features", "session", "integrations", "caller pane", "agents",
-    "repo checkout", "base ref", "repo workspace", "repo tab", "run",
+    "repo checkout", "base ref", "hosts", "repo workspace", "repo tab", "run",
 )  # fmt: skip
 
 
@@ -146,8 +146,9 @@ class PreflightResult(_Model):
 class _Stop(Exception):
     """A gate failed: the check's evidence, the one-line reason, and the hint."""
 
-    def __init__(self, evidence: str, reason: str, hint: str | None = None, exit_code: ExitCode = ExitCode.FAILURE) -> None:
+    def __init__(self, evidence: str, reason: str, hint: str | None = None, exit_code: ExitCode = ExitCode.FAILURE, notes: Sequence[str] = ()) -> None:
         super().__init__(reason)
+        self.notes = tuple(notes)
         self.evidence = evidence
         self.reason = reason
         self.hint = hint
@@ -318,12 +319,15 @@ class _Preflight:
             ("agents", self.check_agents),
             ("repo checkout", self.check_checkout),
             ("base ref", self.check_base),
+            ("hosts", self.check_hosts),
             ("repo workspace", self.check_workspace),
             ("repo tab", self.check_tab),
             ("run", self.check_run),
         ]
         assert tuple(name for name, _ in steps) == CHECK_NAMES
         for name, step in steps:
+            if name == "hosts" and (self.plan is None or not self.plan.plan.hosts):
+                continue  # a plan without hosts checks exactly what it did before hosts existed
             if name == "herdr" and self.existing is None:
                 # After the local gates, before the first herdr call: the ledger and ORCH_HOME take a write (a full
                 # or read-only store is one line now, not after herdr was asked anything). Not a gate of its own.
@@ -331,7 +335,7 @@ class _Preflight:
             try:
                 step()
             except _Stop as stop:
-                return self.stopped(name, stop.evidence, stop.reason, stop.hint, stop.exit_code)
+                return self.stopped(name, stop.evidence, stop.reason, stop.hint, stop.exit_code, stop.notes)
             except OrchError as exc:
                 # An unexpected herdr or git failure inside a step: the step failed with herdr's own words.
                 reason = exc.message.splitlines()[0] if exc.message else type(exc).__name__
@@ -339,8 +343,8 @@ class _Preflight:
         assert self.caller is not None
         return PreflightResult(ok=True, checks=tuple(self.checks), run_id=self.run_id, controller=self.controller(), repo=self.repo)
 
-    def stopped(self, name: str, evidence: str, reason: str, hint: str | None, exit_code: ExitCode = ExitCode.FAILURE) -> PreflightResult:
-        self.checks.append(Check(name=name, ok=False, evidence=evidence))
+    def stopped(self, name: str, evidence: str, reason: str, hint: str | None, exit_code: ExitCode = ExitCode.FAILURE, notes: Sequence[str] = ()) -> PreflightResult:
+        self.checks.append(Check(name=name, ok=False, evidence=evidence, notes=tuple(notes)))
         if self.run_id is not None:
             # The run holds what preflight already created (e.g. a workspace); keep it, resumable, never delete it.
             self.engine.ledger.set_run_status(self.run_id, RunStatus.INTERRUPTED, stopped_at=f"preflight: {name}")
@@ -608,6 +612,45 @@ class _Preflight:
             )
         self.repo = self.repo.model_copy(update={"base_sha": sha})
         self.ok("base ref", f"{base} is {sha}")
+
+    # --- 8b. the plan's other hosts (read-only, before anything is created) ---
+
+    def check_hosts(self) -> None:
+        """Every host the plan names, reached as the run would reach it; the first that fails is named. orch does not
+        start workers on another host yet, so a plan that puts any there is refused here, whole, with every host
+        checked: nothing is created for a run orch could only half drive."""
+        from orchestrator import __version__
+        from orchestrator.hosts import HostVerdict, check_host, controller_problem
+
+        assert self.plan is not None and self.repo is not None and self.status is not None and self.repo.base_sha is not None
+        plan = self.plan
+        controller_version = self.status.server.version or self.status.client.version
+        if problem := controller_problem(controller_version):
+            raise _Stop(f"herdr {controller_version} on the controller", problem, "upgrade herdr on the controller and restart its server")
+        verdicts: list[HostVerdict] = []
+        for name, host in plan.plan.hosts.items():
+            kinds = list(dict.fromkeys(w.kind for w in plan.workers if w.host == name))
+            verdict = check_host(
+                name, host, kinds=kinds or [plan.policy.policy.default_kind], organization=plan.repo.session, base=plan.plan.base,
+                base_sha=self.repo.base_sha, local=self.engine.herdr_on(), through_machine=self.engine.herdr_on(machine=host.machine),
+                over_ssh=self.engine.herdr_on(ssh=host.ssh), controller_version=controller_version, orch_version=__version__,
+                **({"runner": self.engine.remote_runner} if self.engine.remote_runner is not None else {}),
+            )
+            if not verdict.ok:
+                assert verdict.reason is not None
+                raise _Stop(verdict.evidence, verdict.reason, verdict.hint, notes=[v.evidence for v in verdicts])
+            verdicts.append(verdict)
+        notes = [v.evidence for v in verdicts] + [note for v in verdicts for note in v.notes]
+        remote = plan.remote_workers
+        if remote:
+            placed = "; ".join(f"{', '.join(tasks)} on {host}" for host, tasks in remote.items())
+            raise _Stop(
+                f"every host is ready; orch does not start workers on another host yet ({placed})",
+                f"orch cannot start workers on another host yet ({placed}); nothing was created",
+                "drop `host` from those workers to run them on this machine; README \"Fleets across machines\" says what works today",
+                notes=notes,
+            )
+        self.ok("hosts", f"{_count(len(verdicts), 'host')} ready, no worker placed on one", notes)
 
     # --- 9. the repo workspace and its first tab (side effects through engine.once) ---
 

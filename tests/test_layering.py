@@ -54,8 +54,8 @@ def test_every_module_opens_with_a_docstring() -> None:
 ORCH_PACKAGES = ("orchestrator", "packets", "registry")
 # Modules that may start processes, and why: git runs git, herdr runs herdr, children is how those two start theirs
 # (a session of its own, outliving an interrupt), checks runs a plan's check commands, demo runs its own private
-# simulated herdr and tmux (it is its own world, like herdr_sim).
-PROCESS_RUNNERS = {"orchestrator/git.py", "orchestrator/herdr.py", "orchestrator/children.py", "orchestrator/checks.py", "orchestrator/demo.py"}
+# simulated herdr and tmux (it is its own world, like herdr_sim), remote runs ssh to a plan's other hosts.
+PROCESS_RUNNERS = {"orchestrator/git.py", "orchestrator/herdr.py", "orchestrator/children.py", "orchestrator/checks.py", "orchestrator/demo.py", "orchestrator/remote.py"}
 PROCESS_MODULES = {"subprocess", "pexpect", "asyncio.subprocess"}
 PROCESS_CALLS = {"os.system", "os.popen", "os.spawnl", "os.spawnlp", "os.spawnv", "os.spawnvp", "os.execv", "os.execvp", "os.execl", "os.execlp", "os.fork", "os.posix_spawn", "os.posix_spawnp", "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell"}  # fmt: skip
 # tests that drive real processes may poll, but only in a loop bounded by a deadline; unit tests inject a clock.

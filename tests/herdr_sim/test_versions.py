@@ -486,7 +486,7 @@ def test_095_row2_restore_error_is_shown_only_when_a_restore_failed(sim: SimServ
 def test_095_rows4_5_machine_status_and_reconnect(tmp_path: Path, version: str) -> None:
     """0.9.2's `machine status [<label-or-id>] [--json]` and `machine reconnect <label-or-id>`: local commands over
     the saved machines, of which the simulator has none. orch does not drive other machines
-    (test_herdr_argv_contract.py::test_095_rows4_5_orch_never_asks_about_machines)."""
+    (test_herdr_argv_contract.py::test_095_rows4_5_orch_asks_about_machines_only_in_a_hosts_preflight)."""
     env = {**os.environ, "HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version}
 
     def run(*argv: str) -> tuple[int, str, str]:

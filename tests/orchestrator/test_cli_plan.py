@@ -47,7 +47,20 @@ def test_check_example_plan_json(orch: CliRunner, golden: Callable[[str, str], N
     assert json.loads(result.stdout)["workers"][1]["placement"] == "sibling"
 
 
-@pytest.mark.parametrize("name", ["broken_placement", "broken_structure", "broken_syntax", "missing"])
+def test_check_plan_with_hosts_shows_each_workers_host(orch: CliRunner, golden: Callable[[str, str], None]) -> None:
+    # The hosts table and a host column appear only in a plan that names hosts (test_check_example_plan: none).
+    result = run(orch, GOLDEN, "plan", "check", "hosts.toml")
+    assert (result.exit_code, result.stderr) == (0, "")
+    golden("plan_check_hosts.txt", result.stdout)
+    result = run(orch, GOLDEN, "plan", "check", "hosts.toml", "--json")
+    assert (result.exit_code, result.stderr) == (0, "")
+    golden("plan_check_hosts.json", result.stdout)
+    result = run(orch, GOLDEN, "plan", "check", "hosts.toml", "--commands")
+    assert (result.exit_code, result.stderr) == (0, "")
+    golden("plan_check_hosts_commands.txt", result.stdout)
+
+
+@pytest.mark.parametrize("name", ["broken_placement", "broken_structure", "broken_syntax", "missing", "broken_hosts"])
 def test_check_broken_plan_prints_one_line_per_problem(orch: CliRunner, name: str, golden: Callable[[str, str], None]) -> None:
     result = run(orch, GOLDEN, "plan", "check", f"{name}.toml")
     assert (result.exit_code, result.stdout) == (1, "")

@@ -224,8 +224,12 @@ def _protocol_methods() -> list[str]:
     return sorted(name for name, value in vars(Herdr).items() if callable(value) and not name.startswith("_"))
 
 
+# Asked only of a client built for another host (Engine.herdr_on, orchestrator/hosts.py), never of the engine's Herdr.
+HOST_ONLY = {"machine_status", "server_status"}
+
+
 def test_herdr_cli_matches_the_protocol_signature_for_signature() -> None:
-    public = sorted(name for name, value in vars(HerdrCli).items() if callable(value) and not name.startswith("_"))
+    public = sorted(name for name, value in vars(HerdrCli).items() if callable(value) and not name.startswith("_") and name not in HOST_ONLY)
     assert public == _protocol_methods()
     mismatched = [name for name in public if inspect.signature(getattr(HerdrCli, name)) != inspect.signature(getattr(Herdr, name))]
     assert mismatched == []

@@ -331,16 +331,19 @@ def test_09_row13_every_form_that_creates_or_moves_leaves_every_clients_view_alo
 
 def test_09_machines_orch_drives_only_its_own_herdr() -> None:
     """0.9.1's `--machine <selector>` prefix routes a command to a saved machine (exit-2 `error: …` when refused):
-    orch drives the local server only (at most `--session NAME` picks a local session), so no form carries --machine
-    or --remote, which herdr refuses beside --session (a `--machine` after the command, inside a prompt, is payload)."""
+    the engine's own client drives the local server only (at most `--session NAME` picks a local session), so no form
+    carries --machine or --remote, which herdr refuses beside --session (a `--machine` after the command, inside a
+    prompt, is payload). Only a client built for a host adds the prefix (tests/orchestrator/test_remote.py)."""
     assert [f[0] for f in FORMS if any(w.startswith(("--machine", "--remote")) for w in f[2][:1])] == []
     assert sim.machine_prefix(["agent", "prompt", "w4:p1", "--machine"]) is None
 
 
-def test_095_rows4_5_orch_never_asks_about_machines() -> None:
-    """0.9.2's `machine status` and `machine reconnect` check and re-authenticate saved machines; orch drives its own
-    server only (test_09_machines_orch_drives_only_its_own_herdr), so no form, and no engine call, is a machine command."""
-    assert ([f[0] for f in FORMS if f[2][0] == "machine"], _engine_calls("machine_status"), _engine_calls("machine_reconnect")) == ([], [], [])
+def test_095_rows4_5_orch_asks_about_machines_only_in_a_hosts_preflight() -> None:
+    """0.9.2's `machine status` checks a saved machine without a terminal: only the preflight of a plan's `[hosts]`
+    asks it (orchestrator/hosts.py, tests/orchestrator/test_preflight_hosts.py); `machine reconnect` needs a person at
+    a terminal and is only ever named in a hint. The engine's own forms carry no machine command."""
+    calls = [c.split(":")[0] for c in _engine_calls("machine_status")]
+    assert ([f[0] for f in FORMS if f[2][0] == "machine"], calls, _engine_calls("machine_reconnect")) == ([], ["hosts.py"], [])
 
 
 # --- 0.8.2 and 0.9 DELTA rows whose handling is what orch sends, or never sends --------------------------------------
