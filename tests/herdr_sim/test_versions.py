@@ -387,7 +387,7 @@ def test_09_row13_orchs_creates_leave_every_clients_view_alone(sim: SimServer, v
 def test_09_row14_new_errors_map_to_their_types(tmp_path: Path, version: str) -> None:
     """0.9's new `workspace_group_close_required` is HerdrGroupCloseRequired (row 8's test); its `--machine` refusals
     are usage errors, exit 2 with `error: …` on stderr (not JSON), which orch's boundary reads as a usage error.
-    Before 0.9 `--machine` is an unknown option, also exit 2."""
+    Before 0.9 `--machine` is an unknown option, also exit 2. The call is named with its machine (HerdrCall.command)."""
     from orchestrator.errors import HerdrCall
     from orchestrator.herdr import error_for
 
@@ -396,7 +396,7 @@ def test_09_row14_new_errors_map_to_their_types(tmp_path: Path, version: str) ->
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=30)
     said = "error: unknown machine 'mac'; use `herdr machine list`" if version in NINE else "unknown option: --machine / run 'herdr --help' for usage"
     mapped = error_for(HerdrCall(tuple(argv), done.returncode, done.stdout, done.stderr, 0.0))
-    assert (type(mapped), mapped.message) == (e.HerdrUsageError, f"herdr-sim --machine: herdr rejected orch's arguments: {said}")
+    assert (type(mapped), mapped.message) == (e.HerdrUsageError, f"herdr-sim --machine mac agent list: herdr rejected orch's arguments: {said}")
 
 
 MACHINE_CASES = [
