@@ -14,6 +14,7 @@ import fcntl
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,8 +50,10 @@ class Holder:
         return f"{who} ({', '.join(about)})" if about else who
 
 
-def acquire(path: Path, run_id: str, *, command: str, since: str) -> None:
-    """Hold the lock at ``path`` for this process (again, if it already does); RunDriven when another process holds it."""
+def acquire(path: Path, run_id: str, *, command: str, since: str, doing: str | None = None) -> None:
+    """Hold the lock at ``path`` for this process (again, if it already does); RunDriven when another process holds it.
+
+    ``doing``: what the holder is doing, for the refusal (default: driving run ``run_id``)."""
     key = str(path)
     with _GUARD:
         if key in _HELD:
@@ -63,7 +66,7 @@ def acquire(path: Path, run_id: str, *, command: str, since: str) -> None:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            raise _refusal(path, run_id) from None
+            raise _refusal(path, doing or f"run {run_id} is being driven") from None
         except BaseException:
             os.close(fd)
             raise
@@ -122,10 +125,17 @@ def _holder_note(path: Path) -> Holder:
     return Holder(pid, command, since)
 
 
-def _refusal(path: Path, run_id: str) -> RunDriven:
+def _refusal(path: Path, doing: str) -> RunDriven:
     found = _holder_note(path)
+    for _ in range(50):
+        if found.pid is not None:
+            break
+        # The holder writes its note just after it takes the lock: two processes started at the same instant
+        # meet in that gap, and the refusal should still name the holder.
+        time.sleep(0.01)
+        found = _holder_note(path)
     stop = f"`kill -INT {found.pid}`" if found.pid is not None else "Ctrl-C in its pane"
     return RunDriven(
-        f"run {run_id} is being driven by another orch process: {found.describe()}",
+        f"{doing} by another orch process: {found.describe()}",
         hint=f"one orch process drives a run at a time, so nothing is sent twice: wait for it to end (or stop it: {stop}), then try again",
     )

@@ -7,6 +7,7 @@ this is the one place herdr, the ledger and the plan meet. Nothing here talks to
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import sys
@@ -140,6 +141,7 @@ class Engine:
     # What drives runs from this process, for the holder note of the one-driver lock (orchestrator.driver).
     command: str = "orch"
     _driving: list[Path] = field(default_factory=list, repr=False)
+    _starting: Path | None = field(default=None, repr=False)  # the plan's start lock, while `orch run` creates its run
     # Resolved plan snapshots, by path and content (see plan_for).
     _plans: dict[tuple[str, bytes], ResolvedPlan] = field(default_factory=dict, repr=False)
     # An effect whose call was lost (timed out, killed, garbled) is read back this many times, this far apart,
@@ -414,13 +416,54 @@ class Engine:
 
     def refuse_second_run(self, plan_path: Path) -> None:
         """`orch run PLAN` where this pane has an unfinished run of the same plan file is refused: it would take over
-        that run's worktrees and agents and send their packets again. Reads the ledger only when there is one."""
+        that run's worktrees and agents and send their packets again. Reads the ledger only when there is one.
+
+        Between this check and the run's creation (preflight: herdr reads, then the run recorded and its own lock
+        taken) a second `orch run PLAN` started in the same pane at the same instant would find no run either, and
+        start a second one. So this process holds the plan's start lock (``<ORCH_HOME>/starting/``, one per pane and
+        plan file) from here until ``started``: the second is refused naming it, before it reads herdr."""
         from orchestrator import driver
 
         pane = self.env.get("HERDR_PANE_ID")
-        if not pane or not self.ledger_path.exists():
+        if not pane:
             return
         plan = str(plan_path.absolute())
+        digest = hashlib.sha256(f"{pane}\0{plan}".encode()).hexdigest()[:20]
+        lock = self.settings.orch_home / "starting" / f"{digest}.lock"
+        try:
+            driver.acquire(lock, "", command=self.command, since=self.clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                           doing=f"a run of {plan_path} is being started in pane {pane}")
+        except OSError as exc:
+            raise OrchError(
+                f"cannot lock the start of {plan_path} at {lock}: {exc.strerror or exc}",
+                hint=f"orch keeps its state in {self.settings.orch_home}: make it writable (or point ORCH_HOME elsewhere)",
+            ) from None
+        with self._lock:
+            self._driving.append(lock)
+            self._starting = lock
+        try:
+            self._refuse_unfinished(plan_path, plan, pane)
+        except BaseException:
+            self.started()
+            raise
+
+    def started(self) -> None:
+        """The run ``refuse_second_run`` checked for is recorded (with its own lock), or none will be: let the start
+        lock go, so the next `orch run PLAN` in this pane finds that run (and its driver) instead."""
+        from orchestrator import driver
+
+        with self._lock:
+            lock, self._starting = self._starting, None
+            if lock is None or lock not in self._driving:
+                return
+            self._driving.remove(lock)
+        driver.release(lock)
+
+    def _refuse_unfinished(self, plan_path: Path, plan: str, pane: str) -> None:
+        from orchestrator import driver
+
+        if not self.ledger_path.exists():
+            return
         for run in self.ledger.list_runs():
             if run.status is RunStatus.FINISHED or run.controller_target != pane or run.plan_path != plan:
                 continue

@@ -332,7 +332,10 @@ def run_plan(
 ) -> RunOutcome:
     """`orch run PLAN`: preflight (a new run), then drive it to its report."""
     engine.refuse_second_run(plan_path)
-    checked = preflight(engine, plan_path)
+    try:
+        checked = preflight(engine, plan_path)
+    finally:
+        engine.started()  # the run is recorded with its own lock (or none will be): a second `orch run` now finds it
     if on_preflight is not None:
         on_preflight(checked)
     if checked.failure is not None or checked.run_id is None:

@@ -268,3 +268,74 @@ def test_a_second_orch_run_while_the_first_drives_names_the_driver(tmp_path: Pat
         "hint: one orch process drives a run at a time, so nothing is sent twice: wait for it to end, or stop it (Ctrl-C in its pane) "
         f"and continue with `orch resume {RUN}`\n"
     ))
+
+
+# Every call says which orch process made it (its parent), then waits, as in STUCK_HERDR.
+LOGGING_HERDR = """#!/bin/sh
+echo "$PPID" >> "$HERDR_CALLERS"
+while [ ! -e "$STUCK_RELEASE" ]; do sleep 0.02; done
+exit 1
+"""
+
+
+def _exec_after(barrier: Any, argv: list[str], env: dict[str, str], out: Path) -> None:
+    """A child of the test: wait at the barrier with its sibling, then become `orch ARGV` (same pid), output to ``out``."""
+    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    barrier.wait()
+    os.execve(sys.executable, [sys.executable, *argv[1:]], env)
+
+
+def test_two_orch_runs_of_one_plan_started_at_the_same_instant_in_one_pane_one_proceeds_the_other_is_refused_naming_it(
+    tmp_path: Path, git_repo_factory: Any
+) -> None:
+    # Issue 21: both found no unfinished run of the plan (the check is before preflight, the run recorded after it),
+    # and both went on to start the plan; two runs a second apart each made its worktrees and sent its packets.
+    import multiprocessing
+
+    git_repo_factory(tmp_path / "src" / "acme" / "widgets")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    herdr, callers, release = tmp_path / "herdr", tmp_path / "callers", tmp_path / "release"
+    herdr.write_text(LOGGING_HERDR)
+    herdr.chmod(0o755)
+    callers.touch()
+    env = {
+        **os.environ, "ORCH_HOME": str(tmp_path / "orch"), "ORCH_HERDR": str(herdr), "HERDR_ENV": "1", "HERDR_PANE_ID": "w1:p1",
+        "ORCH_SRC_ROOT": str(tmp_path / "src"), "HERDR_CALLERS": str(callers), "STUCK_RELEASE": str(release),
+    }  # fmt: skip
+    forks = multiprocessing.get_context("fork")
+    barrier = forks.Barrier(2)
+    outs = [tmp_path / "first.out", tmp_path / "second.out"]
+    procs = [forks.Process(target=_exec_after, args=(barrier, [*ORCH, "run", str(plan)], env, out)) for out in outs]
+    try:
+        for proc in procs:
+            proc.start()
+
+        def settled() -> bool:
+            calling = set(callers.read_text().split())
+            return any(p.exitcode is not None for p in procs) and len(calling) >= 1 or len(calling) >= 2
+
+        eventually(settled, "one orch run is refused and the other calls herdr, or both call herdr", 120, 0.05)
+        calling = set(callers.read_text().split())
+        ended = [(p, out) for p, out in zip(procs, outs, strict=True) if p.exitcode is not None]
+        assert len(ended) == 1 and len(calling) == 1, (calling, [out.read_text() for out in outs])
+        (loser, said), (winner,) = ended[0], [p for p in procs if p.exitcode is None]
+        assert calling == {str(winner.pid)}  # the refused one made no herdr call: nothing of its was made or sent
+        assert (loser.exitcode, _refusal(said.read_text(), winner.pid, "run")) == (1, (
+            f"orch: a run of {plan} is being started in pane w1:p1 by another orch process: pid <holder> (`orch run`, since <time>)\n"
+            "hint: one orch process drives a run at a time, so nothing is sent twice: wait for it to end "
+            "(or stop it: `kill -INT <holder>`), then try again\n"
+        ))  # fmt: skip
+    finally:
+        release.touch()
+        for proc in procs:
+            proc.join(60)
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join()
+    with Ledger.open(tmp_path / "orch" / "ledger.sqlite3") as ledger:
+        assert len(ledger.list_runs()) <= 1  # the winner's preflight met a herdr that answers nothing: no run at all
