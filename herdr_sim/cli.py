@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 # Only light modules at import time: --version, --help and usage errors never load the state or the engine.
-from herdr_sim import alive, help as helptext, procs, versions
+from herdr_sim import alive, help as helptext, machines, procs, versions
 from herdr_sim.errors import ApiError
 from herdr_sim.ids import AGENT_NAME_RE, SESSION_RE
 from herdr_sim.paths import Paths, resolve_home
@@ -1417,8 +1417,8 @@ _FORWARDED = {"workspace": None, "worktree": None, "tab": None, "pane": None, "n
 
 
 def machine_command(selector: str, args: list[str]) -> int:
-    """A `--machine` call: the command must be one herdr forwards; then the selector must name a saved machine, and
-    the simulator has none (it plays one local server: docs/simulator.md), so every selector is unknown."""
+    """A `--machine` call: the command must be one herdr forwards; then the selector must name a saved machine, whose
+    simulated server runs it (herdr_sim/machines.py)."""
     command = args[0]
     sub = args[1] if len(args) > 1 else ""
     if command == "agent":
@@ -1434,36 +1434,13 @@ def machine_command(selector: str, args: list[str]) -> int:
     if long_help is not None:
         print(long_help, end="")
         return 0
-    print(f"error: unknown machine '{selector}'; use `herdr machine list`", file=sys.stderr)
-    return 2
+    return machines.forward(resolve_home(), selector, args)
 
 
 def machine_local(args: list[str]) -> int:
-    """`herdr machine list|status|reconnect` (0.9.5 rows 4-5): local commands over the saved machine profiles, of
-    which the simulator has none. The empty `--json` shapes and the text lines are ours (herdr's are not documented)."""
-    usage = ("usage: herdr machine list [--json] | herdr machine status [<label-or-id>] [--json] | "
-             "herdr machine reconnect <label-or-id>")
-    sub, rest = (args[0], args[1:]) if args else ("", [])
-    as_json = "--json" in rest
-    words = [a for a in rest if a != "--json"]
-    unknown = next((a for a in words if a.startswith("-")), None)
-    if unknown is not None:
-        print(f"error: unexpected argument '{unknown}'", file=sys.stderr)
-        return 2
-    if sub == "list" and not words:
-        print(json.dumps({"machines": []}) if as_json else "no saved machines")
-        return 0
-    if sub == "status" and len(words) <= 1:
-        if words:
-            print(f"error: unknown machine '{words[0]}'; use `herdr machine list`", file=sys.stderr)
-            return 2
-        print(json.dumps({"machines": []}) if as_json else "no saved machines")
-        return 0
-    if sub == "reconnect" and len(words) == 1 and not as_json:
-        print(f"error: unknown machine '{words[0]}'; use `herdr machine list`", file=sys.stderr)
-        return 2
-    print(f"error: {usage}", file=sys.stderr)
-    return 2
+    """`herdr machine list|add|status|reconnect` (0.9.0; status and reconnect 0.9.2, 0.9.5 DELTA rows 4-5): local
+    commands over this client's saved machine profiles (herdr_sim/machines.py)."""
+    return machines.local(resolve_home(), args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -485,7 +485,7 @@ def test_095_row2_restore_error_is_shown_only_when_a_restore_failed(sim: SimServ
 
 def test_095_rows4_5_machine_status_and_reconnect(tmp_path: Path, version: str) -> None:
     """0.9.2's `machine status [<label-or-id>] [--json]` and `machine reconnect <label-or-id>`: local commands over
-    the saved machines, of which the simulator has none. orch does not drive other machines
+    the saved machines (none saved here; tests/herdr_sim/test_machines.py saves some). orch asks them only in a hosts preflight
     (test_herdr_argv_contract.py::test_095_rows4_5_orch_asks_about_machines_only_in_a_hosts_preflight)."""
     env = {**os.environ, "HERDR_SIM_HOME": str(tmp_path / "sim"), "HERDR_SIM_VERSION": version}
 
@@ -499,7 +499,8 @@ def test_095_rows4_5_machine_status_and_reconnect(tmp_path: Path, version: str) 
         assert [run(*argv) for argv in calls] == [(2, "", "unknown command: machine\nrun 'herdr --help' for usage\n")] * len(calls)
         return
     unknown = (2, "", "error: unknown machine 'mac'; use `herdr machine list`\n")
-    usage = (2, "", "error: usage: herdr machine list [--json] | herdr machine status [<label-or-id>] [--json] | herdr machine reconnect <label-or-id>\n")
+    usage = (2, "", "error: usage: herdr machine list [--json] | herdr machine add <ssh-target> [--label L] [--remote-session NAME] | "
+             "herdr machine status [<label-or-id>] [--json] | herdr machine reconnect <label-or-id>\n")
     assert [run(*argv) for argv in calls] == [(0, '{"machines": []}\n', ""), (0, "no saved machines\n", ""), unknown, unknown, usage,
                                               (0, '{"machines": []}\n', "")]
 
