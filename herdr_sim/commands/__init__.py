@@ -1,0 +1,1 @@
+"""The simulator's CLI, one module per herdr noun as herdr keeps them (src/cli/<noun>.rs); `herdr_sim.cli` dispatches."""
