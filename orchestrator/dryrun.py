@@ -1,6 +1,6 @@
 """`orch plan check --commands`: every herdr and git command a run of the plan would make on its happy path, in order.
 
-The herdr argv is built by ``HerdrCli`` itself through a recording runner (so the listing cannot drift from what orch
+The herdr argv is built by ``HerdrCli`` itself through a recording runner (``orchestrator.herdr.argv_of``) (so the listing cannot drift from what orch
 sends); ids herdr assigns are placeholders (`<pane:TASK>`, `<workspace:TASK>`…). The happy path: every gate passes,
 the repo workspace and its tab are new, each agent takes its packet and sends one result, every worker is accepted on
 its first verification. Questions, retries, read-back repairs and check-ins add commands that are not listed.
@@ -9,13 +9,12 @@ its first verification. Questions, retries, read-back repairs and check-ins add 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from orchestrator import remote
 from orchestrator.agents import facts
-from orchestrator.herdr import HerdrCli
+from orchestrator.herdr import HerdrCli, argv_of, call_argv, record_call
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from orchestrator.retire import default_exit_command
 
@@ -41,31 +40,6 @@ class Command:
         return f"{where}{shlex.join((self.tool, *self.argv))}  # {self.why}"
 
 
-class _Recorded(Exception):
-    """Raised by the recording runner with the argv HerdrCli built: nothing is ever run."""
-
-    def __init__(self, argv: Sequence[str]) -> None:
-        super().__init__()
-        self.argv = tuple(argv)
-
-
-def _record(argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> Any:
-    raise _Recorded(argv)
-
-
-def _herdr_argv(call: str, *args: object, **kwargs: object) -> tuple[str, ...]:
-    return _herdr_call(HerdrCli("herdr", runner=_record, sleep=lambda _s: None), call, *args, **kwargs)[1:]
-
-
-def _herdr_call(cli: HerdrCli, call: str, *args: object, **kwargs: object) -> tuple[str, ...]:
-    """The whole argv ``cli`` builds for one call (``herdr …``, or ``ssh … -- 'herdr …'`` for a host's own herdr)."""
-    try:
-        getattr(cli, call)(*args, **kwargs)
-    except _Recorded as recorded:
-        return recorded.argv
-    raise AssertionError(f"HerdrCli.{call} ran no herdr command")
-
-
 def _host_commands(resolved: ResolvedPlan) -> list[Command]:
     """Preflight of each host (orchestrator.hosts), in its order; then, while orch drives no worker on another host,
     the refusal that ends a run placing any there."""
@@ -75,10 +49,10 @@ def _host_commands(resolved: ResolvedPlan) -> list[Command]:
         def add(argv: Sequence[str], why: str, name: str = name) -> None:
             out.append(Command(argv[0], tuple(argv[1:]), f"preflight {name}: {why}"))
 
-        local = HerdrCli("herdr", runner=_record, sleep=lambda _s: None)
-        add(_herdr_call(local, "machine_status", host.machine), "the saved machine is reachable")
-        add(_herdr_call(HerdrCli("herdr", machine=host.machine, runner=_record), "server_status"), "its herdr server and session")
-        add(_herdr_call(HerdrCli("herdr", ssh=host.ssh, runner=_record), "integration_status"), "its integrations")
+        local = HerdrCli("herdr", runner=record_call, sleep=lambda _s: None)
+        add(call_argv(local, "machine_status", (host.machine,)), "the saved machine is reachable")
+        add(call_argv(HerdrCli("herdr", machine=host.machine, runner=record_call), "server_status"), "its herdr server and session")
+        add(call_argv(HerdrCli("herdr", ssh=host.ssh, runner=record_call), "integration_status"), "its integrations")
         for kind in kinds[name]:
             add(remote.ssh_argv(host.ssh, ["command", "-v", facts(kind).executable]), f"{kind} installed")
         add(remote.ssh_argv(host.ssh, ["git", "-C", host.checkout, "rev-parse", "--verify", "--quiet", f"{BASE}^{{commit}}"]), "the checkout has the base")
@@ -97,7 +71,7 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
     out: list[Command] = []
 
     def herdr(why: str, call: str, *args: object, **kwargs: object) -> None:
-        out.append(Command("herdr", _herdr_argv(call, *args, **kwargs), why))
+        out.append(Command("herdr", argv_of(call, args, kwargs), why))
 
     def git(why: str, *argv: str, cwd: str = checkout) -> None:
         out.append(Command("git", tuple(argv), why, cwd))

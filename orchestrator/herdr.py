@@ -698,6 +698,43 @@ def version_support(version: str) -> VersionSupport:
     return "untested"
 
 
+class RecordedCall(Exception):
+    """Raised by ``record_call`` with the argv HerdrCli built: nothing is ever run."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        super().__init__()
+        self.argv = tuple(argv)
+
+
+def record_call(argv: Sequence[str], *, env: Env, timeout: float) -> subprocess.CompletedProcess[str]:
+    """A runner that runs nothing: it raises ``RecordedCall`` with the argv (``call_argv`` catches it)."""
+    raise RecordedCall(argv)
+
+
+def call_argv(cli: HerdrCli, call: str, args: Sequence[object] = (), kwargs: Mapping[str, object] | None = None) -> tuple[str, ...]:
+    """The whole argv ``cli.<call>(*args, **kwargs)`` runs (``herdr …``, or ``ssh … -- 'herdr …'`` for a host's herdr);
+    ``cli`` must run through ``record_call``, so nothing runs."""
+    try:
+        getattr(cli, call)(*args, **(kwargs or {}))
+    except RecordedCall as recorded:
+        return recorded.argv
+    raise AssertionError(f"HerdrCli.{call} ran no herdr command")
+
+
+def argv_of(
+    call: str, args: Sequence[object] = (), kwargs: Mapping[str, object] | None = None, *, features: HerdrFeatures | None = None, trust_repository: bool = False
+) -> tuple[str, ...]:
+    """The herdr argv (binary left out) ``HerdrCli.<call>(*args, **kwargs)`` would run, built by HerdrCli itself; nothing runs.
+
+    `orch plan check --commands` lists a run's commands with it and the unit tests' fake herdr records its calls with it,
+    so neither can drift from what orch sends. ``features`` stands for the herdr the call is for (the flags that depend
+    on its release), ``trust_repository`` for the plan's policy.
+    """
+    cli = HerdrCli("herdr", runner=record_call, sleep=lambda _s: None)
+    cli._features, cli.trust_repository = features, trust_repository
+    return call_argv(cli, call, args, kwargs)[1:]
+
+
 def features_of(version: str) -> HerdrFeatures:
     """What a herdr of this (server) version can do; the one place orch maps versions to behaviour."""
     parsed = parse_version(version)

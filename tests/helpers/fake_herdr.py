@@ -13,7 +13,8 @@ What it models (../shared/herdr-0.7.5/CONTRACT.md §1, §5-§9, and the simulato
   (so ``agent_not_found`` is a ``HerdrNotFound`` with the same message and hint ``HerdrCli`` would give), and a lost
   outcome as ``HerdrCallLost``.
 
-Every call is recorded in ``calls`` as a ``HerdrCall`` whose argv is the one ``HerdrCli`` would run (``argvs()``,
+Every call is recorded in ``calls`` as a ``HerdrCall`` whose argv ``HerdrCli`` itself built (``orchestrator.herdr.argv_of``:
+an argv change cannot leave the fake behind; ``argvs()``,
 ``commands()`` and ``count()`` read them). Fault hooks: ``fail_next`` (the next call of a command fails, before or after
 acting) and ``lose_next`` (acts, then its answer is lost). Unlike ``HerdrCli`` nothing is retried. Thread-safe:
 provisioning calls it from a pool.
@@ -26,13 +27,13 @@ import os
 import re
 import subprocess
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from orchestrator.errors import HerdrCall, HerdrCallLost, HerdrFailure
-from orchestrator.herdr import Env, Herdr, PathArg, error_for, features_of
+from orchestrator.herdr import Env, Herdr, PathArg, argv_of, error_for, features_of
 from orchestrator.herdr_models import (
     AgentExplain,
     AgentInfo,
@@ -102,6 +103,10 @@ class FakeAgent:
     keys: list[str] = field(default_factory=list)
     on_prompt: Callable[[], object] | None = None  # what happens while herdr submits (a fast worker's callback)
     after_prompt: str | None = None  # what its pane shows once a prompt landed (a dialog the turn opened)
+    exit_command: str | None = "/exit"  # typed into its pane and then Enter, the agent leaves it (the pane is a shell again)
+    exits: bool = True  # False: it ignores its exit command
+    stops: bool = True  # a `stop` envelope ends its turn (it goes idle); False: it keeps working
+    rests_after: int | None = None  # working, it goes idle after this many more `agent get`s (its turn ends)
 
 
 @dataclass
@@ -236,21 +241,18 @@ class FakeHerdr:
     def set_status(self, name: str, status: AgentStatus) -> None:
         """The agent's state changes as herdr would report it: the seq moves; a finished turn counts (0.9.2+)."""
         with self._lock:
-            agent = self.agent(name)
-            if agent.status == "working" and status in ("idle", "done") and agent.completion is not None:
-                agent.completion += 1
-            agent.status, agent.seq = status, agent.seq + 1
+            self._move(self.agent(name), status)
 
     # --- discovery ---
 
     def version(self) -> HerdrVersion:
-        return self._call(["--version"], lambda: HerdrVersion(text=f"herdr {self.version_text}", version=self.version_text))
+        return self._call(self._argv("version"), lambda: HerdrVersion(text=f"herdr {self.version_text}", version=self.version_text))
 
     def features(self) -> HerdrFeatures:
         return features_of(self.version_text)  # no call: HerdrCli asks `status` once and caches it
 
     def help_text(self) -> str:
-        return self._call(["--help"], lambda: "herdr: a terminal workspace for agents (fake)\n")
+        return self._call(self._argv("help_text"), lambda: "herdr: a terminal workspace for agents (fake)\n")
 
     def status(self) -> HerdrStatus:
         def act() -> HerdrStatus:
@@ -258,32 +260,32 @@ class FakeHerdr:
             server = ServerStatus(status="running", running=True, version=self.version_text, protocol=22, compatible=True, socket="/fake/herdr.sock")
             return HerdrStatus(client=client, server=server, update=UpdateStatus())
 
-        return self._call(["status", "--json"], act)
+        return self._call(self._argv("status"), act)
 
     def session_list(self) -> SessionList:
         one = SessionInfo(name="default", default=True, running=True, socket_path="/fake/herdr.sock", session_dir="/fake")
-        return self._call(["session", "list", "--json"], lambda: SessionList(sessions=(one,)))
+        return self._call(self._argv("session_list"), lambda: SessionList(sessions=(one,)))
 
     def integration_status(self) -> tuple[IntegrationEntry, ...]:
-        return self._call(["integration", "status"], lambda: tuple(self.integrations))
+        return self._call(self._argv("integration_status"), lambda: tuple(self.integrations))
 
     def api_schema_methods(self) -> tuple[str, ...]:
-        return self._call(["api", "schema", "--json"], lambda: ("ping", "workspace.list", "pane.read", "agent.start", "agent.prompt", "worktree.create"))
+        return self._call(self._argv("api_schema_methods"), lambda: ("ping", "workspace.list", "pane.read", "agent.start", "agent.prompt", "worktree.create"))
 
     # --- workspaces ---
 
     def workspace_list(self) -> tuple[WorkspaceInfo, ...]:
-        return self._call(["workspace", "list"], lambda: tuple(self._ws_info(w) for w in self.workspaces))
+        return self._call(self._argv("workspace_list"), lambda: tuple(self._ws_info(w) for w in self.workspaces))
 
     def workspace_create(self, *, cwd: PathArg | None = None, label: str | None = None, env: Env | None = None) -> WorkspaceCreated:
         def act() -> WorkspaceCreated:
             ws, tab, pane = self._new_workspace(os.fspath(cwd) if cwd is not None else str(Path.home()), label)
             return WorkspaceCreated(type="workspace_created", workspace=self._ws_info(ws.workspace_id), tab=self._tab_info(tab.tab_id), root_pane=self._pane_info(pane.pane_id))
 
-        return self._call(["workspace", "create", *_opt("--cwd", cwd), *_opt("--label", label), *_env(env), "--no-focus"], act)
+        return self._call(self._argv("workspace_create", (), {"cwd": cwd, "label": label, "env": env}), act)
 
     def workspace_get(self, workspace_id: str) -> WorkspaceInfo:
-        return self._call(["workspace", "get", workspace_id], lambda: self._ws_info(self._ws(workspace_id).workspace_id))
+        return self._call(self._argv("workspace_get", (workspace_id,)), lambda: self._ws_info(self._ws(workspace_id).workspace_id))
 
     def workspace_close(self, workspace_id: str) -> None:
         def act() -> None:
@@ -292,7 +294,7 @@ class FakeHerdr:
                 self._drop_workspace(member.workspace_id)  # closing a group's parent closes the group (CONTRACT §5)
             self._drop_workspace(ws.workspace_id)
 
-        self._call(["workspace", "close", workspace_id], act)
+        self._call(self._argv("workspace_close", (workspace_id,)), act)
 
     # --- tabs ---
 
@@ -301,7 +303,7 @@ class FakeHerdr:
             spaces = [self._ws(workspace)] if workspace is not None else list(self.workspaces.values())
             return tuple(self._tab_info(t) for w in spaces for t in w.tabs)
 
-        return self._call(["tab", "list", *_opt("--workspace", workspace)], act)
+        return self._call(self._argv("tab_list", (), {"workspace": workspace}), act)
 
     def tab_create(self, *, workspace: str | None = None, cwd: PathArg | None = None, label: str | None = None, env: Env | None = None) -> TabCreated:
         def act() -> TabCreated:
@@ -310,7 +312,7 @@ class FakeHerdr:
             pane = self._new_pane(ws, tab, os.fspath(cwd) if cwd is not None else ws.cwd)
             return TabCreated(type="tab_created", tab=self._tab_info(tab.tab_id), root_pane=self._pane_info(pane.pane_id))
 
-        argv = ["tab", "create", *_opt("--workspace", workspace), *_opt("--cwd", cwd), *_opt("--label", label), *_env(env), "--no-focus"]
+        argv = self._argv("tab_create", (), {"workspace": workspace, "cwd": cwd, "label": label, "env": env})
         return self._call(argv, act)
 
     def tab_rename(self, tab_id: str, label: str) -> TabInfo:
@@ -318,7 +320,7 @@ class FakeHerdr:
             self._tab(tab_id).label = label
             return self._tab_info(tab_id)
 
-        return self._call(["tab", "rename", tab_id, label], act)
+        return self._call(self._argv("tab_rename", (tab_id, label)), act)
 
     def tab_close(self, tab_id: str) -> None:
         def act() -> None:
@@ -330,25 +332,25 @@ class FakeHerdr:
             self.workspaces[tab.workspace_id].tabs.remove(tab_id)
             del self.tabs[tab_id]
 
-        self._call(["tab", "close", tab_id], act)
+        self._call(self._argv("tab_close", (tab_id,)), act)
 
     # --- panes ---
 
     def pane_current(self, *, pane: str | None = None) -> PaneInfo:
-        return self._call(["pane", "current", *(["--pane", pane] if pane is not None else ["--current"])], lambda: self._pane_info(pane or self._current()))
+        return self._call(self._argv("pane_current", (), {"pane": pane}), lambda: self._pane_info(pane or self._current()))
 
     def pane_list(self, *, workspace: str | None = None) -> tuple[PaneInfo, ...]:
         def act() -> tuple[PaneInfo, ...]:
             spaces = [self._ws(workspace)] if workspace is not None else list(self.workspaces.values())
             return tuple(self._pane_info(p) for w in spaces for t in w.tabs for p in self.tabs[t].panes)
 
-        return self._call(["pane", "list", *_opt("--workspace", workspace)], act)
+        return self._call(self._argv("pane_list", (), {"workspace": workspace}), act)
 
     def pane_get(self, pane_id: str) -> PaneInfo:
-        return self._call(["pane", "get", pane_id], lambda: self._pane_info(pane_id))
+        return self._call(self._argv("pane_get", (pane_id,)), lambda: self._pane_info(pane_id))
 
     def pane_layout(self, pane_id: str) -> PaneLayoutSnapshot:
-        return self._call(["pane", "layout", "--pane", pane_id], lambda: self._layout(self._pane(pane_id).tab_id))
+        return self._call(self._argv("pane_layout", (pane_id,)), lambda: self._layout(self._pane(pane_id).tab_id))
 
     def pane_split(self, pane_id: str, *, direction: SplitDirection, ratio: float | None = None, cwd: PathArg | None = None, env: Env | None = None) -> PaneInfo:
         def act() -> PaneInfo:
@@ -366,7 +368,7 @@ class FakeHerdr:
             self._next_split += 1
             return self._pane_info(new.pane_id)
 
-        argv = ["pane", "split", "--pane", pane_id, "--direction", direction, *_opt("--ratio", ratio), *_opt("--cwd", cwd), *_env(env), "--no-focus"]
+        argv = self._argv("pane_split", (pane_id,), {"direction": direction, "ratio": ratio, "cwd": cwd, "env": env})
         return self._call(argv, act)
 
     def pane_move_new_tab(self, pane_id: str, *, workspace: str | None = None, label: str | None = None) -> PaneMoveResult:
@@ -403,19 +405,28 @@ class FakeHerdr:
                 closed_workspace_id=closed_ws, closed_tab_id=closed_tab, focused_pane_id=self._current() if self.current_pane in self.panes else pane.pane_id,
             )  # fmt: skip
 
-        return self._call(["pane", "move", pane_id, "--new-tab", *_opt("--workspace", workspace), *_opt("--label", label), "--no-focus"], act)
+        return self._call(self._argv("pane_move_new_tab", (pane_id,), {"workspace": workspace, "label": label}), act)
 
     def pane_read(self, pane_id: str, *, source: ReadSource = "recent", lines: int | None = None) -> str:
-        return self._call(["pane", "read", pane_id, "--source", source, *_opt("--lines", lines)], lambda: self._read(self._pane(pane_id), lines))
+        return self._call(self._argv("pane_read", (pane_id,), {"source": source, "lines": lines}), lambda: self._read(self._pane(pane_id), lines))
 
     def pane_send_text(self, pane_id: str, text: str) -> None:
-        self._call(["pane", "send-text", pane_id, text], lambda: self._pane(pane_id).sent.append(text))
+        self._call(self._argv("pane_send_text", (pane_id, text)), lambda: self._pane(pane_id).sent.append(text))
 
     def pane_send_keys(self, pane_id: str, *keys: str) -> None:
-        self._call(["pane", "send-keys", pane_id, *keys], lambda: self._pane(pane_id).sent.extend(f"<{k}>" for k in keys))
+        def act() -> None:
+            pane = self._pane(pane_id)
+            typed = pane.sent[-1] if pane.sent and not pane.sent[-1].startswith("<") else None
+            pane.sent.extend(f"<{k}>" for k in keys)
+            agent = pane.agent
+            if keys[:1] == ("Enter",) and agent is not None and agent.exits and typed is not None and typed == agent.exit_command:
+                pane.agent = None  # the agent left: its pane is a shell again
+                pane.screen = pane.screen.rstrip("\n") + "\n$ \n"
+
+        self._call(self._argv("pane_send_keys", (pane_id, *keys)), act)
 
     def pane_run(self, pane_id: str, command: str) -> None:
-        self._call(["pane", "run", pane_id, command], lambda: self._pane(pane_id).sent.append(command + "<enter>"))
+        self._call(self._argv("pane_run", (pane_id, command)), lambda: self._pane(pane_id).sent.append(command + "<enter>"))
 
     def pane_close(self, pane_id: str) -> None:
         def act() -> None:
@@ -433,22 +444,20 @@ class FakeHerdr:
             if not ws.tabs:
                 del self.workspaces[ws.workspace_id]
 
-        self._call(["pane", "close", pane_id], act)
+        self._call(self._argv("pane_close", (pane_id,)), act)
 
     def pane_report_agent_session(self, pane_id: str, *, source: str, agent: str, session: AgentSession, resume: Sequence[str]) -> None:
-        flag = "--agent-session-id" if session.kind == "id" else "--agent-session-path"
-
         def act() -> None:
             self._pane(pane_id).session = session
 
-        self._call(["pane", "report-agent-session", pane_id, "--source", source, "--agent", agent, flag, session.value, "--", *resume], act)
+        self._call(self._argv("pane_report_agent_session", (pane_id,), {"source": source, "agent": agent, "session": session, "resume": resume}), act)
 
     def pane_rename(self, pane_id: str, label: str | None) -> PaneInfo:
         def act() -> PaneInfo:
             self._pane(pane_id).label = label
             return self._pane_info(pane_id)
 
-        return self._call(["pane", "rename", pane_id, "--clear" if label is None else label], act)
+        return self._call(self._argv("pane_rename", (pane_id, label)), act)
 
     # --- worktrees ---
 
@@ -457,7 +466,7 @@ class FakeHerdr:
             root, source_ws = self._source(workspace, cwd, linked_ok=True)
             return WorktreeListResult(type="worktree_list", source=self._wt_source(root, source_ws), worktrees=self._worktrees(root))
 
-        return self._call(["worktree", "list", *_opt("--workspace", workspace), *_opt("--cwd", cwd), *self._trust(), "--json"], act)
+        return self._call(self._argv("worktree_list", (), {"workspace": workspace, "cwd": cwd}), act)
 
     def worktree_create(
         self,
@@ -483,10 +492,7 @@ class FakeHerdr:
             info = next(w for w in self._worktrees(root) if _same(w.path, where))
             return WorktreeCreated(type="worktree_created", workspace=self._ws_info(ws), tab=self._tab_info(tab), root_pane=self._pane_info(pane), worktree=info)
 
-        argv = [
-            "worktree", "create", *_opt("--workspace", workspace), *_opt("--cwd", cwd), *_opt("--branch", branch), *_opt("--base", base),
-            *_opt("--path", path), *_opt("--label", label), "--no-focus", *self._trust(), "--json",
-        ]  # fmt: skip
+        argv = self._argv("worktree_create", (), {"workspace": workspace, "cwd": cwd, "branch": branch, "base": base, "path": path, "label": label})  # fmt: skip
         return self._call(argv, act)
 
     def worktree_open(
@@ -515,7 +521,7 @@ class FakeHerdr:
                 worktree=again, already_open=already,
             )  # fmt: skip
 
-        argv = ["worktree", "open", *_opt("--workspace", workspace), *_opt("--cwd", cwd), *_opt("--path", path), *_opt("--branch", branch), *_opt("--label", label), "--no-focus", *self._trust(), "--json"]
+        argv = self._argv("worktree_open", (), {"workspace": workspace, "cwd": cwd, "path": path, "branch": branch, "label": label})
         return self._call(argv, act)
 
     def worktree_remove(self, workspace_id: str, *, force: bool = False) -> WorktreeRemoved:
@@ -530,15 +536,25 @@ class FakeHerdr:
             self._drop_workspace(ws.workspace_id)
             return WorktreeRemoved(type="worktree_removed", workspace_id=ws.workspace_id, path=ws.cwd, forced=force)
 
-        return self._call(["worktree", "remove", "--workspace", workspace_id, *(["--force"] if force else []), *self._trust(), "--json"], act)
+        return self._call(self._argv("worktree_remove", (workspace_id,), {"force": force}), act)
 
     # --- agents ---
 
     def agent_list(self) -> tuple[AgentInfo, ...]:
-        return self._call(["agent", "list"], lambda: tuple(self._agent_info(p) for p in self._agent_panes()))
+        return self._call(self._argv("agent_list"), lambda: tuple(self._agent_info(p) for p in self._agent_panes()))
 
     def agent_get(self, target: str) -> AgentInfo:
-        return self._call(["agent", "get", target], lambda: self._agent_info(self._target(target)))
+        def act() -> AgentInfo:
+            pane = self._target(target)
+            agent = pane.agent
+            if agent is not None and agent.rests_after is not None:
+                agent.rests_after -= 1
+                if agent.rests_after <= 0:
+                    agent.rests_after = None
+                    self._move(agent, "idle")
+            return self._agent_info(pane)
+
+        return self._call(self._argv("agent_get", (target,)), act)
 
     def agent_start(self, name: str, *, kind: str, pane: str, timeout_ms: int | None = None, args: Sequence[str] = ()) -> AgentStarted:
         def act() -> AgentStarted:
@@ -556,7 +572,7 @@ class FakeHerdr:
             target.screen = self.ready_screens.get(kind, target.screen)
             return AgentStarted(type="agent_started", agent=self._agent_info(target), argv=(kind, *args))
 
-        argv = ["agent", "start", name, "--kind", kind, "--pane", pane, *_opt("--timeout", timeout_ms), *(["--", *args] if args else [])]
+        argv = self._argv("agent_start", (name,), {"kind": kind, "pane": pane, "timeout_ms": timeout_ms, "args": args})
         return self._call(argv, act)
 
     def agent_prompt(self, target: str, text: str, *, wait: bool = False, until: Sequence[AgentStatus] = (), timeout_ms: int | None = None) -> AgentPrompted:
@@ -569,7 +585,10 @@ class FakeHerdr:
                 agent.on_prompt()
             if agent.after_prompt is not None:
                 pane.screen = agent.after_prompt
-            if agent.reacts == "work":
+            if "kind=stop " in text.partition("\n")[0]:
+                if agent.stops:
+                    self._move(agent, "idle")
+            elif agent.reacts == "work":
                 agent.status, agent.seq = "working", agent.seq + 1
             elif agent.reacts == "finish":
                 agent.status, agent.seq = "done", agent.seq + 2
@@ -580,9 +599,7 @@ class FakeHerdr:
                 raise self._refusal("timeout", "timed out waiting for agent status")
             return AgentPrompted(type="agent_prompted", agent=self._agent_info(pane))
 
-        argv = ["agent", "prompt", target, text]
-        if wait:
-            argv += ["--wait", *(w for s in until for w in ("--until", s)), *_opt("--timeout", timeout_ms)]
+        argv = self._argv("agent_prompt", (target, text), {"wait": wait, "until": until, "timeout_ms": timeout_ms})
         return self._call(argv, act)
 
     def agent_wait(self, target: str, *, until: Sequence[AgentStatus] = (), timeout_ms: int) -> AgentInfo:
@@ -593,10 +610,10 @@ class FakeHerdr:
                 raise self._refusal("timeout", "timed out waiting for agent status")  # nothing moves while a test waits
             return self._agent_info(pane)
 
-        return self._call(["agent", "wait", target, *(w for s in until for w in ("--until", s)), "--timeout", str(timeout_ms)], act)
+        return self._call(self._argv("agent_wait", (target,), {"until": until, "timeout_ms": timeout_ms}), act)
 
     def agent_read(self, target: str, *, source: ReadSource = "recent", lines: int | None = None) -> str:
-        return self._call(["agent", "read", target, "--source", source, *_opt("--lines", lines)], lambda: self._read(self._target(target), lines))
+        return self._call(self._argv("agent_read", (target,), {"source": source, "lines": lines}), lambda: self._read(self._target(target), lines))
 
     def agent_send_keys(self, target: str, *keys: str) -> None:
         def act() -> None:
@@ -606,7 +623,7 @@ class FakeHerdr:
                 raise self._refusal("agent_not_ready", f"agent {target} is not ready")
             pane.agent.keys.extend(keys)
 
-        self._call(["agent", "send-keys", target, *keys], act)
+        self._call(self._argv("agent_send_keys", (target, *keys)), act)
 
     def agent_rename(self, target: str, name: str | None) -> AgentInfo:
         def act() -> AgentInfo:
@@ -617,10 +634,10 @@ class FakeHerdr:
             pane.agent.name = name
             return self._agent_info(pane)
 
-        return self._call(["agent", "rename", target, "--clear" if name is None else name], act)
+        return self._call(self._argv("agent_rename", (target, name)), act)
 
     def agent_focus(self, target: str) -> AgentInfo:
-        return self._call(["agent", "focus", target], lambda: self._agent_info(self._target(target)))
+        return self._call(self._argv("agent_focus", (target,)), lambda: self._agent_info(self._target(target)))
 
     def agent_explain(self, target: str) -> AgentExplain:
         def act() -> AgentExplain:
@@ -628,11 +645,21 @@ class FakeHerdr:
             assert agent is not None
             return AgentExplain(agent=agent.kind, state=agent.status)
 
-        return self._call(["agent", "explain", target, "--json"], act)
+        return self._call(self._argv("agent_explain", (target,)), act)
 
     # --- the machinery ---
 
-    def _call(self, args: list[str], act: Callable[[], T]) -> T:
+    def _move(self, agent: FakeAgent, status: AgentStatus) -> None:
+        """A state change as herdr reports it: the seq moves; a turn that ends counts as finished (0.9.2+)."""
+        if agent.status == "working" and status in ("idle", "done") and agent.completion is not None:
+            agent.completion += 1
+        agent.status, agent.seq = status, agent.seq + 1
+
+    def _argv(self, call: str, args: Sequence[object] = (), kwargs: Mapping[str, object] | None = None) -> tuple[str, ...]:
+        """The argv ``HerdrCli.<call>`` runs for these arguments, built by HerdrCli itself for this fake's release."""
+        return argv_of(call, args, kwargs, features=self.features(), trust_repository=self.trust_repository)
+
+    def _call(self, args: Sequence[str], act: Callable[[], T]) -> T:
         """Record the call, apply a queued fault, act; a refusal becomes the typed error the real boundary raises."""
         argv = (self.binary, *args)
         command = " ".join(args[:2])
@@ -680,9 +707,6 @@ class FakeHerdr:
         if pane.after_read is not None:
             pane.screen, pane.after_read = pane.after_read, None
         return shown
-
-    def _trust(self) -> list[str]:
-        return ["--trust-repository"] if self.trust_repository and self.features().trust_repository else []
 
     def _current(self) -> str:
         if self.current_pane is None:
@@ -848,14 +872,6 @@ class _Refusal(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(code)
         self.code, self.message = code, message
-
-
-def _opt(flag: str, value: str | int | float | PathArg | None) -> list[str]:
-    return [] if value is None else [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
-
-
-def _env(env: Env | None) -> list[str]:
-    return [word for key, value in (env or {}).items() for word in ("--env", f"{key}={value}")]
 
 
 def _last(text: str, lines: int | None) -> str:

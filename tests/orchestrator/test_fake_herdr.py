@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 from fake_herdr import FakeHerdr, herdr_number
 
 from orchestrator.errors import HerdrCallLost, HerdrConfirmationRequired, HerdrNotFound, HerdrPaneBusy, HerdrWorktreeCreateFailed
-from orchestrator.herdr import Herdr
+from orchestrator.herdr import Herdr, argv_of
 
 # The fake is a Herdr for mypy (`python3 -m mypy` checks tests/helpers/fake_herdr.py, which says the same).
 _: Herdr = FakeHerdr()
@@ -109,3 +110,52 @@ def test_closing_a_groups_parent_pane_needs_confirmation(git_repo: Any, tmp_path
     with pytest.raises(HerdrConfirmationRequired):
         herdr.pane_close("w1:p1")
     assert "w1:p1" in herdr.panes
+
+
+def test_every_call_records_the_argv_herdrcli_builds_never_one_of_its_own(git_repo: Any) -> None:
+    """The fake takes each argv from the real boundary (argv_of): no protocol method hands ``_call`` an argv it built."""
+    import fake_herdr
+
+    tree = ast.parse(inspect.getsource(fake_herdr.FakeHerdr))
+    built_here = [
+        f"{fn.name}:{node.lineno}"
+        for fn in tree.body[0].body  # type: ignore[attr-defined]
+        if isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_")
+        for node in ast.walk(fn)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "_call"
+        and not (isinstance(node.args[0], ast.Name) or (isinstance(node.args[0], ast.Call) and getattr(node.args[0].func, "attr", None) == "_argv"))
+    ] + [
+        f"{fn.name}:{node.lineno}"
+        for fn in tree.body[0].body  # type: ignore[attr-defined]
+        if isinstance(fn, ast.FunctionDef) and not fn.name.startswith("_")
+        for node in fn.body
+        if isinstance(node, ast.Assign | ast.AugAssign) and "argv" in ast.unparse(node).split("=")[0]
+        and not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and getattr(node.value.func, "attr", None) == "_argv")
+    ]
+    assert built_here == []
+
+    herdr = FakeHerdr(cwd=git_repo.path)
+    herdr.trust_repository = True
+    herdr.worktree_list(workspace="w1")
+    assert herdr.argvs() == [argv_of("worktree_list", (), {"workspace": "w1"}, features=herdr.features(), trust_repository=True)]
+    assert "--trust-repository" in herdr.argvs()[0]
+
+
+def test_an_agent_leaves_on_its_exit_command_ends_its_turn_on_a_stop_and_rests_after_its_gets(git_repo: Any) -> None:
+    herdr = FakeHerdr(cwd=git_repo.path)
+    pane = herdr.tab_create(workspace="w1").root_pane.pane_id
+    agent = herdr.add_agent(pane, "api", "codex", status="working", rests_after=2)
+    assert [herdr.agent_get("api").agent_status for _ in range(2)] == ["working", "idle"]
+
+    herdr.set_status("api", "working")
+    herdr.agent_prompt("api", "[herdr-orchestration run=r task=api from=w1:p1 kind=stop reply-to=w1:p1]")
+    assert agent.status == "idle"
+
+    herdr.pane_send_text(pane, "/quit")
+    herdr.pane_send_keys(pane, "Enter")
+    assert herdr.pane(pane).agent is agent  # not its exit command
+    herdr.pane_send_text(pane, "/exit")
+    herdr.pane_send_keys(pane, "Enter")
+    assert herdr.pane(pane).agent is None and herdr.pane(pane).screen.endswith("$ \n")
+    with pytest.raises(HerdrNotFound):
+        herdr.agent_get(pane)

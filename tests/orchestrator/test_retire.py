@@ -1,18 +1,17 @@
-"""The stop ladder's decisions: real git worktrees, a real ledger, a fake clock and a small stateful fake herdr."""
+"""The stop ladder's decisions: real git worktrees, a real ledger, a fake clock and the shared fake herdr."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_herdr import FakeAgent, FakeHerdr
 
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.errors import HerdrConfirmationRequired, HerdrNotFound, OrchError
-from orchestrator.herdr_models import AgentInfo, AgentPrompted, PaneInfo, WorktreeListResult
+from orchestrator.errors import OrchError
 from orchestrator.retire import RetireResult, holds_work, render_retire, retire
 from registry import Run, WorkerState
 
@@ -20,104 +19,35 @@ S = WorkerState
 RUN = "w1:p1-20261130T080000Z"
 
 
-@dataclass
-class FakePane:
-    """One simulated pane: which workspace, which agent (if any) at which status, and what the screen shows."""
+def calls(herdr: FakeHerdr) -> list[tuple[str, ...]]:
+    """What the ladder changed through herdr, compactly: text and keys typed, prompts (their header), panes closed."""
+    shown: list[tuple[str, ...]] = []
+    for argv in herdr.argvs():
+        command, rest = " ".join(argv[:2]), argv[2:]
+        if command == "pane send-text":
+            shown.append(("send-text", rest[0], rest[1]))
+        elif command == "pane send-keys":
+            shown.append(("send-keys", *rest))
+        elif command == "agent prompt":
+            shown.append(("agent-prompt", rest[0], rest[1].splitlines()[0]))
+        elif command in ("pane close", "workspace close", "worktree remove"):
+            shown.append((command.replace(" ", "-"), *rest))
+    return shown
 
-    workspace: str
-    agent: str | None = None
-    status: str = "idle"
-    exits: bool = True  # the agent leaves on /exit + Enter
-    stops: bool = True  # a `stop` envelope ends its turn (it goes idle)
-    rests_after: int | None = None  # a working agent goes idle after this many more `agent get`s (its turn ends)
-    screen: list[str] = field(default_factory=lambda: ["› "])
-    typed: str = ""
-    cwd: str | None = None
 
-
-class FakeHerdr:
-    """Just enough herdr for the ladder, with herdr's error codes; `calls` records every mutating call."""
-
-    def __init__(self) -> None:
-        self.panes: dict[str, FakePane] = {}
-        self.confirm_close: set[str] = set()
-        self.worktrees: dict[str, str | None] = {}  # path -> open workspace id
-        self.calls: list[tuple[str, ...]] = []
-
-    def _pane(self, pane_id: str) -> FakePane:
-        if pane_id not in self.panes:
-            raise HerdrNotFound(f"pane {pane_id} not found", code="pane_not_found")
-        return self.panes[pane_id]
-
-    def _info(self, pane_id: str) -> dict[str, Any]:
-        p = self.panes[pane_id]
-        return {"pane_id": pane_id, "terminal_id": "t", "workspace_id": p.workspace, "tab_id": f"{p.workspace}:t1", "focused": False,
-                "agent_status": p.status if p.agent else "unknown", "revision": 0, "agent": p.agent, "cwd": p.cwd}  # fmt: skip
-
-    def pane_get(self, pane_id: str) -> PaneInfo:
-        self._pane(pane_id)
-        return PaneInfo.model_validate(self._info(pane_id))
-
-    def agent_get(self, target: str) -> AgentInfo:
-        pane = self.panes.get(target)
-        if pane is None or pane.agent is None:
-            raise HerdrNotFound(f"agent target {target} not found", code="agent_not_found")
-        if pane.rests_after is not None:
-            pane.rests_after -= 1
-            if pane.rests_after <= 0:
-                pane.status, pane.rests_after = "idle", None
-        return AgentInfo.model_validate({**self._info(target), "state_change_seq": 1, "name": pane.agent})
-
-    def agent_prompt(self, target: str, text: str, **wait: Any) -> AgentPrompted:
-        self.calls.append(("agent-prompt", target, text.splitlines()[0]))
-        pane = self._pane(target)
-        if "kind=stop" in text.splitlines()[0] and pane.stops:
-            pane.status = "idle"
-        return AgentPrompted.model_validate({"type": "agent_prompted", "agent": {**self._info(target), "state_change_seq": 2, "name": pane.agent}})
-
-    def pane_send_text(self, pane_id: str, text: str) -> None:
-        self.calls.append(("send-text", pane_id, text))
-        self._pane(pane_id).typed += text
-
-    def pane_send_keys(self, pane_id: str, *keys: str) -> None:
-        self.calls.append(("send-keys", pane_id, *keys))
-        pane = self._pane(pane_id)
-        if keys == ("Enter",) and pane.typed == "/exit" and pane.agent and pane.exits:
-            pane.agent = None
-            pane.screen.append("$ ")
-        pane.typed = ""
-
-    def pane_read(self, pane_id: str, *, source: str = "recent", lines: int | None = None) -> str:
-        return "\n".join(self._pane(pane_id).screen) + "\n"
-
-    def pane_close(self, pane_id: str) -> None:
-        self.calls.append(("pane-close", pane_id))
-        self._pane(pane_id)
-        if pane_id in self.confirm_close:
-            raise HerdrConfirmationRequired("closing this pane would close a worktree group", code="confirmation_required")
-        del self.panes[pane_id]
-
-    def pane_list(self, *, workspace: str | None = None) -> tuple[PaneInfo, ...]:
-        found = [pid for pid, p in self.panes.items() if workspace is None or p.workspace == workspace]
-        if not found and workspace is not None:
-            raise HerdrNotFound(f"workspace {workspace} not found", code="workspace_not_found")
-        return tuple(PaneInfo.model_validate(self._info(pid)) for pid in found)
-
-    def worktree_list(self, *, workspace: str | None = None, cwd: Any = None) -> WorktreeListResult:
-        return WorktreeListResult.model_validate({
-            "type": "worktree_list",
-            "source": {"repo_key": "k", "repo_name": "widgets", "repo_root": str(cwd), "source_checkout_path": str(cwd)},
-            "worktrees": [{"path": path, "is_bare": False, "is_detached": False, "is_prunable": False, "is_linked_worktree": True,
-                           "label": "widgets", "open_workspace_id": ws} for path, ws in self.worktrees.items()],
-        })  # fmt: skip
+def agent(w: Any, pane: str) -> FakeAgent:
+    found = w.herdr.pane(pane).agent
+    assert found is not None
+    return found
 
 
 @pytest.fixture
 def world(tmp_path: Path, git_repo_factory: Any) -> Any:
-    """A repo, a ledger run on it, a fake herdr and an engine on a fake clock."""
+    """A repo, a ledger run on it, the shared fake herdr (workspace w1 at the repo, the controller in w1:p1) and an
+    engine on a fake clock."""
     repo = git_repo_factory(tmp_path / "src" / "acme" / "widgets")
-    herdr = FakeHerdr()
-    engine = Engine(settings=Settings.from_env(), herdr=herdr, clock=FakeClock(), env={"HERDR_WORKSPACE_ID": "w1"})  # type: ignore[arg-type]
+    herdr = FakeHerdr(cwd=repo.path)
+    engine = Engine(settings=Settings.from_env(), herdr=herdr, clock=FakeClock(), env={"HERDR_WORKSPACE_ID": "w1"})
     run = engine.ledger.create_run(RUN, controller_target="w1:p1", repo_path=repo.path)
 
     class W:
@@ -129,12 +59,20 @@ def world(tmp_path: Path, git_repo_factory: Any) -> Any:
     engine.close()
 
 
+def new_pane(w: Any, workspace: str = "w1") -> str:
+    """A pane of its own: the root pane of a new tab in ``workspace``, or of a new workspace (``workspace="new"``)."""
+    if workspace == "new":
+        return str(w.herdr.workspace_create(cwd=w.repo.path).root_pane.pane_id)
+    return str(w.herdr.tab_create(workspace=workspace).root_pane.pane_id)
+
+
 LADDER = [S.READY, S.DISPATCHED, S.RESULT, S.VERIFYING]
 
 
 def add_worker(w: Any, task: str, state: WorkerState, *, pane: str | None = None, created_pane: bool = True,
                worktree: bool = False, commit: bool = False, **fields: Any) -> Path | None:  # fmt: skip
-    """A worker of the run in ``state``, with a pane (an idle agent named after the task) and optionally its own worktree."""
+    """A worker of the run in ``state``, with a pane (``pane``: a new tab's in that workspace, or a new workspace's, an
+    idle codex agent named after the task at its prompt) and optionally its own worktree."""
     path = None
     if worktree:
         path = w.tmp / "worktrees" / task
@@ -143,7 +81,9 @@ def add_worker(w: Any, task: str, state: WorkerState, *, pane: str | None = None
             w.repo.commit(f"{task} work", {f"{task}.txt": "work\n"}, cwd=path)
         fields.update(worktree_path=str(path), created_worktree_paths=(str(path),), branch=f"feat/{task}")
     if pane is not None:
-        w.herdr.panes[pane] = FakePane(workspace=pane.split(":")[0], agent=task)
+        pane = new_pane(w, pane)
+        w.herdr.add_agent(pane, task, "codex")
+        w.herdr.pane(pane).screen = "› \n"
         fields.update(pane_id=pane, created_pane_ids=(pane,) if created_pane else ())
     ledger = w.engine.ledger
     ledger.add_worker(RUN, task, name=task, kind="codex", objective="do it", **fields)
@@ -152,6 +92,7 @@ def add_worker(w: Any, task: str, state: WorkerState, *, pane: str | None = None
     for step in targets.get(state, []):
         ledger.transition(RUN, task, current, step, cause={"test": True})
         current = step
+    w.herdr.calls.clear()  # the world as the ladder finds it: what it changes starts here
     return path
 
 
@@ -231,7 +172,7 @@ def test_detached_checkout_commits_are_named_as_such(git_repo: Any, tmp_path: Pa
 
 
 def test_full_ladder_exits_closes_and_removes_a_merged_worktree(world: Any) -> None:
-    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True, commit=True)
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", worktree=True, commit=True)
     world.repo.git("merge", "--quiet", "--no-ff", "-m", "merge", "feat/feature-a")
 
     result = retire(world.engine, run_of(world))
@@ -239,11 +180,11 @@ def test_full_ladder_exits_closes_and_removes_a_merged_worktree(world: Any) -> N
     assert render_retire(result) == (
         f"Retire {RUN}\n"
         "feature-a (feature-a): retired\n"
-        "  agent w1:p4: exited\n"
-        "  pane w1:p4: closed\n"
+        "  agent w1:p2: exited\n"
+        "  pane w1:p2: closed\n"
         f"  worktree {path}: removed\n"
     )
-    assert world.herdr.calls == [("send-text", "w1:p4", "/exit"), ("send-keys", "w1:p4", "Enter"), ("pane-close", "w1:p4")]
+    assert calls(world.herdr) == [("send-text", "w1:p2", "/exit"), ("send-keys", "w1:p2", "Enter"), ("pane-close", "w1:p2")]
     assert path is not None and not path.exists()
     assert world.repo.git("branch", "--list", "feat/feature-a") == "feat/feature-a"
     assert world.engine.ledger.get_worker(RUN, "feature-a").state is S.RETIRED
@@ -253,7 +194,7 @@ def test_full_ladder_exits_closes_and_removes_a_merged_worktree(world: Any) -> N
 
 
 def test_unmerged_worktree_is_kept_and_the_worker_retained(world: Any) -> None:
-    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True, commit=True)
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", worktree=True, commit=True)
     assert path is not None
     sha = world.repo.head(cwd=path)[:7]
 
@@ -262,8 +203,8 @@ def test_unmerged_worktree_is_kept_and_the_worker_retained(world: Any) -> None:
     assert render_retire(result) == (
         f"Retire {RUN}\n"
         f"feature-a (feature-a): retained: worktree {path}: not integrated: commit {sha} exists only on feat/feature-a\n"
-        "  agent w1:p4: exited\n"
-        "  pane w1:p4: closed\n"
+        "  agent w1:p2: exited\n"
+        "  pane w1:p2: closed\n"
         f"  worktree {path}: kept (not integrated: commit {sha} exists only on feat/feature-a)\n"
     )
     assert path.exists()
@@ -273,7 +214,7 @@ def test_unmerged_worktree_is_kept_and_the_worker_retained(world: Any) -> None:
 
 
 def test_retained_worker_is_retired_once_its_work_is_merged(world: Any) -> None:
-    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True, commit=True)
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", worktree=True, commit=True)
     retire(world.engine, run_of(world))
     world.repo.git("merge", "--quiet", "--no-ff", "-m", "merge", "feat/feature-a")
 
@@ -282,13 +223,13 @@ def test_retained_worker_is_retired_once_its_work_is_merged(world: Any) -> None:
     assert render_retire(again) == (
         f"Retire {RUN}\n"
         "feature-a (feature-a): retired\n"
-        "  pane w1:p4: gone\n"
+        "  pane w1:p2: gone\n"
         f"  worktree {path}: removed\n"
     )
 
 
 def test_live_worker_is_not_retired_and_nothing_is_touched(world: Any) -> None:
-    add_worker(world, "feature-a", S.WORKING, pane="w1:p4")
+    add_worker(world, "feature-a", S.WORKING, pane="w1")
 
     result = retire(world.engine, run_of(world))
 
@@ -296,94 +237,94 @@ def test_live_worker_is_not_retired_and_nothing_is_touched(world: Any) -> None:
         f"Retire {RUN}\n"
         "feature-a (feature-a): not retired: still working: record its report and disposition first, or --abandon it with a reason\n"
     )
-    assert world.herdr.calls == []
+    assert calls(world.herdr) == []
     assert world.engine.ledger.get_worker(RUN, "feature-a").state is S.WORKING
 
 
 def test_kept_worker_is_retained_without_touching_its_pane(world: Any) -> None:
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1")
 
     result = retire(world.engine, run_of(world), keep=["feature-a"])
 
     assert render_retire(result) == f"Retire {RUN}\nfeature-a (feature-a): retained: kept on request\n"
-    assert world.herdr.calls == []
+    assert calls(world.herdr) == []
     assert world.engine.ledger.get_worker(RUN, "feature-a").state is S.RETAINED
 
 
 def test_agent_that_does_not_exit_keeps_its_pane_after_a_bounded_wait(world: Any) -> None:
-    add_worker(world, "feature-a", S.FAILED, pane="w1:p4")
-    world.herdr.panes["w1:p4"].exits = False
+    add_worker(world, "feature-a", S.FAILED, pane="w1")
+    agent(world, "w1:p2").exits = False
 
     result = retire(world.engine, run_of(world), exit_timeout_s=2)
 
     assert render_retire(result) == (
         f"Retire {RUN}\n"
-        "feature-a (feature-a): retained: pane w1:p4: agent did not exit within 2s of /exit\n"
-        "  agent w1:p4: kept (agent did not exit within 2s of /exit)\n"
+        "feature-a (feature-a): retained: pane w1:p2: agent did not exit within 2s of /exit\n"
+        "  agent w1:p2: kept (agent did not exit within 2s of /exit)\n"
     )
-    assert ("pane-close", "w1:p4") not in world.herdr.calls
+    assert ("pane-close", "w1:p2") not in calls(world.herdr)
     assert world.engine.clock.slept == [0.25] * 8  # type: ignore[attr-defined]
 
 
 def test_working_agent_gets_no_exit_command(world: Any) -> None:
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
-    world.herdr.panes["w1:p4"].status = "working"
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1")
+    world.herdr.set_status("feature-a", "working")
 
     result = retire(world.engine, run_of(world), exit_timeout_s=2)
 
-    assert result.workers[0].reason == "pane w1:p4: agent is still working after 2s; /exit not sent"
-    assert world.herdr.calls == []
+    assert result.workers[0].reason == "pane w1:p2: agent is still working after 2s; /exit not sent"
+    assert calls(world.herdr) == []
 
 
 def test_an_accepted_worker_finishing_its_turn_is_let_come_to_rest_then_exited(world: Any) -> None:
     # A worker sends its result from inside its turn: a quick verification can accept it before its agent is idle.
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
-    world.herdr.panes["w1:p4"].status = "working"
-    world.herdr.panes["w1:p4"].rests_after = 3
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1")
+    world.herdr.set_status("feature-a", "working")
+    agent(world, "w1:p2").rests_after = 3
 
     result = retire(world.engine, run_of(world))
 
     assert render_retire(result) == (
         f"Retire {RUN}\n"
         "feature-a (feature-a): retired\n"
-        "  agent w1:p4: exited\n"
-        "  pane w1:p4: closed\n"
+        "  agent w1:p2: exited\n"
+        "  pane w1:p2: closed\n"
     )
-    assert world.herdr.calls == [("send-text", "w1:p4", "/exit"), ("send-keys", "w1:p4", "Enter"), ("pane-close", "w1:p4")]
+    assert calls(world.herdr) == [("send-text", "w1:p2", "/exit"), ("send-keys", "w1:p2", "Enter"), ("pane-close", "w1:p2")]
 
 
 def test_a_failed_worker_still_working_gets_one_stop_then_exits(world: Any) -> None:
-    add_worker(world, "feature-a", S.FAILED, pane="w1:p4")
-    world.herdr.panes["w1:p4"].status = "working"
+    add_worker(world, "feature-a", S.FAILED, pane="w1")
+    world.herdr.set_status("feature-a", "working")
 
     result = retire(world.engine, run_of(world))
 
     assert render_retire(result) == (
         f"Retire {RUN}\n"
         "feature-a (feature-a): retired\n"
-        "  agent w1:p4: stopped\n"
-        "  agent w1:p4: exited\n"
-        "  pane w1:p4: closed\n"
+        "  agent w1:p2: stopped\n"
+        "  agent w1:p2: exited\n"
+        "  pane w1:p2: closed\n"
     )
-    assert world.herdr.calls[0] == (
-        "agent-prompt", "w1:p4", f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=stop reply-to=w1:p1]"
+    assert calls(world.herdr)[0] == (
+        "agent-prompt", "w1:p2", f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=stop reply-to=w1:p1]"
     )
 
 
 def test_a_failed_worker_that_ignores_the_stop_is_kept(world: Any) -> None:
-    add_worker(world, "feature-a", S.FAILED, pane="w1:p4")
-    world.herdr.panes["w1:p4"].status = "working"
-    world.herdr.panes["w1:p4"].stops = False
+    add_worker(world, "feature-a", S.FAILED, pane="w1")
+    world.herdr.set_status("feature-a", "working")
+    agent(world, "w1:p2").stops = False
 
     result = retire(world.engine, run_of(world), exit_timeout_s=1)
 
-    assert result.workers[0].reason == "pane w1:p4: agent is still working 1s after a stop; /exit not sent"
-    assert [call[0] for call in world.herdr.calls] == ["agent-prompt"]
+    assert result.workers[0].reason == "pane w1:p2: agent is still working 1s after a stop; /exit not sent"
+    assert [call[0] for call in calls(world.herdr)] == ["agent-prompt"]
 
 
 def test_confirmation_required_stops_the_ladder(world: Any) -> None:
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w2:p1")
-    world.herdr.confirm_close.add("w2:p1")
+    add_worker(world, "feature-a", S.ACCEPTED, pane="new")
+    world.herdr.fail_next("pane close", "confirmation_required", "closing this pane would close a worktree group")
 
     result = retire(world.engine, run_of(world))
 
@@ -393,12 +334,12 @@ def test_confirmation_required_stops_the_ladder(world: Any) -> None:
         "  agent w2:p1: exited\n"
         "  pane w2:p1: kept (pane close needs confirmation (it would close a worktree group); the ladder stops here)\n"
     )
-    assert world.herdr.calls[-1] == ("pane-close", "w2:p1")
+    assert calls(world.herdr)[-1] == ("pane-close", "w2:p1")
     assert "w2:p1" in world.herdr.panes
 
 
 def test_pane_not_created_by_the_run_is_left_open(world: Any) -> None:
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p2", created_pane=False)
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1", created_pane=False)
 
     result = retire(world.engine, run_of(world))
 
@@ -414,8 +355,8 @@ def test_pane_not_created_by_the_run_is_left_open(world: Any) -> None:
 def test_a_checkout_is_never_removed_while_a_pane_is_open_in_it(world: Any) -> None:
     # The ledger does not know the pane as the run's (as after a crash that lost the record): it stays, and so
     # does the checkout it is open in.
-    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p2", created_pane=False, worktree=True)
-    world.herdr.panes["w1:p2"].cwd = str(path)
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", created_pane=False, worktree=True)
+    world.herdr.pane("w1:p2").cwd = str(path)
 
     result = retire(world.engine, run_of(world))
 
@@ -430,23 +371,23 @@ def test_a_checkout_is_never_removed_while_a_pane_is_open_in_it(world: Any) -> N
 
 
 def test_sibling_checkout_waits_for_its_last_worker(world: Any) -> None:
-    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True)
-    add_worker(world, "feature-b", S.WORKING, pane="w1:p5", worktree_path=str(path))
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", worktree=True)
+    add_worker(world, "feature-b", S.WORKING, pane="w1", worktree_path=str(path))
 
     first = retire(world.engine, run_of(world), tasks=["feature-a"])
 
     assert render_retire(first) == (
         f"Retire {RUN}\n"
         "feature-a (feature-a): retired\n"
-        "  agent w1:p4: exited\n"
-        "  pane w1:p4: closed\n"
+        "  agent w1:p2: exited\n"
+        "  pane w1:p2: closed\n"
         f"  worktree {path}: kept (still used by feature-b (working))\n"
     )
     assert path is not None and path.exists()
 
 
 def test_abandoned_live_worker_is_superseded_then_retired_and_its_branch_kept(world: Any) -> None:
-    path = add_worker(world, "feature-a", S.WORKING, pane="w1:p4", worktree=True, commit=True)
+    path = add_worker(world, "feature-a", S.WORKING, pane="w1", worktree=True, commit=True)
 
     result = retire(world.engine, run_of(world), abandon={"feature-a": "approach dropped"})
 
@@ -458,27 +399,28 @@ def test_abandoned_live_worker_is_superseded_then_retired_and_its_branch_kept(wo
 
 
 def test_empty_side_effect_workspace_is_closed_by_its_pane_and_a_busy_one_kept(world: Any) -> None:
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", created_workspace_ids=("w5", "w6", "w7"))
-    world.herdr.panes["w5:p1"] = FakePane(workspace="w5", agent=None)
-    world.herdr.panes["w6:p1"] = FakePane(workspace="w6", agent=None)
-    world.herdr.panes["w6:p2"] = FakePane(workspace="w6", agent=None)
+    empty, busy, gone = (world.herdr.workspace_create(cwd=world.repo.path).workspace.workspace_id for _ in range(3))
+    world.herdr.pane_split(f"{busy}:p1", direction="right")
+    world.herdr.workspace_close(gone)
+    assert (empty, busy, gone) == ("w2", "w3", "w4")
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1", created_workspace_ids=(empty, busy, gone))
 
     result = retire(world.engine, run_of(world))
 
     assert render_retire(result) == (
         f"Retire {RUN}\n"
         "feature-a (feature-a): retired\n"
-        "  agent w1:p4: exited\n"
-        "  pane w1:p4: closed\n"
-        "  workspace w5: closed\n"
-        "  workspace w6: kept (not empty (2 panes))\n"
-        "  workspace w7: gone\n"
+        "  agent w1:p2: exited\n"
+        "  pane w1:p2: closed\n"
+        "  workspace w2: closed\n"
+        "  workspace w3: kept (not empty (2 panes))\n"
+        "  workspace w4: gone\n"
     )
-    assert world.herdr.calls[-1] == ("pane-close", "w5:p1")
+    assert calls(world.herdr)[-1] == ("pane-close", "w2:p1")
 
 
 def test_unknown_task_or_abandon_without_reason_changes_nothing(world: Any) -> None:
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1")
     before = world.engine.ledger.events(RUN)
 
     with pytest.raises(OrchError, match=f"^run {RUN} has no task nope$"):
@@ -488,11 +430,11 @@ def test_unknown_task_or_abandon_without_reason_changes_nothing(world: Any) -> N
     with pytest.raises(OrchError, match="^task feature-a is both kept and abandoned; choose one$"):
         retire(world.engine, run_of(world), keep=["feature-a"], abandon={"feature-a": "x"})
 
-    assert world.engine.ledger.events(RUN) == before and world.herdr.calls == []
+    assert world.engine.ledger.events(RUN) == before and calls(world.herdr) == []
 
 
 def test_result_json_shape(world: Any) -> None:
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1")
 
     result = retire(world.engine, run_of(world))
 
@@ -500,18 +442,18 @@ def test_result_json_shape(world: Any) -> None:
         "run_id": RUN,
         "workers": [{
             "task": "feature-a", "name": "feature-a", "before": "accepted", "state": "retired", "outcome": "retired", "reason": None,
-            "items": [{"kind": "agent", "id": "w1:p4", "action": "exited", "reason": None},
-                      {"kind": "pane", "id": "w1:p4", "action": "closed", "reason": None}],
+            "items": [{"kind": "agent", "id": "w1:p2", "action": "exited", "reason": None},
+                      {"kind": "pane", "id": "w1:p2", "action": "closed", "reason": None}],
         }],
         "workspaces": [],
     }  # fmt: skip
 
 
 def test_run_level_leftover_workspace_closes_once_no_worker_is_live(world: Any) -> None:
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4")
-    add_worker(world, "feature-b", S.WORKING, pane="w1:p5")
-    world.engine.ledger.update_run(RUN, created_workspace_ids=("w5", "w1"))
-    world.herdr.panes["w5:p1"] = FakePane(workspace="w5", agent=None)
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1")
+    add_worker(world, "feature-b", S.WORKING, pane="w1")
+    assert new_pane(world, "new") == "w2:p1"
+    world.engine.ledger.update_run(RUN, created_workspace_ids=("w2", "w1"))
 
     first = retire(world.engine, run_of(world), tasks=["feature-a"])
     second = retire(world.engine, run_of(world), abandon={"feature-b": "no longer needed"})
@@ -521,12 +463,12 @@ def test_run_level_leftover_workspace_closes_once_no_worker_is_live(world: Any) 
         f"Retire {RUN}\n"
         "feature-a (feature-a): already retired\n"
         "feature-b (feature-b): retired\n"
-        "  agent w1:p5: exited\n"
-        "  pane w1:p5: closed\n"
+        "  agent w1:p3: exited\n"
+        "  pane w1:p3: closed\n"
         "Run workspaces:\n"
-        "  workspace w5: closed\n"
+        "  workspace w2: closed\n"
     )
-    assert "w1:p1" not in [c[1] for c in world.herdr.calls]
+    assert "w1:p1" not in [c[1] for c in calls(world.herdr)]
 
 
 def test_cli_abandon_without_reason_is_one_line() -> None:
@@ -541,7 +483,7 @@ def test_cli_abandon_without_reason_is_one_line() -> None:
 def test_workers_waiting_on_the_person_keep_their_agent_unless_abandoned(world: Any) -> None:
     ledger = world.engine.ledger
     for task in ("token", "ask", "outside"):
-        add_worker(world, task, S.WORKING, pane=f"w2:p{len(ledger.list_workers(RUN)) + 2}")
+        add_worker(world, task, S.WORKING, pane="w1")
     ledger.transition(RUN, "token", S.WORKING, S.BLOCKED, cause={"inbox_id": 1}, pending_question="Need a token for the staging API.")
     ledger.transition(RUN, "ask", S.WORKING, S.QUESTION, cause={"inbox_id": 2}, pending_question="Formal or casual?")
     for step in (S.RESULT, S.VERIFYING):
@@ -561,7 +503,7 @@ def test_workers_waiting_on_the_person_keep_their_agent_unless_abandoned(world: 
         f"or give it up with `orch retire --run {RUN} --abandon outside --reason TEXT`\n"
     )
     assert [w.state for w in ledger.list_workers(RUN)] == [S.BLOCKED, S.QUESTION, S.BLOCKED]
-    assert all(p.agent is not None for p in world.herdr.panes.values()) and world.herdr.calls == []
+    assert all(world.herdr.pane(w.pane_id or "").agent is not None for w in ledger.list_workers(RUN)) and calls(world.herdr) == []
 
     abandoned = retire(world.engine, run_of(world), tasks=["token"], abandon={"token": "no token will be issued"})
     assert [(w.task, w.outcome) for w in abandoned.workers] == [("token", "retired")]
