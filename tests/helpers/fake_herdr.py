@@ -107,6 +107,7 @@ class FakeAgent:
     exits: bool = True  # False: it ignores its exit command
     stops: bool = True  # a `stop` envelope ends its turn (it goes idle); False: it keeps working
     rests_after: int | None = None  # working, it goes idle after this many more `agent get`s (its turn ends)
+    explain: AgentExplain | None = None  # what `agent explain` answers (its evidence); None: its status, nothing more
 
 
 @dataclass
@@ -126,6 +127,7 @@ class FakePane:
     session: AgentSession | None = None
     busy: bool = False  # its foreground process is not the shell: agent start answers agent_pane_busy
     after_read: str | None = None  # what it shows from the next read on (a dialog drawn right after a look)
+    after_keys: str | None = None  # what it shows once keys were sent to it (a form they answered)
     revision: int = 0
 
 
@@ -181,6 +183,7 @@ class FakeHerdr:
         self.ready_screens = dict(ready_screens or {})
         self.worktrees_dir = Path(worktrees_dir) if worktrees_dir is not None else Path.home() / ".herdr" / "worktrees"
         self.calls: list[HerdrCall] = []
+        self.prompted: list[tuple[str, str]] = []  # every prompt an agent took, in order: (its pane, the text)
         self.trust_repository = False
         self.workspaces: dict[str, FakeWorkspace] = {}
         self.tabs: dict[str, FakeTab] = {}
@@ -418,6 +421,8 @@ class FakeHerdr:
             pane = self._pane(pane_id)
             typed = pane.sent[-1] if pane.sent and not pane.sent[-1].startswith("<") else None
             pane.sent.extend(f"<{k}>" for k in keys)
+            if pane.after_keys is not None:
+                pane.screen, pane.after_keys = pane.after_keys, None
             agent = pane.agent
             if keys[:1] == ("Enter",) and agent is not None and agent.exits and typed is not None and typed == agent.exit_command:
                 pane.agent = None  # the agent left: its pane is a shell again
@@ -581,6 +586,7 @@ class FakeHerdr:
             agent = pane.agent
             assert agent is not None
             agent.prompts.append(text)
+            self.prompted.append((pane.pane_id, text))
             if agent.on_prompt is not None:
                 agent.on_prompt()
             if agent.after_prompt is not None:
@@ -643,7 +649,7 @@ class FakeHerdr:
         def act() -> AgentExplain:
             agent = self._target(target).agent
             assert agent is not None
-            return AgentExplain(agent=agent.kind, state=agent.status)
+            return agent.explain or AgentExplain(agent=agent.kind, state=agent.status)
 
         return self._call(self._argv("agent_explain", (target,)), act)
 

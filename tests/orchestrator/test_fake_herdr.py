@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fake_herdr import FakeHerdr, herdr_number
 
-from orchestrator.errors import HerdrCallLost, HerdrConfirmationRequired, HerdrNotFound, HerdrPaneBusy, HerdrWorktreeCreateFailed
+from orchestrator.errors import HerdrCallLost, HerdrConfirmationRequired, HerdrError, HerdrNotFound, HerdrPaneBusy, HerdrWorktreeCreateFailed
 from orchestrator.herdr import Herdr, argv_of
 
 # The fake is a Herdr for mypy (`python3 -m mypy` checks tests/helpers/fake_herdr.py, which says the same).
@@ -159,3 +159,24 @@ def test_an_agent_leaves_on_its_exit_command_ends_its_turn_on_a_stop_and_rests_a
     assert herdr.pane(pane).agent is None and herdr.pane(pane).screen.endswith("$ \n")
     with pytest.raises(HerdrNotFound):
         herdr.agent_get(pane)
+
+
+def test_explain_evidence_a_screen_after_keys_and_every_prompt_taken_in_order(git_repo: Any) -> None:
+    from orchestrator.herdr_models import AgentExplain
+
+    herdr = FakeHerdr(cwd=git_repo.path)
+    a, b = (herdr.tab_create(workspace="w1").root_pane.pane_id for _ in range(2))
+    herdr.add_agent(a, "a", "codex", explain=AgentExplain(state="working", fallback_reason="title spinner"))
+    herdr.add_agent(b, "b", "codex")
+    assert (herdr.agent_explain("a").fallback_reason, herdr.agent_explain("b").state) == ("title spinner", "idle")
+
+    herdr.pane(a).screen, herdr.pane(a).after_keys = "Approve? [y/n]\n", "• Approved\n"
+    herdr.pane_send_keys(a, "enter")
+    assert herdr.pane_read(a) == "• Approved\n"
+
+    herdr.agent_prompt("b", "one")
+    herdr.fail_next("agent prompt", "pane_busy", "the pane is busy")
+    with pytest.raises(HerdrError):
+        herdr.agent_prompt(a, "refused")
+    herdr.agent_prompt(a, "two")
+    assert herdr.prompted == [(b, "one"), (a, "two")]

@@ -1,17 +1,17 @@
-"""Observation rounds in-process: a real ledger, a fake clock and a scripted fake herdr (the only seam)."""
+"""Observation rounds in-process: a real ledger, a fake clock and the shared fake herdr (the only seam)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from fake_herdr import FakeAgent, FakeHerdr
 
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.errors import HerdrNotFound, HerdrError, HerdrTimeout
-from orchestrator.herdr_models import AgentExplain, AgentInfo, AgentPrompted, HerdrFeatures
+from orchestrator.errors import HerdrError, HerdrTimeout
+from orchestrator.herdr_models import AgentExplain, AgentStatus
 from orchestrator import messages
 from orchestrator.inbox import _apply, add_message
 from orchestrator.dialogs import approve
@@ -50,83 +50,62 @@ claim = ["src/b/**"]
 """
 
 
-@dataclass
-class FakeHerdr:
-    """Agent state per pane, scripted by the test; records every prompt."""
-
-    states: dict[str, str] = field(default_factory=dict)
-    seqs: dict[str, int] = field(default_factory=dict)
-    screens: dict[str, str] = field(default_factory=dict)
-    explain_state: str = "unknown"
-    prompts: list[tuple[str, str]] = field(default_factory=list)
-    completions: dict[str, int] = field(default_factory=dict)  # herdr 0.9.2+'s completion_seq; absent: an older herdr
-
-    def _info(self, pane: str) -> AgentInfo:
-        return AgentInfo(
-            terminal_id="t", agent_status=self.states[pane], workspace_id="w1", tab_id="w1:t1", pane_id=pane,
-            focused=False, revision=1, state_change_seq=self.seqs.get(pane, 1), name=f"feature-{pane[-1]}", agent="codex",
-            completion_seq=self.completions.get(pane),
-        )  # fmt: skip
-
-    def agent_list(self) -> tuple[AgentInfo, ...]:
-        return tuple(self._info(pane) for pane in self.states)
-
-    def agent_get(self, target: str) -> AgentInfo:
-        if target not in self.states:
-            raise HerdrNotFound(f"herdr agent get: agent_not_found: agent {target} not found", code="agent_not_found")
-        return self._info(target)
-
-    def agent_read(self, target: str, *, source: str = "recent", lines: int | None = None) -> str:
-        return self.screens.get(target, "")
-
-    keys: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
-    visible: dict[str, str] = field(default_factory=dict)
-    working_evidence: str | None = None
-
-    def agent_explain(self, target: str) -> AgentExplain:
-        if self.working_evidence is not None:
-            return AgentExplain(
-                state="working", visible_working=True, matched_rule={"id": "title_spinner", "priority": 1100, "region": "osc_title", "state": "working"},
-                evaluated_rules=({"id": "title_spinner", "evidence": {"region_preview": self.working_evidence}},),
-            )  # fmt: skip
-        return AgentExplain(state=self.explain_state, fallback_reason="no integration hook reported")
-
-    def pane_read(self, pane: str, *, source: str = "recent", lines: int | None = None) -> str:
-        return self.visible.get(pane, "")
-
-    def pane_send_keys(self, pane: str, *keys: str) -> None:
-        self.keys.append((pane, keys))
-        self.visible[pane] = "• Approved"
-
-    prompt_errors: list[tuple[Exception, bool]] = field(default_factory=list)  # the next prompts' errors, and whether each landed
-
-    def agent_prompt(self, target: str, text: str, **_: object) -> AgentPrompted:
-        if self.prompt_errors:
-            error, landed = self.prompt_errors.pop(0)
-            if landed:  # herdr typed it and the agent took its turn, but orch never heard back (a timeout under load)
-                self.prompts.append((target, text))
-                self.seqs[target] = self.seqs.get(target, 1) + 1
-            raise error
-        self.prompts.append((target, text))
-        self.states[target] = "working"
-        return AgentPrompted(type="agent_prompted", agent=self._info(target))
-
-    def features(self) -> HerdrFeatures:
-        return HerdrFeatures(version="0.8.2", support="tested", shift_tab=True, prompt_enter_delay_s=0.3)
+PA, PB = "w1:p2", "w1:p3"  # feature-a's and feature-b's panes, as the shared fake herdr mints them
+NO_HOOK = AgentExplain(state="unknown", fallback_reason="no integration hook reported")
 
 
 @pytest.fixture
-def herdr() -> FakeHerdr:
-    return FakeHerdr(states={"w1:pa": "working", "w1:pb": "working"})
+def herdr(tmp_path: Path) -> FakeHerdr:
+    """The shared fake herdr (0.8.2: no completion_seq) with both workers' codex agents working in tabs of their own."""
+    herdr = FakeHerdr(cwd=tmp_path, version="0.8.2")
+    for task in ("feature-a", "feature-b"):
+        pane = herdr.tab_create(workspace="w1").root_pane.pane_id
+        herdr.add_agent(pane, task, "codex", status="working", explain=NO_HOOK)
+        herdr.pane(pane).screen = ""
+    assert [p for p in herdr.panes if p != "w1:p1"] == [PA, PB]
+    herdr.calls.clear()
+    return herdr
+
+
+def agent_at(herdr: FakeHerdr, pane: str) -> FakeAgent:
+    found = herdr.pane(pane).agent
+    assert found is not None
+    return found
+
+
+def status(herdr: FakeHerdr, pane: str, value: AgentStatus, seq: int | None = None) -> None:
+    """What herdr now reports for the agent in ``pane`` (its seq moves only when given: the test says when output changed)."""
+    agent = agent_at(herdr, pane)
+    agent.status = value
+    if seq is not None:
+        agent.seq = seq
+
+
+def keys(herdr: FakeHerdr) -> list[tuple[str, tuple[str, ...]]]:
+    """Keys sent to panes, in order: (pane, keys)."""
+    return [(argv[2], tuple(argv[3:])) for argv in herdr.argvs() if argv[:2] == ("pane", "send-keys")]
+
+
+def spinner(title: str) -> AgentExplain:
+    """`agent explain` of an agent herdr calls idle whose title still spins (the screen shows work)."""
+    return AgentExplain(
+        state="working", visible_working=True, matched_rule={"id": "title_spinner", "priority": 1100, "region": "osc_title", "state": "working"},
+        evaluated_rules=({"id": "title_spinner", "evidence": {"region_preview": title}},),
+    )  # fmt: skip
+
+
+def fail_prompt(herdr: FakeHerdr, error: HerdrError, landed: bool) -> None:
+    """The next prompt fails with ``error``; ``landed``: herdr typed it and the agent took its turn, but orch never heard back."""
+    herdr.fail_next("agent prompt", error=error, after=landed)
 
 
 @pytest.fixture
 def engine(tmp_path: Path, herdr: FakeHerdr) -> Engine:
     settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
-    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock())  # type: ignore[arg-type]
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock())
     engine.ledger.create_run("w1:p1-20261129T080000Z", controller_target="w1:p1")
     engine.ledger.create_run(RUN, controller_target="w1:p1")
-    for task, pane in (("feature-a", "w1:pa"), ("feature-b", "w1:pb")):
+    for task, pane in (("feature-a", PA), ("feature-b", PB)):
         engine.ledger.add_worker(RUN, task, name=task, kind="codex", objective="x", pane_id=pane, reply_target=pane)
         engine.ledger.transition(RUN, task, S.PROVISIONING, S.READY)
         engine.ledger.transition(RUN, task, S.READY, S.DISPATCHED)
@@ -142,7 +121,7 @@ def run_of(engine: Engine) -> Run:
 
 
 def envelope(task: str, kind: str, body: str, *, run: str = RUN, sender: str | None = None, reply_to: str | None = None) -> str:
-    pane = {"feature-a": "w1:pa", "feature-b": "w1:pb"}.get(task, "w1:px")
+    pane = {"feature-a": PA, "feature-b": PB}.get(task, "w1:px")
     return f"[herdr-orchestration run={run} task={task} from={sender or task} kind={kind} reply-to={reply_to or pane}]\n{body}"
 
 
@@ -163,12 +142,12 @@ def test_liveness_token_moves_with_state_or_output() -> None:
 
 
 def test_fails_on_exactly_the_third_unchanged_check_in(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.states["w1:pb"] = "idle"  # feature-b would be asked for a result; keep it out of the way
+    status(herdr, PB, "idle")  # feature-b would be asked for a result; keep it out of the way
     engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)
     for expected in (S.WORKING, S.WORKING, S.WORKING):  # baseline, 1st and 2nd unchanged
         observe(engine, run_of(engine), once=True)
         assert state(engine, "feature-a") is expected
-    herdr.screens["w1:pa"] = "• Running pytest"  # any change resets the count
+    herdr.pane(PA).screen = "• Running pytest"  # any change resets the count
     for _ in range(3):
         observe(engine, run_of(engine), once=True)
         assert state(engine, "feature-a") is S.WORKING
@@ -190,23 +169,24 @@ def test_question_answered_from_the_plan_once_the_worker_settles(engine: Engine,
     add_message(engine, run_of(engine), envelope("feature-a", "question", "Should the greeting be formal?"))
     assert state(engine, "feature-a") is S.QUESTION
     first = observe(engine, run_of(engine), once=True)  # still working: the answer waits
-    assert (herdr.prompts, first.observations) == ([], ())
-    herdr.states["w1:pa"] = "idle"
+    assert (herdr.prompted, first.observations) == ([], ())
+    status(herdr, PA, "idle")
     second = observe(engine, run_of(engine), once=True)
-    assert herdr.prompts == [(
-        "w1:pa",
+    assert herdr.prompted == [(
+        PA,
         f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nYes, formal.",
     )]  # fmt: skip
     assert [o.what for o in second.observations] == ["answered"]
     assert (state(engine, "feature-a"), engine.ledger.get_worker(RUN, "feature-a").pending_question) == (S.WORKING, None)
     observe(engine, run_of(engine), once=True)
-    assert len(herdr.prompts) == 1  # handled once, never re-sent
+    assert len(herdr.prompted) == 1  # handled once, never re-sent
 
 
 def test_unanswerable_question_and_blocked_are_surfaced_and_kept(engine: Engine, herdr: FakeHerdr) -> None:
     add_message(engine, run_of(engine), envelope("feature-b", "question", "Tabs or spaces?"))
     add_message(engine, run_of(engine), envelope("feature-a", "blocked", "Need a token for the staging API."))
-    herdr.states.update({"w1:pa": "blocked", "w1:pb": "idle"})
+    status(herdr, PA, "blocked")
+    status(herdr, PB, "idle")
     result = observe(engine, run_of(engine), once=True)
     assert render_observe(result) == (
         f"Run {RUN}: 1 check-in round\n"
@@ -217,7 +197,7 @@ def test_unanswerable_question_and_blocked_are_surfaced_and_kept(engine: Engine,
         "  feature-b (feature-b): question, herdr idle, unchanged check-ins 0\n"
         "Still active: no\n"
     )
-    assert herdr.prompts == []
+    assert herdr.prompted == []
     for _ in range(4):  # waiting on the person is never a stall
         observe(engine, run_of(engine), once=True)
     assert (state(engine, "feature-a"), state(engine, "feature-b")) == (S.BLOCKED, S.QUESTION)
@@ -227,7 +207,7 @@ def test_result_recorded_with_its_parsed_checks(engine: Engine, herdr: FakeHerdr
     body = "Status: done\nCommits: none\nChanged files: src/a/x.py\nChecks:\n- pytest -q => exit 0\n  | 3 passed\nResidual risk: none"
     added = add_message(engine, run_of(engine), envelope("feature-a", "result", body))
     assert (added.state_before, added.state_after) == (S.WORKING, S.RESULT)
-    herdr.states["w1:pa"] = "idle"
+    status(herdr, PA, "idle")
     result = observe(engine, run_of(engine), once=True)
     assert [(o.task, o.what, o.text) for o in result.observations if o.task == "feature-a"] == [
         ("feature-a", "result", "status done, 0 commit(s), 1 changed file(s), 1 check(s)")
@@ -237,20 +217,20 @@ def test_result_recorded_with_its_parsed_checks(engine: Engine, herdr: FakeHerdr
 
 
 def test_settled_worker_without_result_is_asked_once_then_surfaced(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.states["w1:pb"] = "done"
+    status(herdr, PB, "done")
     engine.ledger.transition(RUN, "feature-a", S.WORKING, S.FAILED)
     first = observe(engine, run_of(engine), once=True)
     # Seen settled once: its result may still be on its way to the inbox, so nothing is asked yet.
-    assert ([o.what for o in first.observations], herdr.prompts) == ([], [])
+    assert ([o.what for o in first.observations], herdr.prompted) == ([], [])
     second = observe(engine, run_of(engine), once=True)
     assert [o.what for o in second.observations] == ["asked_for_result"]
-    assert len(herdr.prompts) == 1 and "kind=follow-up" in herdr.prompts[0][1]
-    herdr.states["w1:pb"] = "idle"
-    herdr.seqs["w1:pb"] = 2
+    assert len(herdr.prompted) == 1 and "kind=follow-up" in herdr.prompted[0][1]
+    status(herdr, PB, "idle")
+    agent_at(herdr, PB).seq = 2
     assert observe(engine, run_of(engine), once=True).observations == ()
     fourth = observe(engine, run_of(engine), once=True)
     assert [(o.what, o.text) for o in fourth.observations] == [("settled_without_result", "idle without a result after being asked for it")]
-    assert len(herdr.prompts) == 1
+    assert len(herdr.prompted) == 1
 
 
 @pytest.mark.parametrize("herdr_095", [True, False], ids=["0.9.5", "before-0.9.2"])
@@ -261,32 +241,32 @@ def test_a_done_flip_with_an_unchanged_completion_seq_is_no_finished_turn(engine
     counter (before 0.9.2) today's evidence decides: settled across two check-ins."""
     engine.ledger.transition(RUN, "feature-a", S.WORKING, S.FAILED)
     effect = engine.ledger.intend(RUN, "feature-b", "agent_prompt", "feature-b:dispatch:1",
-                                  {"target": "feature-b", "pane_id": "w1:pb", "baseline_seq": 1, **({"baseline_completion_seq": 3} if herdr_095 else {})})
+                                  {"target": "feature-b", "pane_id": PB, "baseline_seq": 1, **({"baseline_completion_seq": 3} if herdr_095 else {})})
     engine.ledger.confirm(effect, {"submitted": "yes", "accepted": True})
-    herdr.states["w1:pb"] = "done"
+    status(herdr, PB, "done")
     if herdr_095:
-        herdr.completions["w1:pb"] = 3
+        agent_at(herdr, PB).completion = 3
     first, second = (observe(engine, run_of(engine), once=True) for _ in range(2))
     flip = "herdr says done, but its completion_seq is still 3 (no turn finished since the last prompt); not asking for the result yet"
     if herdr_095:
         assert [[(o.what, o.text) for o in r.observations] for r in (first, second)] == [[("turn_not_finished", flip)]] * 2
-        assert herdr.prompts == []
-        herdr.completions["w1:pb"] = 4  # the turn finished: the counter moved
-        herdr.seqs["w1:pb"] = 2
+        assert herdr.prompted == []
+        agent_at(herdr, PB).completion = 4  # the turn finished: the counter moved
+        agent_at(herdr, PB).seq = 2
         third, fourth = (observe(engine, run_of(engine), once=True) for _ in range(2))
         assert ([o.what for o in third.observations], [o.what for o in fourth.observations]) == ([], ["asked_for_result"])
     else:
         assert ([o.what for o in first.observations], [o.what for o in second.observations]) == ([], ["asked_for_result"])
-    assert len(herdr.prompts) == 1 and "kind=follow-up" in herdr.prompts[0][1]
+    assert len(herdr.prompted) == 1 and "kind=follow-up" in herdr.prompted[0][1]
 
 
 def test_worker_that_ignores_the_request_for_its_result_fails_with_that_evidence(engine: Engine, herdr: FakeHerdr) -> None:
     engine.ledger.transition(RUN, "feature-a", S.WORKING, S.FAILED)
-    herdr.states["w1:pb"] = "idle"
+    status(herdr, PB, "idle")
     observe(engine, run_of(engine), once=True)  # seen settled
     observe(engine, run_of(engine), once=True)  # still settled: asked once; the fake agent turns working
-    herdr.states["w1:pb"] = "idle"
-    herdr.seqs["w1:pb"] = 2  # its follow-up turn ended, again without a result
+    status(herdr, PB, "idle")
+    agent_at(herdr, PB).seq = 2  # its follow-up turn ended, again without a result
     for unchanged in (0, 1, 2):
         observe(engine, run_of(engine), once=True)
         assert (state(engine, "feature-b"), engine.ledger.get_worker(RUN, "feature-b").unchanged_check_ins) == (S.WORKING, unchanged)
@@ -295,7 +275,7 @@ def test_worker_that_ignores_the_request_for_its_result_fails_with_that_evidence
         ("settled_without_result", "idle without a result after being asked for it"),
         ("failed", "idle without a result after being asked for it once; no change of state or output across 3 consecutive check-ins"),
     ]
-    assert state(engine, "feature-b") is S.FAILED and len(herdr.prompts) == 1
+    assert state(engine, "feature-b") is S.FAILED and len(herdr.prompted) == 1
 
 
 def test_stale_and_forged_messages_change_no_worker(engine: Engine, herdr: FakeHerdr) -> None:
@@ -320,7 +300,7 @@ def test_stale_and_forged_messages_change_no_worker(engine: Engine, herdr: FakeH
 
 
 def test_unknown_state_that_explain_cannot_repair_fails_the_worker(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.states["w1:pa"] = "unknown"
+    status(herdr, PA, "unknown")
     result = observe(engine, run_of(engine), once=True)
     assert state(engine, "feature-a") is S.FAILED
     assert [(o.task, o.what, o.text) for o in result.observations] == [
@@ -329,8 +309,8 @@ def test_unknown_state_that_explain_cannot_repair_fails_the_worker(engine: Engin
 
 
 def test_unknown_state_repaired_by_explain_is_not_a_failure(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.states["w1:pa"] = "unknown"
-    herdr.explain_state = "working"
+    status(herdr, PA, "unknown")
+    agent_at(herdr, PA).explain = AgentExplain(state="working")
     observe(engine, run_of(engine), once=True)
     assert state(engine, "feature-a") is S.WORKING
 
@@ -346,9 +326,10 @@ def test_a_hung_herdr_at_any_call_of_a_check_in_is_no_news_about_any_worker_it_s
     # Issue 21: a check-in's call that ran to its time limit (herdr hung) was taken as news about a worker (`agent
     # explain`'s silence failed it for good, an unread screen counted as output) or as a round without news, so a hung
     # herdr was checked in on forever. It is an outage: it reaches `orch run`, which stops the run interrupted.
-    herdr.states["w1:pa"] = {"agent_explain": "unknown", "pane_read": "blocked"}.get(call, "working")
+    status(herdr, PA, {"agent_explain": "unknown", "pane_read": "blocked"}.get(call, "working"))
     if call == "agent_get":  # a worker `agent list` does not show is looked up by itself
-        monkeypatch.setattr(herdr, "agent_list", lambda: (herdr._info("w1:pb"),))
+        listed = (herdr.agent_get(PB),)
+        monkeypatch.setattr(herdr, "agent_list", lambda: listed)
 
     def hung(*args: object, **kwargs: object) -> object:
         raise _hangs(call.replace("_", " "))
@@ -369,8 +350,8 @@ CODEX_FORM = (
 
 
 def test_an_approval_form_makes_the_worker_blocked_with_its_text_and_orch_types_nothing(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.states["w1:pa"] = "blocked"
-    herdr.visible["w1:pa"] = CODEX_FORM
+    status(herdr, PA, "blocked")
+    herdr.pane(PA).screen = CODEX_FORM
 
     notes, waiting, _ = check_in(engine, run_of(engine))
 
@@ -380,39 +361,40 @@ def test_an_approval_form_makes_the_worker_blocked_with_its_text_and_orch_types_
         "3. No, and tell Codex what to do differently (esc) / Press enter to confirm or esc to cancel",
     )]  # fmt: skip
     worker = engine.ledger.get_worker(RUN, "feature-a")
-    assert (worker.state, waiting, herdr.keys, herdr.prompts) == (S.BLOCKED, {"feature-a"}, [], [])
+    assert (worker.state, waiting, keys(herdr), herdr.prompted) == (S.BLOCKED, {"feature-a"}, [], [])
     assert worker.pending_question is not None and worker.pending_question.startswith("codex approval form: • Wrote src/a/x.py")
 
     approved = approve(engine, run_of(engine), "feature-a", "approve")
 
-    assert (approved.form, approved.keys, approved.state, herdr.keys) == ("approval form", ("enter",), S.WORKING, [("w1:pa", ("enter",))])
+    assert (approved.form, approved.keys, approved.state, keys(herdr)) == ("approval form", ("enter",), S.WORKING, [(PA, ("enter",))])
     # Answered once: a second approve finds no form to answer, and nothing more is typed.
     with pytest.raises(OrchError) as caught:
         approve(engine, run_of(engine), "feature-a", "approve")
-    assert (caught.value.message, len(herdr.keys)) == ("feature-a is not waiting at an approval form (state working)", 1)
+    assert (caught.value.message, len(keys(herdr))) == ("feature-a is not waiting at an approval form (state working)", 1)
 
 
 def test_a_form_herdr_reads_idle_mid_turn_still_makes_the_worker_blocked(engine: Engine, herdr: FakeHerdr) -> None:
     """herdr's manifests miss some forms a turn waits on (Claude Code's "Enter to continue" notices read idle): the
     quirk table reads the screen, so the worker waits blocked for `orch approve` and is never asked for a result."""
-    herdr.states["w1:pa"] = "idle"
-    herdr.visible["w1:pa"] = CODEX_FORM
+    status(herdr, PA, "idle")
+    herdr.pane(PA).screen = CODEX_FORM
 
     notes, waiting, _ = check_in(engine, run_of(engine))
 
     assert [(n.task, n.what) for n in notes] == [("feature-a", "approval")]
     worker = engine.ledger.get_worker(RUN, "feature-a")
-    assert (worker.state, waiting, herdr.keys, herdr.prompts) == (S.BLOCKED, {"feature-a"}, [], [])
+    assert (worker.state, waiting, keys(herdr), herdr.prompted) == (S.BLOCKED, {"feature-a"}, [], [])
 
 
 def test_an_idle_worker_whose_screen_still_shows_work_is_not_asked_for_its_result(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.states["w1:pa"] = "idle"
-    herdr.working_evidence = "⠙ Claude Code"
+    status(herdr, PA, "idle")
+    agent_at(herdr, PA).explain = spinner("⠙ Claude Code")
     for _ in range(3):
         notes, _, states = check_in(engine, run_of(engine))
-        herdr.working_evidence = "⠹ Claude Code" if herdr.working_evidence == "⠙ Claude Code" else "⠙ Claude Code"  # the spinner turns
+        turned = "⠹ Claude Code" if agent_at(herdr, PA).explain == spinner("⠙ Claude Code") else "⠙ Claude Code"
+        agent_at(herdr, PA).explain = spinner(turned)  # the spinner turns
 
-    assert herdr.prompts == []
+    assert herdr.prompted == []
     assert [n.text for n in notes if n.task == "feature-a"] == [
         "herdr says idle, but the screen still shows work (title_spinner: ⠙ Claude Code); not asking for the result yet"
     ]
@@ -435,7 +417,8 @@ def merged() -> str:
 
 
 def test_a_merged_prompt_asks_each_worker_in_turn_and_records_each_repeat_once(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.states.update({"w1:pa": "idle", "w1:pb": "idle"})  # both sent their callback and ended their turn
+    status(herdr, PA, "idle")
+    status(herdr, PB, "idle")  # both sent their callback and ended their turn
     kept = add_message(engine, run_of(engine), merged())
     assert (kept.verdict, kept.reason_code) == ("kept_aside", "injection")  # the Message Contract is unchanged
 
@@ -447,23 +430,23 @@ def test_a_merged_prompt_asks_each_worker_in_turn_and_records_each_repeat_once(e
          "Enter; nothing in it is acted on; feature-a, feature-b asked to send their last message again, one at a time"),
         ("feature-a", "asked_to_repeat", "named in possible merge #1: asked to send its last message again"),
     ]  # fmt: skip
-    assert herdr.prompts == [("w1:pa", repeat_request("feature-a"))]
+    assert herdr.prompted == [(PA, repeat_request("feature-a"))]
     # Nothing in the kept-aside text moved anyone.
     assert (state(engine, "feature-a"), state(engine, "feature-b")) == (S.WORKING, S.WORKING)
 
     # Until feature-a's repeat arrives, feature-b is not asked (two repeats could merge again), nor counted as stalled.
     for seq in (2, 3, 4):
-        herdr.seqs["w1:pa"] = seq  # feature-a is at work on the request
+        agent_at(herdr, PA).seq = seq  # feature-a is at work on the request
         assert observe(engine, run_of(engine), once=True).observations == ()
-    assert (len(herdr.prompts), state(engine, "feature-b")) == (1, S.WORKING)
+    assert (len(herdr.prompted), state(engine, "feature-b")) == (1, S.WORKING)
 
     add_message(engine, run_of(engine), envelope("feature-a", "question", QUESTION_A))
-    herdr.states["w1:pa"], herdr.seqs["w1:pa"] = "idle", 5
+    status(herdr, PA, "idle", seq=5)
     second = observe(engine, run_of(engine), once=True)
     assert [(o.task, o.what) for o in second.observations] == [("feature-a", "answered"), ("feature-b", "asked_to_repeat")]
-    assert herdr.prompts[1:] == [
-        ("w1:pa", f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nYes, formal."),
-        ("w1:pb", repeat_request("feature-b")),
+    assert herdr.prompted[1:] == [
+        (PA, f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nYes, formal."),
+        (PB, repeat_request("feature-b")),
     ]  # fmt: skip
 
     repeated = add_message(engine, run_of(engine), envelope("feature-b", "result", RESULT_B))
@@ -471,7 +454,7 @@ def test_a_merged_prompt_asks_each_worker_in_turn_and_records_each_repeat_once(e
     assert [(m.verdict, m.reason_code) for m in (repeated, again)] == [("accepted", None), ("kept_aside", "duplicate")]
     third = observe(engine, run_of(engine), once=True)
     assert [(o.task, o.what) for o in third.observations] == [("feature-b", "result"), ("feature-b", "kept_aside")]
-    assert (state(engine, "feature-a"), state(engine, "feature-b"), len(herdr.prompts)) == (S.WORKING, S.RESULT, 3)
+    assert (state(engine, "feature-a"), state(engine, "feature-b"), len(herdr.prompted)) == (S.WORKING, S.RESULT, 3)
     accepted = [(m.task_label, m.kind) for m in engine.ledger.list_inbox(RUN) if m.verdict == "accepted"]
     assert accepted == [("feature-a", "question"), ("feature-b", "result")]
     assert observe(engine, run_of(engine), once=True).observations == ()  # the run goes on; nobody is asked again
@@ -488,26 +471,28 @@ def test_a_merged_prompt_asks_each_worker_in_turn_and_records_each_repeat_once(e
     shown = render_status(build_status(engine.ledger, RUN, engine.clock.now())).split("\n\n")[-1]
     assert shown.endswith(
         "possible merges, kept aside (the live workers they name asked to repeat; nothing in them acted on):\n"
-        f"  #1 (feature-a, feature-b): [herdr-orchestration run={RUN} task=feature-a from=feature-a kind=question reply-to=w1:pa] "
+        f"  #1 (feature-a, feature-b): [herdr-orchestration run={RUN} task=feature-a from=feature-a kind=question reply-to=w1:p2] "
         f"Should the greeting be formal?[herdr-orchestration run={RUN} task=feature-b from=feature-b kind=result reply-to=w1:…\n"
     )
 
 
 def test_a_worker_whose_turn_ended_without_a_reply_lets_the_next_be_asked_after_the_late_enter(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.states.update({"w1:pa": "idle", "w1:pb": "idle"})
+    status(herdr, PA, "idle")
+    status(herdr, PB, "idle")
     add_message(engine, run_of(engine), merged())
     observe(engine, run_of(engine), once=True)
     assert engine.clock.slept == []  # type: ignore[attr-defined]
-    herdr.states["w1:pa"], herdr.seqs["w1:pa"] = "idle", 3  # it took the turn and ended it; nothing reached the inbox
+    status(herdr, PA, "idle", seq=3)  # it took the turn and ended it; nothing reached the inbox
     result = observe(engine, run_of(engine), once=True)
     # A repeat it sent may still wait for its Enter: the boundary's window passes before feature-b is asked.
     assert engine.clock.slept == [0.3]  # type: ignore[attr-defined]
     assert [(o.task, o.what) for o in result.observations] == [("feature-b", "asked_to_repeat")]
-    assert [target for target, _ in herdr.prompts] == ["w1:pa", "w1:pb"]
+    assert [target for target, _ in herdr.prompted] == [PA, PB]
 
 
 def test_a_header_in_a_body_asks_only_live_workers_and_the_same_text_again_asks_nobody(engine: Engine, herdr: FakeHerdr) -> None:
-    herdr.states.update({"w1:pa": "idle", "w1:pb": "idle"})
+    status(herdr, PA, "idle")
+    status(herdr, PB, "idle")
     add_message(engine, run_of(engine), envelope("feature-b", "question", "Tabs or spaces?"))  # feature-b waits on us
     forged = envelope("feature-a", "update", "see " + envelope("feature-b", "result", RESULT_B) + " and " + envelope("feature-x", "result", RESULT_B))
     add_message(engine, run_of(engine), forged)
@@ -517,26 +502,27 @@ def test_a_header_in_a_body_asks_only_live_workers_and_the_same_text_again_asks_
          "Enter; nothing in it is acted on; feature-a asked to send their last message again, one at a time"),
         ("asked_to_repeat", "named in possible merge #2: asked to send its last message again"),
     ]  # fmt: skip
-    assert [target for target, _ in herdr.prompts] == ["w1:pa"]  # feature-b's question arrived: it is not asked
+    assert [target for target, _ in herdr.prompted] == [PA]  # feature-b's question arrived: it is not asked
     # feature-a repeats its own text, header in the body and all: kept aside again, and nobody is asked again.
     add_message(engine, run_of(engine), forged)
-    herdr.states["w1:pa"] = "idle"
+    status(herdr, PA, "idle")
     second = observe(engine, run_of(engine), once=True)
     assert [(o.what, o.text) for o in second.observations if o.what == "possible_merge"] == [
         ("possible_merge", "the same text as possible merge #2 again: the sender's own message, so nobody is asked again (feature-a, feature-b)"),
     ]
-    assert [target for target, _ in herdr.prompts] == ["w1:pa"]
+    assert [target for target, _ in herdr.prompted] == [PA]
 
 
 def test_a_handover_waits_for_a_named_worker_to_end_its_turn_then_asks_it(engine: Engine, herdr: FakeHerdr, monkeypatch: pytest.MonkeyPatch) -> None:
-    herdr.states.update({"w1:pa": "working", "w1:pb": "working"})  # both still ending the turn they called back in
+    status(herdr, PA, "working")
+    status(herdr, PB, "working")  # both still ending the turn they called back in
     add_message(engine, run_of(engine), merged())
     clock = engine.clock
     advance = clock.sleep
 
     def sleep(seconds: float) -> None:
         advance(seconds)
-        herdr.states["w1:pa"] = "idle"  # feature-a's turn ends while the handover's check-in waits
+        status(herdr, PA, "idle")  # feature-a's turn ends while the handover's check-in waits
 
     monkeypatch.setattr(clock, "sleep", sleep)
     result, verified = settled_check_in(engine, run_of(engine))
@@ -544,12 +530,13 @@ def test_a_handover_waits_for_a_named_worker_to_end_its_turn_then_asks_it(engine
     assert [(o.round, o.task, o.what) for o in result.observations] == [
         (1, "feature-a", "kept_aside"), (1, None, "possible_merge"), (2, "feature-a", "asked_to_repeat"),
     ]  # fmt: skip
-    assert herdr.prompts == [("w1:pa", repeat_request("feature-a"))]
+    assert herdr.prompted == [(PA, repeat_request("feature-a"))]
 
 
 def test_the_door_hands_a_merged_prompt_over_as_one_message_and_waits_for_each_repeat(engine: Engine, herdr: FakeHerdr) -> None:
     """`orch inbox add --check-in` as the controller agent calls it: the merged prompt, then each repeat as it comes."""
-    herdr.states.update({"w1:pa": "idle", "w1:pb": "idle"})
+    status(herdr, PA, "idle")
+    status(herdr, PB, "idle")
     first = hand_over(engine, run_of(engine), merged())
     assert [(m.verdict, m.reason_code) for m in first.messages] == [("kept_aside", "injection")]
     assert [(o.task, o.what) for o in first.check_in.observations] == [
@@ -557,17 +544,17 @@ def test_the_door_hands_a_merged_prompt_over_as_one_message_and_waits_for_each_r
     assert [(n.do, n.command, n.why) for n in first.next] == [
         ("wait", f"orch wait --run {RUN}", "feature-a, feature-b still working: orch checks in while it waits and returns when something needs you")]
 
-    herdr.states["w1:pa"], herdr.seqs["w1:pa"] = "idle", 2
+    status(herdr, PA, "idle", seq=2)
     second = hand_over(engine, run_of(engine), envelope("feature-a", "question", QUESTION_A))
     assert [(o.task, o.what) for o in second.check_in.observations] == [("feature-a", "answered"), ("feature-b", "asked_to_repeat")]
 
-    herdr.states["w1:pb"], herdr.seqs["w1:pb"] = "idle", 2
+    status(herdr, PB, "idle", seq=2)
     third = [hand_over(engine, run_of(engine), envelope("feature-b", "result", RESULT_B)) for _ in range(2)]
     assert [(m.verdict, m.reason_code) for h in third for m in h.messages] == [("accepted", None), ("kept_aside", "duplicate")]
     # The check-in that received the result verified it (feature-b's plan entry has no verify list: git's own facts).
     assert third[0].verify is not None and [v.task for v in third[0].verify.verdicts] == ["feature-b"]
     assert state(engine, "feature-a") is S.WORKING
-    assert [target for target, _ in herdr.prompts] == ["w1:pa", "w1:pa", "w1:pb"]  # repeat, answer, repeat: nothing more
+    assert [target for target, _ in herdr.prompted] == [PA, PA, PB]  # repeat, answer, repeat: nothing more
 
 
 ANSWER = f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\nYes, formal."
@@ -576,32 +563,32 @@ ANSWER = f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer 
 def asked_formal(engine: Engine, herdr: FakeHerdr) -> None:
     engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)  # out of the way
     add_message(engine, run_of(engine), envelope("feature-a", "question", "Should the greeting be formal?"))
-    herdr.states["w1:pa"] = "idle"
+    status(herdr, PA, "idle")
 
 
 def test_an_answer_owed_to_an_agent_that_no_longer_exists_ends_with_the_reason_instead_of_waiting_forever(engine: Engine, herdr: FakeHerdr) -> None:
     asked_formal(engine, herdr)
-    del herdr.states["w1:pa"]  # herdr restarted (or the pane was closed): no agent any more
+    herdr.pane(PA).agent = None  # herdr restarted (or the pane was closed): no agent any more
 
     first = observe(engine, run_of(engine), once=True)
 
-    reason = ("its agent is gone (no agent at w1:pa: herdr agent get: agent_not_found: agent w1:pa not found), "
+    reason = ("its agent is gone (no agent at w1:p2: herdr agent get: agent_not_found: agent target w1:p2 not found), "
               "so the plan's answer to 'Should the greeting be formal?' cannot reach it")
     assert [(o.what, o.text) for o in first.observations] == [("gone", reason)]
-    assert (state(engine, "feature-a"), answers_owed(engine, run_of(engine)), herdr.prompts) == (S.FAILED, [], [])
+    assert (state(engine, "feature-a"), answers_owed(engine, run_of(engine)), herdr.prompted) == (S.FAILED, [], [])
     assert observe(engine, run_of(engine), once=True).observations == ()
 
 
 def test_a_planned_answer_whose_send_herdr_refused_is_sent_at_the_next_check_in_never_left_to_the_person(engine: Engine, herdr: FakeHerdr) -> None:
     asked_formal(engine, herdr)
-    herdr.prompt_errors.append((HerdrError("herdr agent prompt: pane_busy: the pane is busy", code="pane_busy"), False))
+    fail_prompt(herdr, HerdrError("herdr agent prompt: pane_busy: the pane is busy", code="pane_busy"), False)
 
     first = observe(engine, run_of(engine), once=True)
 
     assert [(o.what, o.text) for o in first.observations] == [
         ("send_failed", "answer to 'Should the greeting be formal?' not sent: herdr agent prompt: pane_busy: the pane is busy; tried again at a later check-in"),
     ]
-    assert (state(engine, "feature-a"), answers_owed(engine, run_of(engine)), herdr.prompts) == (S.QUESTION, ["feature-a"], [])
+    assert (state(engine, "feature-a"), answers_owed(engine, run_of(engine)), herdr.prompted) == (S.QUESTION, ["feature-a"], [])
     # The controller's door says to check in again, not to ask the person, and refuses to finish meanwhile.
     assert [(s.do, s.command) for s in next_steps(engine, run_of(engine), first.observations)] == [("wait", f"orch wait --run {RUN}")]
     with pytest.raises(OrchError) as refused:
@@ -614,27 +601,27 @@ def test_a_planned_answer_whose_send_herdr_refused_is_sent_at_the_next_check_in_
     second = observe(engine, run_of(engine), once=True)
 
     assert [(o.what, o.text) for o in second.observations] == [("answered", "Should the greeting be formal? -> Yes, formal.")]
-    assert (herdr.prompts, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([("w1:pa", ANSWER)], S.WORKING, [])
+    assert (herdr.prompted, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([(PA, ANSWER)], S.WORKING, [])
     observe(engine, run_of(engine), once=True)
-    assert len(herdr.prompts) == 1
+    assert len(herdr.prompted) == 1
 
 
 def test_a_planned_answer_that_timed_out_but_landed_is_settled_by_read_back_not_sent_twice(engine: Engine, herdr: FakeHerdr) -> None:
     asked_formal(engine, herdr)
-    herdr.prompt_errors.append((HerdrTimeout("herdr agent prompt: no answer within 10s"), True))
-    herdr.states["w1:pa"] = "idle"
+    fail_prompt(herdr, HerdrTimeout("herdr agent prompt: no answer within 10s"), True)
+    status(herdr, PA, "idle")
 
     first = observe(engine, run_of(engine), once=True)
 
     # Read-back, in the same check-in, saw its state_change_seq move past the baseline: the answer landed, so it is
     # recorded, not re-sent.
     assert [(o.what, o.text) for o in first.observations] == [("answered", "Should the greeting be formal? -> Yes, formal.")]
-    assert (herdr.prompts, state(engine, "feature-a")) == ([("w1:pa", ANSWER)], S.WORKING)
+    assert (herdr.prompted, state(engine, "feature-a")) == ([(PA, ANSWER)], S.WORKING)
 
 
 def test_a_planned_answer_read_back_cannot_settle_goes_to_the_person(engine: Engine, herdr: FakeHerdr) -> None:
     asked_formal(engine, herdr)
-    herdr.prompt_errors.append((HerdrTimeout("herdr agent prompt: no answer within 10s"), False))
+    fail_prompt(herdr, HerdrTimeout("herdr agent prompt: no answer within 10s"), False)
 
     first = observe(engine, run_of(engine), once=True)
 
@@ -643,8 +630,8 @@ def test_a_planned_answer_read_back_cannot_settle_goes_to_the_person(engine: Eng
     assert render_observe(first) == (
         f"Run {RUN}: 1 check-in round\n"
         "  [1] feature-a send failed #1: answer to 'Should the greeting be formal?' not sent: agent_prompt for feature-a (effect 1) "
-        "got no answer from herdr (HerdrTimeout) and read-back cannot tell whether it happened: the answer to w1:pa ended without an answer "
-        "(HerdrTimeout) and w1:pa (idle) shows no sign of it: did it arrive? Read its pane (`herdr agent read w1:pa`)\n"
+        "got no answer from herdr (HerdrTimeout) and read-back cannot tell whether it happened: the answer to w1:p2 ended without an answer "
+        "(HerdrTimeout) and w1:p2 (idle) shows no sign of it: did it arrive? Read its pane (`herdr agent read w1:p2`)\n"
         f"  [1] feature-a needs answer #1: Should the greeting be formal? (the plan's answer may have reached it: orch resume {RUN} --settle 1=sent (or 1=unsent))\n"
         "Workers:\n"
         "  feature-a (feature-a): question, herdr idle, unchanged check-ins 0\n"
@@ -654,12 +641,13 @@ def test_a_planned_answer_read_back_cannot_settle_goes_to_the_person(engine: Eng
     engine.clock.advance(5)  # type: ignore[attr-defined]
     second = observe(engine, run_of(engine), once=True)
     assert [o.what for o in second.observations] == []
-    assert (herdr.prompts, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([], S.QUESTION, [])
+    assert (herdr.prompted, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([], S.QUESTION, [])
 
 
 def test_a_planned_answer_refused_at_every_attempt_goes_to_the_person_after_three(engine: Engine, herdr: FakeHerdr) -> None:
     asked_formal(engine, herdr)
-    herdr.prompt_errors += [(HerdrError("herdr agent prompt: pane_busy: the pane is busy", code="pane_busy"), False)] * 3
+    for _ in range(3):
+        fail_prompt(herdr, HerdrError("herdr agent prompt: pane_busy: the pane is busy", code="pane_busy"), False)
 
     whats = []
     for _ in range(4):
@@ -667,12 +655,12 @@ def test_a_planned_answer_refused_at_every_attempt_goes_to_the_person_after_thre
         engine.clock.advance(5)  # type: ignore[attr-defined]
 
     assert whats == [["send_failed"], ["send_failed"], ["send_failed", "needs_answer"], []]
-    assert (herdr.prompts, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([], S.QUESTION, [])
+    assert (herdr.prompted, state(engine, "feature-a"), answers_owed(engine, run_of(engine))) == ([], S.QUESTION, [])
 
 
 def test_a_question_seen_before_inbox_add_moved_its_worker_is_still_answered_from_the_plan(engine: Engine, herdr: FakeHerdr) -> None:
     engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)
-    herdr.states["w1:pa"] = "idle"
+    status(herdr, PA, "idle")
     body = "Should the greeting be formal?"
     # `orch inbox add` in the worker's pane records the message, then moves the worker: a check-in may run between.
     recorded = engine.ledger.record_inbound(
@@ -687,19 +675,19 @@ def test_a_question_seen_before_inbox_add_moved_its_worker_is_still_answered_fro
     assert state(engine, "feature-a") is S.QUESTION and answers_owed(engine, run_of(engine)) == ["feature-a"]
     after = observe(engine, run_of(engine), once=True)
     assert [(o.what, o.text) for o in after.observations] == [("answered", "Should the greeting be formal? -> Yes, formal.")]
-    assert (herdr.prompts, state(engine, "feature-a")) == ([("w1:pa", ANSWER)], S.WORKING)
+    assert (herdr.prompted, state(engine, "feature-a")) == ([(PA, ANSWER)], S.WORKING)
 
 
 def test_the_handover_check_in_sends_a_planned_answer_again_after_a_refused_send_and_says_wait_not_answer(engine: Engine, herdr: FakeHerdr) -> None:
     engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)
-    herdr.states["w1:pa"] = "idle"
-    herdr.prompt_errors.append((HerdrError("herdr agent prompt: agent_not_ready: agent feature-a is not an active named agent", code="agent_not_ready"), False))
+    status(herdr, PA, "idle")
+    fail_prompt(herdr, HerdrError("herdr agent prompt: agent_not_ready: agent feature-a is not an active named agent", code="agent_not_ready"), False)
 
     handed = hand_over(engine, run_of(engine), envelope("feature-a", "question", "Should the greeting be formal?"))
 
     # The same call polls on (bounded) while the answer is owed, and tries it again once herdr had time to recover.
     assert [(o.what, o.round) for o in handed.check_in.observations] == [("send_failed", 1), ("answered", 11)]
-    assert (herdr.prompts, state(engine, "feature-a")) == ([("w1:pa", ANSWER)], S.WORKING)
+    assert (herdr.prompted, state(engine, "feature-a")) == ([(PA, ANSWER)], S.WORKING)
     assert [s.do for s in handed.next] == ["wait"] and all(o.what != "needs_answer" for o in handed.check_in.observations)
 
 
@@ -718,7 +706,7 @@ def test_what_one_result_makes_orch_read_is_bounded(engine: Engine, herdr: FakeH
     body = "Status: done\nCommits: none\nChanged files: none\nChecks: none\n" + "".join(f"Report: {p}\n" for p in named) + "Residual risk: none"
     added = add_message(engine, run_of(engine), envelope("feature-a", "result", body))
     assert added.verdict is InboxVerdict.ACCEPTED, added.reason
-    herdr.states["w1:pa"] = "idle"
+    status(herdr, PA, "idle")
     observe(engine, run_of(engine), once=True)
     facts = [e.detail for e in engine.ledger.events(RUN) if e.kind == "report"]
     assert [f["path"] for f in facts] == paths  # the one named 41 times, once
@@ -766,7 +754,7 @@ def test_a_wait_with_nothing_to_report_returns_at_its_timeout_having_checked_in_
 def test_a_silent_worker_is_asked_then_failed_on_time_by_waits_alone(engine: Engine, herdr: FakeHerdr) -> None:
     """Nobody sleeps in the controller: it calls `orch wait` again whenever one returns, and orch keeps the interval."""
     engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)  # out of the way
-    herdr.states["w1:pa"] = "idle"  # its turn ended without a result, and it stays silent
+    status(herdr, PA, "idle")  # its turn ended without a result, and it stays silent
     woke = []
     for _ in range(10):
         waited = wait_run(engine, run_of(engine))
@@ -774,10 +762,11 @@ def test_a_silent_worker_is_asked_then_failed_on_time_by_waits_alone(engine: Eng
         if state(engine, "feature-a") is S.FAILED:
             break
 
-    # Check-ins at 0, 60 (unchanged once: asked for its result), 120 and 180 s (the third unchanged one fails it).
-    assert woke == [("timeout", ["asked_for_result"]), ("timeout", []), ("failed", ["failed"])]
-    assert (state(engine, "feature-a"), engine.clock.monotonic()) == (S.FAILED, 180.0)  # type: ignore[attr-defined]
-    assert [p for p, _ in herdr.prompts] == ["w1:pa"]  # asked once, never more
+    # Asked for its result at the first wait; the ask starts a turn (herdr's state_change_seq moves), after which it shows
+    # nothing: the third unchanged check-in after that fails it, one wait a minute, nobody sleeping.
+    assert woke == [("timeout", ["asked_for_result"]), ("timeout", []), ("timeout", []), ("timeout", []), ("failed", ["failed"])]
+    assert (state(engine, "feature-a"), engine.clock.monotonic()) == (S.FAILED, 300.0)  # type: ignore[attr-defined]
+    assert [p for p, _ in herdr.prompted] == [PA]  # asked once, never more
 
 
 def test_the_rounds_that_wait_for_an_asking_worker_to_settle_never_count_toward_anothers_stall(engine: Engine, herdr: FakeHerdr) -> None:
@@ -785,7 +774,7 @@ def test_the_rounds_that_wait_for_an_asking_worker_to_settle_never_count_toward_
     # quietly (the same screen throughout). Before, every 0.5 s settle round was a check-in: feature-b failed in 1.5 s.
     handed = hand_over(engine, run_of(engine), envelope("feature-a", "question", "Should the greeting be formal?"))
 
-    assert handed.check_in.rounds == 31 and herdr.prompts == []  # 15 s of rounds: feature-a never settled
+    assert handed.check_in.rounds == 31 and herdr.prompted == []  # 15 s of rounds: feature-a never settled
     assert (state(engine, "feature-b"), engine.ledger.get_worker(RUN, "feature-b").unchanged_check_ins) == (S.WORKING, 0)
     assert [o.what for o in handed.check_in.observations] == []
 
@@ -801,7 +790,7 @@ def test_a_wait_hands_over_a_question_once_its_worker_ended_the_turn_it_asked_in
         advance(seconds)
         polls.append(seconds)
         if len(polls) == 4:
-            herdr.states["w1:pb"] = "idle"
+            status(herdr, PB, "idle")
 
     monkeypatch.setattr(clock, "sleep", sleep)
     waited = wait_run(engine, run_of(engine), as_json=True)
@@ -827,7 +816,7 @@ def test_a_wait_drives_the_run_only_while_it_checks_in(engine: Engine, herdr: Fa
     add_message(engine, run_of(engine), envelope("feature-a", "update", "halfway"))
 
     held = wait_run(engine, run_of(engine), timeout_s=3)
-    assert (held.woke, held.rounds, herdr.prompts) == ("timeout", 0, [])
+    assert (held.woke, held.rounds, herdr.prompted) == ("timeout", 0, [])
     fcntl.flock(other, fcntl.LOCK_UN)
 
     waited = wait_run(engine, run_of(engine), timeout_s=3)
