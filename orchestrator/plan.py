@@ -35,6 +35,7 @@ from orchestrator.layout import (
 )
 from orchestrator.policy import EffectivePolicy, PolicyLayer, PolicyOverlay, merge_policy, overlay_layers
 from packets import MESSAGE_LIMIT_RANGE
+from registry.kinds import CONTROLLER_HOST
 
 Mode = Literal["direct", "plan-first"]
 Placement = Literal["worktree", "sibling"]
@@ -139,8 +140,6 @@ class Integration(_Model):
         return value
 
 
-# The name a plan gives the controller's own machine: a worker without `host` runs there.
-CONTROLLER_HOST = "local"
 HOST_NAME = re.compile(r"[a-z][a-z0-9-]{0,31}")
 
 

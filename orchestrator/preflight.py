@@ -677,7 +677,7 @@ class _Preflight:
         save_message_limit(self.engine, run_id, self.plan.message_limit)
         workers = [
             {
-                "task_label": w.task, "name": w.name, "kind": w.kind, "objective": w.worker.objective, "cause": CAUSE,
+                "task_label": w.task, "name": w.name, "kind": w.kind, "host": w.host, "objective": w.worker.objective, "cause": CAUSE,
                 "claimed_files": w.worker.claim, "branch": w.worktree.branch, "worktree_path": str(w.worktree.path),
                 "tab_label": w.worktree.label, "initial": WorkerState.QUEUED,
             }

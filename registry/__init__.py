@@ -22,7 +22,7 @@ if TYPE_CHECKING:
         WorkerNotFound,
     )
     from registry.machine import LIVE_STATES, TRANSITIONS, WorkerState, check_transition, is_legal
-    from registry.kinds import EffectStatus, EventKind, InboxVerdict, RunStatus, RunVerdict
+    from registry.kinds import CONTROLLER_HOST, EffectStatus, EventKind, InboxVerdict, RunStatus, RunVerdict
     from registry.records import Effect, Event, InboxMessage, Run, Worker, make_run_id
     from registry.store import WORKER_FIELDS, Clock, Ledger, utc_now
 
@@ -35,7 +35,7 @@ _HOMES = {
         "registry.errors",
     ),
     **dict.fromkeys(("LIVE_STATES", "TRANSITIONS", "WorkerState", "check_transition", "is_legal"), "registry.machine"),
-    **dict.fromkeys(("EffectStatus", "EventKind", "InboxVerdict", "RunStatus", "RunVerdict"), "registry.kinds"),
+    **dict.fromkeys(("CONTROLLER_HOST", "EffectStatus", "EventKind", "InboxVerdict", "RunStatus", "RunVerdict"), "registry.kinds"),
     **dict.fromkeys(("Effect", "Event", "InboxMessage", "Run", "Worker", "make_run_id"), "registry.records"),
     **dict.fromkeys(("WORKER_FIELDS", "Clock", "Ledger", "utc_now"), "registry.store"),
 }
@@ -55,6 +55,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "CONTROLLER_HOST",
     "LIVE_STATES",
     "TRANSITIONS",
     "WORKER_FIELDS",

@@ -53,3 +53,8 @@ class EventKind(StrEnum):
     EFFECT_CONFIRMED = "effect_confirmed"
     EFFECT_FAILED = "effect_failed"
     EFFECT_ABANDONED = "effect_abandoned"
+
+
+# The plan's name for the controller's own machine (issue 26): a worker there has host "local", as every worker
+# recorded before hosts existed had.
+CONTROLLER_HOST = "local"

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
-from registry.kinds import EffectStatus, InboxVerdict, RunStatus, RunVerdict
+from registry.kinds import CONTROLLER_HOST, EffectStatus, InboxVerdict, RunStatus, RunVerdict
 from registry.machine import WorkerState
 
 
@@ -66,6 +66,8 @@ class Worker(_Record):
     task_label: str
     name: str
     kind: str
+    # Which machine runs it (a plan host name); its herdr ids are that host's herdr's, meaningful only with it.
+    host: str = CONTROLLER_HOST
     state: WorkerState
     objective: str
     claimed_files: tuple[str, ...]

@@ -143,4 +143,10 @@ MIGRATIONS: tuple[str, ...] = (
         WHERE type = 'table' AND name = 'workers';
     PRAGMA writable_schema = RESET;
     """,
+    # 5: the machine each worker runs on (issue 26: fleets across machines), by the plan's host name; every herdr id
+    # on the worker (pane, workspace, tab, reply target) is that host's, never compared with another host's. Every
+    # worker recorded before ran on the controller, which is what the default says: old runs keep their meaning.
+    """
+    ALTER TABLE workers ADD COLUMN host TEXT NOT NULL DEFAULT 'local';
+    """,
 )

@@ -26,7 +26,7 @@ from registry.errors import (
     WorkerNotFound,
 )
 from registry.machine import INITIAL, WorkerState
-from registry.kinds import EffectStatus, EventKind, InboxVerdict, RunStatus, RunVerdict
+from registry.kinds import CONTROLLER_HOST, EffectStatus, EventKind, InboxVerdict, RunStatus, RunVerdict
 from registry.records import Effect, Event, InboxMessage, Run, Worker
 
 Clock = Callable[[], datetime]
@@ -315,9 +315,11 @@ class Ledger:
     ) -> Worker:
         if initial not in INITIAL:
             raise RegistryError(f"a worker is registered provisioning or queued, not {initial}")
+        # Where it runs is fixed when it is registered, like its name and kind: never a field to change later.
+        host = fields.pop("host", CONTROLLER_HOST)
         self._check_fields(fields)
         empty: dict[str, Any] = {field: None for field in Worker.model_fields}
-        empty.update(claimed_files=(), created_workspace_ids=(), created_pane_ids=(), created_worktree_paths=())
+        empty.update(claimed_files=(), created_workspace_ids=(), created_pane_ids=(), created_worktree_paths=(), host=host)
         worker = _validate(
             Worker,
             {
@@ -340,7 +342,8 @@ class Ledger:
             EventKind.WORKER_ADDED,
             task_label=task_label,
             to_state=initial,
-            detail={"cause": dict(cause or {}), "changes": {"name": name, "kind": kind, **self._plain(worker, fields)}},
+            detail={"cause": dict(cause or {}), "changes": {"name": name, "kind": kind, **self._plain(worker, fields),
+                                                             **({"host": host} if host != CONTROLLER_HOST else {})}},
             at=at,
         )
         return worker

@@ -84,7 +84,7 @@ def drive(ledger: Ledger, task: str, target: WorkerState) -> Worker:
 
 def test_open_creates_and_migrates_an_empty_file(ledger_path: Path, clock: Clock) -> None:
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == len(MIGRATIONS) == 4
+        assert ledger.schema_version == len(MIGRATIONS) == 5
     db = sqlite3.connect(ledger_path)
     names = db.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").fetchall()
     assert names == [
@@ -107,7 +107,7 @@ def test_reopening_keeps_data_and_does_not_migrate_again(ledger_path: Path, cloc
     with Ledger.open(ledger_path, now=clock) as ledger:
         created = ledger.create_run(RUN_ID, controller_target="w1:p1")
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == 4
+        assert ledger.schema_version == 5
         assert ledger.list_runs() == [created]
 
 
@@ -124,12 +124,35 @@ def test_migration_4_lets_an_existing_ledger_hold_queued_and_skipped_workers(led
     old.execute("PRAGMA user_version = 3")
     old.close()
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == 4
+        assert ledger.schema_version == 5
         ledger.create_run(RUN_ID, controller_target="w1:p1")
         ledger.add_worker(RUN_ID, "a", name="a", kind="codex", objective="x", initial=WorkerState.QUEUED)
         skipped = ledger.transition(RUN_ID, "a", WorkerState.QUEUED, WorkerState.SKIPPED, cause={"after": "b"})
         assert skipped.state is WorkerState.SKIPPED
     assert sqlite3.connect(ledger_path).execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+
+
+def test_migration_5_puts_every_earlier_worker_on_the_controller_and_a_new_one_where_registered(
+    ledger_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import registry.core
+
+    with monkeypatch.context() as before:
+        before.setattr(registry.core, "MIGRATIONS", MIGRATIONS[:4])
+        with Ledger.open(ledger_path, now=clock) as ledger:
+            ledger.create_run(RUN_ID, controller_target="w1:p1")
+            ledger._db.execute(
+                "INSERT INTO workers (run_id, task_label, name, kind, state, objective, created_at, updated_at) "
+                "VALUES (?, 'here', 'here', 'codex', 'queued', 'x', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00')",
+                (RUN_ID,),
+            )
+    with Ledger.open(ledger_path, now=clock) as ledger:
+        there = ledger.add_worker(RUN_ID, "there", name="there", kind="codex", objective="x", host="buildbox")
+        assert [(w.task_label, w.host) for w in ledger.list_workers(RUN_ID)] == [("here", "local"), ("there", "buildbox")]
+        assert there.host == "buildbox"
+        assert [e.detail["changes"] for e in ledger.events(RUN_ID, task_label="there")] == [{"name": "there", "kind": "codex", "host": "buildbox"}]
+        with pytest.raises(RegistryError, match="worker fields not settable here: host"):
+            ledger.update_worker(RUN_ID, "there", host="local")
 
 
 def test_migration_3_keeps_older_runs_resumable_unless_their_inbox_shows_an_agent_controller(ledger_path: Path, clock: Clock) -> None:
@@ -167,7 +190,7 @@ def test_a_newer_ledger_is_refused(ledger_path: Path, clock: Clock) -> None:
     sqlite3.connect(ledger_path).execute("PRAGMA user_version = 7").connection.close()
     with pytest.raises(SchemaTooNew) as raised:
         Ledger.open(ledger_path, now=clock)
-    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (4)"
+    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (5)"
 
 
 def test_a_naive_clock_is_refused(ledger_path: Path) -> None:
