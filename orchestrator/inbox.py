@@ -20,7 +20,7 @@ from packets import (
     DEFAULT_MESSAGE_LIMIT, Accepted, KeptAside, LedgerView, Reason, RegisteredWorker, fingerprint, inert_line, oversize, parse_message, validate,
 )  # fmt: skip
 from packets.result import parse_result
-from registry.facts import FactKind
+from registry.facts import CallbackCause, FactKind
 from registry import InboxMessage, InboxVerdict, Run, RunStatus, StaleState, Worker, WorkerState, is_legal
 from registry.machine import AT_WORK, OPEN, accepted_kinds
 
@@ -205,7 +205,7 @@ def _apply(engine: Engine, run: Run, recorded: InboxMessage, body: str) -> tuple
         changes["pending_question"] = body
     if kind == "result":
         changes["reported_checks"] = parse_result(body).to_json()
-    cause = {"inbox_id": recorded.id, "kind": kind}
+    cause = CallbackCause(inbox_id=recorded.id, kind=kind)
     for _ in range(2):
         worker = engine.ledger.get_worker(run.run_id, task)
         if not may_apply(worker.state, kind):

@@ -27,7 +27,7 @@ from packets.inert import inert_line
 from packets.result import parse_result
 from packets.screen import Reason
 from packets.validate import Accepted, KeptAside, LedgerView, RegisteredWorker, fingerprint, oversize, validate
-from registry.facts import FactKind
+from registry.facts import CallbackCause, FactKind
 from registry.core import Rows
 from registry.kinds import InboxVerdict, RunStatus
 from registry.machine import ACCEPTS, OPEN, REOPENED_BY_PROMPT, WorkerState, accepted_kinds, is_legal
@@ -252,7 +252,7 @@ class Intake:
             changes["pending_question"] = body
         if kind == "result":
             changes["reported_checks"] = parse_result(body).to_json()
-        cause = {"inbox_id": inbox_id, "kind": kind}
+        cause = CallbackCause(inbox_id=inbox_id, kind=kind)
         for _ in range(2):
             state = self.rows.worker_state(self.run_id, task)
             if not may_apply(state, kind):

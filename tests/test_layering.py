@@ -120,6 +120,16 @@ def test_the_crash_seam_is_its_own_module_and_only_the_herdr_boundary_calls_it()
     assert _importers({"orchestrator.crash_seam"}, *ORCH_PACKAGES) == {"orchestrator/herdr.py"}
 
 
+def test_the_simulators_cli_keeps_a_module_per_herdr_noun() -> None:
+    """herdr keeps a file per noun (src/cli/<noun>.rs): each noun's commands live in herdr_sim/commands/<noun>.py, and
+    herdr_sim/cli.py only parses the global flags and dispatches."""
+    from herdr_sim.cli import Cli
+
+    nouns = ("workspace", "tab", "pane", "agent", "worktree", "session", "integration", "api", "fault")
+    assert {noun: getattr(Cli, noun).__module__ for noun in nouns} == {noun: f"herdr_sim.commands.{noun}" for noun in nouns}
+    assert [n.name for n in _tree(ROOT / "herdr_sim" / "cli.py").body if isinstance(n, ast.FunctionDef)] == ["split_global_flags", "main"]
+
+
 def test_only_registry_touches_sqlite() -> None:
     assert {m for m in _importers({"sqlite3"}, *ORCH_PACKAGES, "herdr_sim") if not m.startswith("registry/")} == set()
 
