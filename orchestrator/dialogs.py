@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from orchestrator.herdr_models import AT_REST
 from orchestrator.errors import HerdrError, OrchError
 from orchestrator.quirks import Screen, excerpt, quirks
 from packets import inert_line
@@ -116,8 +117,8 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
     send_keys(engine, worker, pane_id, trust, keys, f"{worker.task_label}:trust_dialog")
     engine.ledger.record_fact(worker.run_id, FactKind.DIALOG, task_label=worker.task_label, detail=Dialog(
         dialog=trust.name, kind=worker.kind, answered=True, keys=list(keys), reason=reason, screen=text))  # fmt: skip
-    info = engine.herdr.agent_wait(worker.name, until=("idle", "done"), timeout_ms=wait_timeout_ms)
-    if info.agent_status not in ("idle", "done"):
+    info = engine.herdr.agent_wait(worker.name, until=AT_REST, timeout_ms=wait_timeout_ms)
+    if info.agent_status not in AT_REST:
         raise DialogStop(f"{worker.name} answered its {trust.name} dialog but is {info.agent_status}, not idle")
     return f"answered the {worker.kind} {trust.name} dialog with {' '.join(keys)} ({reason})"
 

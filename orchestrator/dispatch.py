@@ -35,7 +35,7 @@ from orchestrator.errors import (
     HerdrWaitExpired,
     OrchError,
 )
-from orchestrator.herdr_models import AgentInfo, AgentStatus
+from orchestrator.herdr_models import AT_REST, AgentInfo, AgentStatus
 from orchestrator.inbox import catch_up
 from orchestrator.messages import BASELINE_COMPLETION
 from orchestrator.plan import ResolvedPlan
@@ -49,7 +49,7 @@ T = TypeVar("T")
 READ_LINES = 60
 # Any observed state after submission settles the single-target wait: acceptance, not the end of the turn.
 ACCEPTED_STATES: tuple[AgentStatus, ...] = ("working", "idle", "done", "blocked")
-SENDABLE = ("idle", "done")
+SENDABLE = AT_REST
 # No answer, or one we cannot read: whether herdr wrote the prompt is unknown (engine.once leaves it in flight).
 UNKNOWN: tuple[type[HerdrFailure], ...] = (HerdrTimeout, HerdrProtocolError)
 

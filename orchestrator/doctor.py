@@ -23,7 +23,7 @@ from orchestrator.config import Settings
 from orchestrator.dialogs import DialogStop, answer_trust_dialog, flat
 from orchestrator.engine import Engine
 from orchestrator.errors import ConfigError, HerdrAgentNotReady, HerdrError, HerdrNotFound, OrchError, one_line
-from orchestrator.herdr_models import AgentPrompted, IntegrationEntry, WorkspaceCreated
+from orchestrator.herdr_models import AT_REST, AgentPrompted, IntegrationEntry, WorkspaceCreated
 from orchestrator.inbox import save_message_limit
 from orchestrator.plan import ResolvedPlan, load_plan
 from orchestrator.preflight import integration_problems, describe_integration
@@ -359,9 +359,9 @@ def _close(probe: Engine, run: Run, kind: str, task: str, name: str, pane_id: st
         if status == "working":
             # The callback runs inside the probe's turn: the agent reports idle just after it.
             with contextlib.suppress(HerdrError):
-                status = herdr.agent_wait(name, until=("idle", "done"), timeout_ms=int(EXIT_WAIT_S * 1000)).agent_status
+                status = herdr.agent_wait(name, until=AT_REST, timeout_ms=int(EXIT_WAIT_S * 1000)).agent_status
         command = facts(kind).exit_command
-        if status in ("idle", "done") and command is not None:
+        if status in AT_REST and command is not None:
             try:
                 probe.once(run.run_id, task, "pane_send_text", f"{task}:exit_text", {"pane": pane_id, "text": command},
                            lambda: _sent(pane_id, lambda: herdr.pane_send_text(pane_id, command)), model=Sent)  # fmt: skip

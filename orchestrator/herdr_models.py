@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 AgentStatus = Literal["idle", "working", "blocked", "done", "unknown"]
+# An agent whose turn is over (herdr's idle or done): only then may orch type into it, ask it for a result, or exit it.
+AT_REST: tuple[AgentStatus, ...] = ("idle", "done")
 SplitDirection = Literal["right", "down"]
 ReadSource = Literal["visible", "recent", "recent-unwrapped", "detection"]
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
-from orchestrator.herdr_models import AgentInfo, AgentPrompted
+from orchestrator.herdr_models import AT_REST, AgentInfo, AgentPrompted
 from orchestrator.inbox import catch_up
 from orchestrator.reportfiles import REPORT_LIMIT_BYTES as REPORT_LIMIT_BYTES  # its home is reportfiles; named here as before
 from orchestrator.reportfiles import open_report, pinned_roots
@@ -99,7 +99,7 @@ def send_message(
     target = _target(worker)
     status = agent_status or engine.herdr.agent_get(target).agent_status
     may_interrupt = kind == "stop" or (kind == "follow-up" and urgent)
-    if status not in ("idle", "done") and not (may_interrupt and status == "working"):
+    if status not in AT_REST and not (may_interrupt and status == "working"):
         allowed = "idle, done or working" if may_interrupt else "idle or done"
         raise OrchError(
             f"worker {task} is {status} in herdr; a {kind} goes only to a worker that is {allowed}",
@@ -246,9 +246,9 @@ def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseMo
             f"the {kind} to {target} ended without an answer ({why}) and {target} ({info.agent_status}) shows no sign of it: did it arrive? Read its pane (`herdr agent read {target}`)",
             f"orch resume {run.run_id} --settle {effect.id}=sent (or {effect.id}=unsent)",
         )
-    if info.agent_status in ("idle", "done") and baseline is not None and text is not None:
+    if info.agent_status in AT_REST and baseline is not None and text is not None:
         return NotDone(f"{target} is {info.agent_status}, state_change_seq still {baseline}, the text not on its screen {waited:.0f}s after the send was intended")
-    if info.agent_status in ("idle", "done") and baseline is None and text is not None and kind != "packet":
+    if info.agent_status in AT_REST and baseline is None and text is not None and kind != "packet":
         return NotDone(f"{target} is {info.agent_status} and the text is not on its screen {waited:.0f}s after the send was intended")
     return CannotTell(
         f"did {target} ({info.agent_status}) receive the {kind} orch was sending at {effect.intended_at:%H:%M:%S}? Read its pane (`herdr agent read {target}`)",

@@ -19,7 +19,7 @@ from orchestrator.quirks import excerpt
 from orchestrator.transcripts import save_transcript
 from orchestrator.errors import HerdrError, HerdrMissing, HerdrNotFound, HerdrUnavailable, OrchError
 from orchestrator.fleet import advance
-from orchestrator.herdr_models import AgentInfo
+from orchestrator.herdr_models import AT_REST, AgentInfo
 from orchestrator.plan import Answer
 from orchestrator.reportfiles import MAX_REPORTS, REPORT_LIMIT_BYTES, TOTAL_LIMIT_BYTES
 from orchestrator.resume import report_resume
@@ -312,7 +312,7 @@ class _Round:
             task = worker.task_label
             info = self.agent(worker)
             status = info.agent_status if info else None
-            if status not in ("idle", "done"):
+            if status not in AT_REST:
                 continue  # still ending its turn (or at a dialog): asked at a later check-in
             if pause:
                 self.engine.clock.sleep(pause)
@@ -339,7 +339,7 @@ class _Round:
             return 0.0
         info = self.agent(worker)
         baseline = request.request.get("baseline_seq")
-        if info is not None and isinstance(baseline, int) and info.state_change_seq > baseline and info.agent_status in ("idle", "done"):
+        if info is not None and isinstance(baseline, int) and info.state_change_seq > baseline and info.agent_status in AT_REST:
             # Its turn is over without a reply recorded yet: a repeat it sent may still wait for its Enter.
             return self.engine.herdr.features().prompt_enter_delay_s
         return None
@@ -378,7 +378,7 @@ class _Round:
             self._answer_ends(worker, body, question_id, gone)
             return True
         status = info.agent_status if info else None
-        if status not in ("idle", "done"):
+        if status not in AT_REST:
             return False  # the worker is still ending its turn; messages go to settled workers only
         try:
             # One key per question: a later attempt replays a confirmed send, and settles an unknown one by read-back
@@ -505,11 +505,11 @@ class _Round:
             self.waiting.add(task)
             return
         output = self._read(target) if info is not None else ""
-        if status in ("idle", "done") and worker.state in AT_WORK and self.approval_form(worker):
+        if status in AT_REST and worker.state in AT_WORK and self.approval_form(worker):
             # herdr's manifests miss some forms a turn waits on (Claude Code's "Enter to continue" notices read idle):
             # the quirk table reads the screen, so the worker is blocked on the form, never asked for a result.
             return
-        if status in ("idle", "done") and worker.state is S.WORKING:
+        if status in AT_REST and worker.state is S.WORKING:
             shown = self.work_on_screen(target)
             if shown is not None:
                 # Some agents report their turn over while a tool still runs: the screen (a spinner, a busy line)
@@ -518,7 +518,7 @@ class _Round:
                 status, output = "working", output + "\n" + shown
                 self.herdr_states[task] = status
         finished = True
-        if status in ("idle", "done") and worker.state is S.WORKING:
+        if status in AT_REST and worker.state is S.WORKING:
             baseline = completion_baseline(self.engine, self.run.run_id, task)
             if baseline is not None and info is not None and info.completion_seq is not None and info.completion_seq <= baseline:
                 # herdr 0.9.2+ counts finished turns: an idle or done that did not move it is no finished turn
@@ -529,7 +529,7 @@ class _Round:
         asked_before = False
         # Ask only once the worker has stayed settled, unchanged, across two check-ins: a worker that just sent its
         # result (or question) and went idle may be seen before that callback has reached the inbox.
-        if status in ("idle", "done") and finished and self._settled_after_dispatch(worker, info) and seen.unchanged_check_ins >= 1 and task not in self.repeat_asked:
+        if status in AT_REST and finished and self._settled_after_dispatch(worker, info) and seen.unchanged_check_ins >= 1 and task not in self.repeat_asked:
             asked_before = self.missing_result(worker, status)
         if seen.unchanged_check_ins >= STALL_LIMIT:
             reason = f"no change of state or output across {STALL_LIMIT} consecutive check-ins"

@@ -16,6 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator import git, messages
+from orchestrator.herdr_models import AT_REST
 from orchestrator.agents import AGENTS
 from orchestrator.engine import Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.transcripts import save_transcript
@@ -37,8 +38,6 @@ READ_LINES = 40
 
 # The ladder runs on RETIRABLE workers; the person may give up any with --abandon: ABANDON_TO_SUPERSEDED ones become
 # superseded first, the others retire directly (registry.machine).
-# Typing into an agent that is mid-turn or at an approval prompt could answer that prompt: only at rest.
-AT_REST = ("idle", "done")
 # Final dispositions whose still-working agent retire may interrupt with a `stop` (accepted work is at rest anyway).
 STOPPABLE = UNACCEPTED
 # The last non-blank line of a shell at its prompt ends like this (bash $, root #, zsh %, fish >, starship ❯).
