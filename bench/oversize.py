@@ -3,7 +3,7 @@
 Run: python3 bench/oversize.py [--sizes-mb 1,10] [--json]. Each message is a well-formed `result` envelope from the
 registered worker, so only the size limit stops it. It is sent twice: through the stdin door of a fresh `orch`
 process, as a worker's callback would (timed beside a small valid callback, whose time is process start-up alone),
-and in this process through `read_inbound` + `add_message`, which is the handling itself. The targets (issue 10):
+and in this process through `read_stream` + `add_message`, which is the handling itself. The targets (issue 10):
 handling under 1 s and under 1 MB of ledger growth (database, WAL and shared-memory files together) per message.
 Timing lives here, not in tests: the house rule is no timed assertions in tests (tests/orchestrator/test_inbox.py
 asserts the growth and the verdict).
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from orchestrator.engine import Engine
-from orchestrator.inbox import add_message, read_inbound
+from orchestrator.intake import add_message, read_stream
 from packets import DEFAULT_MESSAGE_LIMIT
 from fixtures import RUN, orch_executable, seed_dispatched_worker
 
@@ -74,7 +74,7 @@ def main() -> int:
             small, _ = _process(orch, env, (HEADER.replace("kind=result", "kind=update") + f"small {megabytes}").encode())
             data, before = _message(megabytes, "in process"), ledger_bytes(home)
             start = time.perf_counter()
-            added = add_message(engine, run, read_inbound(io.BytesIO(data), DEFAULT_MESSAGE_LIMIT))
+            added = add_message(engine, run, read_stream(io.BytesIO(data), DEFAULT_MESSAGE_LIMIT))
             handling = time.perf_counter() - start
             growth = max(process_growth, ledger_bytes(home) - before)
             assert added.reason_code == "oversize", added

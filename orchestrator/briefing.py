@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
-from orchestrator.inbox import message_limit, report_dir
+from orchestrator.intake import message_limit
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
-from orchestrator.reportfiles import pin_roots
+from orchestrator.reportfiles import pin_roots, report_dir
 from packets import Packet, build_packet, render_packet
 from registry import Run, Worker
 
@@ -130,7 +130,7 @@ def packet_fields(engine: Engine, run: Run, plan: ResolvedPlan, planned: Resolve
         "stop_conditions": planned.stop_conditions,
         "context_files": (),
         "callback_prefix": engine.callback_prefix(run),
-        "report_dir": str(report_dir(engine, run, planned.task)),
+        "report_dir": str(report_dir(engine.run_dir(run.run_id), planned.task)),
         "message_limit": message_limit(engine, run),
     }
 

@@ -36,7 +36,7 @@ from orchestrator.errors import (
     OrchError,
 )
 from orchestrator.herdr_models import AT_REST, AgentInfo, AgentStatus
-from orchestrator.inbox import catch_up
+from orchestrator.intake import catch_up
 from orchestrator.messages import BASELINE_COMPLETION
 from orchestrator.plan import ResolvedPlan
 from orchestrator.quirks import excerpt, quirks

@@ -24,7 +24,7 @@ from orchestrator.dialogs import DialogStop, answer_trust_dialog, flat
 from orchestrator.engine import Engine
 from orchestrator.errors import ConfigError, HerdrAgentNotReady, HerdrError, HerdrNotFound, OrchError, one_line
 from orchestrator.herdr_models import AT_REST, AgentPrompted, IntegrationEntry, WorkspaceCreated
-from orchestrator.inbox import save_message_limit
+from orchestrator.intake import save_message_limit
 from orchestrator.plan import ResolvedPlan, load_plan
 from orchestrator.preflight import integration_problems, describe_integration
 from orchestrator.quirks import excerpt, quirks

@@ -11,8 +11,7 @@ from orchestrator.effects import unsettled
 from orchestrator.engine import Engine
 from orchestrator.driver import RunDriven
 from orchestrator.errors import HerdrError, OrchError
-from orchestrator.handover import Handed, hand_over as record_all, render_handed
-from orchestrator.inbox import Inbound
+from orchestrator.intake import Added, Raw, add_message, render_added
 from orchestrator.integrate import IntegrateResult, integrate_run, render_integrate
 from orchestrator.fleet import advance
 from orchestrator.observe import _STEP_WHAT as STEP_WHAT
@@ -61,9 +60,13 @@ class NextStep(BaseModel):
     why: str
 
 
-class Handover(Handed):
-    """`orch inbox add --check-in`: the verdict on every envelope handed over, the check-in that followed, and what next."""
+class Handover(BaseModel):
+    """`orch inbox add --check-in`: the verdict on the envelope handed over, the check-in that followed, and what next."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run_id: str
+    messages: tuple[Added, ...]
     check_in: ObserveResult
     verify: VerifyResult | None
     next: tuple[NextStep, ...]
@@ -113,12 +116,14 @@ class Finished(BaseModel):
 
 
 def hand_over(
-    engine: Engine, run: Run, raw: str | Inbound, *, source: str = "cli", limit: int | None = None, as_json: bool = False
+    engine: Engine, run: Run, raw: str | Raw, *, source: str = "cli", limit: int | None = None, as_json: bool = False
 ) -> Handover:
-    """Validate and record the envelope, then run one check-in and say what to do next."""
-    handed = record_all(engine, run, raw, source=source, limit=limit)
+    """Record the envelope through the one callback path (`orchestrator.intake`), then run one check-in and say what to do next."""
+    added = add_message(engine, run, raw, source=source, limit=limit)
     observed, verified = settled_check_in(engine, run)
-    return Handover(**dict(handed), check_in=observed, verify=verified, next=next_steps(engine, run, observed.observations, as_json=as_json))
+    return Handover(
+        run_id=run.run_id, messages=(added,), check_in=observed, verify=verified, next=next_steps(engine, run, observed.observations, as_json=as_json)
+    )
 
 
 def settled_check_in(engine: Engine, run: Run, *, lifecycle: bool = True) -> tuple[ObserveResult, VerifyResult | None]:
@@ -459,7 +464,7 @@ def render_next(steps: Sequence[NextStep]) -> list[str]:
 def render_handover(result: Handover) -> str:
     """One verdict line per envelope, the check-in, then what to do next."""
     verified = render_verify(result.verify) if result.verify else ""
-    return render_handed(result) + render_observe(result.check_in) + verified + "".join(line + "\n" for line in render_next(result.next))
+    return "".join(render_added(m) for m in result.messages) + render_observe(result.check_in) + verified + "".join(line + "\n" for line in render_next(result.next))
 
 
 def render_checked_in(result: CheckedIn) -> str:

@@ -56,18 +56,18 @@ def main() -> None:
 
     Every worker callback of an `orch run` run is one `orch inbox add` process, and click's import alone was a third
     of one (docs/PERFORMANCE.md). The callback is recorded by `orchestrator.intake.take`, the function the click command
-    calls first; whatever it hands back (no ledger, no such run, a view it cannot judge) is given to click whole, so the
-    full path answers exactly as before. A failure is reported by the CLI's own error handler.
+    calls first; when it cannot record (no ledger, no such run, an empty message) the command line goes to click whole,
+    whose command opens the engine to say what is wrong. A failure is reported by the CLI's own error handler.
     """
     found = callback_argv(sys.argv[1:])
     if found is not None and _utf8_stdout():
         try:
-            from orchestrator.intake import render_added, take
+            from orchestrator.intake import Added, render_added, take
             from packets.inert import inert
 
             outcome = take(os.environ, found[0], found[1], sys.stdin.buffer, source="cli")
-            if outcome.added is not None:
-                sys.stdout.write(inert(render_added(outcome.added)))
+            if isinstance(outcome, Added):
+                sys.stdout.write(inert(render_added(outcome)))
                 sys.stdout.flush()
                 return
         except BaseException:

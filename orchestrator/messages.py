@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AT_REST, AgentInfo, AgentPrompted
-from orchestrator.inbox import catch_up
+from orchestrator.intake import catch_up
 from orchestrator.reportfiles import REPORT_LIMIT_BYTES as REPORT_LIMIT_BYTES  # its home is reportfiles; named here as before
 from orchestrator.reportfiles import open_report, pinned_roots
 

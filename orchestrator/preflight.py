@@ -30,7 +30,7 @@ from orchestrator.herdr_models import (
     WorkspaceCreated,
     WorkspaceInfo,
 )
-from orchestrator.inbox import save_message_limit
+from orchestrator.intake import save_message_limit
 from orchestrator.layout import quote
 from orchestrator.plan import ResolvedPlan, load_plan
 from registry import Effect, EffectStatus, Run, RunStatus, WorkerState, make_run_id

@@ -5,7 +5,7 @@ a device, or replace its whole worktree by a link to `/`. So a report is never c
 its roots' real paths are pinned in the run folder when the worker's packet is saved (before the worker runs), and the
 file is opened once, component by component from `/` with `O_NOFOLLOW` through directory descriptors, then judged on
 the open descriptor (a regular file, one link, at most the limit) and read with a deadline. Standard library only: the
-callback fast path (`orchestrator.intake`) reads the pinned roots too.
+callback path (`orchestrator.intake`) reads the pinned roots too.
 """
 
 from __future__ import annotations
@@ -31,8 +31,13 @@ _CHUNK = 64 * 1024
 _PINNING = threading.Lock()
 
 
+def report_dir(folder: Path, task: str) -> Path:
+    """A worker's report directory in its run's folder (named in its packet): the one place outside its checkout it may write."""
+    return folder / "reports" / task
+
+
 def _named_roots(folder: Path, task: str, worktree_path: str | None) -> list[str]:
-    found = [str(folder / "reports" / task)]
+    found = [str(report_dir(folder, task))]
     if worktree_path:
         found.insert(0, worktree_path)
     return [posixpath.normpath(root) for root in found]

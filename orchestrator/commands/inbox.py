@@ -5,10 +5,15 @@ from __future__ import annotations
 import os
 import sys
 
+from typing import TYPE_CHECKING
+
 import click
 
 from orchestrator.commands.base import echo_json, emit, engine_from, json_option, run_option
 from orchestrator.errors import OrchError
+
+if TYPE_CHECKING:
+    from orchestrator.intake import Added
 
 
 @click.group()
@@ -50,47 +55,45 @@ def inbox_add(
     """
     if text is None:
         raise OrchError("no message given", hint="pass the envelope as TEXT, or `-` to read it from stdin")
-    read = None
+    from orchestrator.intake import Added, Intake, Raw, read, take
+
+    taken: Raw | None = None
     if not check and run_id:
-        # A worker's callback (one message, a named run): the fast path, without pydantic (orchestrator.intake).
-        from orchestrator.intake import render_added, take
-
+        # A worker's callback (one message, a named run): the ledger opened from the environment, no engine, no
+        # pydantic (the same `orchestrator.intake.take` the console script calls without click).
         outcome = take(os.environ, run_id, text, sys.stdin.buffer, source=source)
-        if outcome.added is not None:
-            if as_json:
-                echo_json({"run_id": outcome.added.run_id, "messages": [outcome.added.as_json()]})
-            else:
-                from packets.inert import inert
-
-                click.echo(inert(render_added(outcome.added)), nl=False)
+        if isinstance(outcome, Added):
+            _emit_added(outcome, as_json)
             return
-        read = outcome.inbound  # what it read of stdin (or nothing): the full path below says what is wrong
-
-    from orchestrator.handover import BATCH_MAX
-    from orchestrator.inbox import Inbound, inbound_text, message_limit, read_inbound
-
+        taken = outcome  # what it read (an empty message), or nothing: the engine says what is wrong
+    # No run named, a check-in, or something only the engine can say (no ledger, no such run, an old run's limit).
     engine = engine_from(ctx)
     # A check-in acts on the run (answers, prompts): one driver at a time. Recording alone only appends to the
     # inbox, like a worker's callback, and never waits on or is refused by the run's driver.
     run = engine.drive_run(run_id) if check else engine.find_run(run_id)
-    limit = message_limit(engine, run)
-    # Both doors read the same bytes (orchestrator.intake): never more than BATCH_MAX times the limit.
-    batch = limit * BATCH_MAX
-    if read is not None:
-        inbound = Inbound(text=read.text, size=read.size, sha256=read.sha256, complete=read.complete)
-    else:
-        inbound = read_inbound(sys.stdin.buffer, batch) if text == "-" else inbound_text(text, batch)
+    intake = Intake.of(engine, run)
+    inbound = taken if taken is not None else read(text, sys.stdin.buffer, intake.limit)
     if inbound.complete and not inbound.text.strip():
         # Nothing to judge: recording it would only add an empty kept-aside message to the inbox.
         raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add --run RUN_ID - < callback.txt`")
     if check:
         from orchestrator.door import hand_over, render_handover  # the check-in reads herdr and plans: only when asked
 
-        emit(hand_over(engine, run, inbound, source=source, limit=limit, as_json=as_json), as_json, render_handover)
+        emit(hand_over(engine, run, inbound, source=source, limit=intake.limit, as_json=as_json), as_json, render_handover)
     else:
-        from orchestrator.handover import hand_over as record_all, render_handed
+        _emit_added(intake.add(inbound, source=source), as_json)
 
-        emit(record_all(engine, run, inbound, source=source, limit=limit), as_json, render_handed)
+
+def _emit_added(added: Added, as_json: bool) -> None:
+    """`orch inbox add`'s answer: the verdict line, or `{"run_id", "messages": [...]}` (one message per call)."""
+    from orchestrator.intake import render_added
+
+    if as_json:
+        echo_json({"run_id": added.run_id, "messages": [added.as_json()]})
+    else:
+        from packets.inert import inert
+
+        click.echo(inert(render_added(added)), nl=False)
 
 
 @inbox.command("list")

@@ -44,5 +44,5 @@ def test_inbox_add_loads_neither_herdr_nor_plans_nor_the_simulator(tmp_path: obj
     loaded = _imports("inbox", "add", "--run", "nope", "[herdr-orchestration run=nope task=a from=a kind=update reply-to=w1:p2]\nhi", env=env)
     unwanted = ("herdr_sim", "orchestrator.herdr", "orchestrator.plan", "orchestrator.policy", "orchestrator.demo", "orchestrator.evidence")
     assert [m for m in loaded["ours"] if m.startswith(unwanted)] == []
-    assert "orchestrator.inbox" in loaded["ours"]
+    assert "orchestrator.intake" in loaded["ours"]
     assert [m for m in loaded["heavy"] if m in ("tenacity", "tabulate", "pexpect")] == []

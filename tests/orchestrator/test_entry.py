@@ -16,7 +16,7 @@ import pytest
 from orchestrator import cli, entry
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.inbox import save_message_limit
+from orchestrator.intake import save_message_limit
 from packets import DEFAULT_MESSAGE_LIMIT
 from registry import RunStatus, RunVerdict, WorkerState
 

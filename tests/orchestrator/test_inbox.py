@@ -41,12 +41,12 @@ def env(kind: str, body: str, *, run: str = RUN, sender: str = "feature-a") -> s
 def test_view_names_runs_workers_and_accepted_fingerprints(home: Path) -> None:
     from orchestrator.config import Settings
     from orchestrator.engine import Engine
-    from orchestrator.inbox import add_message, ledger_view
+    from orchestrator.intake import Intake, add_message
 
     engine = Engine(settings=Settings(home=home, orch_home=home, policy_dir=home, src_root=home), herdr=None)  # type: ignore[arg-type]
     run = engine.ledger.get_run(RUN)
     added = add_message(engine, run, env("update", "hello"))
-    view = ledger_view(engine, run)
+    view = Intake.of(engine, run).view()
     assert (view.run_id, view.other_run_ids, [w.worker_name for w in view.workers]) == (RUN, frozenset({OLD}), ["feature-a"])
     assert view.accepted_fingerprints == {engine.ledger.get_inbound(added.inbox_id).fingerprint}
     engine.close()
@@ -128,7 +128,7 @@ def test_oversize_callback_is_kept_aside_and_grows_the_ledger_by_less_than_1_mb(
 def test_the_plan_sets_the_limit_and_both_doors_apply_it(home: Path) -> None:
     from orchestrator.config import Settings
     from orchestrator.engine import Engine
-    from orchestrator.inbox import message_limit, save_message_limit
+    from orchestrator.intake import message_limit, save_message_limit
 
     engine = Engine(settings=Settings(home=home, orch_home=home, policy_dir=home, src_root=home), herdr=None)  # type: ignore[arg-type]
     save_message_limit(engine, RUN, 2048)
@@ -166,7 +166,7 @@ def test_a_result_that_arrived_before_the_packet_was_recorded_moves_the_worker_o
     from orchestrator.clock import FakeClock
     from orchestrator.config import Settings
     from orchestrator.engine import Engine
-    from orchestrator.inbox import catch_up
+    from orchestrator.intake import catch_up
     from registry import InboxVerdict
 
     clock = FakeClock()

@@ -10,7 +10,7 @@ from typing import Any
 
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.inbox import add_message
+from orchestrator.intake import add_message
 from registry import InboxVerdict, Ledger, WorkerState
 
 S = WorkerState

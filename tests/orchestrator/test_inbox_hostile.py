@@ -1,6 +1,6 @@
 """The Message Contract under attack: a table of hostile callbacks, each with its verdict and reason, replayed through intake.
 
-Every row goes through `orchestrator.inbox.add_message` (the function behind both doors of `orch inbox add`) against
+Every row goes through `orchestrator.intake.add_message` (the one callback path, as the engine's callers reach it) against
 a real ledger with two dispatched workers, and asserts the verdict, the reason code and where the explanation points;
 a kept-aside row must change no worker and add no worker event to the journal.
 """
@@ -18,7 +18,8 @@ import pytest
 
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.inbox import KEPT_PREFIX_BYTES, add_message, report_dir
+from orchestrator.intake import KEPT_PREFIX_BYTES, add_message
+from orchestrator.reportfiles import report_dir
 from packets import DEFAULT_MESSAGE_LIMIT
 from registry import InboxVerdict, WorkerState
 
@@ -460,7 +461,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Engine, Pa
 
 
 def _fill(text: str, tmp_path: Path, engine: Engine) -> str:
-    reports = report_dir(engine, engine.ledger.get_run(RUN), "fix-login")
+    reports = report_dir(engine.run_dir(RUN), "fix-login")
     return text.replace("{wt}", str(tmp_path / "wt")).replace("{reports}", str(reports)).replace("{tmp}", str(tmp_path))
 
 
@@ -505,7 +506,7 @@ def test_hostile_callback_gets_its_verdict_and_a_kept_aside_one_changes_nothing(
 def test_both_doors_measure_bytes_against_the_same_limit() -> None:
     import io
 
-    from orchestrator.inbox import inbound_text, read_inbound
+    from orchestrator.intake import read_stream as read_inbound, read_text as inbound_text
 
     text = sized(LIMIT + 1, "é")
     by_argument, by_stdin = inbound_text(text, LIMIT), read_inbound(io.BytesIO(text.encode()), LIMIT)

@@ -1,4 +1,9 @@
-"""The callback fast path (`orchestrator.intake`) against the full path: the hostile corpus through both, the same ledger rows and outputs."""
+"""The one callback path (`orchestrator.intake`) through a worker's own transport: `take`, from the environment alone.
+
+The hostile corpus (tests/orchestrator/test_inbox_hostile.py) runs through `add_message`, the engine's way in; here the
+same cases go through `take`, the way a worker's `orch inbox add --run RUN TEXT|-` comes in (argument and stdin), and
+keep their verdicts; the engine's and the worker's transports leave the same rows; a valid callback imports no pydantic.
+"""
 
 from __future__ import annotations
 
@@ -16,9 +21,8 @@ import pytest
 
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.handover import BATCH_MAX, hand_over, render_handed
-from orchestrator.inbox import inbound_text, report_dir, save_message_limit
-from orchestrator.intake import Outcome, render_added, take
+from orchestrator.intake import Added, Raw, add_message, read_text, render_added, save_message_limit, take
+from orchestrator.reportfiles import report_dir
 from packets import DEFAULT_MESSAGE_LIMIT
 from registry import InboxVerdict, RunStatus, RunVerdict, WorkerState
 
@@ -33,7 +37,7 @@ RUN, OLD = hostile.RUN, hostile.OLD
 
 @dataclass
 class Side:
-    """One ledger, fed through one path."""
+    """One ledger, fed through one transport."""
 
     engine: Engine
     env: dict[str, str]
@@ -60,7 +64,7 @@ def _side(root: Path, wt: Path, name: str) -> Side:
 
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side, Path]]:
-    # The hostile corpus's world (its worktree, symlinks, report folders), with two ledgers: full path, fast path.
+    # The hostile corpus's world (its worktree, symlinks, report folders), with two ledgers: the engine's transport, the worker's.
     root = tmp_path_factory.mktemp("intake")
     wt = root / "wt"
     (wt / "dir").mkdir(parents=True)
@@ -70,32 +74,34 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side
     (wt / "link-in.md").symlink_to(wt / "REPORT.md")
     (wt / "dir-out").symlink_to(root)
     full, fast = _side(root, wt, "full"), _side(root, wt, "fast")
+    for side in (full, fast):  # as the corpus's world has it: a message its duplicate row repeats
+        add_message(side.engine, side.engine.ledger.get_run(RUN), hostile.env(body="Already said this."))
     yield full, fast, root
     full.engine.close()
     fast.engine.close()
 
 
 def _fill(text: str, root: Path, side: Side) -> str:
-    reports = report_dir(side.engine, side.engine.ledger.get_run(RUN), "fix-login")
+    reports = report_dir(side.engine.run_dir(RUN), "fix-login")
     return text.replace("{wt}", str(root / "wt")).replace("{reports}", str(reports)).replace("{tmp}", str(root))
 
 
 def _full(side: Side, raw: str, *, pane: str | None = None) -> tuple[dict[str, Any], str]:
-    """What `orch inbox add --run RUN TEXT` does on the full path (pydantic models, the Ledger)."""
+    """What the engine's callers (`orch inbox add` without a run, `--check-in`, the door) do: `add_message` on its ledger."""
     run = side.engine.ledger.get_run(RUN)
     side.engine.env = {"HERDR_PANE_ID": pane} if pane else {}
     try:
-        handed = hand_over(side.engine, run, inbound_text(raw, DEFAULT_MESSAGE_LIMIT * BATCH_MAX), limit=DEFAULT_MESSAGE_LIMIT)
+        added = add_message(side.engine, run, read_text(raw, DEFAULT_MESSAGE_LIMIT))
     finally:
         side.engine.env = {}
-    return handed.model_dump(mode="json"), render_handed(handed)
+    return {"run_id": RUN, "messages": [added.as_json()]}, render_added(added)
 
 
 def _fast(side: Side, raw: str, *, door: str = "argument", pane: str | None = None) -> tuple[dict[str, Any], str]:
     text, stdin = (raw, io.BytesIO()) if door == "argument" else ("-", io.BytesIO(raw.encode("utf-8", errors="surrogateescape")))
     outcome = take({**side.env, **({"HERDR_PANE_ID": pane} if pane else {})}, RUN, text, stdin, source="cli")
-    assert outcome.added is not None, "the fast path handed a callback back"
-    return {"run_id": RUN, "messages": [outcome.added.as_json()]}, render_added(outcome.added)
+    assert isinstance(outcome, Added), "the worker's transport handed a callback back"
+    return {"run_id": RUN, "messages": [outcome.as_json()]}, render_added(outcome)
 
 
 def _ledger(side: Side) -> object:
@@ -114,9 +120,13 @@ def _same(full: Side, fast: Side, one: tuple[dict[str, Any], str], other: tuple[
 
 
 @pytest.mark.parametrize("case", hostile.CORPUS, ids=[case.name for case in hostile.CORPUS])
-def test_every_hostile_callback_gets_the_same_verdict_rows_and_output_on_both_paths(case: Any, sides: tuple[Side, Side, Path]) -> None:
+def test_every_hostile_callback_keeps_its_verdict_and_leaves_the_same_rows_through_both_transports(case: Any, sides: tuple[Side, Side, Path]) -> None:
     full, fast, root = sides
-    _same(full, fast, _full(full, _fill(case.raw, root, full), pane=case.pane), _fast(fast, _fill(case.raw, root, fast), pane=case.pane))
+    taken = _fast(fast, _fill(case.raw, root, fast), pane=case.pane)
+    [added] = taken[0]["messages"]
+    assert added["reason_code"] == case.reason, added["reason"]
+    assert (added["reason"] or "").startswith(_fill(case.explains, root, fast)), added["reason"]
+    _same(full, fast, _full(full, _fill(case.raw, root, full), pane=case.pane), taken)
     for side in (full, fast):
         [last] = side.engine.ledger.list_inbox(RUN)[-1:]
         hostile.back_to_work(side.engine.ledger, last.task_label if last.verdict is InboxVerdict.ACCEPTED else None)
@@ -128,7 +138,7 @@ def test_the_stdin_door_and_a_finished_run_agree_too(sides: tuple[Side, Side, Pa
     _same(full, fast, _full(full, update), _fast(fast, update, door="stdin"))
     unicode_result = hostile.env("result", "Status: done\nCommits: none\nChanged files: café.md\nChecks:\n- pytest => exit 0\n  | 漢字 passed\nResidual risk: ünïcode")
     _same(full, fast, _full(full, unicode_result), _fast(fast, unicode_result))  # reported_checks: the same JSON text
-    big = hostile.sized(DEFAULT_MESSAGE_LIMIT * 2)  # read whole (under the batch limit), kept aside as oversize
+    big = hostile.sized(DEFAULT_MESSAGE_LIMIT * 2)  # over the limit: only its prefix, size and hash are kept
     _same(full, fast, _full(full, big), _fast(fast, big, door="stdin"))
     for side in (full, fast):
         side.engine.ledger.set_run_status(RUN, RunStatus.FINISHED, verdict=RunVerdict.PASS)
@@ -136,17 +146,17 @@ def test_the_stdin_door_and_a_finished_run_agree_too(sides: tuple[Side, Side, Pa
     _same(full, fast, _full(full, late), _fast(fast, late))
 
 
-def test_the_fast_path_hands_back_what_it_cannot_answer(tmp_path: Path) -> None:
+def test_the_worker_transport_hands_back_what_only_the_engine_can_answer(tmp_path: Path) -> None:
     env = {"HOME": str(tmp_path), "ORCH_HOME": str(tmp_path / "orch")}
-    assert take(env, RUN, "x", io.BytesIO(), source="cli") == Outcome(None)  # no ledger: nothing is created
+    assert take(env, RUN, "x", io.BytesIO(), source="cli") is None  # no ledger: nothing is created
     assert not (tmp_path / "orch").exists()
     side = _side(tmp_path, tmp_path / "wt", "orch")
-    assert take(env, "w1:p9-20261130T080000Z", "x", io.BytesIO(), source="cli") == Outcome(None)  # no such run
+    assert take(env, "w1:p9-20261130T080000Z", "x", io.BytesIO(), source="cli") is None  # no such run
     (side.engine.run_dir(RUN) / "limits.json").unlink()  # a run from before limits were saved: the plan decides
-    assert take(env, RUN, "x", io.BytesIO(), source="cli") == Outcome(None)
+    assert take(env, RUN, "x", io.BytesIO(), source="cli") is None
     save_message_limit(side.engine, RUN, DEFAULT_MESSAGE_LIMIT)
-    empty = take(env, RUN, "-", io.BytesIO(b" \n"), source="cli")  # read (stdin is gone), unrecorded: the full path says why
-    assert (empty.added, empty.inbound is not None and empty.inbound.text) == (None, " \n")
+    empty = take(env, RUN, "-", io.BytesIO(b" \n"), source="cli")  # read (stdin is gone), unrecorded: the engine says why
+    assert isinstance(empty, Raw) and empty.text == " \n"
     assert side.engine.ledger.list_inbox(RUN) == []
     side.engine.close()
 
@@ -174,12 +184,12 @@ def test_a_valid_callback_never_imports_pydantic(tmp_path: Path) -> None:
     assert (done.stdout, done.stderr.splitlines()[-1]) == ("accepted #1: update from fix-login for task fix-login (worker stays dispatched)\n", "[] 0")
 
 
-# --- issue 22's classes through the other doors: stdin (fast path) and the full path (`--check-in`, the Python API) --
+# --- issue 22's classes through stdin (the worker's transport) and the engine's (`--check-in`, the Python API) ---
 DOOR_CASES = [
     *hostile.VISIBLE, *hostile.LOOKALIKE, *hostile.TURN, *hostile.PANES,
     # Both doors measure the same bytes: one at the limit is at the limit on either.
-    hostile.accepted("at-the-limit-on-the-full-path", hostile.sized(DEFAULT_MESSAGE_LIMIT)),
-    hostile.aside("over-the-limit-on-the-full-path", hostile.sized(DEFAULT_MESSAGE_LIMIT + 1), "oversize", "the message is"),
+    hostile.accepted("at-the-limit-through-the-engine", hostile.sized(DEFAULT_MESSAGE_LIMIT)),
+    hostile.aside("over-the-limit-through-the-engine", hostile.sized(DEFAULT_MESSAGE_LIMIT + 1), "oversize", "the message is"),
 ]  # fmt: skip
 
 
@@ -194,17 +204,16 @@ def doors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Side, Side
 
 
 @pytest.mark.parametrize("case", DOOR_CASES, ids=[case.name for case in DOOR_CASES])
-def test_every_new_class_keeps_its_verdict_through_stdin_and_the_full_path(case: Any, doors: tuple[Side, Side, Path]) -> None:
+def test_every_new_class_keeps_its_verdict_through_stdin_and_the_engine(case: Any, doors: tuple[Side, Side, Path]) -> None:
     stdin, full, root = doors
     by_stdin = _fast(stdin, _fill(case.raw, root, stdin), door="stdin", pane=case.pane)[0]["messages"][0]
     run = full.engine.ledger.get_run(RUN)
     full.engine.env = {"HERDR_PANE_ID": case.pane} if case.pane else {}
     try:
         text = _fill(case.raw, root, full)
-        handed = hand_over(full.engine, run, inbound_text(text, DEFAULT_MESSAGE_LIMIT * BATCH_MAX), limit=DEFAULT_MESSAGE_LIMIT)
+        by_full = add_message(full.engine, run, read_text(text, DEFAULT_MESSAGE_LIMIT), limit=DEFAULT_MESSAGE_LIMIT)
     finally:
         full.engine.env = {}
-    [by_full] = handed.messages
     assert (by_stdin["reason_code"], by_full.reason_code) == (case.reason, case.reason), (by_stdin["reason"], by_full.reason)
     for side, task in ((stdin, by_stdin["task"] if case.reason is None else None), (full, by_full.task if case.reason is None else None)):
         hostile.back_to_work(side.engine.ledger, task)

@@ -13,7 +13,7 @@ from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import CannotTell, Engine
 from orchestrator.errors import HerdrError, OrchError
-from orchestrator.inbox import add_message
+from orchestrator.intake import add_message
 from orchestrator.messages import ReportRead, read_report, send_message, settle_prompt
 from registry import Effect, EffectStatus, InboxVerdict, WorkerState
 

@@ -13,7 +13,7 @@ from orchestrator.engine import Engine
 from orchestrator.errors import HerdrError, HerdrTimeout
 from orchestrator.herdr_models import AgentExplain, AgentStatus
 from orchestrator import messages
-from orchestrator.inbox import _apply, add_message
+from orchestrator.intake import Intake, add_message
 from orchestrator.dialogs import approve
 from orchestrator.door import finish_run, hand_over, next_steps, render_waited, settled_check_in, wait_run
 from orchestrator.errors import OrchError
@@ -669,7 +669,7 @@ def test_a_question_seen_before_inbox_add_moved_its_worker_is_still_answered_fro
     )  # fmt: skip
 
     between = observe(engine, run_of(engine), once=True)
-    _apply(engine, run_of(engine), recorded, body)
+    Intake.of(engine, run_of(engine))._apply(recorded.id, "feature-a", "question", body)
 
     assert [o.what for o in between.observations] == []  # not the person's: the plan answers it
     assert state(engine, "feature-a") is S.QUESTION and answers_owed(engine, run_of(engine)) == ["feature-a"]
