@@ -48,7 +48,7 @@ LIMITS_FILE = "limits.json"
 _CHUNK = 64 * 1024
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Raw:
     """A message as it came through a door: its text (only a prefix when it is over the limit), size and hash."""
 
@@ -141,7 +141,7 @@ def may_apply(state: WorkerState, kind: str) -> bool:
     return kind in ACCEPTS[state] or state in REOPENED_BY_PROMPT
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Added:
     """The verdict on one inbound message and what it changed."""
 

@@ -30,7 +30,7 @@ _SHA_RE = re.compile(r"[0-9a-f]{7,64}")
 _NONE = "none"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ReportedCheck:
     """One check the worker says it ran: the command, the exit code it reported and the output tail it pasted."""
 
@@ -39,7 +39,7 @@ class ReportedCheck:
     output: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ResultReport:
     """What a `result` body claims, field by field; `problems` lists every line that could not be read (never guessed).
 

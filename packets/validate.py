@@ -24,7 +24,7 @@ __all__ = [
 ]  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RegisteredWorker:
     """What validation needs to know about one registered worker."""
 
@@ -40,7 +40,7 @@ class RegisteredWorker:
     accepts: frozenset[str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class LedgerView:
     """The slice of the ledger a message is judged against: the current run, older runs, workers, accepted messages.
 
@@ -67,7 +67,7 @@ class LedgerView:
             raise PacketError(f"invalid ledger view: {problem}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Accepted:
     """A message that may change the ledger, with the task it belongs to and its fingerprint for duplicate checks."""
 
@@ -77,7 +77,7 @@ class Accepted:
     outcome: Literal["accepted"] = "accepted"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class KeptAside:
     """A message that must not change anything; recorded and reported with one reason and a one-line explanation."""
 
