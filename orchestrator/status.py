@@ -14,7 +14,7 @@ from orchestrator.report import pane_fates
 from orchestrator.transcripts import transcript_of
 from packets import inert_line
 from registry.facts import FactKind
-from registry import Event, InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
+from registry import CONTROLLER_HOST, Event, InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
 
 
 class _Model(BaseModel):
@@ -30,6 +30,8 @@ class WorkerStatus(_Model):
     state: WorkerState
     disposition: WorkerState | None
     pane: str | None
+    # The plan host the worker runs on: its pane id is that host's herdr's ("local": the controller's).
+    host: str = CONTROLLER_HOST
     pane_closed: str | None = None  # the pane is no longer open: "closed" (by the run) or "closed outside orch"
     last_callback_id: int | None
     last_callback_kind: str | None
@@ -119,7 +121,9 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
         rows.append(
             WorkerStatus(
                 task=worker.task_label, name=worker.name, kind=worker.kind, state=worker.state,
-                disposition=worker.final_disposition, pane=worker.pane_id, pane_closed=fates.get(worker.pane_id or ""),
+                disposition=worker.final_disposition, pane=worker.pane_id, host=worker.host,
+                # The run's pane fates are the controller's herdr's panes (a remote pane's id may be the same).
+                pane_closed=fates.get(worker.pane_id or "") if worker.host == CONTROLLER_HOST else None,
                 last_callback_id=last.id if last else None, last_callback_kind=last.kind if last else None,
                 last_callback_at=last.received_at if last else None,
                 last_callback_age_s=int((now - last.received_at).total_seconds()) if last else None,
@@ -173,6 +177,14 @@ def _one_line(text: str | None) -> str:
     return inert_line(" ".join(text.split())) if text else "-"
 
 
+def _pane(w: WorkerStatus) -> str:
+    """The pane cell: its id, on which host when not the controller's, and its fate once closed."""
+    if not w.pane:
+        return "-"
+    where = f"{w.pane} on {w.host}" if w.host != CONTROLLER_HOST else w.pane
+    return f"{where} ({w.pane_closed})" if w.pane_closed else where
+
+
 def render_status(view: RunStatusView, width: int | None = None) -> str:
     """Header lines, then one table row per worker (one block per worker when wider than ``width``), ending in a newline."""
     status = view.status.value + (f" ({view.verdict.value})" if view.verdict else "") + (f", stopped at {view.stopped_at}" if view.stopped_at else "")
@@ -188,7 +200,7 @@ def render_status(view: RunStatusView, width: int | None = None) -> str:
     ]
     rows = [
         (
-            w.task, w.name, w.kind, w.state.value, w.disposition.value if w.disposition else "-", f"{w.pane} ({w.pane_closed})" if w.pane and w.pane_closed else w.pane or "-",
+            w.task, w.name, w.kind, w.state.value, w.disposition.value if w.disposition else "-", _pane(w),
             f"{w.last_callback_kind or '?'} {age(w.last_callback_age_s or 0)} ago" if w.last_callback_id is not None else "-",
             _one_line(w.pending_question),
         )

@@ -341,6 +341,34 @@ def test_status_goldens(ledger: Ledger, golden: Callable[[str, str], None]) -> N
     golden("status_fail.json", json.dumps(view.model_dump(mode="json"), indent=2) + "\n")
 
 
+def test_status_names_a_remote_workers_host_and_never_lends_it_a_controller_panes_fate(ledger: Ledger) -> None:
+    # Two herdr servers both number panes from w1: the controller's w1:p2 closed outside orch says nothing of the
+    # build box's w1:p2 (issue 26: every herdr id is read with its host).
+    new_run(ledger, FAIL_RUN)
+    provision(ledger, FAIL_RUN, "api", "widgets-api", "codex", "w1:p2")
+    ledger.transition(FAIL_RUN, "api", S.WORKING, S.FAILED, cause={"phase": "resume", "lost": "pane_closed", "pane": "w1:p2"})
+    ledger.add_worker(FAIL_RUN, "cli", name="widgets-cli", kind="codex", objective="Do the cli work.", host="buildbox")
+    ledger.transition(FAIL_RUN, "cli", S.PROVISIONING, S.READY, cause={"phase": "provision"}, pane_id="w1:p2", created_pane_ids=("w1:p2",))
+
+    view = build_status(ledger, FAIL_RUN, START + timedelta(minutes=5))
+
+    assert [(w.task, w.host, w.pane, w.pane_closed) for w in view.workers] == [
+        ("api", "local", "w1:p2", "closed outside orch"), ("cli", "buildbox", "w1:p2", None),
+    ]
+    assert render_status(view) == (
+        f"run         {FAIL_RUN}\n"
+        "status      active\n"
+        "controller  acme/w1/w1:t1/w1:p1\n"
+        "repo        widgets /src/acme/widgets\n"
+        "base        main aaaaaaaaaaaa\n"
+        "\n"
+        "task    name         kind    state    disposition    pane                         last callback    question\n"
+        "------  -----------  ------  -------  -------------  ---------------------------  ---------------  ----------\n"
+        "api     widgets-api  codex   failed   failed         w1:p2 (closed outside orch)  -                -\n"
+        "cli     widgets-cli  codex   ready    -              w1:p2 on buildbox            -                -\n"
+    )
+
+
 def test_run_list(ledger: Ledger, golden: Callable[[str, str], None]) -> None:
     build_pass(ledger)
     build_partial(ledger)
