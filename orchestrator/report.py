@@ -14,6 +14,7 @@ from orchestrator.repeats import named_workers
 from packets import inert_line
 from packets.inert import markdown_code, markdown_fence
 from registry import (
+    CONTROLLER_HOST,
     Effect,
     EffectStatus,
     Event,
@@ -791,7 +792,8 @@ def render_markdown(report: Report, workers: Sequence[Worker], events: Sequence[
         retired = [r for r in report.retired if r.task == item.task]
         blockers = [b for b in report.blockers if b.task == item.task]
         out += [f"## {item.name} ({item.task})", ""]
-        out.append(f"- Kind: {item.kind}")
+        # On another machine its pane and worktree are that host's (issue 26); a worker on the controller says nothing.
+        out.append(f"- Kind: {item.kind}" + (f"; host: {code(worker.host)}" if worker.host != CONTROLLER_HOST else ""))
         out.append(f"- State: {item.state.value}; disposition: {item.disposition.value if item.disposition else 'none'}")
         out.append(f"- Objective: {code(' '.join(worker.objective.split()))}")
         out.append(f"- Branch: {code(worker.branch or '-')}; worktree: {code(worker.worktree_path or '-')}; pane: {code(worker.pane_id or '-')}")

@@ -369,6 +369,16 @@ def test_status_names_a_remote_workers_host_and_never_lends_it_a_controller_pane
     )
 
 
+def test_the_report_names_the_host_of_a_worker_off_the_controller(ledger: Ledger) -> None:
+    new_run(ledger, FAIL_RUN)
+    provision(ledger, FAIL_RUN, "api", "widgets-api", "codex", "w1:p2")
+    ledger.add_worker(FAIL_RUN, "cli", name="widgets-cli", kind="codex", objective="Do the cli work.", host="buildbox")
+
+    kinds = [line for line in render_markdown(build_report(ledger, FAIL_RUN), ledger.list_workers(FAIL_RUN)).splitlines() if line.startswith("- Kind:")]
+
+    assert kinds == ["- Kind: codex", "- Kind: codex; host: ` buildbox `"]  # every value an inert code span
+
+
 def test_run_list(ledger: Ledger, golden: Callable[[str, str], None]) -> None:
     build_pass(ledger)
     build_partial(ledger)
