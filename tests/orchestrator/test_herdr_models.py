@@ -175,8 +175,9 @@ def _reached(model: pydantic.BaseModel, seen: set[type[pydantic.BaseModel]]) -> 
                 _reached(item, seen)
 
 
+# machine_status.json is the simulator's shape (herdr documents no `machine status --json` schema: herdr_sim/machines.py).
 BARE_SAMPLES = {"status.json": m.HerdrStatus, "status_not_running.json": m.HerdrStatus, "session_list.json": m.SessionList,
-                "agent_explain.json": m.AgentExplain, **{name: m.ErrorEnvelope for name in ERROR_SAMPLES}}
+                "agent_explain.json": m.AgentExplain, "machine_status.json": m.MachineStatusList, **{name: m.ErrorEnvelope for name in ERROR_SAMPLES}}
 
 
 def test_095_row3_every_herdr_model_reads_a_document_with_extra_fields_as_without_them() -> None:
