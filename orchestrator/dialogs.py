@@ -114,7 +114,7 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
         )
     wider = trust.scope(" ".join(shown.split()))  # the agent's own words: its trust lands on this path, not the worktree
     reason = why_not if wider is None else f"{why_not}; {worker.kind} applies it to {wider}"
-    send_keys(engine, worker, pane_id, trust, keys, f"{worker.task_label}:trust_dialog")
+    send_keys(engine, worker, pane_id, trust, keys, engine.start_key(worker.run_id, worker.task_label, "trust_dialog"))
     engine.ledger.record_fact(worker.run_id, FactKind.DIALOG, task_label=worker.task_label, detail=Dialog(
         dialog=trust.name, kind=worker.kind, answered=True, keys=list(keys), reason=reason, screen=text))  # fmt: skip
     info = engine.herdr.agent_wait(worker.name, until=AT_REST, timeout_ms=wait_timeout_ms)

@@ -527,6 +527,15 @@ class Engine:
                 return worker
         raise OrchError(f"task {task} is not in the plan {plan.source}")
 
+    def start_key(self, run_id: str, task: str, suffix: str) -> str:
+        """The effect key of a step that starts a worker (provisioning, its start-up dialog): ``TASK:SUFFIX``.
+
+        A worker started again because herdr lost what its first start made before any packet was sent (a restart;
+        ``orchestrator.run.reread_world``) gets ``TASK:startN:SUFFIX`` from its N-th start on, so nothing the first
+        start confirmed (a pane id, an agent) is replayed into a world that no longer has it."""
+        starts = 1 + sum(1 for e in self.ledger.events(run_id, task_label=task) if e.kind == FactKind.RESTARTED)
+        return f"{task}:{suffix}" if starts == 1 else f"{task}:start{starts}:{suffix}"
+
     def workers(self, run: Run) -> list[Worker]:
         """The run's workers in plan order."""
         return self.ledger.list_workers(run.run_id)

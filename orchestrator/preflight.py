@@ -34,6 +34,7 @@ from orchestrator.intake import save_message_limit
 from orchestrator.layout import quote
 from orchestrator.plan import ResolvedPlan, load_plan
 from registry import Effect, EffectStatus, Run, RunStatus, WorkerState, make_run_id
+from registry.facts import FactKind
 
 DEFAULT_SESSION = "default"
 CAUSE = {"phase": "preflight"}
@@ -705,6 +706,15 @@ class _Preflight:
         self.engine.attach_log_id(run_id)  # preflight's own calls so far go first into the new run's orch.log
         return run_id
 
+    def world_key(self, key: str) -> str:
+        """A preflight effect's key: as given, or ``KEY:worldN`` once herdr lost the run's workspace N-1 times (a
+        restart while orch was stopped, ``orchestrator.run.reread_world``), so what the run made in a world herdr no
+        longer has is never replayed (nor taken for the workspace found now)."""
+        if self.existing is None:
+            return key
+        lost = sum(1 for e in self.engine.ledger.events(self.existing.run_id) if e.kind == FactKind.HERDR_LOST_PANES and e.task_label is None and e.detail.get("workspace_gone"))
+        return key if lost == 0 else f"{key}:world{lost + 1}"
+
     def check_workspace(self) -> None:
         assert self.plan is not None and self.repo is not None and self.caller is not None
         run_id = self.create_run()
@@ -715,7 +725,7 @@ class _Preflight:
         if found is not None and found.workspace_id != self.caller.workspace_id and self.existing is not None:
             # A create this run intended before a crash: it was intended only because no workspace served the
             # checkout then, so the one serving it now is the run's (settled by read-back, never made twice).
-            effect = self.engine.ledger.find_effect(run_id, "preflight:workspace_create")
+            effect = self.engine.ledger.find_effect(run_id, self.world_key("preflight:workspace_create"))
             if effect is not None and effect.status is EffectStatus.INTENDED:
                 self.engine.settle_effect(self.existing, effect)
             if effect is not None and self.engine.ledger.get_effect(effect.id).status is EffectStatus.CONFIRMED:
@@ -734,7 +744,7 @@ class _Preflight:
             run_id,
             None,
             "workspace_create",
-            "preflight:workspace_create",
+            self.world_key("preflight:workspace_create"),
             request,
             lambda: self.herdr.workspace_create(cwd=layout.checkout, label=layout.workspace),
             model=WorkspaceCreated,
@@ -758,7 +768,7 @@ class _Preflight:
             self.run_id,
             None,
             "tab_rename",
-            f"preflight:tab_rename:{first.tab_id}",
+            self.world_key(f"preflight:tab_rename:{first.tab_id}"),
             {"tab_id": first.tab_id, "label": label},
             lambda: self.herdr.tab_rename(first.tab_id, label),
             model=TabInfo,

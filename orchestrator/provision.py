@@ -465,7 +465,7 @@ class _Round:
 
     def once(self, job: _Job, kind: str, suffix: str, request: dict[str, Any], act: Callable[[], Any], model: type[Any]) -> Any:
         # In-flight effects are settled by orchestrator.effects' read-back for their kind (the functions above).
-        return self.engine.once(self.run.run_id, job.task, kind, f"{job.task}:{suffix}", request, act, model=model)
+        return self.engine.once(self.run.run_id, job.task, kind, self.engine.start_key(self.run.run_id, job.task, suffix), request, act, model=model)
 
     # -- the fetch gate --
 
@@ -753,6 +753,12 @@ def _setup(rnd: _Round, job: _Job, path: str) -> None:
         return SetupRun(runs=tuple(runs))
 
     layout_path = job.planned.worktree.path
+    key = rnd.engine.start_key(rnd.run.run_id, job.task, "setup")
+    ran = next((e for e in rnd.engine.ledger.list_effects(rnd.run.run_id, task_label=job.task) if e.kind == "setup" and e.status == "confirmed" and e.key != key), None)
+    if ran is not None and SetupRun.model_validate(ran.response).failed is None:
+        # A worker started again (herdr lost its first pane): the checkout is the same one its setup already ran in.
+        job.notes.append("setup: ran at its first start, not run again")
+        return
     done: SetupRun = rnd.once(job, "setup", "setup", {"commands": list(commands), "cwd": path}, act, SetupRun)
     if done.failed is not None:
         last = done.runs[-1]
@@ -853,7 +859,7 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
         return Started(name=agent.name or name, pane_id=agent.pane_id, agent_status=agent.agent_status, interactive_ready=agent.interactive_ready)
 
     try:
-        return engine.once(run.run_id, planned.task, "agent_start", f"{planned.task}:agent_start", request, act, model=Started)
+        return engine.once(run.run_id, planned.task, "agent_start", engine.start_key(run.run_id, planned.task, "agent_start"), request, act, model=Started)
     except HerdrNameTaken:
         agent = herdr.agent_get(name)
         if agent.pane_id == pane_id:

@@ -28,9 +28,9 @@ from orchestrator.report import VERDICT_EXIT, Report, write_report
 from orchestrator.dialogs import pending_approval
 from orchestrator.retire import retire
 from orchestrator.verify import blocked_by_verification, stored_verification, verify_run
-from registry.facts import LOST, EffectDecided, FactKind, HerdrLostPanes, Lost
+from registry.facts import LOST, EffectDecided, FactKind, HerdrLostPanes, Lost, Restarted
 from registry import Effect, EffectStatus, RegistryError, Run, RunStatus, StaleState, Worker, WorkerState
-from registry.machine import MOVING, NEEDS_PANE, UNVERIFIED, WAITING_ON_PERSON
+from registry.machine import MOVING, NEEDS_PANE, STARTING, UNVERIFIED, WAITING_ON_PERSON
 
 S = WorkerState
 
@@ -218,12 +218,16 @@ def _stopped(engine: Engine, run: Run, stage: str, exc: OrchError) -> OrchError:
 def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
     """Resume after herdr lost the run's world (it restarted: real herdr keeps no panes): what is gone, and the rule.
 
-    Every worker that still needs its agent is read back: one whose pane herdr no longer has (or whose pane id now
-    names a pane elsewhere: a restarted herdr hands its ids out again) fails, with its pane, its commits and any
-    uncommitted changes named; its worktree is kept, nothing of its work is deleted. A worker whose result is in
-    goes on to verification and integration (git alone). When the run's repo workspace is gone too, a worker still
-    queued is skipped: nothing new starts in a world the run no longer holds (start a new run for those). Returns
-    the lines said (none when herdr lost nothing of the run).
+    Every worker that still needs its agent is read back. One whose pane herdr no longer has (or whose pane id now
+    names a pane elsewhere: a restarted herdr hands its ids out again):
+    - never sent its packet (provisioning, or ready with no prompt made or in flight): nothing of its work can be lost,
+      so it is started again (``restart``): worktree reused, a new pane and agent, then its packet as usual;
+    - was sent its packet (its agent may have worked): fails, with its pane, its commits and any uncommitted changes
+      named; its worktree is kept, nothing of its work is deleted, and it is never sent the packet a second time.
+    A worker whose result is in goes on to verification and integration (git alone). When the run's repo workspace is
+    gone too, the run finds (or makes) it again before anything starts (``orch resume`` finishes preflight), and a
+    worker that was provisioning without a pane yet starts again as well. Returns the lines said (none when herdr lost
+    nothing of the run).
     """
     herdr, ledger = engine.herdr, engine.ledger
     workspace = run.workspace_id
@@ -238,14 +242,23 @@ def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
         return []  # no herdr binary at all: the run's first herdr step says so
     lines = []
     for worker in ledger.list_workers(run.run_id, states=NEEDS_PANE):
-        if (worker.state is S.BLOCKED and blocked_by_verification(worker)) or worker.pane_id is None:
+        if worker.state is S.BLOCKED and blocked_by_verification(worker):
             continue
         pane = worker.pane_id
+        if pane is None:
+            if workspace_gone and worker.state is S.PROVISIONING:
+                lines += restart(engine, run, worker, f"herdr no longer has the run's workspace {workspace} (herdr restarted while orch was stopped)")
+            continue
         try:
             info = herdr.pane_get(pane)
         except HerdrNotFound:
             info = None
         if info is not None and (worker.worktree_path is None or _inside(info.cwd or info.foreground_cwd, worker.worktree_path)):
+            continue
+        gone = "is gone" if info is None else f"now names a pane in {info.cwd or info.foreground_cwd}"
+        why = f"its pane {pane} {gone} (herdr restarted, or it was closed, while orch was stopped)"
+        if worker.state in STARTING and not _packet_may_have_landed(engine, run, worker):
+            lines += restart(engine, run, worker, why)
             continue
         unsaved = ""
         path = worker.worktree_path
@@ -256,21 +269,50 @@ def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
                 changed = []
             if changed:
                 unsaved = f"; {len(changed)} uncommitted change(s) in {path} (not committed, kept there)"
-        gone = "is gone" if info is None else f"now names a pane in {info.cwd or info.foreground_cwd}"
-        reason = f"its pane {pane} {gone} (herdr restarted, or it was closed, while orch was stopped) while it was {worker.state.value}; saved: {saved_work(engine, run, worker)}{unsaved}"
+        reason = f"{why} while it was {worker.state.value}; saved: {saved_work(engine, run, worker)}{unsaved}"
         try:
             ledger.transition(run.run_id, worker.task_label, worker.state, S.FAILED, cause={"phase": "resume", "reason": reason, LOST: Lost.PANE_CLOSED, "pane": pane})
         except StaleState:
             continue
         lines.append(f"{worker.task_label}: failed: {reason}")
     if workspace_gone:
-        for step in give_up_queued(engine, run, f"herdr no longer has the run's workspace {workspace}"):
-            lines.append(f"{step.task}: skipped: {step.text}")
-    if lines:
+        # Found (or made) again by preflight before anything starts: the workers started again, and those still
+        # queued, need a repo workspace in the world herdr has now.
+        ledger.update_run(run.run_id, cause={"phase": "resume", "reason": f"herdr no longer has workspace {workspace}"}, workspace_id=None, repo_tab_id=None)
+    if lines or workspace_gone:
         ledger.record_fact(run.run_id, FactKind.HERDR_LOST_PANES, detail=HerdrLostPanes(workspace_id=workspace, workspace_gone=workspace_gone, lines=lines))
     for line in lines:
         progress.note(line, engine.clock.now())
     return lines
+
+
+def _packet_may_have_landed(engine: Engine, run: Run, worker: Worker) -> bool:
+    """Whether any packet or message was ever sent to the worker's agent, or may have been (a prompt in flight)."""
+    return any(e.kind == "agent_prompt" and e.status in (EffectStatus.INTENDED, EffectStatus.CONFIRMED) for e in engine.ledger.list_effects(run.run_id, task_label=worker.task_label))
+
+
+def restart(engine: Engine, run: Run, worker: Worker, why: str) -> list[str]:
+    """Start a worker again that herdr lost before any packet reached it: back to provisioning with no pane, what its
+    first start left in flight given up (it was made in a world herdr no longer has), and its next start's effects
+    under new keys (``Engine.start_key``). Its worktree and branch are kept and reused; nothing is deleted."""
+    ledger, task = engine.ledger, worker.task_label
+    for effect in ledger.list_effects(run.run_id, task_label=task, status=EffectStatus.INTENDED):
+        ledger.abandon(effect, f"herdr lost what it was about before it was read back ({why})")
+    start = 1 + sum(1 for e in ledger.events(run.run_id, task_label=task) if e.kind == FactKind.RESTARTED)
+    kept = f"; its worktree {worker.worktree_path} is kept and reused" if worker.worktree_path else ""
+    reason = f"{why} while it was {worker.state.value}, before any packet was sent, so nothing of its work can be lost{kept}"
+    cause = {"phase": "resume", "reason": reason}
+    # The fact first: from it on, every effect of the new start has a key of its own (a crash before the move below
+    # only makes the next resume start it once more).
+    ledger.record_fact(run.run_id, FactKind.RESTARTED, task_label=task, detail=Restarted(start=start + 1, state=worker.state.value, pane=worker.pane_id, reason=reason))
+    try:
+        if worker.state is S.READY:
+            ledger.transition(run.run_id, task, S.READY, S.PROVISIONING, cause=cause, pane_id=None, tab_id=None)
+        elif worker.pane_id is not None or worker.tab_id is not None:
+            ledger.update_worker(run.run_id, task, cause=cause, pane_id=None, tab_id=None)
+    except StaleState:
+        return []
+    return [f"{task}: started again: {reason}"]
 
 
 def _inside(cwd: str | None, checkout: str) -> bool:
@@ -382,13 +424,9 @@ def resume_run(
         run = engine.ledger.set_run_status(run.run_id, RunStatus.ACTIVE, stopped_at=None)
     try:
         with _terminate_as_interrupt():
-            if run.workspace_id is None or run.repo_tab_id is None:
-                # A crash cut its preflight short: finish it on the snapshot (same run, nothing made twice).
-                finished = finish_preflight(engine, run)
-                if finished.failure is not None:
-                    raise finished.failure.error()
-                run = engine.ledger.get_run(run.run_id)
+            run = _placed(engine, run)
             reread_world(engine, run, progress)
+            run = _placed(engine, engine.ledger.get_run(run.run_id))
             in_flight = engine.ledger.in_flight(run.run_id)
             if in_flight:
                 progress.note(
@@ -404,6 +442,17 @@ def resume_run(
         engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at="interrupted while resuming")
         raise Interrupted(f"run {run.run_id} interrupted while resuming", hint=f"continue with `orch resume {run.run_id}`") from None
     return drive(engine, run, progress, keep=keep, interval_s=interval_s)
+
+
+def _placed(engine: Engine, run: Run) -> Run:
+    """The run with its repo workspace and tab in herdr: a crash that cut its preflight short, or a herdr restart that
+    lost them (``reread_world``), is met by finishing preflight on the snapshot (same run, nothing made twice)."""
+    if run.workspace_id is not None and run.repo_tab_id is not None:
+        return run
+    finished = finish_preflight(engine, run)
+    if finished.failure is not None:
+        raise finished.failure.error()
+    return engine.ledger.get_run(run.run_id)
 
 
 class Decided(BaseModel):

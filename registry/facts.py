@@ -44,6 +44,8 @@ class FactKind(StrEnum):
     EFFECT_SETTLED = "effect_settled"
     EFFECT_DECIDED = "effect_decided"
     HERDR_LOST_PANES = "herdr_lost_panes"
+    # herdr lost what started a worker before any packet was sent (a restart): it is started again, under new keys.
+    RESTARTED = "restarted"
 
 
 class CallbackCause(TypedDict):
@@ -268,6 +270,15 @@ class HerdrLostPanes(TypedDict):
     lines: list[str]
 
 
+class Restarted(TypedDict):
+    """A worker started again at resume: herdr lost its pane (or the run's workspace) before any packet was sent."""
+
+    start: int  # which start this is (the first is 1: it has no fact)
+    state: str  # where the first start had got: provisioning or ready
+    pane: str | None  # the pane herdr no longer has, if it had one
+    reason: str
+
+
 # The detail record of each kind: what a writer builds and a reader may expect.
 DETAILS: Mapping[FactKind, type] = {
     FactKind.CALLBACK: CallbackCause,
@@ -294,6 +305,7 @@ DETAILS: Mapping[FactKind, type] = {
     FactKind.EFFECT_SETTLED: EffectSettled,
     FactKind.EFFECT_DECIDED: EffectDecided,
     FactKind.HERDR_LOST_PANES: HerdrLostPanes,
+    FactKind.RESTARTED: Restarted,
 }
 
 

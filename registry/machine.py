@@ -40,7 +40,9 @@ TRANSITIONS: Mapping[WorkerState, frozenset[WorkerState]] = {
     # and the person may give it up (retiring: nothing was created for it).
     S.QUEUED: frozenset({S.PROVISIONING, S.SKIPPED, S.RETIRING}),
     S.PROVISIONING: frozenset({S.READY, S.FAILED, S.RETIRING}),
-    S.READY: frozenset({S.DISPATCHED, S.FAILED, S.RETIRING}),
+    # herdr lost a ready worker's pane before its packet was sent (a restart while orch was stopped): nothing of its
+    # work can be lost, so resume starts it again.
+    S.READY: frozenset({S.DISPATCHED, S.PROVISIONING, S.FAILED, S.RETIRING}),
     # The worker may finish, ask or block before any check-in saw it working.
     S.DISPATCHED: frozenset({S.WORKING, S.QUESTION, S.BLOCKED, S.RESULT, S.FAILED, S.SUPERSEDED}),
     S.WORKING: frozenset({S.QUESTION, S.BLOCKED, S.RESULT, S.FAILED, S.SUPERSEDED}),

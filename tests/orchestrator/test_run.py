@@ -207,3 +207,44 @@ def test_resume_takes_an_interrupted_orch_run_run_recorded_by_the_schema_before_
     assert raised.value.message == f"run {RUN} has no plan snapshot at {snapshot}"
     assert engine.ledger.get_run(RUN).controller_kind == "run"
     engine.close()
+
+
+def test_resume_after_herdr_lost_the_panes_starts_again_each_worker_no_packet_reached_and_fails_one_it_may_have(tmp_path: Path) -> None:
+    # Issue 21: every worker whose pane a herdr restart took was failed for good, though one that never got its packet
+    # has no work to lose. The rule: no prompt made or in flight -> started again (new keys); else failed, named.
+    from fake_herdr import FakeHerdr
+
+    from orchestrator.run import reread_world
+
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=FakeHerdr(cwd=tmp_path), clock=FakeClock(), env={})  # type: ignore[arg-type]
+    ledger = engine.ledger
+    run = ledger.create_run(RUN, controller_target="w1:p1", fields={"controller_kind": "run", "workspace_id": "w1", "repo_tab_id": "w1:t1"})
+    moves = {"ready": (S.READY,), "prompted": (S.READY,), "provisioning": (), "dispatched": (S.READY, S.DISPATCHED)}
+    for number, (task, path) in enumerate(moves.items(), start=1):
+        ledger.add_worker(RUN, task, name=task, kind="codex", objective="x", pane_id=f"w9:p{number}", tab_id=f"w9:t{number}")
+        state = S.PROVISIONING
+        for after in path:
+            ledger.transition(RUN, task, state, after)
+            state = after
+    ledger.intend(RUN, "prompted", "agent_prompt", "prompted:dispatch:1", {"name": "prompted"})  # in flight: it may have landed
+    moving = ledger.intend(RUN, "provisioning", "pane_move", "provisioning:pane_move:w9:p3", {"pane": "w9:p3"})
+
+    lines = reread_world(engine, run, Progress(io.StringIO(), live=False))
+
+    lost = "(herdr restarted, or it was closed, while orch was stopped)"
+    assert lines == [
+        f"ready: started again: its pane w9:p1 is gone {lost} while it was ready, before any packet was sent, so nothing of its work can be lost",
+        f"prompted: failed: its pane w9:p2 is gone {lost} while it was ready; saved: no branch recorded",
+        f"provisioning: started again: its pane w9:p3 is gone {lost} while it was provisioning, before any packet was sent, so nothing of its work can be lost",
+        f"dispatched: failed: its pane w9:p4 is gone {lost} while it was dispatched; saved: no branch recorded",
+    ]
+    after = {w.task_label: (w.state, w.pane_id, w.tab_id) for w in ledger.list_workers(RUN)}
+    assert after == {
+        "ready": (S.PROVISIONING, None, None), "prompted": (S.FAILED, "w9:p2", "w9:t2"),
+        "provisioning": (S.PROVISIONING, None, None), "dispatched": (S.FAILED, "w9:p4", "w9:t4"),
+    }  # fmt: skip
+    assert str(ledger.get_effect(moving.id).status) == "abandoned"  # made in a world herdr no longer has
+    # The new start's effects have keys of their own: nothing of the first start is replayed.
+    assert [engine.start_key(RUN, t, "agent_start") for t in moves] == ["ready:start2:agent_start", "prompted:agent_start", "provisioning:start2:agent_start", "dispatched:agent_start"]
+    engine.close()

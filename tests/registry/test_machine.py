@@ -15,7 +15,7 @@ S = WorkerState
 EXPECTED_TABLE = """
 queued: provisioning skipped retiring
 provisioning: ready failed retiring
-ready: dispatched failed retiring
+ready: provisioning dispatched failed retiring
 dispatched: working question blocked result failed superseded
 working: question blocked result failed superseded
 question: working blocked result failed superseded
@@ -90,7 +90,7 @@ def test_every_live_state_can_fail_on_evidence() -> None:
 def test_illegal_transition_message_lists_what_is_allowed() -> None:
     with pytest.raises(IllegalTransition) as raised:
         check_transition(S.READY, S.ACCEPTED)
-    assert str(raised.value) == "illegal worker transition ready -> accepted; from ready only: dispatched, failed, retiring"
+    assert str(raised.value) == "illegal worker transition ready -> accepted; from ready only: provisioning, dispatched, failed, retiring"
 
 
 def test_terminal_state_message_says_so() -> None:
