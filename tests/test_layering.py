@@ -197,3 +197,18 @@ def test_public_functions_and_classes_say_what_they_are() -> None:
         if isinstance(node, ast.FunctionDef | ast.ClassDef) and not node.name.startswith("_") and ast.get_docstring(node) is None
     ]
     assert missing == []
+
+
+def test_one_callback_path_records_and_judges_every_inbound_message() -> None:
+    # Issue 25: a second callback path (a pydantic copy beside a fast one) must not grow back. Inside orch's engine,
+    # only orchestrator/intake.py records an inbound message or applies the Message Contract's acceptance rule.
+    def uses(path: Path) -> list[str]:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        found = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and node.attr == "record_inbound"}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module in ("packets", "packets.validate"):
+                found |= {alias.name for alias in node.names if alias.name in ("validate", "LedgerView", "oversize")}
+        return sorted(found)
+
+    offenders = {str(p.relative_to(ROOT)): uses(p) for p in sorted((ROOT / "orchestrator").rglob("*.py")) if uses(p) and p.name != "intake.py"}
+    assert offenders == {}
