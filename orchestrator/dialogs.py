@@ -7,6 +7,7 @@ its screen text and nothing is typed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -140,6 +141,69 @@ def stop_at_notice(engine: Engine, worker: Worker, shown: str) -> None:
         f"{worker.name} ({worker.kind}) stopped at its {notice.name} at start-up and nothing was typed ({why}). Screen: {flat(text)}",
         hint=notice.hint or "answer it in the pane yourself, then re-run",
     )
+
+
+READY_POLL_S = 0.5
+# The ready sign must hold this long: codex 0.169 draws its input line first and its trust dialog over it a moment
+# later (the real-agents lane), so one read of the sign is not yet an agent that can take a packet.
+READY_SETTLE_S = 3.0
+# The wait for the ready sign is at least this long: it ends as soon as the sign shows, and a heavy agent on a busy
+# machine draws late (opencode 1.18: 10 s idle, 30-40 s on a loaded 2-CPU machine; the real-agents lane).
+READY_TIMEOUT_FLOOR_S = 120
+
+
+class NotReady(OrchError):
+    """The agent started, but its screen never showed its kind's ready sign in time; the message shows the screen."""
+
+
+def await_ready_sign(engine: Engine, worker: Worker, *, timeout_s: float, answer_trust: Callable[[], str | None],
+                     blocked: bool = False, reused: bool = False) -> str | None:
+    """Read the pane until the agent shows its kind's ready sign (orchestrator/quirks.py); returns ``answer_trust``'s note.
+
+    herdr's readiness is not enough: it reads a blank, still-starting screen as idle (opencode draws its input ~10 s
+    after start) and knows no dialog its manifests lack (codex 0.169's trust dialog reads idle), and a prompt pasted
+    then is lost or, worse, its Enter answers the dialog. So a trust dialog found here goes to ``answer_trust`` (the
+    caller's policy: it answers, or raises with the dialog's text), any other dialog raises DialogStop with nothing
+    typed, and the agent is ready only once the sign has held READY_SETTLE_S; NotReady after ``timeout_s``. ``blocked``:
+    herdr said so at start. ``reused``: an agent an earlier round started (its start sign may be gone). Only `pane
+    read` is used, so this holds on every herdr release. Provisioning and `orch doctor` both wait here.
+    """
+    assert worker.pane_id is not None
+    kinds = quirks(worker.kind)
+    if kinds.ready is None:  # a kind without a known sign: herdr's readiness alone
+        return answer_trust() if blocked else None
+    deadline = engine.clock.monotonic() + timeout_s
+    note: str | None = None
+    answered = False
+    first = True
+    ready_since: float | None = None
+    while True:
+        shown = engine.herdr.pane_read(worker.pane_id, source="visible")
+        reading = kinds.read(shown)
+        trust = kinds.trust_on(shown)
+        if trust is not None and not answered:
+            note, answered = answer_trust(), True
+            continue
+        if reading.state == "blocked" and trust is None:
+            stop_at_notice(engine, worker, shown)
+        if reused and reading.state != "blocked":
+            return note  # an agent an earlier round started may have had turns since: its start sign can be gone
+        if reading.state == "ready":
+            now = engine.clock.monotonic()
+            ready_since = now if ready_since is None else ready_since
+            if now - ready_since >= READY_SETTLE_S:
+                return note
+            engine.clock.sleep(READY_POLL_S)
+            continue
+        ready_since = None
+        if blocked and first and not answered and reading.state != "blocked":
+            return answer_trust()  # herdr says blocked, the table knows no dialog there: the caller reports it
+        first = False
+        if engine.clock.monotonic() >= deadline:
+            raise NotReady(
+                f"{worker.name} ({worker.kind}) started, but its screen did not show that it takes a prompt ({kinds.ready.name}) "
+                f"within {timeout_s:g}s, so no prompt will be sent to it. Screen: {flat(excerpt(shown)) or '(blank)'}")  # fmt: skip
+        engine.clock.sleep(READY_POLL_S)
 
 
 Decision = Literal["approve", "deny"]

@@ -2,7 +2,8 @@
 
 Each probe runs in a detached scratch worktree under a temp dir, against a private probe ledger (its own ORCH_HOME,
 one probe run, one worker per kind), so its callback takes the real `orch inbox add` path and nothing of the person's
-ledger changes. Trust dialogs are answered by orchestrator/dialogs.py as the plan's policy says.
+ledger changes. Trust dialogs are answered by orchestrator/dialogs.py as the plan's policy says. `--offline` points each
+probe agent at the scripted model instead of its provider (orchestrator/offline.py): no token is spent.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator import git
 from orchestrator.agents import facts
 from orchestrator.config import Settings
-from orchestrator.dialogs import DialogStop, answer_trust_dialog, flat
+from orchestrator.dialogs import READY_TIMEOUT_FLOOR_S, DialogStop, NotReady, answer_trust_dialog, await_ready_sign, flat
 from orchestrator.engine import Engine
 from orchestrator.errors import ConfigError, HerdrAgentNotReady, HerdrError, HerdrNotFound, OrchError, one_line
 from orchestrator.herdr_models import AT_REST, AgentPrompted, IntegrationEntry, WorkspaceCreated
 from orchestrator.intake import save_message_limit
+from orchestrator.offline import OFFLINE_KINDS, OfflineModel
 from orchestrator.plan import ResolvedPlan, load_plan
 from orchestrator.preflight import integration_problems, describe_integration
 from orchestrator.quirks import excerpt, quirks
@@ -86,6 +88,7 @@ class KindCheck(BaseModel):
     dialog_keys: tuple[str, ...] = ()
     prompt_accepted: bool = False
     callback: str | None = None  # e.g. "update #1 accepted"
+    model_requests: int | None = None  # offline: the scripted model's requests carrying this probe (None: live)
     seconds: float
     cleanup: tuple[str, ...] = ()
     failure: str | None = None
@@ -112,6 +115,7 @@ class DoctorResult(BaseModel):
 
     plan: str
     ok: bool
+    offline: bool = False
     kinds: tuple[KindCheck, ...]
     failure: DoctorFailure | None = None
 
@@ -155,8 +159,11 @@ def _probe_engine(engine: Engine, home: Path) -> Engine:
     return Engine(settings=Settings.from_env(env), herdr=engine.herdr, clock=engine.clock, env=env, echo=engine.echo, controller="run")
 
 
-def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAULT_CALLBACK_TIMEOUT_S) -> DoctorResult:
-    """Probe every agent kind PLAN uses, one after another; nothing of the person's ledger or checkout changes."""
+def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAULT_CALLBACK_TIMEOUT_S, offline: bool = False) -> DoctorResult:
+    """Probe every agent kind PLAN uses, one after another; nothing of the person's ledger or checkout changes.
+
+    ``offline``: each probe agent talks to the scripted model on 127.0.0.1 instead of its provider.
+    """
     try:
         plan = load_plan(plan_path, engine.settings, display=str(plan_path))
     except ConfigError as exc:
@@ -169,8 +176,10 @@ def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAU
     scratch = Path(tempfile.mkdtemp(prefix="orch-doctor-"))
     probe = _probe_engine(engine, scratch / "home")
     try:
-        run = _probe_run(probe, plan, kinds, scratch)
-        checks = tuple(_check_kind(probe, plan, run, kind, entries, scratch, callback_timeout_s) for kind in kinds)
+        with contextlib.ExitStack() as stack:
+            model = stack.enter_context(OfflineModel(scratch)) if offline else None
+            run = _probe_run(probe, plan, kinds, scratch)
+            checks = tuple(_check_kind(probe, plan, run, kind, entries, scratch, callback_timeout_s, model) for kind in kinds)
     finally:
         probe.close()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -179,7 +188,7 @@ def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAU
     if failed:
         problems = tuple(f.failure or "" for f in failed)
         failure = DoctorFailure(reason=problems[0], problems=problems, hint=failed[0].hint)
-    return DoctorResult(plan=str(plan_path), ok=not failed, kinds=checks, failure=failure)
+    return DoctorResult(plan=str(plan_path), ok=not failed, offline=offline, kinds=checks, failure=failure)
 
 
 # One hint per kind of failure; the first failed kind's is printed (one hint line, like every orch failure).
@@ -187,6 +196,7 @@ HINT_INSTALL = "install the agent so its executable is on PATH in herdr's panes,
 HINT_CALLBACK = "the probe's callback must reach `orch inbox add` from the agent's shell: run it there by hand to see why not"
 HINT_DIALOG = "answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then run `orch doctor` again"
 HINT_FORM = "orch doctor never approves anything: let the agent run `orch` without asking (its permission settings), then run `orch doctor` again"
+HINT_OFFLINE = "probe it live with `orch doctor PLAN` (without --offline; its model is then the agent's own, and spends tokens)"
 
 
 def _probe_run(probe: Engine, plan: ResolvedPlan, kinds: list[str], scratch: Path) -> Run:
@@ -204,7 +214,8 @@ def _probe_run(probe: Engine, plan: ResolvedPlan, kinds: list[str], scratch: Pat
     return run
 
 
-def _check_kind(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, entries: tuple[IntegrationEntry, ...], scratch: Path, timeout_s: float) -> KindCheck:
+def _check_kind(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, entries: tuple[IntegrationEntry, ...], scratch: Path, timeout_s: float,
+                model: OfflineModel | None) -> KindCheck:
     clock = probe.clock
     started = clock.monotonic()
     executable = facts(kind).executable
@@ -220,15 +231,27 @@ def _check_kind(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, entries:
         if kind in problems:
             install = f"ask the person to run `herdr integration install {kind}` (orch never installs one: it changes durable machine state)"
             raise _Failed(f"{kind}: no current herdr integration ({integration}): lifecycle detection would not be authoritative", install)
-        _probe(probe, plan, run, kind, scratch / "worktrees" / kind, timeout_s, state)
+        offline: tuple[dict[str, str], tuple[str, ...]] | None = None
+        if model is not None:
+            offline = model.agent(kind)
+            if offline is None:
+                raise _Failed(f"{kind}: no offline configuration for this kind (--offline knows {', '.join(OFFLINE_KINDS)})", HINT_OFFLINE)
+        _probe(probe, plan, run, kind, scratch / "worktrees" / kind, timeout_s, state, offline)
         check = state["check"].model_copy(update={"ok": True})
     except _Failed as failed:
         check = state["check"].model_copy(update={"failure": failed.line, "hint": failed.hint or None})
+    if model is not None and kind in OFFLINE_KINDS and check.installed and kind not in problems:
+        check = check.model_copy(update={"model_requests": model.requests(f"doctor-{kind}")})
     return check.model_copy(update={"seconds": round(clock.monotonic() - started, 1)})
 
 
-def _probe(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, path: Path, timeout_s: float, state: dict[str, KindCheck]) -> None:
-    """Scratch worktree, workspace, agent (trust dialog per policy), prompt, callback; then everything closed again."""
+def _probe(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, path: Path, timeout_s: float, state: dict[str, KindCheck],
+           offline: tuple[dict[str, str], tuple[str, ...]] | None = None) -> None:
+    """Scratch worktree, workspace, agent (trust dialog per policy), prompt, callback; then everything closed again.
+
+    ``offline``: the workspace's environment and the agent's extra argv that point it at the scripted model.
+    """
+    env, args = offline if offline is not None else ({}, ())
     herdr, ledger = probe.herdr, probe.ledger
     task, name = f"doctor-{kind}", f"orch-doctor-{kind}"
     checkout = plan.repo.checkout
@@ -239,16 +262,24 @@ def _probe(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, path: Path, t
     git.add_scratch_worktree(checkout, path, "HEAD")
     try:
         try:
-            created = probe.once(run.run_id, task, "workspace_create", f"{task}:workspace_create", {"cwd": str(path), "label": name},
-                                 lambda: herdr.workspace_create(cwd=path, label=name), model=WorkspaceCreated)  # fmt: skip
+            created = probe.once(run.run_id, task, "workspace_create", f"{task}:workspace_create", {"cwd": str(path), "label": name, **({"env": env} if env else {})},
+                                 lambda: herdr.workspace_create(cwd=path, label=name, env=env or None), model=WorkspaceCreated)  # fmt: skip
         except HerdrError as exc:
             raise _Failed(f"{kind}: herdr could not open a workspace for the probe: {one_line(exc.message)}", exc.hint or "") from None
         workspace_id, pane_id = created.workspace.workspace_id, created.root_pane.pane_id
         worker = ledger.update_worker(run.run_id, task, cause={"phase": "doctor"}, pane_id=pane_id, reply_target=name,
                                       created_workspace_ids=(workspace_id,), created_worktree_paths=(str(path),))  # fmt: skip
-        agent = _start(probe, plan, run, kind, task, name, pane_id)
-        if agent.agent_status == "blocked":
-            _answer_dialog(probe, plan, worker, pane_id, state)
+        agent = _start(probe, plan, run, kind, task, name, pane_id, args)
+        # As provisioning does: the prompt goes only to a screen showing the kind's ready sign, held, never to a dialog.
+        ready_s = max(plan.plan.defaults.agent_start_timeout_s, READY_TIMEOUT_FLOOR_S)
+        try:
+            await_ready_sign(probe, worker, timeout_s=ready_s, blocked=agent.agent_status == "blocked",
+                             answer_trust=lambda: _answer_dialog(probe, plan, worker, pane_id, state))  # fmt: skip
+        except DialogStop as stop:
+            _record_dialog(probe, worker, state)
+            raise _Failed(f"{kind}: stopped at a dialog orch cannot answer: {stop.message}", stop.hint or HINT_DIALOG) from None
+        except NotReady as late:
+            raise _Failed(f"{kind}: the agent did not start: {late.message}", HINT_INSTALL) from None
         ledger.transition(run.run_id, task, WorkerState.PROVISIONING, WorkerState.READY, cause={"phase": "doctor"})
         ledger.transition(run.run_id, task, WorkerState.READY, WorkerState.DISPATCHED, cause={"phase": "doctor"})
         text = probe_text(run.run_id, task, name, probe.callback_prefix(run))
@@ -270,14 +301,14 @@ def _update(state: dict[str, KindCheck], **changes: object) -> None:
     state["check"] = state["check"].model_copy(update=changes)
 
 
-def _start(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, task: str, name: str, pane_id: str) -> ProbeStarted:
+def _start(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, task: str, name: str, pane_id: str, args: tuple[str, ...] = ()) -> ProbeStarted:
     herdr = probe.herdr
     timeout_ms = plan.plan.defaults.agent_start_timeout_s * 1000
     executable = facts(kind).executable
 
     def act() -> ProbeStarted:
         try:
-            started = herdr.agent_start(name, kind=kind, pane=pane_id, timeout_ms=timeout_ms)
+            started = herdr.agent_start(name, kind=kind, pane=pane_id, timeout_ms=timeout_ms, args=args)
         except HerdrAgentNotReady as exc:
             # herdr 0.8.2 keeps an agent blocked at start-up by name and answers agent_not_ready (DELTA #6).
             if "blocked" not in (exc.herdr_message or exc.message):
@@ -286,7 +317,7 @@ def _start(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, task: str, na
         return ProbeStarted(name=name, pane_id=pane_id, agent_status=started.agent.agent_status)
 
     try:
-        return probe.once(run.run_id, task, "agent_start", f"{task}:agent_start", {"name": name, "kind": kind, "pane": pane_id, "timeout_ms": timeout_ms}, act, model=ProbeStarted)
+        return probe.once(run.run_id, task, "agent_start", f"{task}:agent_start", {"name": name, "kind": kind, "pane": pane_id, "timeout_ms": timeout_ms, **({"args": list(args)} if args else {})}, act, model=ProbeStarted)
     except HerdrError as exc:
         # A shell that could not find the agent says so in the pane (bash, zsh and fish word it alike).
         try:
@@ -298,7 +329,7 @@ def _start(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, task: str, na
         raise _Failed(f"{kind}: the agent did not start: {one_line(exc.message)}", exc.hint or "") from None
 
 
-def _answer_dialog(probe: Engine, plan: ResolvedPlan, worker: Worker, pane_id: str, state: dict[str, KindCheck]) -> None:
+def _answer_dialog(probe: Engine, plan: ResolvedPlan, worker: Worker, pane_id: str, state: dict[str, KindCheck]) -> str | None:
     """The trust dialog at start, answered by orchestrator/dialogs.py exactly as provisioning would (policy decides)."""
     policy = plan.policy
     source = policy.sources.get("trust_run_worktrees", "default")
@@ -307,11 +338,12 @@ def _answer_dialog(probe: Engine, plan: ResolvedPlan, worker: Worker, pane_id: s
     else:
         allowed, why = False, f"policy trust_run_worktrees is off, from {source}"
     try:
-        answer_trust_dialog(probe, worker, pane_id, allowed=allowed, why_not=why, wait_timeout_ms=plan.plan.defaults.wait_timeout_s * 1000)
+        note = answer_trust_dialog(probe, worker, pane_id, allowed=allowed, why_not=why, wait_timeout_ms=plan.plan.defaults.wait_timeout_s * 1000)
     except DialogStop as stop:
         _record_dialog(probe, worker, state)
         raise _Failed(f"{worker.kind}: stopped at a dialog orch cannot answer: {stop.message}", HINT_DIALOG) from None
     _record_dialog(probe, worker, state)
+    return note
 
 
 def _record_dialog(probe: Engine, worker: Worker, state: dict[str, KindCheck]) -> None:
@@ -409,7 +441,8 @@ def _gone(probe: Engine, name: str) -> bool:
 
 def render_doctor(result: DoctorResult) -> str:
     """Per kind: the verdict and time, then one line per fact; a last line says whether the fleet may start."""
-    lines = [f"orch doctor {result.plan}: {len(result.kinds)} agent kind{'s' if len(result.kinds) != 1 else ''}"]
+    where = ", offline on the scripted model (no tokens spent)" if result.offline else ""
+    lines = [f"orch doctor {result.plan}: {len(result.kinds)} agent kind{'s' if len(result.kinds) != 1 else ''}{where}"]
     for c in result.kinds:
         lines.append(f"{c.kind}: {'PASS' if c.ok else 'FAIL'} in {c.seconds:.1f}s")
         lines.append(f"  installed: {'yes' if c.installed else 'no'} (`{c.executable}`)")
@@ -423,6 +456,9 @@ def render_doctor(result: DoctorResult) -> str:
         lines.append(f"  trust dialog: {dialog}")
         lines.append(f"  prompt: {'accepted' if c.prompt_accepted else 'not sent'}")
         lines.append(f"  callback: {c.callback or 'none'}")
+        if c.model_requests is not None:
+            asked = f"{c.model_requests} request{'s' if c.model_requests != 1 else ''}"
+            lines.append(f"  scripted model: {asked}" + ("" if c.model_requests else " (the agent never asked it: check that it reads the offline configuration)"))
         if c.cleanup:
             lines.append(f"  cleanup: {', '.join(c.cleanup)}")
         if c.failure:

@@ -22,7 +22,7 @@ from tabulate import tabulate
 from orchestrator import git
 from orchestrator.agents import facts, plan_mode_problem
 from orchestrator.checks import CheckRun, run_command
-from orchestrator.dialogs import DialogStop, answer_trust_dialog, flat, stop_at_notice
+from orchestrator.dialogs import READY_TIMEOUT_FLOOR_S, DialogStop, NotReady, answer_trust_dialog, await_ready_sign
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.errors import (
     HerdrAgentNotReady,
@@ -39,7 +39,6 @@ from orchestrator.errors import (
 from orchestrator.layout import quote
 from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, SplitDirection, TabInfo, WorktreeInfo
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
-from orchestrator.quirks import excerpt, quirks
 from orchestrator.schedule import admit, render_schedule
 from registry.facts import BaseMoved, FactKind
 from registry import Effect, Run, Worker, WorkerState
@@ -954,63 +953,16 @@ def _agent_stage(rnd: _Round, job: _Job) -> None:
     )  # fmt: skip
 
 
-READY_POLL_S = 0.5
-# The ready sign must hold this long: codex 0.169 draws its input line first and its trust dialog over it a moment
-# later (the real-agents lane), so one read of the sign is not yet an agent that can take a packet.
-READY_SETTLE_S = 3.0
-# The wait for the ready sign is at least this long: it ends as soon as the sign shows, and a heavy agent on a busy
-# machine draws late (opencode 1.18: 10 s idle, 30-40 s on a loaded 2-CPU machine; the real-agents lane).
-READY_TIMEOUT_FLOOR_S = 120
-
-
 def _until_ready(rnd: _Round, job: _Job, worker: Worker, *, blocked: bool, reused: bool) -> str | None:
-    """Read the pane until the agent shows its kind's ready sign (orchestrator/quirks.py); returns a note, or raises _Fail.
-
-    herdr's readiness is not enough: it reads a blank, still-starting screen as idle (opencode draws its input ~10 s
-    after start) and knows no dialog its manifests lack (codex 0.169's trust dialog reads idle), and a packet pasted
-    then is lost or, worse, its Enter answers the dialog. So a trust dialog found here is answered by the dialog rules
-    (policy), any other dialog is reported with nothing typed, and the worker is ready only once the sign shows.
-    Only `pane read` is used, so this holds on every herdr release.
-    """
-    assert worker.pane_id is not None
-    engine, kinds = rnd.engine, quirks(worker.kind)
-    if kinds.ready is None:  # a kind without a known sign: herdr's readiness alone
-        return _start_dialog(rnd, job, worker) if blocked else None
+    """The agent's ready sign (orchestrator/dialogs.py `await_ready_sign`), its trust dialog answered as policy says."""
     timeout_s = max(rnd.plan.plan.defaults.agent_start_timeout_s, READY_TIMEOUT_FLOOR_S)
-    deadline = engine.clock.monotonic() + timeout_s
-    note: str | None = None
-    first = True
-    ready_since: float | None = None
-    while True:
-        shown = engine.herdr.pane_read(worker.pane_id, source="visible")
-        reading = kinds.read(shown)
-        trust = kinds.trust_on(shown)
-        if trust is not None and note is None:
-            note = _start_dialog(rnd, job, worker)  # answered as policy allows, else _Fail with the dialog's text
-            continue
-        if reading.state == "blocked" and trust is None:
-            try:
-                stop_at_notice(engine, worker, shown)
-            except DialogStop as stop:
-                raise _Fail("dialog", stop.message) from None
-        if reused and reading.state != "blocked":
-            return note  # an agent an earlier round started may have had turns since: its start sign can be gone
-        if reading.state == "ready":
-            now = engine.clock.monotonic()
-            ready_since = now if ready_since is None else ready_since
-            if now - ready_since >= READY_SETTLE_S:
-                return note
-            engine.clock.sleep(READY_POLL_S)
-            continue
-        ready_since = None
-        if blocked and first and note is None and reading.state != "blocked":
-            return _start_dialog(rnd, job, worker)  # herdr says blocked, the table knows no dialog there: reported
-        first = False
-        if engine.clock.monotonic() >= deadline:
-            raise _Fail("ready", (
-                f"{worker.name} ({worker.kind}) started, but its screen did not show that it takes a prompt ({kinds.ready.name}) "
-                f"within {timeout_s}s, so no packet will be sent to it. Screen: {flat(excerpt(shown)) or '(blank)'}"))  # fmt: skip
-        engine.clock.sleep(READY_POLL_S)
+    try:
+        return await_ready_sign(rnd.engine, worker, timeout_s=timeout_s, answer_trust=lambda: _start_dialog(rnd, job, worker),
+                                blocked=blocked, reused=reused)  # fmt: skip
+    except DialogStop as stop:
+        raise _Fail("dialog", stop.message) from None
+    except NotReady as late:
+        raise _Fail("ready", late.message) from None
 
 
 def _start_dialog(rnd: _Round, job: _Job, worker: Worker) -> str | None:

@@ -139,8 +139,9 @@ def test_tenacity_only_in_the_herdr_boundary() -> None:
     assert _importers({"tenacity"}, *ORCH_PACKAGES, "herdr_sim") == {"orchestrator/herdr.py", "orchestrator/engine.py"}
 
 
-def test_only_the_demo_imports_the_simulator() -> None:
-    assert _importers({"herdr_sim"}, *ORCH_PACKAGES) <= {"orchestrator/demo.py"}
+def test_only_the_demo_and_doctor_offline_import_the_simulator() -> None:
+    # The demo's stage is the simulator; `orch doctor --offline`'s model is the real-agents lane's scripted model.
+    assert _importers({"herdr_sim"}, *ORCH_PACKAGES) <= {"orchestrator/demo.py", "orchestrator/offline.py"}
 
 
 def test_no_shell_anywhere() -> None:

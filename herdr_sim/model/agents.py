@@ -168,6 +168,30 @@ def template(root: Path, kind: str, url: str, *, ask: bool = False) -> tuple[Pat
     return home, env, argv
 
 
+def relocated(root: Path, kind: str, url: str) -> tuple[dict[str, str], list[str]]:
+    """The kind's offline configuration under ``root``, reached through the agent's own config-dir variables, HOME kept.
+
+    For `orch doctor --offline`: the person's shell keeps its HOME (their PATH and rc files), while the agent reads
+    this configuration instead of theirs, and writes its trust answers and sessions here, not into their config.
+    Returns the environment the agent's pane needs and its extra argv.
+    """
+    home, env, argv = template(root, kind, url)
+    if kind == "claude":
+        # CLAUDE_CONFIG_DIR holds both settings.json and .claude.json (the global file goes there when it is set).
+        shutil.copy2(home / ".claude.json", home / ".claude" / ".claude.json")
+        env.update(CLAUDE_CONFIG_DIR=str(home / ".claude"))
+    elif kind == "codex":
+        env.update(CODEX_HOME=str(home / ".codex"))
+    elif kind == "opencode":
+        # Not XDG_CONFIG_HOME: a fish shell reads its own config (and PATH) from there. opencode merges the file
+        # OPENCODE_CONFIG names over the person's global config; its sessions and caches go to the private dirs.
+        env.update(OPENCODE_CONFIG=str(home / ".config" / "opencode" / "opencode.json"), XDG_DATA_HOME=str(home / ".local" / "share"),
+                   XDG_STATE_HOME=str(home / ".local" / "state"), XDG_CACHE_HOME=str(home / ".cache"))
+    elif kind == "pi":
+        env.update(PI_CODING_AGENT_DIR=str(home / ".pi" / "agent"))
+    return env, argv
+
+
 def _json(path: Path, data: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")

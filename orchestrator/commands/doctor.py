@@ -15,9 +15,10 @@ from orchestrator.doctor import doctor as run_doctor
 @click.argument("plan_file", metavar="PLAN", type=click.Path(path_type=Path))
 @click.option("--timeout", "timeout_s", type=click.IntRange(1, 3600), default=DEFAULT_CALLBACK_TIMEOUT_S, show_default=True,
               metavar="SECONDS", help="How long each probe may take to call back.")  # fmt: skip
+@click.option("--offline", is_flag=True, help="Point each probe agent at orch's scripted model on 127.0.0.1 instead of its provider: no token spent.")
 @json_option
 @click.pass_context
-def doctor(ctx: click.Context, plan_file: Path, timeout_s: int, as_json: bool) -> None:
+def doctor(ctx: click.Context, plan_file: Path, timeout_s: int, offline: bool, as_json: bool) -> None:
     """Before a fleet: prove that every agent kind PLAN uses starts, takes a prompt and calls back.
 
     For each kind, one after another: its executable on PATH, its herdr integration, then one agent in a detached
@@ -27,13 +28,20 @@ def doctor(ctx: click.Context, plan_file: Path, timeout_s: int, as_json: bool) -
     scratch worktree is removed. Your ledger and checkout are not touched. Exit 0 when every kind passed, 1 with one
     `orch:` line per failed kind otherwise.
 
+    With --offline the probe agents (your installed claude, codex, opencode or pi) talk to orch's scripted model on
+    127.0.0.1, which answers the probe by running its callback through the agent's own shell tool: trust dialogs,
+    the herdr integration and the callback path are checked without spending a token. Each agent reads a private
+    configuration through its own config-dir variable (CLAUDE_CONFIG_DIR, CODEX_HOME, OPENCODE_CONFIG,
+    PI_CODING_AGENT_DIR), so your agent settings are neither used nor changed; without --offline the probe is live.
+
     \b
     Example:
       orch doctor plan.toml
+      orch doctor plan.toml --offline
       orch doctor plan.toml --json --timeout 120
     """
     engine = engine_from(ctx)
-    result = run_doctor(engine, plan_file, callback_timeout_s=timeout_s)
+    result = run_doctor(engine, plan_file, callback_timeout_s=timeout_s, offline=offline)
     emit(result, as_json, render_doctor)
     if result.failure is not None:
         raise result.error()

@@ -84,6 +84,64 @@ def test_doctor_passes_on_a_healthy_setup_and_leaves_nothing_behind(world: Any) 
     assert not (world.orch_home / "ledger.sqlite3").exists()
 
 
+def test_doctor_offline_probes_the_same_path_on_the_scripted_model(world: Any) -> None:
+    # --offline: each probe's workspace carries the agent's offline configuration and a scripted model serves it.
+    # The simulator's agents answer the probe themselves, so the model sees no request and the report says so (the
+    # real-agents lane runs the real agents against it: tests/real_agents/test_doctor_offline.py).
+    world.write_scenarios(TRUSTING)
+    plan = world.write_plan(PLAN.format(policy=""))
+
+    done = world.orch("doctor", str(plan), "--offline")
+
+    unasked = "  scripted model: 0 requests (the agent never asked it: check that it reads the offline configuration)\n"
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    assert _timed(done.stdout) == (
+        f"orch doctor {plan}: 2 agent kinds, offline on the scripted model (no tokens spent)\n"
+        "codex: PASS in T\n"
+        "  installed: yes (`codex`)\n"
+        f"  integration: {HOOK['codex']}\n"
+        "  trust dialog: trust folder, answered with enter\n"
+        "  prompt: accepted\n"
+        "  callback: update #1 accepted\n"
+        f"{unasked}"
+        "  cleanup: agent exited, workspace closed, scratch worktree removed\n"
+        "claude: PASS in T\n"
+        "  installed: yes (`claude`)\n"
+        f"  integration: {HOOK['claude']}\n"
+        "  trust dialog: trust folder, answered with down enter\n"
+        "  prompt: accepted\n"
+        "  callback: update #2 accepted\n"
+        f"{unasked}"
+        "  cleanup: agent exited, workspace closed, scratch worktree removed\n"
+        "doctor: every agent kind passed (codex, claude); the fleet can start\n"
+    )
+    assert world.herdr("agent", "list")["result"]["agents"] == []
+    assert len(world.repo.git("worktree", "list").splitlines()) == 1
+    assert not (world.orch_home / "ledger.sqlite3").exists()
+
+
+def test_doctor_offline_refuses_a_kind_it_has_no_configuration_for(make_world: Any) -> None:
+    world = make_world(integrations="cursor")
+    plan = world.write_plan(ONE_CLAUDE.format(policy='[policy]\nallowed_kinds = ["cursor"]\ndefault_kind = "cursor"\n').replace('kind = "claude"', 'kind = "cursor"'))
+
+    done = world.orch("doctor", str(plan), "--offline")
+
+    failure = "cursor: no offline configuration for this kind (--offline knows pi, claude, codex, opencode)"
+    assert (done.returncode, _timed(done.stdout)) == (1, (
+        f"orch doctor {plan}: 1 agent kind, offline on the scripted model (no tokens spent)\n"
+        "cursor: FAIL in T\n"
+        "  installed: yes (`cursor-agent`)\n"
+        f"  integration: {HOOK['cursor']}\n"
+        "  trust dialog: not reached\n"
+        "  prompt: not sent\n"
+        "  callback: none\n"
+        f"  failure: {failure}\n"
+        "doctor: 1 of 1 agent kind failed (cursor); fix it before the fleet\n"
+    )), done.stderr
+    assert done.stderr == (f"orch: {failure}\nhint: probe it live with `orch doctor PLAN` (without --offline; its model is then "
+                           "the agent's own, and spends tokens)\n")
+
+
 ONE_CLAUDE = """
 organization = "acme"
 repo = "widgets"
@@ -135,7 +193,7 @@ def test_doctor_fails_for_a_kind_that_is_not_installed(world: Any) -> None:
     assert report["kinds"] == [{
         "kind": "claude", "ok": False, "executable": "claude", "installed": False, "executable_path": None,
         "integration": HOOK["claude"], "dialog": None, "dialog_answered": False, "dialog_keys": [], "prompt_accepted": False,
-        "callback": None, "seconds": report["kinds"][0]["seconds"], "cleanup": [], "failure": line, "hint": hint}]
+        "callback": None, "model_requests": None, "seconds": report["kinds"][0]["seconds"], "cleanup": [], "failure": line, "hint": hint}]
     # The hint line an agent controller reads names the command as it would run it, with --json (cli.with_caller_flags).
     assert as_json.stderr == f"orch: {line}\nhint: {hint.replace('`orch doctor`', '`orch doctor --json`')}\n"
 

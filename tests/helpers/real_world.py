@@ -19,6 +19,7 @@ from herdr_sim.model.agents import KINDS, cache_dir, install
 from herdr_sim.model.server import ModelServer
 from herdr_sim.testing import SimServer
 from orchestrator.demo import demo_data
+from orchestrator.engine import Engine
 
 
 ORCH = [sys.executable, "-m", "orchestrator"]
@@ -53,12 +54,25 @@ def agent(kind: str) -> Path:
     return _installed[kind]
 
 
+# The demo's one-second check-ins are the simulator's pace. A real agent on a loaded machine can show one unchanged
+# screen for longer (opencode 1.18 draws nothing, not even its busy bar, for 10 s and more while it prepares a turn
+# with the CPU shared), which three one-second check-ins would fail as a stall (spec §5); the person's default is 60.
+REAL_CHECKIN_S = 60
+
+
+def paced(plan: str) -> str:
+    """``plan`` (which checks in every second) checking in at a real agent's pace instead."""
+    text = re.sub(r"^checkin_interval_s = 1\b", f"checkin_interval_s = {REAL_CHECKIN_S}", plan, count=1, flags=re.MULTILINE)
+    assert text != plan, "the plan no longer sets checkin_interval_s = 1"
+    return text
+
+
 def demo_plan(kind: str) -> str:
-    """The `orch demo` plan with every worker of one kind."""
+    """The `orch demo` plan with every worker of one kind, checking in at a real agent's pace."""
     text = demo_data("plan.toml")
     for other in KINDS:
         text = text.replace(f'kind = "{other}"', f'kind = "{kind}"')
-    return text
+    return paced(text)
 
 
 @dataclass
@@ -82,6 +96,10 @@ class RealWorld:
         path = self.root / "plan.toml"
         path.write_text(text)
         return path
+
+    def engine(self) -> Engine:
+        """An engine on this world's ledger, wired like the CLI's (close it after use)."""
+        return Engine.from_env(self.env)
 
     def run_dir(self, run_id: str) -> Path:
         return Path(self.env["ORCH_HOME"]) / "runs" / run_id.replace(":", "_")
@@ -118,6 +136,25 @@ class RealWorld:
             except OSError:
                 continue
             if any(item.startswith(needle) for item in environ.split(b"\0")) and stat[stat.rindex(")") + 2] != "Z":
+                found.append(int(entry.name))
+        return found
+
+
+    def pane_processes(self, kind: str) -> list[int]:
+        """Live processes named like the agent of ``kind`` started in this world's panes (whatever their HOME)."""
+        needle = str(self.sim.paths.home).encode()
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                environ = (entry / "environ").read_bytes()
+                stat = (entry / "stat").read_text()
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            named = any(Path(arg.decode(errors="replace")).name == kind for arg in argv[:2])
+            if named and needle in environ and stat[stat.rindex(")") + 2] != "Z":
                 found.append(int(entry.name))
         return found
 
