@@ -32,7 +32,12 @@ from herdr_sim.agent.result import Check, format_result
 from herdr_sim.model.conversation import Conversation, ToolCall, ToolResult, UserText
 from herdr_sim.model.wire import Call, Reply
 
-BRAINS = ("worker", "question", "blocked", "false-claim", "silent")
+BRAINS = ("worker", "question", "blocked", "false-claim", "silent", "slow", "report")
+# slow: the steps of a long build, one line every half second, before the work (a turn that prints as it goes).
+SLOW_LINES = 40
+SLOW_PAUSE_S = 0.5
+# report: a Markdown report this many lines long, written where the packet lets reports go, its path sent.
+REPORT_LINES = 2000
 SHELL_TOOLS = ("Bash", "bash", "exec_command", "shell", "local_shell", "run_shell_command")
 EXIT_MARK = re.compile(r"\[orch-exit (\d+)\]")
 COMMIT_MARK = re.compile(r"COMMIT=([0-9a-f]{40})")
@@ -203,6 +208,30 @@ def read_check(command: str, output: str | None) -> Check:
     return Check(command, int(exits[-1]) if exits else 1, body.strip("\n"))
 
 
+def slow_command(packet: Packet) -> str:
+    """A long build that prints as it goes: SLOW_LINES lines, SLOW_PAUSE_S apart."""
+    return (f"cd {shlex.quote(packet.working_directory)} && for i in $(seq 1 {SLOW_LINES}); do "
+            f"echo \"build step $i of {SLOW_LINES}: compiling module $i, linking, checking its tests (slow and verbose on purpose)\"; "
+            f"sleep {SLOW_PAUSE_S:g}; done")
+
+
+REPORT_MARK = "[orch-report-written]"
+
+
+def report_path(packet: Packet) -> str:
+    assert packet.report_dir is not None
+    return str(PurePosixPath(packet.report_dir) / f"{packet.task_label}-report.md")
+
+
+def report_command(packet: Packet) -> str:
+    """Write a large Markdown report (REPORT_LINES lines) where the packet lets reports go, then mark it written."""
+    path = shlex.quote(report_path(packet))
+    title = shlex.quote(f"# Report for task {packet.task_label}")
+    return (f"mkdir -p {shlex.quote(str(packet.report_dir))} && {{ echo {title}; echo; for i in $(seq 1 {REPORT_LINES}); do "
+            f"echo \"- finding $i: the deliverable was checked against requirement $i, and it holds\"; done; }} > {path} "
+            f"&& wc -l {path} && echo {shlex.quote(REPORT_MARK)}")
+
+
 # --- turns ---
 
 
@@ -286,6 +315,10 @@ class Brain:
         if envelope is not None and envelope.kind == "stop" or spec.brain == "silent":
             return []  # silent: never a tool call or a callback, whatever the controller asks
         if turn.prompt.kind == "packet":
+            if spec.brain == "slow":
+                return [slow_command(packet), *self._work(packet, [])]
+            if spec.brain == "report" and packet.report_dir:
+                return self._work(packet, [], report=True)
             if spec.brain == "question":
                 return [fill_callback(packet.callback, "question", spec.question)]
             if spec.brain == "blocked":
@@ -299,19 +332,23 @@ class Brain:
             return []
         return self._work(packet, list(turn.answers))
 
-    def _work(self, packet: Packet, notes: list[str]) -> list[object]:
+    def _work(self, packet: Packet, notes: list[str], *, report: bool = False) -> list[object]:
         files, work = work_command(packet, notes)
         verifies = [verify_command(packet, c) for c in packet.verification]
+        written = [report_command(packet)] if report and packet.report_dir else []
 
         def result(turn: Turn) -> str:
-            made = COMMIT_MARK.findall(turn.output(0) or "")
-            checks = [read_check(c, turn.output(1 + i)) for i, c in enumerate(packet.verification)]
+            # The turn's calls: any before the work (slow's build), the work, the checks, the report.
+            first = len(turn.calls) - len(written) - len(verifies) - 1
+            made = COMMIT_MARK.findall(turn.output(first) or "")
+            checks = [read_check(c, turn.output(first + 1 + i)) for i, c in enumerate(packet.verification)]
+            path = report_path(packet) if written and REPORT_MARK in (turn.output(first + 1 + len(verifies)) or "") else None
             ok = made and all(c.exit_code == 0 for c in checks)
             body = format_result(status="done" if ok else "partial", commits=made[-1:], changed_files=files if made else [],
-                                 checks=checks, report=None, residual_risk="none" if ok else "a check failed or nothing was committed")
+                                 checks=checks, report=path, residual_risk="none" if ok else "a check failed or nothing was committed")
             return fill_callback(packet.callback, "result", body)
 
-        return [work, *verifies, result]
+        return [work, *verifies, *written, result]
 
     def _probe(self, conv: Conversation, turn: Turn) -> Reply:
         try:

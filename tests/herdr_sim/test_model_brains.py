@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from herdr_sim.model.brains import SIDE_REPLY, Brain, BrainError, Spec, load_brains
+from herdr_sim.model import brains
+from herdr_sim.model.brains import REPORT_LINES, SIDE_REPLY, SLOW_LINES, Brain, BrainError, Spec, load_brains
 from herdr_sim.model.conversation import Conversation, Item, Tool, ToolCall, ToolResult, UserText
 from herdr_sim.model.server import ModelServer
 
@@ -164,6 +165,46 @@ def test_blocked_and_silent_brains(repo: Path, tmp_path: Path) -> None:
     items.append(UserText(envelope("follow-up", "Send your result with the callback command.")))
     again = agent_loop(Brain({"usage-docs": Spec(brain="silent")}), items)
     assert (silent, again, callbacks.exists()) == ("I read the task; I am leaving it here.", silent, False)
+
+
+def test_the_slow_brain_prints_a_long_build_as_it_goes_then_works(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(brains, "SLOW_PAUSE_S", 0)  # the lane's pace is half a second a line; here only the lines matter
+    callbacks = tmp_path / "callbacks.txt"
+    items: list[Item] = [UserText(packet(repo, callbacks))]
+
+    agent_loop(Brain({"usage-docs": Spec(brain="slow")}), items)
+
+    build = items[2]
+    assert isinstance(build, ToolResult)
+    assert build.text.splitlines() == [
+        f"build step {i} of {SLOW_LINES}: compiling module {i}, linking, checking its tests (slow and verbose on purpose)"
+        for i in range(1, SLOW_LINES + 1)]  # fmt: skip
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    assert callbacks.read_text().split("\n", 1)[1] == (
+        f"Status: done\nCommits: {sha}\nChanged files: docs/usage.md\nChecks:\n"
+        "- grep -q 'Python 3.11' docs/usage.md => exit 0\n- test -f docs/usage.md => exit 0\nResidual risk: none\n---\n")
+
+
+def test_the_report_brain_writes_a_large_report_where_the_packet_lets_it_and_sends_its_path(repo: Path, tmp_path: Path) -> None:
+    callbacks = tmp_path / "callbacks.txt"
+    reports = tmp_path / "run" / "reports" / "usage-docs"
+    text = packet(repo, callbacks).replace(
+        "Send every message with exactly this command",
+        f"Write any report inside your working directory or {reports}, and send its absolute path on a `Report:` line.\n"
+        "Send every message with exactly this command")
+
+    agent_loop(Brain({"usage-docs": Spec(brain="report")}), [UserText(text)])
+
+    report = reports / "usage-docs-report.md"
+    lines = report.read_text().splitlines()
+    assert (len(lines), lines[:3], lines[-1]) == (REPORT_LINES + 2, [
+        "# Report for task usage-docs", "", "- finding 1: the deliverable was checked against requirement 1, and it holds"],
+        f"- finding {REPORT_LINES}: the deliverable was checked against requirement {REPORT_LINES}, and it holds")
+    sha = git(repo, "rev-parse", "HEAD").strip()
+    assert callbacks.read_text().split("\n", 1)[1] == (
+        f"Status: done\nCommits: {sha}\nChanged files: docs/usage.md\nChecks:\n"
+        "- grep -q 'Python 3.11' docs/usage.md => exit 0\n- test -f docs/usage.md => exit 0\n"
+        f"Report: {report}\nResidual risk: none\n---\n")
 
 
 def test_a_stop_envelope_ends_the_turn_without_work(repo: Path, tmp_path: Path) -> None:
