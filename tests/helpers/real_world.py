@@ -54,9 +54,10 @@ def agent(kind: str) -> Path:
     return _installed[kind]
 
 
-# The demo's one-second check-ins are the simulator's pace. A real agent on a loaded machine can show one unchanged
-# screen for longer (opencode 1.18 draws nothing, not even its busy bar, for 10 s and more while it prepares a turn
-# with the CPU shared), which three one-second check-ins would fail as a stall (spec §5); the person's default is 60.
+# The demo's one-second check-ins are the simulator's pace. A real agent shows one unchanged screen for longer:
+# opencode 1.18's busy bar rests on its empty frame (⬝⬝⬝⬝⬝⬝⬝⬝) most of the time, and on a loaded 2-CPU machine it
+# takes 30-60 s from a prompt to its first model request, so three check-ins 1 s (or 15 s) apart read identical
+# screens and fail it as stalled (spec §5). The lane checks in at the person's default instead.
 REAL_CHECKIN_S = 60
 
 
