@@ -57,8 +57,9 @@ def agent(kind: str) -> Path:
 # The demo's one-second check-ins are the simulator's pace. A real agent shows one unchanged screen for longer:
 # opencode 1.18's busy bar rests on its empty frame (⬝⬝⬝⬝⬝⬝⬝⬝) most of the time, and on a loaded 2-CPU machine it
 # takes 30-60 s from a prompt to its first model request, so three check-ins 1 s (or 15 s) apart read identical
-# screens and fail it as stalled (spec §5). The lane checks in at the person's default instead.
-REAL_CHECKIN_S = 60
+# screens and fail it as stalled (spec §5). 30 s apart, a stall takes 90 s of one screen. (The person's default,
+# 60 s, passes too, but `orch run` sleeps a whole interval between rounds: the demo took ~3 minutes per kind.)
+REAL_CHECKIN_S = 30
 
 
 def paced(plan: str) -> str:
