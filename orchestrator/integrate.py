@@ -12,7 +12,7 @@ from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import ExitCode, OrchError, one_line
 from orchestrator.verify import blocked_by_verification, stored_verification
 from registry.facts import FactKind, Held, IntegratedCause, Integration, IntegrationConflict
-from registry import Effect, Run, Worker, WorkerState
+from registry import Effect, EffectStatus, Run, Worker, WorkerState
 
 S = WorkerState
 
@@ -107,6 +107,20 @@ def integration_worktree(engine: Engine, run: Run) -> Path:
     return engine.run_dir(run.run_id) / "integration"
 
 
+def worktree_removals(engine: Engine, run: Run) -> int:
+    """How often retire removed the integration worktree (confirmed ``worktree_remove`` effects of the run naming it).
+
+    Each removal ends one generation of the worktree: integrating again after one opens it under a key of its own.
+    """
+    real = str(integration_worktree(engine, run).resolve())
+    effects = [e for e in engine.ledger.list_effects(run.run_id) if e.kind == "worktree_remove" and e.task_label is None and e.request.get("path") == real]
+    for effect in effects:
+        if effect.status is EffectStatus.INTENDED:
+            engine.settle_effect(run, effect)  # a removal a stopped process left: read back before counting
+    return sum(1 for e in engine.ledger.list_effects(run.run_id) if e.kind == "worktree_remove" and e.task_label is None
+               and e.request.get("path") == real and e.status is EffectStatus.CONFIRMED)  # fmt: skip
+
+
 def _pending(workers: list[Worker]) -> tuple[Pending, ...]:
     return tuple(
         Pending(task=w.task_label, state=w.state, disposition=w.final_disposition) for w in workers if w.final_disposition is not S.ACCEPTED
@@ -146,8 +160,11 @@ def _ensure_worktree(engine: Engine, run: Run, repo: str, branch: str, base: str
         )
     if found() is None:
         engine.echo(f"integrate: worktree {path} on {branch}")
+    # Retire removes the worktree once the run's workers are all retired; opened again after that, it is a new effect.
+    removed = worktree_removals(engine, run)
+    key = f"integration:worktree:{branch}" + (f":reopened:{removed}" if removed else "")
     engine.once(
-        run.run_id, None, "integration_worktree", f"integration:worktree:{branch}", {"path": real, "branch": branch, "base": base},
+        run.run_id, None, "integration_worktree", key, {"path": real, "branch": branch, "base": base},
         lambda: found() or create(), model=WorktreeReady,
     )  # fmt: skip
     if found() is None:
@@ -171,8 +188,10 @@ def settle_git_merge(engine: Engine, run: Run, effect: Effect) -> Settlement[Mer
     req = effect.request
     worktree = integration_worktree(engine, run)
     head, into = req["head_sha"], req["into"]
-    if worktree.exists() and git.is_ancestor(worktree, head, f"refs/heads/{into}"):
-        tip = git.rev_parse(worktree, f"refs/heads/{into}")
+    # Ancestry is the repository's (any checkout of it answers): the integration worktree may be removed by now.
+    repo = run.repo_path or str(engine.plan_for(run).repo.checkout)
+    if git.is_ancestor(repo, head, f"refs/heads/{into}"):
+        tip = git.rev_parse(repo, f"refs/heads/{into}")
         return Done(MergeDone(head_sha=head, integrated_sha=tip or head), f"{head[:12]} is an ancestor of {into}")
     if worktree.exists() and git.merge_in_progress(worktree):
         return CannotTell(
@@ -299,13 +318,14 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
         if stopped is not None or head is None:
             results.append(item)
             continue
-        if worktree is None:
-            if not run.repo_path or not run.base_sha:
-                raise OrchError(f"run {run.run_id} has no repository path or base SHA recorded; cannot create {into}")
-            worktree = _ensure_worktree(engine, run, run.repo_path, into, run.base_sha)
-        if worker.integrated_sha and git.is_ancestor(worktree, head, f"refs/heads/{into}"):
+        if not run.repo_path or not run.base_sha:
+            raise OrchError(f"run {run.run_id} has no repository path or base SHA recorded; cannot create {into}")
+        if worker.integrated_sha and git.is_ancestor(run.repo_path, head, f"refs/heads/{into}"):
+            # Asked of the repository, not the worktree: integrating again after retire removed it opens nothing.
             results.append(item.model_copy(update={"outcome": "already integrated", "integrated_sha": worker.integrated_sha}))
             continue
+        if worktree is None:
+            worktree = _ensure_worktree(engine, run, run.repo_path, into, run.base_sha)
         if run.base_sha and not git.is_ancestor(worktree, run.base_sha, head):
             # Verification blocks such a head first; this guard holds whatever the ledger says: never unrelated histories.
             results.append(item.model_copy(update={"outcome": "unrelated"}))

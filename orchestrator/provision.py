@@ -39,8 +39,9 @@ from orchestrator.errors import (
 from orchestrator.layout import quote
 from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, SplitDirection, TabInfo, WorktreeInfo
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
+from orchestrator.report import MOVED_OUT
 from orchestrator.schedule import admit, render_schedule
-from registry.facts import BaseMoved, FactKind
+from registry.facts import BaseMoved, FactKind, WorktreesFolder
 from registry import Effect, Run, Worker, WorkerState
 from registry.machine import NOT_ADMITTED
 
@@ -687,7 +688,7 @@ def _materialize(rnd: _Round, job: _Job, pane: str, side: str | None) -> tuple[s
     if side in rnd.worker(job.task).created_workspace_ids:
         rnd.update(job, created_pane_ids=_add(rnd.worker(job.task).created_pane_ids, moved.pane_id))
     if moved.closed_workspace_id == side:
-        job.notes.append(f"herdr closed the emptied workspace {side}")
+        job.notes.append(f"workspace {side} closed ({MOVED_OUT})")
         return moved.pane_id, moved.tab_id
     try:
         left = herdr.pane_list(workspace=side)
@@ -1053,6 +1054,7 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
             waits = rows[task].state in NOT_ADMITTED
             outcomes[task] = _outcome(engine, run, job, already=task not in refused and not waits)
     if pending:
+        _note_worktrees_folder(engine, run, plan)
         herdr = engine.herdr
         snapshot = Snapshot(
             worktrees=herdr.worktree_list(workspace=run.workspace_id).worktrees,
@@ -1067,6 +1069,14 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
     return ProvisionResult(
         run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers), schedule=tuple(render_schedule(scheduled)),
     )  # fmt: skip
+
+
+def _note_worktrees_folder(engine: Engine, run: Run, plan: ResolvedPlan) -> None:
+    """Before the first checkout: record that `<repo>.worktrees/` does not exist yet (the run's checkouts create it)."""
+    folder = plan.repo.worktrees_dir
+    if folder.exists() or any(e.kind == FactKind.WORKTREES_FOLDER for e in engine.ledger.events(run.run_id)):
+        return
+    engine.ledger.record_fact(run.run_id, FactKind.WORKTREES_FOLDER, detail=WorktreesFolder(path=str(folder)))
 
 
 def _schedule(rnd: _Round, jobs: dict[str, _Job], concurrency: int) -> dict[str, WorkerOutcome]:

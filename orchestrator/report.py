@@ -45,6 +45,13 @@ CLOSING_EFFECTS: Mapping[str, tuple[str, ...]] = {
     # The retire ladder closes a leftover workspace by closing its last pane ({"workspace": …, "pane": …}).
     "workspace": ("workspace_close", "worktree_remove", "pane_close"),
 }
+# herdr closes a workspace that a cross-workspace `pane move` emptied (provision's pane_move effect names it in its
+# response's closed_workspace_id): provision, retire and the report all say it in these words.
+MOVED_OUT = "by herdr when its pane moved out"
+# The integration worktree (orchestrator.integrate, an integration_worktree effect of the run) is removed by retire
+# (a worktree_remove effect of the run, no task) once every worker is retired; retire and the report say its fate so.
+INTEGRATION_REMOVED = "{branch} keeps its merges"
+INTEGRATION_KEPT = "the integration worktree of {branch}: integration may merge more while workers wait or work; orch removes it once every worker is retired"
 # The retire ladder's own account, in the cause of its retired/retained transition: {"items": [{"kind", "id", "action", "reason"}]}.
 CLOSED_ACTIONS = frozenset({"closed", "removed", "gone"})
 KEPT_ACTION = "kept"
@@ -407,6 +414,11 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
 
     def settle(task: str | None, name: str | None, what: Literal["pane", "worktree", "workspace"], item: str, worker: Worker | None) -> None:
         kinds = CLOSING_EFFECTS[what]
+        moved = [e for e in effects if what == "workspace" and e.kind == "pane_move" and e.status is EffectStatus.CONFIRMED
+                 and (e.response or {}).get("closed_workspace_id") == item]  # fmt: skip
+        if moved:
+            items.append(RetiredItem(task=task, name=name, what=what, id=item, status="closed", reason=MOVED_OUT, seqs=tuple(journal.by_effect.get(moved[-1].id, []))))
+            return
         closing = [e for e in effects if e.kind in kinds and (_mentions(e.request, item) or _mentions(e.response, item))]
         if what == "worktree" and task is not None:
             # `worktree remove --workspace <id>` names the workspace, not the path: the task's own removal counts.
@@ -469,7 +481,30 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
             settle(worker.task_label, worker.name, "workspace", workspace, worker)
     for workspace in run.created_workspace_ids:
         settle(None, None, "workspace", workspace, None)
-    return tuple(items)
+    integration = _integration_item(effects, retained_facts, journal)
+    return (*items, integration) if integration is not None else tuple(items)
+
+
+def _integration_item(effects: Sequence[Effect], retained_facts: Sequence[Event], journal: _Journal) -> RetiredItem | None:
+    """The integration worktree of the run's latest opening: removed by retire, kept with its reason, or still open."""
+    opened = [e for e in effects if e.kind == "integration_worktree" and e.status is EffectStatus.CONFIRMED]
+    if not opened:
+        return None
+    last = opened[-1]
+    path, branch = str((last.response or {}).get("path") or last.request.get("path")), str(last.request.get("branch"))
+
+    def item(status: Literal["closed", "retained", "open"], reason: str, seqs: tuple[int, ...]) -> RetiredItem:
+        return RetiredItem(task=None, name=None, what="worktree", id=path, status=status, reason=reason, seqs=seqs)
+
+    removed = [e for e in effects if e.kind == "worktree_remove" and e.task_label is None and e.request.get("path") == path
+               and e.status is EffectStatus.CONFIRMED and e.id > last.id]  # fmt: skip
+    if removed:
+        return item("closed", INTEGRATION_REMOVED.format(branch=branch), tuple(journal.by_effect.get(removed[-1].id, [])))
+    opened_at = min(journal.by_effect.get(last.id, [0]))
+    kept = [e for e in retained_facts if e.detail.get("item") == path and e.seq > opened_at]
+    if kept:
+        return item("retained", _reason(kept[-1].detail) or "no reason recorded", (kept[-1].seq,))
+    return item("open", INTEGRATION_KEPT.format(branch=branch), tuple(journal.by_effect.get(last.id, [])))
 
 
 def pane_fates(ledger: Ledger, run_id: str) -> dict[str, str]:

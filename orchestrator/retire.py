@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -19,9 +21,10 @@ from orchestrator import git, messages
 from orchestrator.herdr_models import AT_REST
 from orchestrator.agents import AGENTS
 from orchestrator.engine import Done, Engine, InFlightEffect, NotDone, Settlement
+from orchestrator.integrate import integration_worktree, worktree_removals
 from orchestrator.transcripts import save_transcript
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, HerdrUnavailable, OrchError, one_line
-from orchestrator.report import Wait, open_wait
+from orchestrator.report import INTEGRATION_KEPT, INTEGRATION_REMOVED, MOVED_OUT, Wait, open_wait
 from packets import inert_line
 from packets.render import COMMIT_TRAILER_KEY
 from registry.facts import Abandoned, AgentExited, FactKind, Retained
@@ -52,9 +55,11 @@ NEVER_STARTED = "failed before its agent started; kept for inspection (`orch ret
 CLOSED_OUTSIDE = "closed outside orch, not by this run"
 REMOVED_OUTSIDE = "removed outside orch, not by this run; {branch} its commits"
 SWITCHED_OUTSIDE = "switched to {where} outside orch; kept for whoever switched it"
+# A sibling's entry for the checkout it shares: what happened to it is listed once, under the worker named here.
+SHARED_WITH = "shared with {task}: see {task}"
 
 ItemKind = Literal["agent", "pane", "worktree", "workspace"]
-Action = Literal["stopped", "exited", "closed", "removed", "kept", "untouched", "gone"]
+Action = Literal["stopped", "exited", "closed", "removed", "kept", "untouched", "gone", "shared"]
 Outcome = Literal["retired", "retained", "waiting", "already_retired", "not_retired"]
 
 
@@ -84,11 +89,13 @@ class WorkerRetirement(_Model):
 
 
 class RetireResult(_Model):
-    """`orch retire`: per worker what was closed and what was kept (with the reason), plus run-level workspaces."""
+    """`orch retire`: per worker what was closed and what was kept (with the reason), plus run-level workspaces and
+    the integration worktree (None when integration is off or it does not exist)."""
 
     run_id: str
     workers: tuple[WorkerRetirement, ...]
     workspaces: tuple[Item, ...] = ()
+    integration: Item | None = None
 
 
 class Sent(_Model):
@@ -174,12 +181,71 @@ def retire(
     for ladder in ladders:
         results[ladder.task] = _settle(engine, run, ladder)
     run_items: list[Item] = []
-    if run.created_workspace_ids and not ledger.list_workers(run.run_id, states=[s for s in WorkerState if s not in LADDER_DONE]):
+    settled = not ledger.list_workers(run.run_id, states=[s for s in WorkerState if s not in LADDER_DONE])
+    if run.created_workspace_ids and settled:
         run_items = _close_leftovers(engine, run, None, run.created_workspace_ids)
         for item in run_items:
             if item.action == "kept":
                 ledger.record_fact(run.run_id, FactKind.RETAINED, detail=Retained(item=item.id, what=item.kind, reason=item.reason))
-    return RetireResult(run_id=run.run_id, workers=tuple(results[w.task_label] for w in selected), workspaces=tuple(run_items))
+    integration = _retire_integration(engine, run, settled=settled)
+    _remove_worktrees_folder(engine, run)
+    return RetireResult(run_id=run.run_id, workers=tuple(results[w.task_label] for w in selected), workspaces=tuple(run_items), integration=integration)
+
+
+def _retire_integration(engine: Engine, run: Run, *, settled: bool) -> Item | None:
+    """The integration worktree: removed once every worker is retired (the branch keeps every merge), else kept and said.
+
+    It holds nothing but merges of accepted work on the integration branch, so a clean one on that branch loses
+    nothing when it goes, and the person can check the branch out in their own checkout. While a worker still waits
+    on a decision (or works), integration may merge more: it stays, named. A dirty one is never removed.
+    """
+    if not (engine.run_dir(run.run_id) / "plan.toml").exists():
+        return None  # a run registered without a plan (by hand): integration never ran for it
+    settings = engine.plan_for(run).plan.integration
+    if not settings.enabled or not settings.branch or not run.repo_path:
+        return None
+    path, repo, branch = integration_worktree(engine, run), run.repo_path, settings.branch
+    real = _real(path)
+    try:
+        registered = real in {_real(p) for p in git.worktree_checkouts(repo)}
+    except git.GitError as exc:
+        return _kept_integration(engine, run, real, f"git could not list the worktrees of {repo}: {one_line(exc.message)}")
+    if not registered:
+        return None if not path.exists() else _kept_integration(engine, run, real, f"not a worktree of {repo} any more; remove the folder yourself")
+    by_hand = f"remove it with `git -C {shlex.quote(str(repo))} worktree remove {shlex.quote(real)}`"
+    if not settled:
+        return Item(kind="worktree", id=real, action="kept", reason=INTEGRATION_KEPT.format(branch=branch))
+    try:
+        now = git.current_branch(path)
+        held = "a merge in progress" if git.merge_in_progress(path) else holds_work(repo, path, abandoned=True)
+    except git.GitError as exc:
+        return _kept_integration(engine, run, real, f"git could not inspect it: {one_line(exc.message)}; {by_hand} once you have looked")
+    if now != branch:
+        where = "a detached HEAD" if now == "HEAD" else f"branch {now}"
+        return _kept_integration(engine, run, real, SWITCHED_OUTSIDE.format(where=where))
+    if held:
+        return _kept_integration(engine, run, real, f"{held}; {by_hand} once you have looked")
+    key = f"run:retire:integration_worktree_remove:{worktree_removals(engine, run)}"
+    try:
+        engine.once(run.run_id, None, "worktree_remove", key, {"via": "git", "repo": str(repo), "path": real},
+                    lambda: _git_remove(repo, real), model=Removed)  # fmt: skip
+    except (git.GitError, InFlightEffect) as exc:
+        return _kept_integration(engine, run, real, f"removal failed: {one_line(exc.message)}; {by_hand}")
+    return Item(kind="worktree", id=real, action="removed", reason=INTEGRATION_REMOVED.format(branch=branch))
+
+
+def _kept_integration(engine: Engine, run: Run, path: str, reason: str) -> Item:
+    engine.ledger.record_fact(run.run_id, FactKind.RETAINED, detail=Retained(item=path, what="worktree", reason=reason))
+    return Item(kind="worktree", id=path, action="kept", reason=reason)
+
+
+def _remove_worktrees_folder(engine: Engine, run: Run) -> None:
+    """`<repo>.worktrees/`, when this run's provisioning created it, goes once it is empty (an empty folder is litter)."""
+    made = [e for e in engine.ledger.events(run.run_id) if e.kind == FactKind.WORKTREES_FOLDER]
+    if not made:
+        return
+    with suppress(OSError):  # not empty (another run's checkouts, the person's files), or already gone: it stays
+        Path(str(made[-1].detail.get("path"))).rmdir()
 
 
 def _check_input(run: Run, by_task: Mapping[str, Worker], tasks: Sequence[str] | None, keep: set[str], abandon: Mapping[str, str]) -> None:
@@ -527,25 +593,32 @@ def _remove_worktrees(engine: Engine, run: Run, ladders: list[_Ladder], everyone
         on_path = [in_call[w.task_label] for w in everyone if w.worktree_path == path and w.task_label in in_call]
         owners = [w for w in everyone if path in w.created_worktree_paths]
         if not owners:
-            _note(on_path, Item(kind="worktree", id=path, action="untouched", reason="not created by this run"))
+            _note(on_path, owners, Item(kind="worktree", id=path, action="untouched", reason="not created by this run"))
             continue
         busy = [w for w in everyone if w.worktree_path == path and w.state is not S.RETIRED and w.task_label not in in_call]
         busy_names = [f"{w.task_label} ({w.state})" for w in busy]
         busy_names += [f"{ladder.task} (pane kept)" for ladder in on_path if not ladder.pane_done]
         if busy_names:
             # Not a hold on the workers here: the checkout is removed when its last worker retires.
-            _note(on_path, Item(kind="worktree", id=path, action="kept", reason=f"still used by {', '.join(busy_names)}"))
+            _note(on_path, owners, Item(kind="worktree", id=path, action="kept", reason=f"still used by {', '.join(busy_names)}"))
             continue
         verdict = _worktree_verdict(engine, run, path, owners, on_path, everyone)
-        _note(on_path, verdict)
+        _note(on_path, owners, verdict)
         if verdict.action == "kept":
             for ladder in on_path:
                 ladder.holds.append(f"worktree {path}: {verdict.reason}")
 
 
-def _note(ladders: list[_Ladder], item: Item) -> None:
+def _note(ladders: list[_Ladder], owners: list[Worker], item: Item) -> None:
+    """List a checkout once: under the worker that created it (or the first one retiring it here); siblings refer to it."""
+    if not ladders:
+        return
+    created = {w.task_label for w in owners}
+    lister = next((ladder for ladder in ladders if ladder.task in created), ladders[0])
+    lister.items.append(item)
     for ladder in ladders:
-        ladder.items.append(item)
+        if ladder is not lister:
+            ladder.items.append(Item(kind="worktree", id=item.id, action="shared", reason=SHARED_WITH.format(task=lister.task)))
 
 
 def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker], on_path: list[_Ladder], everyone: list[Worker]) -> Item:
@@ -698,8 +771,11 @@ def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: 
         try:
             panes = engine.herdr.pane_list(workspace=ws)
         except HerdrNotFound:
-            # Already gone: herdr removes a workspace emptied by `pane move` (reported as closed_workspace_id).
-            items.append(Item(kind="workspace", id=ws, action="gone"))
+            # Already gone: herdr removes a workspace emptied by `pane move` (provision's effect names it), said as
+            # the report says it; one gone otherwise is only "gone".
+            moved = any(e.kind == "pane_move" and e.status is EffectStatus.CONFIRMED and (e.response or {}).get("closed_workspace_id") == ws
+                        for e in engine.ledger.list_effects(run.run_id))  # fmt: skip
+            items.append(Item(kind="workspace", id=ws, action="closed", reason=MOVED_OUT) if moved else Item(kind="workspace", id=ws, action="gone"))
             continue
         if len(panes) != 1 or panes[0].agent is not None:
             items.append(Item(kind="workspace", id=ws, action="kept", reason=f"not empty ({_count(len(panes), 'pane')})"))
@@ -758,6 +834,8 @@ def render_retire(result: RetireResult) -> str:
     if result.workspaces:
         lines.append("Run workspaces:")
         lines += [f"  {_render_item(item)}" for item in result.workspaces]
+    if result.integration is not None:
+        lines.append(f"Integration {_render_item(result.integration)}")
     return "\n".join(lines) + "\n"
 
 

@@ -46,6 +46,8 @@ class FactKind(StrEnum):
     HERDR_LOST_PANES = "herdr_lost_panes"
     # herdr lost what started a worker before any packet was sent (a restart): it is started again, under new keys.
     RESTARTED = "restarted"
+    # Provisioning is about to create `<repo>.worktrees/` (it did not exist): retire removes it again once empty.
+    WORKTREES_FOLDER = "worktrees_folder"
 
 
 class CallbackCause(TypedDict):
@@ -279,6 +281,12 @@ class Restarted(TypedDict):
     reason: str
 
 
+class WorktreesFolder(TypedDict):
+    """`<repo>.worktrees/` beside the checkout, which the run's first checkout creates."""
+
+    path: str
+
+
 # The detail record of each kind: what a writer builds and a reader may expect.
 DETAILS: Mapping[FactKind, type] = {
     FactKind.CALLBACK: CallbackCause,
@@ -306,6 +314,7 @@ DETAILS: Mapping[FactKind, type] = {
     FactKind.EFFECT_DECIDED: EffectDecided,
     FactKind.HERDR_LOST_PANES: HerdrLostPanes,
     FactKind.RESTARTED: Restarted,
+    FactKind.WORKTREES_FOLDER: WorktreesFolder,
 }
 
 

@@ -117,8 +117,8 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
         "area-tests: `python3 -m unittest discover -s tests -q -p 'test_area*.py'` exit 0 -> accepted; "
         "usage-docs: `grep -q 'Python 3.11' docs/usage.md` exit 0 -> accepted\n"
         "Retired: greeting pane w1:pN closed; greeting worktree <stage>/src/acme/widgets.worktrees/widgets-feat-greeting "
-        "removed; greeting workspace wN closed; area-tests pane w1:pN closed; usage-docs pane w1:pN closed; "
-        "usage-docs worktree <stage>/src/acme/widgets.worktrees/widgets-docs-usage removed; usage-docs workspace wN closed\n"
+        "removed; greeting workspace wN closed (by herdr when its pane moved out); area-tests pane w1:pN closed; usage-docs pane w1:pN closed; "
+        "usage-docs worktree <stage>/src/acme/widgets.worktrees/widgets-docs-usage removed; usage-docs workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: none\n"
     )
 

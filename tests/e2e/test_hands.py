@@ -129,8 +129,8 @@ def test_a_pane_closed_by_hand_and_an_agent_exited_outside_orch_are_reported_as_
         "Callbacks: run <run>; exits 1 accepted (update); closed 1 accepted (update); missing result: exits, closed\n"
         "Verification: exits: not verified; closed: not verified\n"
         f"Retired: exits pane <exits-pane> closed; exits worktree {tree.format('exits')} retained (not integrated: commit {sha['exits']} exists only on feat/exits); "
-        f"exits workspace wN closed; closed pane <closed-pane> gone (closed outside orch, not by this run); closed worktree {tree.format('closed')} retained "
-        f"(not integrated: commit {sha['closed']} exists only on feat/closed); closed workspace wN closed\n"
+        f"exits workspace wN closed (by herdr when its pane moved out); closed pane <closed-pane> gone (closed outside orch, not by this run); closed worktree {tree.format('closed')} retained "
+        f"(not integrated: commit {sha['closed']} exists only on feat/closed); closed workspace wN closed (by herdr when its pane moved out)\n"
         f"Blockers: exits failed: {exited}; closed failed: {closed}\n"
     )
     status = scrub(world.orch("status", "--run", run_id).stdout)
@@ -259,9 +259,9 @@ def test_a_renamed_tab_is_renamed_back_and_a_removed_or_switched_worktree_is_rep
         "Callbacks: run <run>; renamed 2 accepted (update, result); removed 1 accepted (update); switched 1 accepted (update); missing result: removed, switched\n"
         "Verification: renamed: no checks -> accepted; removed: not verified; switched: not verified\n"
         f"Retired: renamed pane <renamed-pane> closed; renamed worktree {tree['renamed']} retained (not integrated: commit {sha['renamed']} exists only on feat/renamed); "
-        f"renamed workspace wN closed; removed pane <removed-pane> closed; removed worktree {tree['removed']} gone (removed outside orch, not by this run; "
-        f"branch feat/removed keeps its commits); removed workspace wN closed; switched pane <switched-pane> closed; switched worktree {tree['switched']} "
-        "retained (switched to branch fix/elsewhere outside orch; kept for whoever switched it); switched workspace wN closed\n"
+        f"renamed workspace wN closed (by herdr when its pane moved out); removed pane <removed-pane> closed; removed worktree {tree['removed']} gone (removed outside orch, not by this run; "
+        f"branch feat/removed keeps its commits); removed workspace wN closed (by herdr when its pane moved out); switched pane <switched-pane> closed; switched worktree {tree['switched']} "
+        "retained (switched to branch fix/elsewhere outside orch; kept for whoever switched it); switched workspace wN closed (by herdr when its pane moved out)\n"
         f"Blockers: removed failed: {removed}; switched failed: {switched}\n"
     )
     markdown = scrub((world.orch_home / "runs" / run_id.replace(":", "_") / "report.md").read_text())

@@ -91,8 +91,8 @@ def test_a_base_force_pushed_mid_run_leaves_every_worker_on_the_pinned_commit_an
         "Workers: first=retired/accepted+integrated, second=retired/accepted+integrated\n"
         "Callbacks: run <run>; first 1 accepted (result); second 2 accepted (update, result); missing result: none\n"
         "Verification: first: no checks -> accepted; second: no checks -> accepted\n"
-        "Retired: first pane w1:pN closed; first worktree <src>/acme/widgets.worktrees/widgets-feat-first removed; first workspace wN closed; "
-        "second pane w1:pN closed; second worktree <src>/acme/widgets.worktrees/widgets-feat-second removed; second workspace wN closed\n"
+        "Retired: first pane w1:pN closed; first worktree <src>/acme/widgets.worktrees/widgets-feat-first removed; first workspace wN closed (by herdr when its pane moved out); "
+        "second pane w1:pN closed; second worktree <src>/acme/widgets.worktrees/widgets-feat-second removed; second workspace wN closed (by herdr when its pane moved out)\n"
         f"Blockers: {moved_text}\n"
     )
     header = [line for line in world.orch("status", "--run", run_id).stdout.splitlines() if line.startswith("base ")]

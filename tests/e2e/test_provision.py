@@ -129,10 +129,10 @@ def test_three_workers_reach_ready_with_the_layout_contract_and_a_rerun_creates_
         "api-tests  ready  <pane>  widgets-feat-api-pagination  <src>/acme/widgets.worktrees/widgets-feat-api-pagination  created pane (right of <pane>), agent",
         "pagination-docs  ready  <pane>  widgets-docs-pagination-guide  <src>/acme/widgets.worktrees/widgets-docs-pagination-guide  created worktree, tab, agent",
         "api-pagination: note: fetched origin main",
-        "api-pagination: note: herdr closed the emptied workspace <ws>",
+        "api-pagination: note: workspace <ws> closed (by herdr when its pane moved out)",
         "api-pagination: note: setup: 1 command(s) passed",
         "pagination-docs: note: fetched origin main",
-        "pagination-docs: note: herdr closed the emptied workspace <ws>",
+        "pagination-docs: note: workspace <ws> closed (by herdr when its pane moved out)",
     ]
     states = {w.task_label: w for w in engine.ledger.list_workers(RUN_ID)}
     assert {t: w.state for t, w in states.items()} == dict.fromkeys(states, WorkerState.READY)

@@ -142,9 +142,9 @@ do = "result"
         "Callbacks: run <run>; licence 2 accepted (question, result); greet 2 accepted (update, result); missing result: none\n"
         "Verification: licence: `ls docs/` exit 0 -> accepted; greet: `ls src/greet/` exit 0 -> accepted\n"
         "Retired: licence pane w1:pN closed; licence worktree <src>/acme/widgets.worktrees/widgets-docs-licence retained "
-        f"(not integrated: commit {short(world, 'docs/licence')} exists only on docs/licence); licence workspace wN closed; "
+        f"(not integrated: commit {short(world, 'docs/licence')} exists only on docs/licence); licence workspace wN closed (by herdr when its pane moved out); "
         "greet pane w1:pN closed; greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet retained "
-        f"(not integrated: commit {short(world, 'feat/greet')} exists only on feat/greet); greet workspace wN closed\n"
+        f"(not integrated: commit {short(world, 'feat/greet')} exists only on feat/greet); greet workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: none\n"
     )
     assert world.repo.git("show", "docs/licence:docs/LICENCE.md") == "MIT, like the code."
@@ -264,8 +264,8 @@ def test_stalled_worker_fails_on_the_third_unchanged_check_in_while_a_printing_o
         # The stalled agent was still mid-turn: retire sent it a `stop` envelope, then /exit once it settled. Its
         # checkout held no work (no commit, clean), so it went too.
         "Retired: stuck pane w1:pN closed; stuck worktree <src>/acme/widgets.worktrees/widgets-feat-stuck removed; "
-        "stuck workspace wN closed; chatty pane w1:pN closed; chatty worktree <src>/acme/widgets.worktrees/widgets-feat-chatty "
-        f"retained (not integrated: commit {short(world, 'feat/chatty')} exists only on feat/chatty); chatty workspace wN closed\n"
+        "stuck workspace wN closed (by herdr when its pane moved out); chatty pane w1:pN closed; chatty worktree <src>/acme/widgets.worktrees/widgets-feat-chatty "
+        f"retained (not integrated: commit {short(world, 'feat/chatty')} exists only on feat/chatty); chatty workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: stuck failed: no change of state or output across 3 consecutive check-ins\n"
     )
 
@@ -315,7 +315,7 @@ do = "result"
         '#2 wrong_sender (sender "mallory" is not "greet", the worker registered for task "greet"); missing result: none\n'
         "Verification: greet: `ls src/greet/` exit 0 -> accepted\n"
         "Retired: greet pane w1:pN closed; greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet retained "
-        f"(not integrated: commit {short(world, 'feat/greet')} exists only on feat/greet); greet workspace wN closed\n"
+        f"(not integrated: commit {short(world, 'feat/greet')} exists only on feat/greet); greet workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: none\n"
     )
     # A late callback after the run finished (the worker's own callback command, replayed) is stale, never acted on.
@@ -393,8 +393,8 @@ message = "still thinking"
         "Verification: forgetful: `ls src/forgetful/` exit 0 -> accepted; silent: not verified\n"
         "Retired: forgetful pane w1:pN closed; forgetful worktree <src>/acme/widgets.worktrees/widgets-feat-forgetful retained "
         f"(not integrated: 2 commits exist only on feat/forgetful ({short(world, 'feat/forgetful')} and 1 more)); "
-        "forgetful workspace wN closed; silent pane w1:pN closed; "
-        "silent worktree <src>/acme/widgets.worktrees/widgets-feat-silent retained (1 untracked file); silent workspace wN closed\n"
+        "forgetful workspace wN closed (by herdr when its pane moved out); silent pane w1:pN closed; "
+        "silent worktree <src>/acme/widgets.worktrees/widgets-feat-silent retained (1 untracked file); silent workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: silent failed: done without a result after being asked for it once; "
         "no change of state or output across 3 consecutive check-ins\n"
     )

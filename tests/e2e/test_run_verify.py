@@ -163,7 +163,7 @@ def test_claimed_checks_that_fail_on_rerun_are_rejected(world: Any) -> None:
         f"Verification: greet: {check} exit 1 -> rejected (check {check} failed on re-run (exit 1); "
         f"worker reported {check} passing, but it does not pass on re-run)\n"
         "Retired: greet pane <pane:greet> closed; greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet retained "
-        f"(not integrated: commit {short(world, 'feat/greet')} exists only on feat/greet); greet workspace <ws:greet> closed\n"
+        f"(not integrated: commit {short(world, 'feat/greet')} exists only on feat/greet); greet workspace <ws:greet> closed (by herdr when its pane moved out)\n"
         "Blockers: none\n"
     )
     # The worker did claim the check passed: its result said so, and it never ran it.
@@ -240,8 +240,8 @@ def test_two_accepted_workers_are_merged_one_at_a_time_then_their_worktrees_remo
         "Workers: greet=retired/accepted+integrated, docs=retired/accepted+integrated\n"
         "Callbacks: run <run>; greet 1 accepted (result); docs 1 accepted (result); missing result: none\n"
         "Verification: greet: `grep -q formal src/greet/hello.txt` exit 0 -> accepted; docs: `test -f docs/greet.md` exit 0 -> accepted\n"
-        f"Retired: greet pane <pane:greet> closed; greet worktree {worktrees}/widgets-feat-greet removed; greet workspace <ws:greet> closed; "
-        f"docs pane <pane:docs> closed; docs worktree {worktrees}/widgets-docs-greet removed; docs workspace <ws:docs> closed\n"
+        f"Retired: greet pane <pane:greet> closed; greet worktree {worktrees}/widgets-feat-greet removed; greet workspace <ws:greet> closed (by herdr when its pane moved out); "
+        f"docs pane <pane:docs> closed; docs worktree {worktrees}/widgets-docs-greet removed; docs workspace <ws:docs> closed (by herdr when its pane moved out)\n"
         "Blockers: none\n"
     )
     git = world.repo.git
@@ -286,7 +286,7 @@ def test_a_dirty_worktree_is_retained_with_its_reason(world: Any) -> None:
         "Workers: greet=retained/accepted+integrated\n"
         "Callbacks: run <run>; greet 1 accepted (result); missing result: none\n"
         "Verification: greet: `grep -q formal src/greet/hello.txt` exit 0 -> accepted\n"
-        f"Retired: greet pane <pane:greet> closed; greet worktree {checkout} retained (1 untracked file); greet workspace <ws:greet> closed\n"
+        f"Retired: greet pane <pane:greet> closed; greet worktree {checkout} retained (1 untracked file); greet workspace <ws:greet> closed (by herdr when its pane moved out)\n"
         "Blockers: none\n"
     )
     notes = world.src_root / "acme/widgets.worktrees/widgets-feat-greet/src/greet/notes.txt"
@@ -343,7 +343,7 @@ def test_confirmation_required_stops_the_retire_ladder_without_closing_any_works
         "Verification: greet: `grep -q formal src/greet/hello.txt` exit 0 -> accepted\n"
         f"Retired: greet pane <pane:greet> retained ({kept}); "
         "greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet retained (still used by greet (pane kept)); "
-        "greet workspace <ws:greet> closed; run workspace w2 retained (the run's repo workspace)\n"
+        "greet workspace <ws:greet> closed (by herdr when its pane moved out); run workspace w2 retained (the run's repo workspace)\n"
         "Blockers: none\n"
     )
     # One refused pane close, never a workspace close: the group, its side worktree and the worker's shell all remain.
@@ -442,7 +442,7 @@ def finished_once(world: Any, run_id: str, log: Path, resumed: subprocess.Comple
         "Callbacks: run <run>; greet 1 accepted (result); review 1 accepted (result); missing result: none\n"
         "Verification: greet: `grep -q formal src/greet/hello.txt` exit 0 -> accepted; review: `test -f tests/greet/review.txt` exit 0 -> accepted\n"
         "Retired: greet pane <pane:greet> closed; greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet retained "
-        f"(not integrated: on feat/greet only, commit {by(world, 'greet')} by greet, commit {by(world, 'review')} by review); greet workspace <ws:greet> closed; "
+        f"(not integrated: on feat/greet only, commit {by(world, 'greet')} by greet, commit {by(world, 'review')} by review); greet workspace <ws:greet> closed (by herdr when its pane moved out); "
         "review pane <pane:review> closed\n"
         "Blockers: none\n"
     )

@@ -214,3 +214,51 @@ def test_accepted_work_that_does_not_descend_from_the_pinned_base_is_never_merge
     )
     assert fleet.repo.git("rev-list", INTO).splitlines() == [pinned]
     assert [fleet.engine.ledger.get_worker(RUN_ID, t).integrated_sha for t in ("api-docs", "greeting")] == [None, None]
+
+
+def test_retire_removes_the_integration_worktree_once_every_worker_is_retired_and_the_branch_keeps_the_merges(tmp_path: Path, git_repo: Any) -> None:
+    """It used to stay registered in the person's checkout after finish, named nowhere: the branch could not be checked out."""
+    from orchestrator.report import build_report, render_report
+    from orchestrator.retire import render_retire, retire
+
+    fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
+    _accept_docs_and_greeting(fleet)
+    integrate_run(fleet.engine, fleet.run)
+    worktree = str(integration_worktree(fleet.engine, fleet.run).resolve())
+    tip = fleet.repo.git("rev-parse", INTO)
+
+    # survey still works: integration may merge more, so the worktree stays, named with why.
+    first = retire(fleet.engine, fleet.run)
+    kept = (f"the integration worktree of {INTO}: integration may merge more while workers wait or work; "
+            "orch removes it once every worker is retired")  # fmt: skip
+    assert render_retire(first).splitlines()[-1] == f"Integration worktree {worktree}: kept ({kept})"
+    assert render_report(build_report(fleet.engine.ledger, RUN_ID)).splitlines()[5] == f"Retired: run worktree {worktree} open ({kept})"
+
+    second = retire(fleet.engine, fleet.run, abandon={"survey": "not needed"})
+
+    assert render_retire(second).splitlines()[-1] == f"Integration worktree {worktree}: removed ({INTO} keeps its merges)"
+    assert worktree not in fleet.repo.git("worktree", "list")
+    assert fleet.repo.git("rev-parse", INTO) == tip
+    fleet.repo.git("checkout", "-q", INTO)  # the person can check the branch out now
+    assert render_report(build_report(fleet.engine.ledger, RUN_ID)).splitlines()[5] == f"Retired: run worktree {worktree} removed ({INTO} keeps its merges)"
+    # Integrating again finds everything merged and opens nothing.
+    assert [i.outcome for i in integrate_run(fleet.engine, fleet.run).items] == ["already integrated", "already integrated"]
+    assert not Path(worktree).exists()
+
+
+def test_a_dirty_integration_worktree_is_kept_and_named_with_how_to_remove_it(tmp_path: Path, git_repo: Any) -> None:
+    from orchestrator.report import build_report, render_report
+    from orchestrator.retire import render_retire, retire
+
+    fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
+    _accept_docs_and_greeting(fleet)
+    integrate_run(fleet.engine, fleet.run)
+    worktree = integration_worktree(fleet.engine, fleet.run).resolve()
+    (worktree / "scratch.txt").write_text("the person's notes\n")
+
+    result = retire(fleet.engine, fleet.run, abandon={"survey": "not needed"})
+
+    reason = f"1 untracked file; remove it with `git -C {git_repo.path} worktree remove {worktree}` once you have looked"
+    assert render_retire(result).splitlines()[-1] == f"Integration worktree {worktree}: kept ({reason})"
+    assert (worktree / "scratch.txt").exists()
+    assert render_report(build_report(fleet.engine.ledger, RUN_ID)).splitlines()[5] == f"Retired: run worktree {worktree} retained ({reason})"

@@ -45,7 +45,7 @@ def outcome(**fields: Any) -> WorkerOutcome:
 def test_render_ready_run(golden: Callable[[str, str], None]) -> None:
     result = ProvisionResult(run_id="w1:p1-20261130T080000Z", workspace_id="w1", workers=(
         outcome(task="api-pagination", state="ready", pane_id="w1:p2", tab_label="widgets-feat-api-pagination", worktree_path=f"{WT}/widgets-feat-api-pagination",
-                branch="feat/api-pagination", created=("worktree", "tab", "agent"), notes=("fetched origin main", "herdr closed the emptied workspace w2")),
+                branch="feat/api-pagination", created=("worktree", "tab", "agent"), notes=("fetched origin main", "workspace w2 closed (by herdr when its pane moved out)")),
         outcome(task="api-tests", placement="sibling", state="ready", pane_id="w1:p4", tab_label="widgets-feat-api-pagination",
                 worktree_path=f"{WT}/widgets-feat-api-pagination", branch="feat/api-pagination", created=("pane (right of w1:p2)", "agent")),
         outcome(task="pagination-docs", kind="claude", state="ready", pane_id="w1:p3", tab_label="widgets-docs-pagination-guide",
@@ -218,9 +218,9 @@ def test_three_workers_get_their_layout_contract_tabs_and_a_second_call_creates_
         f"api-tests  ready  {panes(engine)['api-tests']}  widgets-feat-api-pagination  <wt>/widgets-feat-api-pagination  created pane (right of {panes(engine)['api-pagination']}), agent\n"
         f"pagination-docs  ready  {panes(engine)['pagination-docs']}  widgets-docs-pagination-guide  <wt>/widgets-docs-pagination-guide  created worktree, tab, agent\n"
         "api-pagination: note: no remote: fetch skipped\n"
-        f"api-pagination: note: herdr closed the emptied workspace {herdr_side(engine, 'api-pagination')}\n"
+        f"api-pagination: note: workspace {herdr_side(engine, 'api-pagination')} closed (by herdr when its pane moved out)\n"
         "pagination-docs: note: no remote: fetch skipped\n"
-        f"pagination-docs: note: herdr closed the emptied workspace {herdr_side(engine, 'pagination-docs')}\n"
+        f"pagination-docs: note: workspace {herdr_side(engine, 'pagination-docs')} closed (by herdr when its pane moved out)\n"
     )
     # The worktree tabs sit in the repo workspace beside the controller's tab; the sibling is a split of its owner.
     tabs = {t.tab_id: t.label for t in herdr.tab_list(workspace="w1")}
@@ -292,9 +292,9 @@ def test_a_failed_agent_start_fails_only_that_worker(tmp_path: Path, git_repo: A
         f"pagination-docs  ready  {pane['pagination-docs']}  widgets-docs-pagination-guide  <wt>/widgets-docs-pagination-guide  created worktree, tab, agent",
         "api-pagination: agent start failed: herdr agent start: agent_start_failed: agent process exited before becoming interactive",
         "api-pagination: note: no remote: fetch skipped",
-        f"api-pagination: note: herdr closed the emptied workspace {herdr_side(engine, 'api-pagination')}",
+        f"api-pagination: note: workspace {herdr_side(engine, 'api-pagination')} closed (by herdr when its pane moved out)",
         "pagination-docs: note: no remote: fetch skipped",
-        f"pagination-docs: note: herdr closed the emptied workspace {herdr_side(engine, 'pagination-docs')}",
+        f"pagination-docs: note: workspace {herdr_side(engine, 'pagination-docs')} closed (by herdr when its pane moved out)",
     ]
     assert herdr.count("agent start") == 2 and [a.name for a in herdr.agent_list()] == ["pagination-docs"]
 
@@ -323,7 +323,7 @@ def test_a_checkout_open_nowhere_is_opened_and_its_pane_moved_into_a_tab_of_the_
 
     outcome = result.workers[0]
     assert (outcome.state, outcome.pane_id, outcome.reused, outcome.created, outcome.notes) == (
-        "ready", "w1:p2", ("worktree",), ("workspace", "tab", "agent"), ("no remote: fetch skipped", "herdr closed the emptied workspace w2"))
+        "ready", "w1:p2", ("worktree",), ("workspace", "tab", "agent"), ("no remote: fetch skipped", "workspace w2 closed (by herdr when its pane moved out)"))
     assert mutations(herdr) == ["worktree open", "pane move", "agent start"]
     assert ("worktree", "open", "--workspace", "w1", "--path", str(path), "--label", "widgets-feat-api-pagination", "--no-focus", "--json") in herdr.argvs()
     assert [(t.tab_id, t.label) for t in herdr.tab_list(workspace="w1")] == [("w1:t1", "1"), ("w1:t2", "widgets-feat-api-pagination")]
@@ -358,3 +358,20 @@ def test_a_layout_path_that_is_not_the_branch_checkout_fails_that_worker_with_gi
         f"fatal: '{path}' already exists; {path} is not a checkout of docs/pagination-guide, and orch never retries with another name"
     )
     assert herdr.count("worktree create") == 2 and (path / "notes.txt").read_text() == "someone's files\n"
+
+
+@pytest.mark.parametrize("existed", [False, True])
+def test_provision_records_that_its_checkouts_create_the_worktrees_folder_only_when_it_did_not_exist(tmp_path: Path, git_repo: Any, existed: bool) -> None:
+    """Retire removes `<repo>.worktrees/` once empty, and only when this record says the run's checkouts made it."""
+    herdr = FakeHerdr(cwd=git_repo.path, ready_screens=READY_SCREENS)
+    engine, run = fake_run(tmp_path, git_repo, herdr, ONE)
+    folder = tmp_path / "src" / "acme" / "widgets.worktrees"
+    if existed:
+        folder.mkdir(parents=True)
+
+    provision(engine, run)
+    provision(engine, run)
+
+    facts = [e.detail for e in engine.ledger.events(RUN_ID) if e.kind == "worktrees_folder"]
+    assert facts == ([] if existed else [{"path": str(folder)}])
+    assert folder.is_dir()

@@ -471,3 +471,23 @@ def test_empty_ledger(orch_home: Path) -> None:
     assert (result.exit_code, result.stderr) == (1, f"orch: no run in {orch_home / 'ledger.sqlite3'}\nhint: start one with `orch run PLAN` (step by step: `orch preflight PLAN`)\n")
     result = invoke("status", "--all")
     assert (result.exit_code, result.stdout) == (0, "no runs\n")
+
+
+def test_a_workspace_herdr_closed_when_its_pane_moved_out_is_said_so(ledger: Ledger) -> None:
+    """Provision, retire and the report give it in one wording (it was "herdr closed the emptied workspace w5" in
+    provision's note and a bare "workspace w5 closed" here, as if the run had closed it)."""
+    new_run(ledger, PASS_RUN)
+    provision(ledger, PASS_RUN, "api", "widgets-api", "codex", "w1:p2", worktree=False)
+    ledger.update_worker(PASS_RUN, "api", created_workspace_ids=("w5",), cause={"phase": "provision"})
+    moved = ledger.intend(PASS_RUN, "api", "pane_move", "api:pane_move:w5:p1", {"pane": "w5:p1", "from": "w5", "workspace": "w1", "label": "widgets-api"})
+    ledger.confirm(moved, {"pane_id": "w1:p2", "tab_id": "w1:t2", "workspace_id": "w1", "closed_workspace_id": "w5"})
+    verified(ledger, PASS_RUN, "api", "widgets-api", [("pytest -q", 0)], S.ACCEPTED)
+    ledger.transition(PASS_RUN, "api", S.ACCEPTED, S.RETIRING, cause={"phase": "retire"})
+    items = [{"kind": "pane", "id": "w1:p2", "action": "closed", "reason": None},
+             {"kind": "workspace", "id": "w5", "action": "closed", "reason": "by herdr when its pane moved out"}]  # fmt: skip
+    ledger.transition(PASS_RUN, "api", S.RETIRING, S.RETIRED, cause={"phase": "retire", "items": items})
+
+    report = build_report(ledger, PASS_RUN)
+
+    assert render_report(report).splitlines()[5] == "Retired: widgets-api pane w1:p2 closed; widgets-api workspace w5 closed (by herdr when its pane moved out)"
+    assert (report.verdict, report.verdict_reasons) == (RunVerdict.PASS, ())
