@@ -87,7 +87,12 @@ def validation_problems(exc: ValidationError, locate: Locator, *, model: type[Ba
 
     With ``model`` (the model validated), an unknown key gets a "did you mean" from the fields allowed there.
     """
-    problems: list[str] = []
+    return [text for _, text in located_problems(exc, locate, model=model)]
+
+
+def located_problems(exc: ValidationError, locate: Locator, *, model: type[BaseModel] | None = None) -> list[tuple[tuple[int | str, ...], str]]:
+    """validation_problems with each line's location in the document (pydantic's ``loc``), for a file line to be found."""
+    problems: list[tuple[tuple[int | str, ...], str]] = []
     for error in exc.errors(include_url=False):
         if error["type"] == "too_short" and error.get("input"):
             continue  # pydantic's echo of item errors already reported one by one, not a real "empty" problem
@@ -100,7 +105,7 @@ def validation_problems(exc: ValidationError, locate: Locator, *, model: type[Ba
             close = difflib.get_close_matches(loc[-1], fields_at(model, loc[:-1]), n=1, cutoff=0.6)
             if close:
                 what += f"; did you mean `{close[0]}`?"
-        problems.append(f"{where}: {what}" if where else what)
+        problems.append((loc, f"{where}: {what}" if where else what))
     return problems
 
 

@@ -164,14 +164,16 @@ def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAU
 
     ``offline``: each probe agent talks to the scripted model on 127.0.0.1 instead of its provider.
     """
+    plan_arg = shlex.quote(str(plan_path))
     try:
         plan = load_plan(plan_path, engine.settings, display=str(plan_path))
     except ConfigError as exc:
-        raise ConfigError(exc.message, hint=exc.hint or "`orch plan check PLAN` shows every problem") from None
+        raise ConfigError(exc.message, hint=exc.hint or f"`orch plan check {plan_arg}` shows every problem") from None
     # herdr first: without it nothing else can be probed, and a person without herdr should not be sent to clone first.
     entries = engine.herdr.integration_status()
     if not plan.repo.checkout.is_dir():
-        raise OrchError(f"the plan's checkout {plan.repo.checkout} does not exist", hint="clone the repository there (or set the plan's `path`), then run `orch doctor` again")
+        hint = exact_hint("clone the repository there (or set the plan's `path`), then run `orch doctor` again", plan_path, offline=offline)
+        raise OrchError(f"the plan's checkout {plan.repo.checkout} does not exist", hint=hint)
     kinds = list(dict.fromkeys(w.kind for w in plan.workers))
     scratch = Path(tempfile.mkdtemp(prefix="orch-doctor-"))
     probe = _probe_engine(engine, scratch / "home")
@@ -179,7 +181,10 @@ def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAU
         with contextlib.ExitStack() as stack:
             model = stack.enter_context(OfflineModel(scratch)) if offline else None
             run = _probe_run(probe, plan, kinds, scratch)
-            checks = tuple(_check_kind(probe, plan, run, kind, entries, scratch, callback_timeout_s, model) for kind in kinds)
+            checks = tuple(
+                c.model_copy(update={"hint": exact_hint(c.hint, plan_path, offline=offline)})
+                for c in (_check_kind(probe, plan, run, kind, entries, scratch, callback_timeout_s, model) for kind in kinds)
+            )
     finally:
         probe.close()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -191,7 +196,14 @@ def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAU
     return DoctorResult(plan=str(plan_path), ok=not failed, offline=offline, kinds=checks, failure=failure)
 
 
-# One hint per kind of failure; the first failed kind's is printed (one hint line, like every orch failure).
+def exact_hint(hint: str | None, plan_path: Path, *, offline: bool = False) -> str | None:
+    """``hint`` with its `orch doctor` made the exact command to run again (this plan, as run), as every printed command is."""
+    again = f"`orch doctor {shlex.quote(str(plan_path))}{' --offline' if offline else ''}`"
+    return hint.replace("`orch doctor`", again) if hint else hint
+
+
+# One hint per kind of failure; the first failed kind's is printed (one hint line, like every orch failure); its
+# `orch doctor` becomes the exact command (exact_hint).
 HINT_INSTALL = "install the agent so its executable is on PATH in herdr's panes, then run `orch doctor` again"
 HINT_CALLBACK = "the probe's callback must reach `orch inbox add` from the agent's shell: run it there by hand to see why not"
 HINT_DIALOG = "answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then run `orch doctor` again"

@@ -10,13 +10,13 @@ from graphlib import CycleError, TopologicalSorter
 from itertools import combinations, pairwise
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, NamedTuple, Union, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError, ValidationInfo, field_validator
 from tabulate import tabulate
 
 from orchestrator import claims, tables
-from orchestrator.config import Settings, dotted, read_toml, validation_problems
+from orchestrator.config import Settings, dotted, located_problems, read_toml
 from orchestrator.errors import ConfigError
 from orchestrator.layout import (
     HERDR_AGENT_KINDS,
@@ -343,45 +343,68 @@ def load_plan(path: Path, settings: Settings, *, display: str | None = None) -> 
     try:
         plan = Plan.model_validate(data)
     except ValidationError as exc:
-        problems = validation_problems(exc, lambda loc: f"{display}: {_locate(data, loc)}", model=Plan)
+        problems = [Problem(text, loc) for loc, text in located_problems(exc, lambda loc: f"{display}: {_locate(data, loc)}", model=Plan)]
         partial = _valid_part(data, exc)
         if partial is not None:
             part, indexes = partial
             problems.extend(_resolution_problems(part, settings, display, indexes))
-        raise ConfigError(_with_lines(list(dict.fromkeys(problems)), path, display)) from None
+        raise ConfigError(_with_lines(list({p.text: p for p in problems}.values()), path, display)) from None
     try:
         return resolve_plan(plan, settings, source=display)
-    except ConfigError as exc:
-        raise ConfigError(_with_lines(exc.message.splitlines(), path, display)) from None
+    except PlanProblems as exc:
+        raise ConfigError(_with_lines(list(exc.problems), path, display)) from None
+
+
+class Problem(NamedTuple):
+    """One plan problem: its line for the person, and the key path it is about (``("workers", 1, "claim")``), if any."""
+
+    text: str
+    at: tuple[int | str, ...] | None = None
+
+
+class PlanProblems(ConfigError):
+    """Every problem resolution found, each carrying its location, so load_plan can give each its file line."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        super().__init__("\n".join(p.text for p in problems))
+        self.problems = tuple(problems)
 
 
 _TABLE_HEADER = re.compile(r"^\[(\[)?\s*([A-Za-z0-9_.-]+)\s*\]")
 _KEY_LINE = re.compile(r"^([A-Za-z0-9_-]+)\s*=")
-_PROBLEM_PLACE = re.compile(r"^(?:workers\[(\d+)\](?: \([^\n]*?\))?(?:\.(\w+))?|(\w+)(?:\.([\w-]+))?(?:\.(\w+))?)[.:\[ ]")
 
 
-def _with_lines(problems: list[str], path: Path, display: str) -> str:
-    """``problems`` joined, each `<display>: <where>: ...` line given the file line of its key (`plan.toml:12: ...`)."""
+def _with_lines(problems: list[Problem], path: Path, display: str) -> str:
+    """``problems`` joined, each given the file line of the key it is about (`plan.toml:12: ...`), in file order."""
     try:
         lines = _key_lines(path.read_text(encoding="utf-8", errors="replace"))
     except OSError:
-        return "\n".join(problems)
+        return "\n".join(p.text for p in problems)
     placed: list[tuple[int, str]] = []
     prefix = f"{display}: "
     for problem in problems:
-        rest = problem.removeprefix(prefix)
-        match = _PROBLEM_PLACE.match(rest) if problem.startswith(prefix) else None
-        line = None
-        if match and match[1] is not None:
-            worker = ("workers", int(match[1]))
-            line = lines.get((*worker, match[2])) or lines.get(worker)
-        elif match:
-            # A key of a named table (`hosts.buildbox.checkout`), else the table itself, else a top-level key.
-            line = (match[5] and lines.get((match[3], match[4], match[5]))) or lines.get((match[3], match[4], None)) \
-                or lines.get((match[3], match[4])) or lines.get((match[3], None))
-        placed.append((line or 0, f"{display}:{line}: {rest}" if line else problem))
+        line = _line_of(lines, problem.at) if problem.at is not None and problem.text.startswith(prefix) else None
+        placed.append((line or 0, f"{display}:{line}: {problem.text.removeprefix(prefix)}" if line else problem.text))
     # In file order, as an editor lists them; what has no line (a missing key) first.
     return "\n".join(text for _, text in sorted(placed, key=lambda item: item[0]))
+
+
+def _line_of(lines: dict[tuple[str | int | None, ...], int], at: tuple[int | str, ...]) -> int | None:
+    """The file line of a key path: a worker's field (else the worker's table), a table's key (else the table)."""
+    if len(at) >= 2 and at[0] == "workers" and isinstance(at[1], int):
+        field = at[2] if len(at) >= 3 and isinstance(at[2], str) else None
+        return (lines.get(("workers", at[1], field)) if field else None) or lines.get(("workers", at[1]))
+    # A key of a (named) table, else the table itself, up to a top-level key: `hosts.buildbox.checkout`, `[hosts.buildbox]`.
+    names: list[str | int | None] = []
+    for part in at:
+        if not isinstance(part, str):
+            break  # an index into a list: the list's own line
+        names.append(part)
+    for n in range(len(names), 0, -1):
+        line = lines.get(tuple(names[:n])) or lines.get((*names[:n], None))
+        if line:
+            return line
+    return None
 
 
 def _key_lines(text: str) -> dict[tuple[str | int | None, ...], int]:
@@ -495,11 +518,11 @@ def _salvaged_worker(entry: Any, bad: set[str]) -> Worker | None:
     return worker.model_copy(update={"task": label}) if "task" in bad else worker
 
 
-def _resolution_problems(plan: Plan, settings: Settings, source: str, indexes: list[int]) -> list[str]:
+def _resolution_problems(plan: Plan, settings: Settings, source: str, indexes: list[int]) -> list[Problem]:
     try:
         _resolve(plan, settings, source, indexes)
-    except ConfigError as exc:
-        return exc.message.splitlines()
+    except PlanProblems as exc:
+        return list(exc.problems)
     return []
 
 
@@ -530,7 +553,7 @@ def resolve_plan(plan: Plan, settings: Settings, *, source: str = "plan.toml") -
 def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) -> ResolvedPlan:
     """resolve_plan, naming each worker by ``indexes`` (its place in the file, when invalid entries were left out)."""
     repo = repo_layout(settings.src_root, plan.organization, plan.repo, _checkout(plan, settings))
-    problems: list[str] = []
+    problems: list[Problem] = []
     layers = overlay_layers(repo.checkout, settings.policy_dir, settings.home)
     if plan.policy.model_dump(exclude_none=True):
         layers.append(PolicyLayer(source="plan [policy]", overlay=plan.policy))
@@ -538,14 +561,14 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
         effective = merge_policy(layers)
         if plan.defaults.kind is not None:
             if plan.policy.default_kind is not None:
-                problems.append(f"{source}: defaults.kind: policy.default_kind is also set; keep one of them")
+                problems.append(Problem(f"{source}: defaults.kind: policy.default_kind is also set; keep one of them", ("defaults", "kind")))
             if problem := _kind_problem(plan.defaults.kind, effective):
-                problems.append(f"{source}: defaults.kind: {problem}")
+                problems.append(Problem(f"{source}: defaults.kind: {problem}", ("defaults", "kind")))
             if plan.policy.default_kind is None and problem is None:
                 layers.append(PolicyLayer(source="plan [defaults]", overlay=PolicyOverlay(default_kind=plan.defaults.kind)))
                 effective = merge_policy(layers)
     except ConfigError as exc:
-        raise ConfigError("\n".join([*problems, f"{source}: {exc.message}"])) from None
+        raise PlanProblems([*problems, Problem(f"{source}: {exc.message}")]) from None
     policy = effective.policy
 
     def branch_problem(branch: str) -> str | None:
@@ -565,33 +588,35 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
     labels: dict[str, str] = {}
     for index, worker in zip(indexes, plan.workers, strict=True):
         where = f"{source}: workers[{index}] ({worker.task})"
+
+        def add(field: str, text: str, index: int = index, where: str = where) -> None:
+            problems.append(Problem(f"{where}.{field}: {text}", ("workers", index, field)))
+
         if worker.task in tasks:
-            problems.append(f"{where}.task: {quote(worker.task)} is already the task label of workers[{tasks[worker.task]}]; task labels and agent names must be unique")
+            add("task", f"{quote(worker.task)} is already the task label of workers[{tasks[worker.task]}]; task labels and agent names must be unique")
         tasks.setdefault(worker.task, index)
         if problem := branch_problem(worker.branch):
-            problems.append(f"{where}.branch: {problem}")
+            add("branch", problem)
         elif is_base(worker.branch):
-            problems.append(f"{where}.branch: {quote(worker.branch)} is the base {quote(plan.base)}; a worker never runs on the base or default branch")
+            add("branch", f"{quote(worker.branch)} is the base {quote(plan.base)}; a worker never runs on the base or default branch")
         kind = worker.kind or policy.default_kind
         if worker.kind is not None and (problem := _kind_problem(worker.kind, effective)):
-            problems.append(f"{where}.kind: {problem}")
+            add("kind", problem)
         host = worker.host or CONTROLLER_HOST
         if host != CONTROLLER_HOST and host not in plan.hosts:
             known = ", ".join(plan.hosts) or "none"
-            problems.append(f"{where}.host: {quote(host)} is not a host of this plan (its [hosts] are: {known}; unset means the controller's machine)")
+            add("host", f"{quote(host)} is not a host of this plan (its [hosts] are: {known}; unset means the controller's machine)")
         first = first_on_branch.get(worker.branch)
         if first is not None and first.host != host and host in (CONTROLLER_HOST, *plan.hosts) and first.host in (CONTROLLER_HOST, *plan.hosts):
-            problems.append(
-                f"{where}.host: {quote(host)}, but it shares the checkout of workers[{first.index}] ({first.task}) on host {quote(first.host)}; "
-                "a sibling runs where its branch's first worker runs"
-            )
+            add("host", f"{quote(host)}, but it shares the checkout of workers[{first.index}] ({first.task}) on host {quote(first.host)}; "
+                "a sibling runs where its branch's first worker runs")
         layout = worktree_layout(host_repos.get(host, repo), worker.branch)
         if problem := worktree_folder_problem(layout):
-            problems.append(f"{where}.branch: {problem}")
+            add("branch", problem)
         if labels.setdefault(layout.label, worker.branch) != worker.branch:
-            problems.append(f"{where}.branch: {quote(worker.branch)} gives tab label {quote(layout.label)}, already used by branch {quote(labels[layout.label])}")
+            add("branch", f"{quote(worker.branch)} gives tab label {quote(layout.label)}, already used by branch {quote(labels[layout.label])}")
         if first is not None and worker.setup:
-            problems.append(f"{where}.setup: a sibling shares the checkout of workers[{first.index}] ({first.task}); put setup commands on that first worker")
+            add("setup", f"a sibling shares the checkout of workers[{first.index}] ({first.task}); put setup commands on that first worker")
         entry = ResolvedWorker(
             index=index,
             task=worker.task,
@@ -611,7 +636,7 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
     problems.extend(after_problems(resolved, source))
     problems.extend(_integration_problems(plan, source, branch_problem, is_base, indexes))
     if problems:
-        raise ConfigError("\n".join(problems))
+        raise PlanProblems(problems)
     return ResolvedPlan(source=source, plan=plan, repo=repo, policy=effective, workers=tuple(resolved), warnings=tuple(_warnings(plan, resolved, source)))
 
 
@@ -657,36 +682,37 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _overlap_problems(workers: list[ResolvedWorker], source: str) -> list[str]:
-    problems: list[str] = []
+def _overlap_problems(workers: list[ResolvedWorker], source: str) -> list[Problem]:
+    problems: list[Problem] = []
     for first, second in combinations(workers, 2):
         if first.worktree.branch != second.worktree.branch:
             continue  # separate worktrees isolate overlapping edits
         pair = next(((a, b) for b in second.worker.claim for a in first.worker.claim if claims.may_overlap(a, b)), None)
         if pair is not None:
-            problems.append(
+            problems.append(Problem(
                 f"{source}: workers[{second.index}] ({second.task}).claim: {quote(pair[1])} may overlap {quote(pair[0])} claimed by "
                 f"workers[{first.index}] ({first.task}) in the same checkout ({first.worktree.branch}); "
-                "orch counts two globs as overlapping unless it can prove them disjoint"
-            )
+                "orch counts two globs as overlapping unless it can prove them disjoint",
+                ("workers", second.index, "claim"),
+            ))  # fmt: skip
     return problems
 
 
-def after_problems(workers: Sequence[ResolvedWorker], source: str) -> list[str]:
-    """One line per problem with `after`: unknown or repeated tasks, self-dependencies, cycles (graphlib)."""
-    problems: list[str] = []
+def after_problems(workers: Sequence[ResolvedWorker], source: str) -> list[Problem]:
+    """One problem per line with `after`: unknown or repeated tasks, self-dependencies, cycles (graphlib)."""
+    problems: list[Problem] = []
     known = {w.task for w in workers}
     graph: dict[str, set[str]] = {}
     for w in workers:
-        where = f"{source}: workers[{w.index}] ({w.task}).after"
+        where, at = f"{source}: workers[{w.index}] ({w.task}).after", ("workers", w.index, "after")
         wanted: set[str] = set()
         for task in w.after:
             if task == w.task:
-                problems.append(f"{where}: a worker cannot wait for itself")
+                problems.append(Problem(f"{where}: a worker cannot wait for itself", at))
             elif task not in known:
-                problems.append(f"{where}: {quote(task)} is not a task of this plan")
+                problems.append(Problem(f"{where}: {quote(task)} is not a task of this plan", at))
             elif task in wanted:
-                problems.append(f"{where}: lists {quote(task)} twice")
+                problems.append(Problem(f"{where}: lists {quote(task)} twice", at))
             else:
                 wanted.add(task)
         graph[w.task] = wanted
@@ -703,7 +729,7 @@ def after_problems(workers: Sequence[ResolvedWorker], source: str) -> list[str]:
             index = {w.task: w.index for w in workers}
             implicit = [f"{x} shares the checkout of {y}, which starts first" for x, y in pairwise(waits) if _sibling_edge(workers, x, y)]
             tail = f" ({'; '.join(implicit)})" if implicit else ""
-            problems.append(f"{source}: workers[{index[waits[0]]}] ({waits[0]}).after: a cycle: {' after '.join(waits)}{tail}")
+            problems.append(Problem(f"{source}: workers[{index[waits[0]]}] ({waits[0]}).after: a cycle: {' after '.join(waits)}{tail}", ("workers", index[waits[0]], "after")))
             # Break this cycle and look for another, so every cycle gets its own line.
             for x, y in pairwise(waits):
                 graph[x].discard(y)
@@ -715,18 +741,18 @@ def _sibling_edge(workers: Sequence[ResolvedWorker], task: str, owner: str) -> b
 
 def _integration_problems(
     plan: Plan, source: str, branch_problem: Callable[[str], str | None], is_base: Callable[[str], bool], indexes: list[int]
-) -> list[str]:
+) -> list[Problem]:
     branch = plan.integration.branch
     if branch is None:
         return []
-    where = f"{source}: integration.branch"
+    where, at = f"{source}: integration.branch", ("integration", "branch")
     if problem := branch_problem(branch):
-        return [f"{where}: {problem}"]
+        return [Problem(f"{where}: {problem}", at)]
     if is_base(branch):
-        return [f"{where}: {quote(branch)} is the base; integration needs a dedicated branch"]
+        return [Problem(f"{where}: {quote(branch)} is the base; integration needs a dedicated branch", at)]
     for index, worker in zip(indexes, plan.workers, strict=True):
         if worker.branch == branch:
-            return [f"{where}: {quote(branch)} is the branch of workers[{index}] ({worker.task}); integration needs a dedicated branch"]
+            return [Problem(f"{where}: {quote(branch)} is the branch of workers[{index}] ({worker.task}); integration needs a dedicated branch", at)]
     return []
 
 

@@ -6,6 +6,8 @@ every read-only gate passed, right before the first side effect (workspace creat
 
 from __future__ import annotations
 
+import shlex
+
 import os
 import shutil
 from collections.abc import Callable, Iterable, Sequence
@@ -388,7 +390,7 @@ class _Preflight:
         try:
             self.plan = load_plan(self.plan_path, self.engine.settings)
         except ConfigError as exc:
-            raise _Stop(exc.message.splitlines()[0], exc.message, "`orch plan check PLAN` shows every problem") from None
+            raise _Stop(exc.message.splitlines()[0], exc.message, f"`orch plan check {shlex.quote(str(self.plan_path))}` shows every problem") from None
         p = self.plan
         kinds = ", ".join(dict.fromkeys(w.kind for w in p.workers))
         self.ok("plan", f"{p.repo.organization}/{p.repo.repo}, base {p.plan.base}, {_count(len(p.workers), 'worker')} ({kinds})")

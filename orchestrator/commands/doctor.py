@@ -42,6 +42,12 @@ def doctor(ctx: click.Context, plan_file: Path, timeout_s: int, offline: bool, a
     """
     engine = engine_from(ctx)
     result = run_doctor(engine, plan_file, callback_timeout_s=timeout_s, offline=offline)
+    if as_json and result.failure is not None:
+        # The document's hints in the caller's form, as the stderr hint line is (one form per step).
+        from orchestrator.cli import with_caller_flags
+
+        kinds = tuple(k.model_copy(update={"hint": with_caller_flags(k.hint)}) for k in result.kinds)
+        result = result.model_copy(update={"kinds": kinds, "failure": result.failure.model_copy(update={"hint": with_caller_flags(result.failure.hint)})})
     emit(result, as_json, render_doctor)
     if result.failure is not None:
         raise result.error()

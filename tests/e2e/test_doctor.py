@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any
 
 from herdr_sim import integrations, versions
@@ -181,21 +182,28 @@ def test_doctor_fails_for_a_kind_that_is_not_installed(world: Any) -> None:
     _failed(world, plan, done,
             f"  installed: no (`claude`)\n  integration: {HOOK['claude']}\n  trust dialog: not reached\n  prompt: not sent\n  callback: none\n",
             "claude: not installed: `claude` is not on PATH",
-            "install the agent so its executable is on PATH in herdr's panes, then run `orch doctor` again")  # fmt: skip
+            f"install the agent so its executable is on PATH in herdr's panes, then run `orch doctor {plan}` again")  # fmt: skip
 
     # Under --json: the same report as one document, with the failure object every orch command prints.
     as_json = world.orch("doctor", str(plan), "--json")
     report = json.loads(as_json.stdout)
     line = "claude: not installed: `claude` is not on PATH"
-    hint = "install the agent so its executable is on PATH in herdr's panes, then run `orch doctor` again"
+    # The hint an agent controller reads names the command as it would run it, with --json (cli.with_caller_flags),
+    # in the document as on the hint line.
+    hint = f"install the agent so its executable is on PATH in herdr's panes, then run `orch doctor {plan} --json` again"
     assert (as_json.returncode, report["ok"], report["failure"]) == (1, False, {
         "ok": False, "error": "DoctorFailed", "reason": line, "problems": [line], "hint": hint, "exit_code": 1})
     assert report["kinds"] == [{
         "kind": "claude", "ok": False, "executable": "claude", "installed": False, "executable_path": None,
         "integration": HOOK["claude"], "dialog": None, "dialog_answered": False, "dialog_keys": [], "prompt_accepted": False,
         "callback": None, "model_requests": None, "seconds": report["kinds"][0]["seconds"], "cleanup": [], "failure": line, "hint": hint}]
-    # The hint line an agent controller reads names the command as it would run it, with --json (cli.with_caller_flags).
-    assert as_json.stderr == f"orch: {line}\nhint: {hint.replace('`orch doctor`', '`orch doctor --json`')}\n"
+    assert as_json.stderr == f"orch: {line}\nhint: {hint}\n"
+    # Run as printed, it is the same doctor again.
+    (command,) = re.findall(r"`(orch doctor [^`]+)`", hint)
+    again = world.orch(*shlex.split(command)[1:])
+    rerun = json.loads(again.stdout)
+    rerun["kinds"][0]["seconds"] = report["kinds"][0]["seconds"]
+    assert (again.returncode, rerun, again.stderr) == (1, report, as_json.stderr)
 
 
 def test_doctor_fails_for_a_kind_without_its_herdr_integration(make_world: Any) -> None:
@@ -247,7 +255,7 @@ def test_doctor_fails_at_a_dialog_orch_may_not_answer(world: Any) -> None:
             "own code, a well-known open source project, or work from your team). If not, / take a moment to review what's in this folder first. / "
             "Claude Code'll be able to read, edit, and "
             "execute files here. / Security guide / ❯ No, exit / Yes, I trust this folder / Enter to confirm · Esc to cancel",
-            "answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then run `orch doctor` again")  # fmt: skip
+            f"answer it in the pane yourself, or allow it with `[policy] trust_run_worktrees = true`, then run `orch doctor {plan}` again")  # fmt: skip
     # The agent still waited at its dialog when its workspace closed: no key reached it.
     assert not list((world.sim.home / "agents").glob("trusted-*.txt"))
 
@@ -266,4 +274,4 @@ def test_doctor_fails_at_an_approval_form_and_never_approves_it(world: Any) -> N
             "claude: stopped at a dialog orch cannot answer: the probe waits at its permission prompt and orch never approves on its own. "
             "Screen: Run a command / │ orch inbox add / This command requires approval / Do you want to proceed? / "
             "❯ 1. Yes / 2. Yes, and don't ask again for this command / 3. No / Esc to cancel · Tab to amend",
-            "orch doctor never approves anything: let the agent run `orch` without asking (its permission settings), then run `orch doctor` again")  # fmt: skip
+            f"orch doctor never approves anything: let the agent run `orch` without asking (its permission settings), then run `orch doctor {plan}` again")  # fmt: skip

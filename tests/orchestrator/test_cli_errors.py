@@ -73,11 +73,11 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 CASES = {
     "plan file missing": (
         ["preflight", "{tmp}/nope.toml"], 1,
-        "orch: {tmp}/nope.toml: no such file\nhint: `orch plan check PLAN` shows every problem\n",
+        "orch: {tmp}/nope.toml: no such file\nhint: `orch plan check {tmp}/nope.toml` shows every problem\n",
     ),
     "plan file missing, doctor": (
         ["doctor", "{tmp}/nope.toml"], 1,
-        "orch: {tmp}/nope.toml: no such file\nhint: `orch plan check PLAN` shows every problem\n",
+        "orch: {tmp}/nope.toml: no such file\nhint: `orch plan check {tmp}/nope.toml` shows every problem\n",
     ),
     "plan with a typo": (
         ["plan", "check", "{tmp}/typo.toml", "--json"], 1,

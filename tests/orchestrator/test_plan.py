@@ -302,3 +302,17 @@ def test_message_limit_comes_from_the_plan_defaults_else_the_policy(tmp_path: Pa
     assert problems(tmp_path, settings, HEAD + "[defaults]\nmessage_limit_bytes = 100\n" + worker("a", "fix/a")) == [
         "plan.toml:5: defaults.message_limit_bytes: must be greater than or equal to 1024, got 100",
     ]
+
+
+def test_each_problem_carries_its_location_so_its_file_line_does_not_depend_on_the_wording(tmp_path: Path, settings: Settings) -> None:
+    """The line comes from the problem's key path, not from parsing its text: a label with `):` in it used to send the
+    task problem to the worker's `[[workers]]` line, and a message of another shape simply got no line."""
+    text = HEAD + worker("a):", "feat/a") + worker("b", "feat/b", 'after = ["nope"]')
+    assert problems(tmp_path, settings, text) == [
+        'plan.toml:6: workers[0] (a):).task: "a):" is not a lowercase hyphen-case task label (a-z, 0-9, single hyphens between words)',
+        'plan.toml:16: workers[1] (b).after: "nope" is not a task of this plan',
+    ]
+    from orchestrator.plan import Problem, _with_lines
+
+    assert _with_lines([Problem("plan.toml: the after list of b names nope", ("workers", 1, "after")), Problem("plan.toml: no place")],
+                       tmp_path / "plan.toml", "plan.toml") == "plan.toml: no place\nplan.toml:16: the after list of b names nope"  # fmt: skip
