@@ -91,7 +91,7 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
         str(state), str(state / "ledger.sqlite3"), str(run_dir / "report.md"))
     assert (run_dir / "report.md").is_file() and (run_dir / "plan.toml").is_file()
     # Exactly what the README says stays: the ledger, and per run its plan, packets and report (the integration
-    # worktree belonged to the throwaway repository and goes with it, instead of being left as a broken checkout).
+    # worktree was removed by retire once every worker was retired, and belonged to the throwaway repository anyway).
     assert sorted(str(p.relative_to(state)) for p in state.rglob("*") if not p.name.startswith("ledger.sqlite3")) == [
         "runs", f"runs/{run_dir.name}", f"runs/{run_dir.name}/driver.lock", f"runs/{run_dir.name}/limits.json", f"runs/{run_dir.name}/orch.log", f"runs/{run_dir.name}/packets",
         *(f"runs/{run_dir.name}/packets/{task}.md" for task in ("area-tests", "greeting", "usage-docs")),
@@ -103,7 +103,7 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
     shown = subprocess.run([*ORCH, "report", "--run", run_id], env={**env, "ORCH_HOME": str(state)},
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0, shown.stderr
-    text = shown.stdout.replace(str(stage), "<stage>").replace(run_id, "<run>")
+    text = shown.stdout.replace(str(stage), "<stage>").replace(str(state), "<state>").replace(run_dir.name, "<run folder>").replace(run_id, "<run>")
     text = re.sub(r"pane w1:p[2-9]", "pane w1:pN", re.sub(r"workspace w[2-9]", "workspace wN", text))
     text = re.sub(r"\b[0-9a-f]{7}\b", "<sha>", text)
     assert text == (
@@ -118,7 +118,8 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
         "usage-docs: `grep -q 'Python 3.11' docs/usage.md` exit 0 -> accepted\n"
         "Retired: greeting pane w1:pN closed; greeting worktree <stage>/src/acme/widgets.worktrees/widgets-feat-greeting "
         "removed; greeting workspace wN closed (by herdr when its pane moved out); area-tests pane w1:pN closed; usage-docs pane w1:pN closed; "
-        "usage-docs worktree <stage>/src/acme/widgets.worktrees/widgets-docs-usage removed; usage-docs workspace wN closed (by herdr when its pane moved out)\n"
+        "usage-docs worktree <stage>/src/acme/widgets.worktrees/widgets-docs-usage removed; usage-docs workspace wN closed (by herdr when its pane moved out); "
+        "run worktree <state>/runs/<run folder>/integration removed (chore/demo-integration keeps its merges)\n"
         "Blockers: none\n"
     )
 

@@ -79,7 +79,8 @@ def test_a_base_force_pushed_mid_run_leaves_every_worker_on_the_pinned_commit_an
     # Both workers' branches and the integration branch start from the pinned commit.
     for branch in ("feat/first", "feat/second", "chore/integration-moved"):
         assert world.repo.git("merge-base", branch, pinned) == pinned, branch
-    shown = world.ids(world.orch("report", "--run", run_id).stdout.replace(str(world.src_root), "<src>").replace(run_id, "<run>"))
+    shown = world.orch("report", "--run", run_id).stdout.replace(str(world.orch_home), "<home>").replace(run_id.replace(":", "_"), "<run>")
+    shown = world.ids(shown.replace(str(world.src_root), "<src>").replace(run_id, "<run>"))
     shown = re.sub(r"pane w1:p(?!1\b)[1-9A-Z0]+", "pane w1:pN", re.sub(r"workspace w(?!1\b)[1-9A-Z0]+", "workspace wN", shown))
     moved_text = (
         f"base origin/main moved during the run (pinned at preflight as {pinned[:12]}; rewritten: now {moved[:12]}, which does not contain it); "
@@ -92,7 +93,8 @@ def test_a_base_force_pushed_mid_run_leaves_every_worker_on_the_pinned_commit_an
         "Callbacks: run <run>; first 1 accepted (result); second 2 accepted (update, result); missing result: none\n"
         "Verification: first: no checks -> accepted; second: no checks -> accepted\n"
         "Retired: first pane w1:pN closed; first worktree <src>/acme/widgets.worktrees/widgets-feat-first removed; first workspace wN closed (by herdr when its pane moved out); "
-        "second pane w1:pN closed; second worktree <src>/acme/widgets.worktrees/widgets-feat-second removed; second workspace wN closed (by herdr when its pane moved out)\n"
+        "second pane w1:pN closed; second worktree <src>/acme/widgets.worktrees/widgets-feat-second removed; second workspace wN closed (by herdr when its pane moved out); "
+        "run worktree <home>/runs/<run>/integration removed (chore/integration-moved keeps its merges)\n"
         f"Blockers: {moved_text}\n"
     )
     header = [line for line in world.orch("status", "--run", run_id).stdout.splitlines() if line.startswith("base ")]

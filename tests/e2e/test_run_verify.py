@@ -115,7 +115,8 @@ def report(world: Any, run_id: str) -> str:
     # Provisioning is concurrent, so which worker got which number varies; ids never touch other words.
     for found, name in names.items():
         shown = re.sub(rf"(?<![\w:]){re.escape(found)}(?![\w:])", name, shown)
-    return world.ids(shown.replace(str(world.src_root), "<src>").replace(run_id, "<run>"))
+    shown = shown.replace(str(world.src_root), "<src>").replace(str(world.orch_home), "<home>").replace(run_id.replace(":", "_"), "<run>")
+    return world.ids(shown.replace(run_id, "<run>"))
 
 
 def run_plan(world: Any, plan: str, *extra: str) -> dict[str, Any]:
@@ -212,9 +213,9 @@ def test_an_out_of_claim_edit_pauses_integration(world: Any) -> None:
         "Verification: greet: `grep -q formal src/greet/hello.txt` exit 0 -> accepted; "
         f"docs: `test -f docs/greet.md` exit 0 -> blocked ({pause})\n"
         "Retired: greet pane <pane:greet> open (worker is accepted); "
-        "greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet open (worker is accepted); greet workspace <ws:greet> open (worker is accepted); "
+        "greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet open (worker is accepted); greet workspace <ws:greet> closed (by herdr when its pane moved out); "
         "docs pane <pane:docs> open (worker is blocked); "
-        "docs worktree <src>/acme/widgets.worktrees/widgets-docs-greet open (worker is blocked); docs workspace <ws:docs> open (worker is blocked)\n"
+        "docs worktree <src>/acme/widgets.worktrees/widgets-docs-greet open (worker is blocked); docs workspace <ws:docs> closed (by herdr when its pane moved out)\n"
         f"Blockers: docs blocked by verification: {pause}\n"
     )
     assert outcome["report"]["verdict_reasons"][:2] == ["greet is accepted but not integrated", "docs is blocked/blocked, not accepted"]
@@ -241,7 +242,10 @@ def test_two_accepted_workers_are_merged_one_at_a_time_then_their_worktrees_remo
         "Callbacks: run <run>; greet 1 accepted (result); docs 1 accepted (result); missing result: none\n"
         "Verification: greet: `grep -q formal src/greet/hello.txt` exit 0 -> accepted; docs: `test -f docs/greet.md` exit 0 -> accepted\n"
         f"Retired: greet pane <pane:greet> closed; greet worktree {worktrees}/widgets-feat-greet removed; greet workspace <ws:greet> closed (by herdr when its pane moved out); "
-        f"docs pane <pane:docs> closed; docs worktree {worktrees}/widgets-docs-greet removed; docs workspace <ws:docs> closed (by herdr when its pane moved out)\n"
+        f"docs pane <pane:docs> closed; docs worktree {worktrees}/widgets-docs-greet removed; docs workspace <ws:docs> closed (by herdr when its pane moved out); "
+        # The integration worktree goes once every worker is retired: the branch keeps the merges, and the person's
+        # checkout may check it out.
+        "run worktree <home>/runs/<run>/integration removed (chore/integrate-widgets keeps its merges)\n"
         "Blockers: none\n"
     )
     git = world.repo.git
@@ -262,6 +266,8 @@ def test_two_accepted_workers_are_merged_one_at_a_time_then_their_worktrees_remo
     assert not (world.src_root / "acme/widgets.worktrees/widgets-feat-greet").exists()
     assert not (world.src_root / "acme/widgets.worktrees/widgets-docs-greet").exists()
     assert git("branch", "--list", "feat/greet", "docs/greet").split() == ["docs/greet", "feat/greet"]
+    assert git("worktree", "list", "--porcelain").count("worktree ") == 1  # the person's checkout alone
+    assert not (world.src_root / "acme/widgets.worktrees").exists()  # the folder the run's checkouts made, once empty
 
 
 DIRTY = HONEST_GREET + """
@@ -286,7 +292,8 @@ def test_a_dirty_worktree_is_retained_with_its_reason(world: Any) -> None:
         "Workers: greet=retained/accepted+integrated\n"
         "Callbacks: run <run>; greet 1 accepted (result); missing result: none\n"
         "Verification: greet: `grep -q formal src/greet/hello.txt` exit 0 -> accepted\n"
-        f"Retired: greet pane <pane:greet> closed; greet worktree {checkout} retained (1 untracked file); greet workspace <ws:greet> closed (by herdr when its pane moved out)\n"
+        f"Retired: greet pane <pane:greet> closed; greet worktree {checkout} retained (1 untracked file); greet workspace <ws:greet> closed (by herdr when its pane moved out); "
+        "run worktree <home>/runs/<run>/integration removed (chore/integrate-widgets keeps its merges)\n"
         "Blockers: none\n"
     )
     notes = world.src_root / "acme/widgets.worktrees/widgets-feat-greet/src/greet/notes.txt"
