@@ -189,7 +189,7 @@ setup = ["echo installing; exit 3"]
         "Retired: cli-help pane w1:pN closed; cli-help worktree <src>/acme/widgets.worktrees/widgets-feat-cli-help retained "
         f"(not integrated: commit {world.repo.git('rev-parse', '--short=7', 'feat/cli-help')} exists only on feat/cli-help); "
         f"cli-help workspace wN closed (by herdr when its pane moved out); broken-setup pane w1:pN retained ({kept}); broken-setup worktree {checkout} retained ({kept}); "
-        f"broken-setup workspace wN retained ({kept})\n"
+        "broken-setup workspace wN closed (by herdr when its pane moved out)\n"
         f"Blockers: broken-setup failed: setup command `echo installing; exit 3` failed (exit 3) in {checkout}; "
         "the checkout and tab are kept: installing\n"
     )

@@ -123,9 +123,9 @@ do = "result"
         "Verification: licence: not verified; greet: `ls src/greet/` exit 0 -> accepted\n"
         "Retired: licence pane w1:pN open (worker is question); "
         "licence worktree <src>/acme/widgets.worktrees/widgets-docs-licence open (worker is question); "
-        "licence workspace wN open (worker is question); greet pane w1:pN open (worker is accepted); "
+        "licence workspace wN closed (by herdr when its pane moved out); greet pane w1:pN open (worker is accepted); "
         "greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet open (worker is accepted); "
-        "greet workspace wN open (worker is accepted)\n"
+        "greet workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: licence question: Which licence should the docs carry?\n"
     )
 
@@ -213,9 +213,9 @@ def test_blocked_worker_is_surfaced_with_its_decision_and_kept(world: Any) -> No
         "Verification: deploy: not verified; greet: `ls src/greet/` exit 0 -> accepted\n"
         "Retired: deploy pane w1:pN open (worker is blocked); "
         "deploy worktree <src>/acme/widgets.worktrees/widgets-feat-deploy open (worker is blocked); "
-        "deploy workspace wN open (worker is blocked); greet pane w1:pN open (worker is accepted); "
+        "deploy workspace wN closed (by herdr when its pane moved out); greet pane w1:pN open (worker is accepted); "
         "greet worktree <src>/acme/widgets.worktrees/widgets-feat-greet open (worker is accepted); "
-        "greet workspace wN open (worker is accepted)\n"
+        "greet workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: deploy blocked: Need a token for the staging API.\n"
     )
     # Kept: not failed, not retired; its pane and its agent are still there, its turn over, waiting for the decision.

@@ -613,7 +613,7 @@ def test_skill_md_drives_a_five_worker_run_to_partial_within_its_call_budget(wor
     assert_waits_earned(agent)
     # A command finish printed for a decision runs as printed: the user's answer reaches ask, which still waits.
     (answer,) = [c for w in finished["waiting"] if w["task"] == "ask" for c in w["commands"] if c.startswith("orch answer ")]
-    sent = agent.follow(answer, "--colour, please.")
+    sent = agent.follow(answer, "The --colour spelling, please.")
     assert (sent["kind"], sent["state"]) == ("answer", "working")
 
 
@@ -843,11 +843,13 @@ def test_skill_md_drives_the_six_worker_run_to_partial_in_its_call_budget_with_n
     # No sleep in the controller: between its calls it only reads their output.
     between = sum(b[0] - a[1] for a, b in pairwise(agent.spans))
     assert between < 5, between
-    # The silent worker was failed on time, by the waits' own check-ins (every 2 s here): asked once for its result,
-    # then failed at the third unchanged check-in, well inside one wait's 60 s.
+    # The silent worker was failed on time, by the waits' own check-ins (one owed every 2 s here): asked once for its
+    # result, then failed at the third unchanged check-in after that (the check-ins, not wall time, are the unit: a
+    # loaded machine makes each one slower), with the controller doing nothing but wait.
     events = world.engine().ledger.events(run_id, task_label="silent")
-    asked = next(e.at for e in events if e.kind == "message_sent" and e.detail.get("kind") == "follow-up")
-    failed_at = next(e.at for e in events if e.to_state is not None and e.to_state.value == "failed")
-    assert (failed_at - asked).total_seconds() < 30, (asked, failed_at)
+    asked = next(e.seq for e in events if e.kind == "message_sent" and e.detail.get("kind") == "follow-up")
+    failed_at = next(e.seq for e in events if e.to_state is not None and e.to_state.value == "failed")
+    check_ins = [e.detail["unchanged_check_ins"] for e in events if e.kind == "check_in" and asked < e.seq < failed_at]
+    assert check_ins[-3:] == [1, 2, 3] and len(check_ins) <= 6, check_ins
     messages = assert_each_callback_recorded_once(agent)
     assert len(messages) == callbacks, messages
