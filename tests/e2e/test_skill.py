@@ -832,9 +832,10 @@ def test_skill_md_drives_the_six_worker_run_to_partial_in_its_call_budget_with_n
 
     # The promise SKILL.md makes ("The calls of a whole run"), exactly: plan check, preflight, provision, dispatch; one
     # `orch wait` per batch of callbacks or per wait; one call per decision; finish; nothing else. This scenario brings
-    # 6 callbacks (5 results and the owner's question), 1 approval form and 1 silent worker for orch to fail: at most
-    # 8 batches of news, each wait that ran to its timeout on top (a wait with nothing to say is the promise's "per wait").
-    callbacks, forms, silent, decisions = 6, 1, 1, 2
+    # 7 callbacks (5 results, the owner's question, the silent worker's one update when asked for its result), 1 approval
+    # form and 1 silent worker for orch to fail: at most 9 batches of news, each wait that ran to its timeout on top (a
+    # wait with nothing to say is the promise's "per wait").
+    callbacks, forms, silent, decisions = 7, 1, 1, 2
     timeouts = sum(1 for w in agent.waits if w["woke"] == "timeout")
     assert agent.calls[:4] == ["plan check", "preflight", "provision", "dispatch"] and agent.calls[-1] == "finish", agent.calls
     assert Counter(agent.calls[4:-1]) == Counter({"wait": len(agent.waits), "answer": 1, "approve": 1}), agent.calls
