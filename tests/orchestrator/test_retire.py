@@ -530,39 +530,42 @@ def test_a_shared_checkout_names_each_commit_under_the_worker_that_made_it(git_r
 
 def test_a_shared_checkout_is_listed_once_under_the_worker_that_created_it(world: Any) -> None:
     # Both workers' items used to list "worktree …: removed", as if it had been removed twice.
-    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True)
-    add_worker(world, "feature-b", S.ACCEPTED, pane="w1:p5", worktree_path=str(path), branch="feat/feature-a")
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", worktree=True)
+    add_worker(world, "feature-b", S.ACCEPTED, pane="w1", worktree_path=str(path), branch="feat/feature-a")
 
     result = retire(world.engine, run_of(world))
 
     assert render_retire(result) == (
         f"Retire {RUN}\n"
         "feature-a (feature-a): retired\n"
-        "  agent w1:p4: exited\n"
-        "  pane w1:p4: closed\n"
+        "  agent w1:p2: exited\n"
+        "  pane w1:p2: closed\n"
         f"  worktree {path}: removed\n"
         "feature-b (feature-b): retired\n"
-        "  agent w1:p5: exited\n"
-        "  pane w1:p5: closed\n"
+        "  agent w1:p3: exited\n"
+        "  pane w1:p3: closed\n"
         f"  worktree {path}: shared (shared with feature-a: see feature-a)\n"
     )
     assert path is not None and not path.exists()
 
 
 def test_a_workspace_herdr_closed_at_provision_is_said_so(world: Any) -> None:
-    add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", created_workspace_ids=("w7", "w8"))
-    moved = world.engine.ledger.intend(RUN, "feature-a", "pane_move", "pane_move:w7:p1", {"pane": "w7:p1", "from": "w7", "workspace": "w1", "label": "a"})
-    world.engine.ledger.confirm(moved, {"pane_id": "w1:p4", "tab_id": "w1:t2", "workspace_id": "w1", "closed_workspace_id": "w7"})
+    moved_out, other = (world.herdr.workspace_create(cwd=world.repo.path).workspace.workspace_id for _ in range(2))
+    world.herdr.workspace_close(moved_out)
+    world.herdr.workspace_close(other)
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1", created_workspace_ids=(moved_out, other))
+    moved = world.engine.ledger.intend(RUN, "feature-a", "pane_move", "pane_move:x", {"pane": f"{moved_out}:p1", "from": moved_out, "workspace": "w1", "label": "a"})
+    world.engine.ledger.confirm(moved, {"pane_id": "w1:p2", "tab_id": "w1:t2", "workspace_id": "w1", "closed_workspace_id": moved_out})
 
     result = retire(world.engine, run_of(world))
 
-    assert render_retire(result).splitlines()[-2:] == ["  workspace w7: closed (by herdr when its pane moved out)", "  workspace w8: gone"]
+    assert render_retire(result).splitlines()[-2:] == [f"  workspace {moved_out}: closed (by herdr when its pane moved out)", f"  workspace {other}: gone"]
 
 
 def test_the_worktrees_folder_the_run_created_goes_once_empty_and_never_otherwise(world: Any) -> None:
     # An empty `<repo>.worktrees/` used to be left beside the checkout after every worktree was removed.
-    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True)
-    kept = add_worker(world, "feature-b", S.ACCEPTED, pane="w1:p5", worktree=True, commit=True)
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", worktree=True)
+    kept = add_worker(world, "feature-b", S.ACCEPTED, pane="w1", worktree=True, commit=True)
     assert path is not None and kept is not None
     folder = path.parent
     world.engine.ledger.record_fact(RUN, "worktrees_folder", detail={"path": str(folder)})
@@ -576,7 +579,7 @@ def test_the_worktrees_folder_the_run_created_goes_once_empty_and_never_otherwis
 
 
 def test_a_worktrees_folder_the_run_did_not_create_stays_even_when_empty(world: Any) -> None:
-    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1:p4", worktree=True)
+    path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", worktree=True)
     assert path is not None
 
     retire(world.engine, run_of(world))
