@@ -395,7 +395,7 @@ class Engine:
         try:
             driver.acquire(path, run_id, command=self.command, since=self.clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         except OSError as exc:
-            raise OrchError(
+            raise storage_error(exc, str(self.settings.orch_home)) or OrchError(
                 f"cannot lock run {run_id} at {path}: {exc.strerror or exc}",
                 hint=f"orch keeps its state in {self.settings.orch_home}: make it writable (or point ORCH_HOME elsewhere)",
             ) from None
@@ -434,7 +434,7 @@ class Engine:
             driver.acquire(lock, "", command=self.command, since=self.clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
                            doing=f"a run of {plan_path} is being started in pane {pane}")
         except OSError as exc:
-            raise OrchError(
+            raise storage_error(exc, str(self.settings.orch_home)) or OrchError(
                 f"cannot lock the start of {plan_path} at {lock}: {exc.strerror or exc}",
                 hint=f"orch keeps its state in {self.settings.orch_home}: make it writable (or point ORCH_HOME elsewhere)",
             ) from None
