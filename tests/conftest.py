@@ -99,13 +99,29 @@ def leftovers(pid: int, root: Path = Path("/tmp")) -> list[Path]:
     return sorted(path for where in roots for pattern in SYSTEM_TMP_NAMES for path in where.glob(pattern.format(pid=pid)))
 
 
+# What the xdist workers (`-n N`) left, each found by the worker itself (the names carry its pid) and handed to the
+# controlling process, whose exit status is the run's.
+_WORKERS_LEFT: list[str] = []
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run when it left anything of its own in the system temp dir (issue 15: the suite removes what it creates)."""
-    left = leftovers(os.getpid())
+    left = [str(path) for path in leftovers(os.getpid())]
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: its exit status is not the run's, so the controller says it
+        workeroutput["orch_leftovers"] = left
+        return
+    left += _WORKERS_LEFT
     if left:
-        names = ", ".join(str(path) for path in left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+        names = ", ".join(left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
         sys.stderr.write(f"\nthe test session left {len(left)} in the system temp dir (exit 1): {names}\n")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """An xdist worker ended: keep what it left in the system temp dir for the run's own check."""
+    _WORKERS_LEFT.extend(getattr(node, "workeroutput", {}).get("orch_leftovers", []))
 
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

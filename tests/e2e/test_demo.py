@@ -227,6 +227,6 @@ def test_readme_quick_start_is_the_two_commands_and_shows_the_example_plan_verba
     readme = (ROOT / "README.md").read_text()
     assert _fenced(readme, "## Quick start", "sh") == (
         "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/orch demo\n"
-        ".venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest\n"
+        ".venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest -n 4\n"
     )
     assert _fenced(readme, "## The plan file", "toml") == (ROOT / "examples" / "plan.toml").read_text()
