@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -45,7 +46,12 @@ _problems: dict[str, str] = {}
 def agent(kind: str) -> Path:
     """The installed executable of ``kind``, installing the pinned version once a session; skips the test when it cannot."""
     if kind not in _installed and kind not in _problems:
-        found, problems = install(CACHE, (kind,), say=lambda line: sys.stderr.write(line + "\n"))
+        # One install at a time across processes: `pytest -n 2` (.ci/run) runs this lane in two workers, which would
+        # otherwise both run npm into the same prefix; the second then finds the first's install done.
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with open(CACHE / ".install.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            found, problems = install(CACHE, (kind,), say=lambda line: sys.stderr.write(line + "\n"))
         _installed.update(found)
         for line in problems:
             _problems[kind] = line
