@@ -89,11 +89,8 @@ _SEAM_LOCK = threading.Lock()
 
 
 def current() -> CrashSeam:
-    """This process's crash seam, read from the environment at its first herdr call.
-
-    Not at import: a process forked from one that has already imported orch (the crash matrix's warm orch,
-    tests/crash/warm.py) gets its own environment only after the import.
-    """
+    """This process's crash seam, read from the environment at its first herdr call (not at import: no module of
+    orch reads the process's environment while it is being imported)."""
     global _SEAM
     with _SEAM_LOCK:
         if _SEAM is None:

@@ -1,11 +1,11 @@
 """The crash matrix: stop `orch run` at every herdr call of a clean run, `orch resume` until it reports, check it converged.
 
 Not part of `python3 -m pytest` (it takes minutes); `.ci/run` runs it as its own lane:
-`python3 tests/crash/matrix.py [--jobs N] [--only CASE ...] [--cold]`. `--unknown` is the unknown-outcome matrix:
+`python3 tests/crash/matrix.py [--jobs N] [--every N --offset K] [--only CASE ...]`. `--unknown` is the unknown-outcome matrix:
 orch stays alive and the herdr call itself is killed, just before or just after each mutating call of the clean run
 (`lose-before-N`, `lose-after-N`); each case must reach the clean verdict in its one `orch run`, with no resume. The demo's 3-worker plan runs on a private
-simulator with a short settle. Its orch processes are forked from a warm orch that has already imported everything
-(tests/crash/warm.py says how each stays what a cold `python -m orchestrator` is); `--cold` starts each afresh. The simulator logs every argv orch passed to herdr and every answer (HERDR_SIM_CALL_LOG, written
+simulator with a short settle. Every `orch run` and `orch resume` is a fresh `python -m orchestrator` process, stopped by
+a real signal. The simulator logs every argv orch passed to herdr and every answer (HERDR_SIM_CALL_LOG, written
 by herdr itself, so even a call whose caller died before reading the answer is in it); the herdr
 boundary's test seam (`orchestrator.crash_seam.CrashSeam`) signals orch just before or just after its call N.
 """
@@ -34,8 +34,6 @@ from typing import Any
 from orchestrator import demo
 from orchestrator.demo import Stage, build_project, demo_data
 import contextlib
-
-from warm import WarmProcess, Zygote
 
 ORCH = [sys.executable, "-m", "orchestrator"]
 PROJECT = Path(__file__).resolve().parents[2]
@@ -102,9 +100,8 @@ class Stopped(Exception):
 
 
 STOP = threading.Event()
-_LIVE: set[subprocess.Popen[str] | WarmProcess] = set()  # the orch processes the cases are running now
+_LIVE: set[subprocess.Popen[str]] = set()  # the orch processes the cases are running now
 _LIVE_LOCK = threading.RLock()  # re-entrant: a signal handler may call stop_all while the main thread is in it
-WARM: Zygote | None = None  # the warm orch the cases' orch processes are forked from (None: each starts cold)
 
 
 def run_orch(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -113,10 +110,8 @@ def run_orch(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProces
     with _LIVE_LOCK:
         if STOP.is_set():
             raise Stopped
-        proc: subprocess.Popen[str] | WarmProcess | None = WARM.popen(argv, env) if WARM is not None else None
-        if proc is None:
-            proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    start_new_session=True)
+        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
         _LIVE.add(proc)
     try:
         out, err = proc.communicate(timeout=600)
@@ -126,14 +121,12 @@ def run_orch(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProces
     finally:
         with _LIVE_LOCK:
             _LIVE.discard(proc)
-        if isinstance(proc, WarmProcess):
-            proc.close()
     if STOP.is_set():
         raise Stopped
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def kill_group(proc: subprocess.Popen[str] | WarmProcess) -> None:
+def kill_group(proc: subprocess.Popen[str]) -> None:
     with contextlib.suppress(OSError):
         os.killpg(proc.pid, signal.SIGKILL)
 
@@ -438,7 +431,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the stages of the cases (debugging); they are left in the temp dir")
     parser.add_argument("--every", type=int, default=1, help="only every Nth call (a quicker, partial matrix while debugging)")
     parser.add_argument("--offset", type=int, default=0, help="with --every: start at this call (0-based), to split the matrix")
-    parser.add_argument("--cold", action="store_true", help="start every orch process afresh instead of forking it from the warm orch")
     parser.add_argument("--plan", choices=("demo", "wide"), default="demo",
                         help="the plan shape: the demo's 3 workers, or 5 (concurrency 2, `after`, two sibling pairs)")
     parser.add_argument("--unknown", action="store_true",
@@ -461,21 +453,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Every case's stage lives in one folder of the temp dir, removed on every way out (a case that failed included).
     # Named with the pid, as every temp entry of the project is (.ci/run tells a live session's entries from leftovers).
     parent = Path(tempfile.mkdtemp(prefix=f"orch-crash-{os.getpid()}-", dir=os.environ.get("ORCH_CRASH_TMP") or None))
-    global WARM
     try:
-        # After the handlers above: the zygote (an exec of python from here) starts with the dispositions a cold
-        # orch would, and hands them on to every process it forks.
-        WARM = None if args.cold else Zygote.start(parent)
         return _matrix(args, parent)
     except KeyboardInterrupt:
         print("crash matrix: interrupted; every stage was torn down", file=sys.stderr)
         return 130
     finally:
-        if WARM is not None:
-            WARM.stop()
-            if WARM.cold:
-                print(f"crash matrix: {WARM.cold} orch processes ran cold (the warm orch refused them)", file=sys.stderr)
-            WARM = None
         if not args.keep:
             shutil.rmtree(parent, ignore_errors=True)
             if parent.exists():
@@ -553,7 +536,7 @@ def _matrix(args: argparse.Namespace, parent: Path) -> int:
             return ()
         return second_cases(int(done.case.run_crash.split(":")[0]), max(1, done.resume_calls), args.every, args.offset)
 
-    print(f"crash matrix: {plan}, on {args.jobs} jobs, orch {'cold' if WARM is None else 'warm'}", file=sys.stderr)
+    print(f"crash matrix: {plan}, on {args.jobs} jobs", file=sys.stderr)
     results: list[Outcome] = []
     with Cases(args.jobs) as pool:
         for done in pool.run(cases, parent, args.keep, then):
