@@ -285,7 +285,7 @@ QUIRKS: dict[str, Quirks] = {
             Sign(
                 name="title spinner",
                 title=r"^[\u2800-\u28ff\u25d0-\u25d3] ",
-                source="the terminal title's spinner (braille up to 2.1.227, half circles from 2.1.228; `✳` at rest), drawn only when `TMUX` is unset in the agent's environment (herdr's own panes); herdr 0.8.2 detection manifest claude.toml `osc_title_working`",
+                source="the terminal title's spinner (braille up to 2.1.227, half circles from 2.1.228; `✳` at rest), drawn only when `TMUX` is unset in the agent's environment (herdr's own panes); herdr 0.8.2 detection manifest claude.toml `osc_title_working`; the real-agents lane's own captures (its launcher unsets `TMUX`) show `◐ Claude Code` while a turn runs at 2.1.328, but none of ../shared's captures does (all taken inside tmux), so no capture is named",
             ),
         ),
     ),

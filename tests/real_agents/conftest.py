@@ -28,6 +28,30 @@ from orchestrator.demo import demo_data
 if os.environ.get("ORCH_REAL_AGENTS") != "1":
     collect_ignore_glob = ["test_*.py"]
 
+# ORCH_REAL_AGENTS_SHARE=K/N runs the demo plan of every kind but opencode, and share K of N of everything else (in
+# node-id order, every N-th from the K-th): .ci/run picks K by the day of the year, so N days run the whole lane
+# while one day stays near its time budget (docs/real-agents.md, "Running it").
+SHARE_ENV = "ORCH_REAL_AGENTS_SHARE"
+
+
+def _always(nodeid: str) -> bool:
+    return "test_demo_plan_passes" in nodeid and not nodeid.endswith("[opencode]")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    share = os.environ.get(SHARE_ENV)
+    if not share:
+        return
+    try:
+        k, n = (int(part) for part in share.split("/"))
+        assert 0 <= k < n
+    except (ValueError, AssertionError):
+        raise pytest.UsageError(f"{SHARE_ENV}={share!r}: expected K/N with 0 <= K < N") from None
+    rest = sorted((item for item in items if not _always(item.nodeid)), key=lambda item: item.nodeid)
+    dropped = {item.nodeid for i, item in enumerate(rest) if i % n != k}
+    config.hook.pytest_deselected(items=[item for item in items if item.nodeid in dropped])
+    items[:] = [item for item in items if item.nodeid not in dropped]
+
 
 @pytest.fixture
 def real_world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., RealWorld]]:

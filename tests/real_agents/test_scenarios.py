@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 
 import pytest
-from real_world import RealWorld, lane_kinds, stable_report
+from real_world import RealWorld, lane_kinds, paced, stable_report
 
 from herdr_sim.model.brains import Spec
 
@@ -31,7 +31,7 @@ verify = ["grep -q 'Python 3.11' docs/usage.md"]
 """
 
 
-@pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex", "opencode"))
+@pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex"))  # opencode: not run yet
 def test_a_false_claim_is_rejected_on_re_run(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind, {"usage-docs": Spec(brain="false-claim")})
 
@@ -56,7 +56,9 @@ def test_a_false_claim_is_rejected_on_re_run(real_world: Callable[..., RealWorld
     assert world.agent_processes() == [], world.diagnose(done)
 
 
-@pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex", "opencode"))
+# Not opencode: a silent worker is failed after three unchanged check-ins, so this plan checks in every second, and
+# opencode's screen stays unchanged longer than that while it prepares any turn (tests/helpers/real_world.py).
+@pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex"))
 def test_a_silent_worker_is_asked_for_its_result_once_then_failed(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind, {"usage-docs": Spec(brain="silent")})
 
@@ -82,7 +84,9 @@ def test_a_silent_worker_is_asked_for_its_result_once_then_failed(real_world: Ca
     assert world.agent_processes() == [], world.diagnose(done)
 
 
-@pytest.mark.parametrize("kind", lane_kinds("claude", "codex", "opencode"))  # pi has no permission form
+# pi has no permission form; opencode's (its approvals passed by hand, ../shared/real-agents) is not run here: each
+# approval round of this one-second plan would read its long unchanged screens as a stall.
+@pytest.mark.parametrize("kind", lane_kinds("claude", "codex"))
 def test_approvals_at_the_agents_own_form_are_answered_through_orch_approve(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind, ask=True)
     plan = world.write_plan(ONE_WORKER.format(kind=kind))
@@ -104,3 +108,128 @@ def test_approvals_at_the_agents_own_form_are_answered_through_orch_approve(real
 
     assert (outcome["report"]["verdict"], rounds > 0) == ("PASS", True), world.diagnose(done)
     assert world.agent_processes() == [], world.diagnose(done)
+
+
+# claude and codex; pi and opencode would pass the same way, but are not run yet (docs/real-agents.md, "Status").
+@pytest.mark.parametrize("kind", lane_kinds("claude", "codex"))
+def test_a_question_the_person_answers_through_orch_answer(real_world: Callable[..., RealWorld], kind: str) -> None:
+    question = "Which Python version should the guide name as the minimum?"
+    world = real_world(kind, {"usage-docs": Spec(brain="question", question=question)})
+
+    done = world.orch("run", str(world.write_plan(paced(ONE_WORKER.format(kind=kind)))), "--json")
+
+    # The plan has no answer for it: the run stops, resumable, and names the door the person uses.
+    outcome = json.loads(done.stdout)
+    run_id = outcome["run_id"]
+    assert (outcome["finished"], outcome["stopped_at"]) == (False, "waiting for the person: usage-docs"), world.diagnose(done)
+    answered = world.orch("answer", "--run", run_id, "usage-docs", "Python 3.11 or newer.")
+    assert answered.returncode == 0, answered.stderr
+    done = world.orch("resume", run_id, "--json")
+
+    outcome = json.loads(done.stdout)
+    assert outcome["finished"], world.diagnose(done)
+    text = stable_report(world, run_id)
+    assert text == (
+        "Herdr: PASS\n"
+        "Controller: acme/w1/w1:t1/w1:p1\n"
+        "Workers: usage-docs=retained/accepted\n"
+        "Callbacks: run <run>; usage-docs 2 accepted (question, result); missing result: none\n"
+        "Verification: usage-docs: `grep -q 'Python 3.11' docs/usage.md` exit 0 -> accepted\n"
+        # Without [integration] accepted work stays on its branch, and so its worktree is kept (README, "Integration").
+        "Retired: usage-docs pane w1:pN closed; usage-docs worktree <root>/src/acme/widgets.worktrees/widgets-docs-usage "
+        "retained (not integrated: commit <sha> exists only on docs/usage); usage-docs workspace wN closed\n"
+        "Blockers: none\n"
+    ), text + world.diagnose(done)
+    # The real agent received the person's words in an `answer` envelope, and worked them into the guide.
+    last = json.dumps([e["request"] for e in world.model.requests() if e.get("task") == "usage-docs"][-1])
+    assert "kind=answer" in last and "Python 3.11 or newer." in last, last[-2000:]
+    assert world.agent_processes() == [], world.diagnose(done)
+
+
+@pytest.mark.parametrize("kind", lane_kinds("claude", "codex"))  # pi and opencode show no trust dialog
+def test_a_trust_dialog_with_policy_off_is_surfaced_untouched(real_world: Callable[..., RealWorld], kind: str) -> None:
+    world = real_world(kind)
+    plan = ONE_WORKER.format(kind=kind).replace("[defaults]", "[policy]\ntrust_run_worktrees = false\n\n[defaults]")
+
+    done = world.orch("run", str(world.write_plan(plan)), "--json")
+
+    outcome = json.loads(done.stdout)
+    run_id = outcome["run_id"]
+    assert outcome["finished"], world.diagnose(done)
+    text = stable_report(world, run_id)
+    # The worker failed with the dialog's words, and its pane, worktree and workspace are kept for the person.
+    assert text == DIALOG_REPORT[kind], world.diagnose(done)
+    engine = world.engine()
+    try:
+        typed = [(e.kind, e.key) for e in engine.ledger.list_effects(run_id) if e.kind in ("dialog_keys", "pane_send_text", "pane_send_keys", "agent_prompt")]
+        pane = engine.ledger.get_worker(run_id, "usage-docs").pane_id
+    finally:
+        engine.close()
+    assert typed == [], "orch typed into the dialog"
+    # The dialog is still on the agent's screen, as the person will find it; the model never saw the packet.
+    screen = world.sim.run(["pane", "read", str(pane), "--source", "visible"]).stdout
+    assert DIALOG_LINE[kind] in screen, screen
+    assert [e for e in world.model.requests() if e.get("task")] == []
+
+
+DIALOG_LINE = {"claude": "Yes, I trust this folder", "codex": "Trust this folder?"}
+KEPT = "retained (failed before its agent started; kept for inspection (`orch retire --run <run> --abandon usage-docs --reason TEXT` removes it))"
+# The dialog's own words, as the report quotes them (claude 2.1.328, codex 0.169.0: ../shared/real-agents claude-3, codex-19).
+SCREEN = {
+    "claude": "Quick safety check: Is this a project you created or one you trust? (Like your own code, a well-known open "
+              "source / project, or work from your team). If not, take a moment to review what's in this folder first. / "
+              "Claude Code'll be able to read, edit, and execute files here. / Security guide / ❯ No, exit / "
+              "Yes, I trust this folder / Enter to confirm · Esc to cancel",
+    "codex": "Note: You’re in a subdirectory of a Git project. Trusting will apply to the repository root: / "
+             "<root>/src/acme/widgets / Trust this folder? Codex can read, edit, and run files here, subject to your "
+             "permission settings. Folder settings / can run code automatically, even without a model request. Continue "
+             "only if you trust these files. Your trust / decision will be saved. / › 1. Trust and continue / "
+             "2. Back to Agent Command Center / enter continue · esc back",
+}
+DIALOG_REPORT = {kind: (
+    "Herdr: FAIL\n"
+    "Controller: acme/w1/w1:t1/w1:p1\n"
+    "Workers: usage-docs=retained/failed\n"
+    "Callbacks: run <run>; usage-docs 0 accepted; missing result: usage-docs\n"
+    "Verification: usage-docs: not verified\n"
+    f"Retired: usage-docs pane w1:pN {KEPT}; usage-docs worktree <root>/src/acme/widgets.worktrees/widgets-docs-usage "
+    f"{KEPT}; usage-docs workspace wN {KEPT}\n"
+    f"Blockers: usage-docs failed: usage-docs ({kind}) stopped at its trust folder dialog and nothing was typed (policy "
+    f"trust_run_worktrees is off, from plan [policy]). Screen: {screen}\n"
+) for kind, screen in SCREEN.items()}
+
+
+@pytest.mark.parametrize("kind", lane_kinds("claude", "codex"))  # pi and opencode: not run yet
+def test_a_slow_worker_with_long_output_and_a_large_report_pass(real_world: Callable[..., RealWorld], kind: str) -> None:
+    world = real_world(kind, {"usage-docs": Spec(brain="report"), "build-notes": Spec(brain="slow")})
+    plan = paced(ONE_WORKER.format(kind=kind)) + SLOW_WORKER.format(kind=kind)
+
+    done = world.orch("run", str(world.write_plan(plan)), "--json")
+
+    outcome = json.loads(done.stdout)
+    run_id = outcome["run_id"]
+    assert (done.returncode, outcome["report"]["verdict"]) == (0, "PASS"), world.diagnose(done)
+    report = world.run_dir(run_id) / "reports" / "usage-docs" / "usage-docs-report.md"
+    assert len(report.read_text().splitlines()) == 2002
+    # The worker's result named it on its `Report:` line, and orch took it (the report's reported checks carry it).
+    markdown = (world.run_dir(run_id) / "report.md").read_text()
+    reported = [line for line in markdown.split("## usage-docs", 1)[1].splitlines() if line.startswith("- Reported checks: ")]
+    assert json.loads(reported[0].removeprefix("- Reported checks: ").strip("` "))["reports"] == [str(report)], markdown
+    # Each worker's transcript was saved before its pane closed (claude folds a long tool output to its first lines and
+    # "… +N lines", so the transcript shows the agent's screen, not every line the build printed).
+    for task in ("usage-docs", "build-notes"):
+        transcript = (world.run_dir(run_id) / "transcripts" / f"{task}.txt").read_text()
+        assert "herdr-orchestration" in transcript, transcript[-2000:]
+    assert world.agent_processes() == [], world.diagnose(done)
+
+
+SLOW_WORKER = """
+[[workers]]
+task = "build-notes"
+kind = "{kind}"
+objective = "Write build notes for the widgets package after a full build."
+deliverable = "notes/build.md committed on docs/build-notes."
+branch = "docs/build-notes"
+claim = ["notes/"]
+verify = ["test -s notes/build.md"]
+"""
