@@ -10,6 +10,7 @@ also says who holds it (pid, command, since when), for the refusal's message onl
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -60,24 +61,41 @@ def acquire(path: Path, run_id: str, *, command: str, since: str, doing: str | N
             fd, users = _HELD[key]
             _HELD[key] = (fd, users + 1)
             return
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise _refusal(path, doing or f"run {run_id} is being driven") from None
-        except BaseException:
-            os.close(fd)
-            raise
+        fd = _locked(path, doing or f"run {run_id} is being driven")
         _HELD[key] = (fd, 1)
     note = json.dumps({"pid": os.getpid(), "command": command, "since": since}) + "\n"
     os.ftruncate(fd, 0)
     os.pwrite(fd, note.encode(), 0)
 
 
-def release(path: Path) -> None:
-    """One user of this process's lock at ``path`` is done; the last one lets it go."""
+def _locked(path: Path, doing: str) -> int:
+    """An open descriptor of ``path`` holding its flock. A lock file that was removed (``release(remove=True)``)
+    between our open and our flock is a stale inode nobody else will lock: open the path afresh and try again."""
+    for _ in range(5):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except FileNotFoundError:  # its folder went as the last holder tidied it: make it again
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                return fd
+        except BlockingIOError:
+            os.close(fd)
+            raise _refusal(path, doing) from None
+        except FileNotFoundError:
+            pass
+        except BaseException:
+            os.close(fd)
+            raise
+        os.close(fd)
+    raise OrchError(f"cannot lock {path}: it keeps being removed under orch", hint="another program is deleting orch's files under ORCH_HOME: stop it, then run the command again")
+
+
+def release(path: Path, *, remove: bool = False) -> None:
+    """One user of this process's lock at ``path`` is done; the last one lets it go. ``remove``: a lock that
+    guards a moment, not a run (the start lock), goes with its folder when empty, so nothing is left behind."""
     key = str(path)
     with _GUARD:
         if key not in _HELD:
@@ -87,6 +105,11 @@ def release(path: Path) -> None:
             _HELD[key] = (fd, users - 1)
             return
         del _HELD[key]
+        if remove:  # unlinked while still held, so whoever opens the path next makes a new file and locks that
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()
         os.close(fd)  # closing the only descriptor of the open file drops its flock
 
 

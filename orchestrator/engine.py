@@ -457,7 +457,7 @@ class Engine:
             if lock is None or lock not in self._driving:
                 return
             self._driving.remove(lock)
-        driver.release(lock)
+        driver.release(lock, remove=True)
 
     def _refuse_unfinished(self, plan_path: Path, plan: str, pane: str) -> None:
         from orchestrator import driver

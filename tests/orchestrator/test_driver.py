@@ -339,3 +339,33 @@ def test_two_orch_runs_of_one_plan_started_at_the_same_instant_in_one_pane_one_p
                 proc.join()
     with Ledger.open(tmp_path / "orch" / "ledger.sqlite3") as ledger:
         assert len(ledger.list_runs()) <= 1  # the winner's preflight met a herdr that answers nothing: no run at all
+
+
+def test_a_start_lock_released_for_good_leaves_nothing_and_can_be_taken_again(tmp_path: Path) -> None:
+    lock = tmp_path / "home" / "starting" / "abc.lock"
+    driver.acquire(lock, "", command="orch run", since="2026-11-30T08:00:00Z", doing="a run is being started")
+
+    driver.release(lock, remove=True)
+
+    assert list(tmp_path.iterdir()) == [tmp_path / "home"] and list((tmp_path / "home").iterdir()) == []
+    driver.acquire(lock, "", command="orch run", since="2026-11-30T08:00:01Z")
+    assert (holder := driver.holder(lock)) is not None and holder.pid == os.getpid()
+    driver.release(lock)
+
+
+def test_a_lock_file_removed_between_open_and_lock_is_opened_afresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lock = tmp_path / "starting" / "abc.lock"
+    real_flock = driver.fcntl.flock
+    removed: list[int] = []
+
+    def flock_after_removal(fd: int, op: int) -> None:
+        if not removed:  # the last holder tidied the file away just after we opened it: our inode is stale
+            removed.append(fd)
+            lock.unlink()
+        real_flock(fd, op)
+
+    monkeypatch.setattr(driver.fcntl, "flock", flock_after_removal)
+    driver.acquire(lock, "", command="orch run", since="2026-11-30T08:00:00Z")
+
+    assert os.fstat(driver._HELD[str(lock)][0]).st_ino == os.stat(lock).st_ino
+    driver.release(lock, remove=True)
