@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from orchestrator import __version__
-from orchestrator.errors import ExitCode, OrchError, storage_error
+from orchestrator.errors import ExitCode, HerdrUnavailable, OrchError, storage_error
 
 # Command name -> "module:attribute" of its click command; `orch --help` lists them in this order (sorted).
 COMMANDS: dict[str, str] = {
@@ -48,10 +48,14 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def failure_document(kind: str, message: str, hint: str | None, exit_code: int) -> dict[str, Any]:
-    """The JSON a failed command prints on stdout under `--json`: the first problem, all of them, what to do, the exit code."""
+def failure_document(kind: str, message: str, hint: str | None, exit_code: int, next_steps: Sequence[dict[str, object]] = ()) -> dict[str, Any]:
+    """The JSON a failed command prints on stdout under `--json`: the first problem, all of them, what to do, the exit
+    code (and `next[]` when the failure names the controller's next step: a door command that met a herdr outage)."""
     lines = message.splitlines() or [kind]
-    return {"ok": False, "error": kind, "reason": lines[0], "problems": lines, "hint": hint, "exit_code": exit_code}
+    doc: dict[str, Any] = {"ok": False, "error": kind, "reason": lines[0], "problems": lines, "hint": hint, "exit_code": exit_code}
+    if next_steps:
+        doc["next"] = list(next_steps)
+    return doc
 
 
 def _known_error(exc: BaseException) -> tuple[str, str, str | None, int] | None:
@@ -152,7 +156,7 @@ def error_handler(as_json: bool = False, emitted: Any = None) -> Iterator[None]:
         if as_json:
             hint = with_caller_flags(hint)
         if as_json and not (emitted and emitted()):
-            _print_json(failure_document(kind, message, hint, code))
+            _print_json(failure_document(kind, message, hint, code, getattr(exc, "next_steps", ())))
         from packets.inert import inert_line  # a message may quote worker text (a path, a reason)
 
         # A multi-problem error (e.g. a plan with three mistakes) prints one `orch:` line per problem.
@@ -213,8 +217,15 @@ class OrchGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         ctx.ensure_object(dict)
         ctx.obj["emitted"] = False
-        with error_handler(wants_json(ctx.meta.get("orch.argv", ())), lambda: ctx.obj.get("emitted", False)):
-            return super().invoke(ctx)
+        as_json = wants_json(ctx.meta.get("orch.argv", ()))
+        with error_handler(as_json, lambda: ctx.obj.get("emitted", False)):
+            try:
+                return super().invoke(ctx)
+            except HerdrUnavailable as exc:
+                # herdr down or not answering ends a door command as it ends `orch run`: its run stopped, one line.
+                from orchestrator.door import stop_for_outage
+
+                raise stop_for_outage(ctx.obj.get("engine"), exc, as_json=as_json) from None
 
 
 @click.group(cls=OrchGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.effects import unsettled
 from orchestrator.engine import Engine
 from orchestrator.driver import RunDriven
-from orchestrator.errors import HerdrError, OrchError
+from orchestrator.errors import HerdrError, HerdrUnavailable, OrchError
 from orchestrator.intake import Added, Raw, add_message, render_added
 from orchestrator.integrate import IntegrateResult, integrate_run, render_integrate
 from orchestrator.fleet import advance
@@ -21,7 +21,7 @@ from orchestrator.report import Blocker, Report, render_report, write_report
 from orchestrator.repeats import ask_later
 from orchestrator.retire import RetireResult, render_retire, retire
 from orchestrator.verify import PENDING, VerifyResult, render_verify, verify_run
-from registry import EventKind, Run, RunStatus, WorkerState
+from registry import EventKind, RegistryError, Run, RunStatus, WorkerState
 from registry.machine import AT_WORK, UNVERIFIED, WAITING_ON_PERSON
 
 S = WorkerState
@@ -34,7 +34,7 @@ POLL_S = 0.5
 # Blocker kinds that are a decision the person owes: while one is open the run is not over.
 DECISIONS = frozenset({"question", "blocked", "verification_blocked", "integration_paused"})
 
-Do = Literal["dispatch", "wait", "answer", "decide", "verify", "finish"]
+Do = Literal["dispatch", "wait", "answer", "decide", "verify", "finish", "resume"]
 
 # `orch wait` returns at the latest after this: an agent's tool call must not be cut off (claude's Bash tool stops one
 # at 120 s by default), and the check-in it wakes for may add the settle window and verification on top.
@@ -379,6 +379,35 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
             reason += f"; nothing left can start {', '.join(queued)} (finish reports it)"
         steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}", why=reason))
     return tuple(steps)
+
+
+# --- herdr down --------------------------------------------------------------------------------------------------------
+
+
+def stop_for_outage(engine: Engine | None, exc: HerdrUnavailable, *, as_json: bool = False) -> OrchError:
+    """What a door command that met a herdr outage ends with: the run it acted on stopped `interrupted` as `orch run`
+    stops (orchestrator.run.herdr_down: no worker failed, one line, exit 3), with the one next step, the command
+    that goes on once herdr is back (never at once: the controller tells the person and stops, it does not loop).
+
+    The one place for every door command (the CLI's group calls it for any HerdrUnavailable that ends a command):
+    a command that acted on no run (preflight before its run exists, a read) gets ``exc`` back unchanged.
+    """
+    from orchestrator.run import herdr_down
+
+    if engine is None or engine.acting_on is None:
+        return exc
+    try:
+        run = engine.ledger.get_run(engine.acting_on)
+    except (OrchError, RegistryError):
+        return exc  # not recorded (yet): nothing to stop
+    if run.status is RunStatus.FINISHED:
+        return exc
+    stopped = herdr_down(engine, run, engine.command, exc)
+    j = " --json" if as_json else ""
+    then = f"orch resume {run.run_id}{j}" if run.controller_kind == "run" else f"orch wait --run {run.run_id}{j}"
+    step = NextStep(do="resume", task=None, command=then, why="herdr is down or not answering: tell the user and stop; run this once they say herdr is back")
+    stopped.next_steps = (step.model_dump(mode="json"),)
+    return stopped
 
 
 # --- finishing a run -----------------------------------------------------------------------------------------------

@@ -141,6 +141,9 @@ class Engine:
     # What drives runs from this process, for the holder note of the one-driver lock (orchestrator.driver).
     command: str = "orch"
     _driving: list[Path] = field(default_factory=list, repr=False)
+    # The run this process last drove (kept after ``let_go``): a herdr outage that ends a door command stops it
+    # (orchestrator.door.stop_for_outage).
+    acting_on: str | None = None
     _starting: Path | None = field(default=None, repr=False)  # the plan's start lock, while `orch run` creates its run
     # Resolved plan snapshots, by path and content (see plan_for).
     _plans: dict[tuple[str, bytes], ResolvedPlan] = field(default_factory=dict, repr=False)
@@ -390,6 +393,7 @@ class Engine:
 
         path = self.run_dir(run_id) / driver.LOCK_FILE
         with self._lock:
+            self.acting_on = run_id
             if path in self._driving:
                 return
         try:

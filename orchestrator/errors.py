@@ -26,6 +26,8 @@ class OrchError(Exception):
     """A failure with one user-facing sentence; ``hint`` says what to do about it."""
 
     exit_code: ExitCode = ExitCode.FAILURE
+    # What the agent controller does next, as door commands print it (`next[]` of a failure under --json), if anything.
+    next_steps: tuple[dict[str, object], ...] = ()
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)

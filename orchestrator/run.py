@@ -67,17 +67,23 @@ class HerdrDown(OrchError):
 OUTAGE = (HerdrUnavailable, HerdrTimeout)
 
 
-def _herdr_down(engine: Engine, run: Run, stage: str, exc: OrchError) -> HerdrDown:
-    """Record the run as interrupted by an outage (with its report) and say, in one line, what to do."""
+def herdr_down(engine: Engine, run: Run, stage: str, exc: OrchError) -> HerdrDown:
+    """Record the run as interrupted by an outage (with its report) and say, in one line, what to do.
+
+    The one rule for `orch run`, `orch resume` and every door command (orchestrator.door.stop_for_outage): the
+    command that goes on once herdr is back is `orch resume RUN` for a run `orch run` drives, and the agent
+    controller's own `orch wait --run RUN` for one it drives (resume refuses those).
+    """
     # A call that ran to its time limit found a server that is there and says nothing: hung, not down.
     down = "not answering" if isinstance(exc, HerdrTimeout) else "down"
     stopped = f"herdr is {down} during {stage}"
     engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
     write_report(engine, engine.ledger.get_run(run.run_id))
     why = one_line(exc.message)
+    then = f"orch resume {run.run_id}" if run.controller_kind == "run" else f"orch wait --run {run.run_id}"
     return HerdrDown(
         f"herdr is {down}: {why}; run {run.run_id} stopped during {stage}, no worker was failed for it, workers and evidence are in place: "
-        f"`orch resume {run.run_id}` once it is back"
+        f"`{then}` once it is back"
     )
 
 
@@ -180,7 +186,7 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
             retire(engine, run, keep=keep)
             show()
     except OUTAGE as exc:
-        raise _herdr_down(engine, run, stage, exc) from None
+        raise herdr_down(engine, run, stage, exc) from None
     except KeyboardInterrupt:
         ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=f"interrupted during {stage}")
         report, _ = write_report(engine, ledger.get_run(run.run_id))
@@ -437,7 +443,7 @@ def resume_run(
             for question in settle_in_flight(engine, run):
                 progress.note(f"cannot tell by read-back: {question.question} -> {question.command}", engine.clock.now())
     except OUTAGE as exc:
-        raise _herdr_down(engine, run, "resume", exc) from None
+        raise herdr_down(engine, run, "resume", exc) from None
     except KeyboardInterrupt:
         engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at="interrupted while resuming")
         raise Interrupted(f"run {run.run_id} interrupted while resuming", hint=f"continue with `orch resume {run.run_id}`") from None

@@ -308,3 +308,38 @@ def test_a_herdr_that_hangs_in_any_phase_interrupts_the_run_fails_no_worker_and_
     assert ledger.get_run(run_id).status is RunStatus.FINISHED
     # Nothing was sent twice: one packet, made under its first key.
     assert [e.key for e in ledger.list_effects(run_id) if e.kind == "agent_prompt"] == [dispatch_key("pages")]
+
+
+def test_a_herdr_outage_in_orch_wait_interrupts_the_run_fails_no_worker_and_names_the_wait_that_goes_on(make_world: Any) -> None:
+    # Issue 21: the agent controller's `orch wait` let an outage out as the raw boundary line (exit 3) and left the
+    # run `active`: nothing told the controller to stop. Now it ends as `orch run` does, with the one next step.
+    world = make_world()
+    plan = world.write_plan(ONE)
+    pre = world.orch("preflight", str(plan), "--json")
+    run_id = json.loads(pre.stdout)["run_id"]
+    for step in ("provision", "dispatch"):
+        done = world.orch(step, "--run", run_id, "--json")
+        assert done.returncode == 0, done.stderr
+    # Every `herdr agent list` client is killed before it answers (three tries of a read): herdr is not answering.
+    world.sim.add_fault("agent list", die="before", times=3)
+
+    waited = world.orch("wait", "--run", run_id, "--json", "--timeout", "30")
+
+    assert waited.returncode == 3, waited.stderr
+    failure = json.loads(waited.stdout)
+    line = (
+        f"herdr is not answering: herdr agent list: the herdr process died of signal 9; its outcome is unknown; run {run_id} stopped during "
+        f"orch wait, no worker was failed for it, workers and evidence are in place: `orch wait --run {run_id}` once it is back"
+    )
+    assert (failure["error"], failure["problems"], waited.stderr) == ("HerdrDown", [line], f"orch: {line}\n")
+    assert failure["next"] == [{"do": "resume", "task": None, "command": f"orch wait --run {run_id} --json",
+                                "why": "herdr is down or not answering: tell the user and stop; run this once they say herdr is back"}]  # fmt: skip
+    engine = world.engine()
+    run = engine.ledger.get_run(run_id)
+    assert (run.status, run.stopped_at) == (RunStatus.INTERRUPTED, "herdr is not answering during orch wait")
+    assert [e for e in engine.ledger.events(run_id) if e.to_state is WorkerState.FAILED] == []
+    engine.close()
+
+    # herdr answers again: the command next[] named goes on.
+    again = world.orch("wait", "--run", run_id, "--json", "--timeout", "30")
+    assert again.returncode == 0, again.stderr

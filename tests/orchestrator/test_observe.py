@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -823,3 +824,56 @@ def test_a_wait_drives_the_run_only_while_it_checks_in(engine: Engine, herdr: Fa
     assert (waited.woke, [o.what for o in waited.observations]) == ("callback", ["update"])
     fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # free again once the wait returned
     os.close(other)
+
+
+@pytest.mark.parametrize("down", ["hung", "stopped"])
+def test_herdr_down_in_orch_wait_stops_the_run_as_orch_run_does_and_names_the_one_next_step(
+    engine: Engine, herdr: FakeHerdr, down: str
+) -> None:
+    # Issue 21: `orch wait` (every door command) let a herdr outage out as the raw boundary line with exit 3, the run
+    # left `active`: the controller could only loop. It now ends as `orch run` does: the run interrupted, nothing
+    # failed, one line, and next[] the one command that goes on once herdr is back.
+    from click.testing import CliRunner
+
+    from orchestrator.cli import cli
+
+    if down == "hung":
+        herdr.fail_next("agent list", error=_hangs("agent list"))
+        why, said = "not answering", "herdr agent list: no answer within 30s; killed"
+    else:
+        herdr.fail_next("agent list", "server_not_running", "herdr server is not running")
+        why, said = "down", "herdr agent list: herdr server is not running (server_not_running: herdr server is not running)"
+    engine.command = "orch wait"
+    before = [(w.task_label, w.state) for w in engine.ledger.list_workers(RUN)]
+
+    shown = CliRunner().invoke(cli, ["wait", "--run", RUN, "--json"], obj={"engine": engine})
+
+    line = (
+        f"herdr is {why}: {said}; run {RUN} stopped during orch wait, no worker was failed for it, workers and evidence are in place: "
+        f"`orch wait --run {RUN}` once it is back"
+    )
+    assert shown.exit_code == 3
+    assert shown.stderr == f"orch: {line}\n"
+    assert json.loads(shown.stdout) == {
+        "ok": False, "error": "HerdrDown", "reason": line, "problems": [line], "hint": None, "exit_code": 3,
+        "next": [{"do": "resume", "task": None, "command": f"orch wait --run {RUN} --json",
+                  "why": "herdr is down or not answering: tell the user and stop; run this once they say herdr is back"}],
+    }  # fmt: skip
+    assert (run_of(engine).status, run_of(engine).stopped_at) == ("interrupted", f"herdr is {why} during orch wait")
+    assert [(w.task_label, w.state) for w in engine.ledger.list_workers(RUN)] == before
+    assert (engine.run_dir(RUN) / "report.md").exists()
+
+
+def test_herdr_down_in_a_door_command_on_an_orch_run_run_says_orch_resume(engine: Engine, herdr: FakeHerdr) -> None:
+    """A door command on a run `orch run` drives (e.g. the person's `orch answer`) goes on with `orch resume RUN`."""
+    from click.testing import CliRunner
+
+    from orchestrator.cli import cli
+
+    engine.ledger.update_run(RUN, controller_kind="run")
+    herdr.fail_next("agent list", error=_hangs("agent list"))
+
+    shown = CliRunner().invoke(cli, ["observe", "--once", "--run", RUN], obj={"engine": engine})
+
+    assert (shown.exit_code, shown.stdout) == (3, "")
+    assert shown.stderr.endswith(f"`orch resume {RUN}` once it is back\n")
