@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator import claims, git
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import ExitCode, OrchError, one_line
+from packets.render import COMMIT_TRAILER_KEY
 from orchestrator.verify import blocked_by_verification, stored_verification
 from registry.facts import FactKind, Held, IntegratedCause, Integration, IntegrationConflict
 from registry import Effect, EffectStatus, Run, Worker, WorkerState
@@ -262,7 +263,23 @@ def held_back(workers: list[Worker]) -> dict[str, tuple[tuple[str, ...], tuple[s
     return held
 
 
-def _failure(run: Run, into: str, items: list[IntegrationItem], stopped: str | None) -> IntegrateFailure | None:
+def carried_work(repo: str, base: str, head: str, worker: Worker, workers: list[Worker]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """(the workers, the files) when an accepted head carries commits whose Orch-Task trailer names another worker of
+    the run whose work is not accepted (a sibling shares its owner's branch, so the owner's head can hold a rejected,
+    blocked or unfinished sibling's commits); None when it carries only its own and accepted work."""
+    others = {w.task_label for w in workers if w.task_label != worker.task_label and w.final_disposition is not S.ACCEPTED}
+    if not others:
+        return None
+    by: set[str] = set()
+    files: set[str] = set()
+    for sha in git.commits_between(repo, base, head):
+        if names := set(git.trailer_values(repo, sha, COMMIT_TRAILER_KEY)) & others:
+            by |= names
+            files |= set(git.commit_paths(repo, sha))
+    return (tuple(sorted(by)), tuple(sorted(files))) if by else None
+
+
+def _failure(run: Run, into: str, items: list[IntegrationItem], stopped: str | None, paused: tuple[str, ...] = ()) -> IntegrateFailure | None:
     held = [i for i in items if i.outcome == "held"]
     unrelated = [i.task for i in items if i.outcome == "unrelated"]
     if unrelated:
@@ -281,8 +298,13 @@ def _failure(run: Run, into: str, items: list[IntegrationItem], stopped: str | N
         by = sorted({b for i in held for b in i.held_by})
         listed = "; ".join(f"{i.task} (shares {', '.join(i.overlap)} with {', '.join(i.held_by)})" if i.overlap else f"{i.task} (held by {', '.join(i.held_by)})" for i in held)
         first = by[0]
+        blocked = [b for b in by if b in paused]
+        unaccepted = [b for b in by if b not in paused]
+        why = [f"{', '.join(blocked)} {'is' if len(blocked) == 1 else 'are'} blocked by verification"] if blocked else []
+        if unaccepted:
+            why.append(f"{', '.join(unaccepted)} {'has' if len(unaccepted) == 1 else 'have'} commits on that branch and {'is' if len(unaccepted) == 1 else 'are'} not accepted")
         return IntegrateFailure(
-            reason=f"integration paused for {listed}: {', '.join(by)} {'is' if len(by) == 1 else 'are'} blocked by verification",
+            reason=f"integration paused for {listed}: {'; '.join(why)}",
             hint=f"ask the person, then `orch send --run {run.run_id} {first} --kind follow-up TEXT` or `orch verify --run {run.run_id} --supersede {first} --reason TEXT`, and integrate again",
         )
     return None
@@ -320,6 +342,11 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
             continue
         if not run.repo_path or not run.base_sha:
             raise OrchError(f"run {run.run_id} has no repository path or base SHA recorded; cannot create {into}")
+        if (carried := carried_work(run.repo_path, run.base_sha, head, worker, workers)) is not None:
+            # Siblings share a branch: merging this head would merge the not-accepted sibling's commits with it.
+            by, files = carried
+            results.append(item.model_copy(update={"outcome": "held", "held_by": by, "overlap": files, "integrated_sha": worker.integrated_sha}))
+            continue
         if worker.integrated_sha and git.is_ancestor(run.repo_path, head, f"refs/heads/{into}"):
             # Asked of the repository, not the worktree: integrating again after retire removed it opens nothing.
             results.append(item.model_copy(update={"outcome": "already integrated", "integrated_sha": worker.integrated_sha}))
@@ -356,7 +383,7 @@ def integrate_run(engine: Engine, run: Run) -> IntegrateResult:
     if unrelated:
         detail["unrelated"] = unrelated
     engine.ledger.record_fact(run.run_id, FactKind.INTEGRATION, detail=detail)
-    return IntegrateResult(**base, worktree=str(worktree) if worktree else None, items=tuple(results), stopped_at=stopped, failure=_failure(run, into, results, stopped))
+    return IntegrateResult(**base, worktree=str(worktree) if worktree else None, items=tuple(results), stopped_at=stopped, failure=_failure(run, into, results, stopped, paused))
 
 
 # --- rendering -----------------------------------------------------------------------------------------------------

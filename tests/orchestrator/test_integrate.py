@@ -262,3 +262,23 @@ def test_a_dirty_integration_worktree_is_kept_and_named_with_how_to_remove_it(tm
     assert render_retire(result).splitlines()[-1] == f"Integration worktree {worktree}: kept ({reason})"
     assert (worktree / "scratch.txt").exists()
     assert render_report(build_report(fleet.engine.ledger, RUN_ID)).splitlines()[5] == f"Retired: run worktree {worktree} retained ({reason})"
+
+
+def test_an_accepted_head_carrying_a_not_accepted_workers_commit_is_held_not_merged(tmp_path: Path, git_repo: Any) -> None:
+    # A sibling shares its owner's branch: the owner's accepted head can hold the sibling's commits. Here survey (still
+    # working, not accepted) committed on api-docs' branch before api-docs did; merging api-docs would merge it too.
+    fleet = Fleet(tmp_path, git_repo, integration=OPT_IN)
+    theirs = fleet.commit("api-docs", {"docs/notes.md": "notes\n"}, message="survey notes\n\nOrch-Task: survey")
+    docs = fleet.commit("api-docs", {"docs/api.md": "# API\n"}, message="api docs\n\nOrch-Task: api-docs")
+    fleet.result("api-docs", body([theirs, docs], ["docs/api.md", "docs/notes.md"], [("test -f docs/api.md", 0)]))
+    verify_run(fleet.engine, fleet.run)
+    assert fleet.state("api-docs") == ("accepted", "accepted")
+
+    result = integrate_run(fleet.engine, fleet.run)
+
+    assert [(i.task, i.outcome, i.held_by, i.overlap) for i in result.items] == [("api-docs", "held", ("survey",), ("docs/notes.md",))]
+    assert result.failure is not None and result.failure.reason == (
+        "integration paused for api-docs (shares docs/notes.md with survey): survey has commits on that branch and is not accepted"
+    )
+    assert fleet.repo.git("branch", "--list", INTO) == ""
+    assert fleet.engine.ledger.get_worker(RUN_ID, "api-docs").integrated_sha is None
