@@ -170,7 +170,7 @@ class RealWorld:
 def stable_report(world: RealWorld, run_id: str) -> str:
     """`orch report` with its run id, temp paths, herdr ids and SHAs made stable (w1:pN, wN, <sha>, <base>)."""
     text = world.orch("report", "--run", run_id).stdout
-    text = text.replace(run_id, "<run>").replace(str(world.root), "<root>")
+    text = text.replace(str(world.run_dir(run_id)), "<home>/runs/<run>").replace(run_id, "<run>").replace(str(world.root), "<root>")
     text = re.sub(r"pane w1:p[2-9]\d*", "pane w1:pN", re.sub(r"workspace w[2-9]\d*", "workspace wN", text))
     return re.sub(r"\b[0-9a-f]{12}\b", "<base>", re.sub(r"\b[0-9a-f]{7}\b", "<sha>", text))
 

@@ -9,6 +9,8 @@ import pytest
 from real_world import RealWorld, lane_kinds, demo_plan, stable_report
 
 from herdr_sim.model.brains import Spec
+from orchestrator.quirks import quirks
+from registry import EffectStatus
 
 pytestmark = pytest.mark.real_agents
 
@@ -39,12 +41,22 @@ def test_demo_plan_passes_with_three_real_workers(real_world: Callable[..., Real
         "area-tests: `python3 -m unittest discover -s tests -q -p 'test_area*.py'` exit 0 -> accepted; "
         "usage-docs: `grep -q 'Python 3.11' docs/usage.md` exit 0 -> accepted\n"
         "Retired: greeting pane w1:pN closed; greeting worktree <root>/src/acme/widgets.worktrees/widgets-feat-greeting "
-        "removed; greeting workspace wN closed; area-tests pane w1:pN closed; usage-docs pane w1:pN closed; "
-        "usage-docs worktree <root>/src/acme/widgets.worktrees/widgets-docs-usage removed; usage-docs workspace wN closed\n"
+        "removed; greeting workspace wN closed (by herdr when its pane moved out); area-tests pane w1:pN closed; "
+        "usage-docs pane w1:pN closed; usage-docs worktree <root>/src/acme/widgets.worktrees/widgets-docs-usage removed; "
+        "usage-docs workspace wN closed (by herdr when its pane moved out); "
+        "run worktree <home>/runs/<run>/integration removed (chore/demo-integration keeps its merges)\n"
         "Blockers: none\n"
     ), world.diagnose(done)
-    # Every real agent exited at retire, by its own exit command (a kill would have left the pane retained).
+    # Every real agent exited at retire, by its own exit command (a kill would have left the pane retained): the stop
+    # ladder typed the kind's command (`/quit` for pi, `/exit` for the others), then saw the shell come back.
     assert world.agent_processes() == [], world.diagnose(done)
+    engine = world.engine()
+    try:
+        typed = {(e.task_label, e.request.get("text")) for e in engine.ledger.list_effects(run_id, status=EffectStatus.CONFIRMED)
+                 if e.kind == "pane_send_text"}  # fmt: skip
+    finally:
+        engine.close()
+    assert typed == {(task, quirks(kind).exit_command) for task in TASKS}, typed
     run_dir = world.run_dir(run_id)
     for task in TASKS:
         packet = (run_dir / "packets" / f"{task}.md").read_text()

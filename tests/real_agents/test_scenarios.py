@@ -50,7 +50,7 @@ def test_a_false_claim_is_rejected_on_re_run(real_world: Callable[..., RealWorld
         f"had to change files; cited file docs/usage.md does not exist at <base>; check {check} failed on re-run (exit 2); "
         f"worker reported {check} passing, but it does not pass on re-run)\n"
         "Retired: usage-docs pane w1:pN closed; usage-docs worktree <root>/src/acme/widgets.worktrees/widgets-docs-usage "
-        "removed; usage-docs workspace wN closed\n"
+        "removed; usage-docs workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: none\n"
     ), text
     assert world.agent_processes() == [], world.diagnose(done)
@@ -75,7 +75,7 @@ def test_a_silent_worker_is_asked_for_its_result_once_then_failed(real_world: Ca
         "Callbacks: run <run>; usage-docs 0 accepted; missing result: usage-docs\n"
         "Verification: usage-docs: not verified\n"
         "Retired: usage-docs pane w1:pN closed; usage-docs worktree <root>/src/acme/widgets.worktrees/widgets-docs-usage "
-        "removed; usage-docs workspace wN closed\n"
+        "removed; usage-docs workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: usage-docs failed: done without a result after being asked for it once; no change of state or output "
         "across 3 consecutive check-ins\n"
     ), text
@@ -137,7 +137,7 @@ def test_a_question_the_person_answers_through_orch_answer(real_world: Callable[
         "Verification: usage-docs: `grep -q 'Python 3.11' docs/usage.md` exit 0 -> accepted\n"
         # Without [integration] accepted work stays on its branch, and so its worktree is kept (README, "Integration").
         "Retired: usage-docs pane w1:pN closed; usage-docs worktree <root>/src/acme/widgets.worktrees/widgets-docs-usage "
-        "retained (not integrated: commit <sha> exists only on docs/usage); usage-docs workspace wN closed\n"
+        "retained (not integrated: commit <sha> exists only on docs/usage); usage-docs workspace wN closed (by herdr when its pane moved out)\n"
         "Blockers: none\n"
     ), text + world.diagnose(done)
     # The real agent received the person's words in an `answer` envelope, and worked them into the guide.
