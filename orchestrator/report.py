@@ -28,7 +28,7 @@ from registry import (
     WorkerState,
 )
 from registry.facts import LOST, FactKind, Lost
-from registry.machine import LADDER_DONE, NOT_DISPATCHED, RESOLVING
+from registry.machine import LADDER_DONE, NOT_DISPATCHED, RESOLVING, UNACCEPTED
 
 # --- what the report reads beyond the ledger's own journal kinds (the phases that write them must agree) ---------
 
@@ -164,7 +164,7 @@ class RetiredItem(_Model):
     seqs: tuple[int, ...]
 
 
-BlockerKind = Literal["run_failed", "question", "blocked", "verification_blocked", "integration_paused", "failed", "in_flight", "skipped", "base_moved", "layout"]
+BlockerKind = Literal["run_failed", "question", "blocked", "verification_blocked", "integration_paused", "integration_held", "failed", "in_flight", "skipped", "base_moved", "layout"]
 
 
 class Blocker(_Model):
@@ -624,8 +624,15 @@ def _integration_blockers(workers: Sequence[Worker], journal: _Journal) -> list[
         worker = by_task.get(entry["task"])
         if worker is None or worker.integrated_sha:
             continue
-        by = ", ".join(b for b in entry.get("by", []) if isinstance(b, str)) or "a blocked worker"
+        holders = [b for b in entry.get("by", []) if isinstance(b, str)]
+        by = ", ".join(holders) or "a blocked worker"
         files = ", ".join(f for f in entry.get("files", []) if isinstance(f, str))
+        if holders and all((h := by_task.get(b)) is not None and h.final_disposition in UNACCEPTED for b in holders):
+            # Held by a sibling whose work was turned down (its commits are on this branch): no decision in this run
+            # can change that, so it is said, not waited on; the branch keeps both workers' commits.
+            text = f"not merged: its branch carries commits of {by}, whose work was not accepted ({files or 'see its commits'}); remove them from the branch or send {by} back, then integrate again"
+            out.append(Blocker(task=worker.task_label, name=worker.name, kind="integration_held", text=text, seqs=(last.seq,)))
+            continue
         text = f"not merged: paused by {by}" + (f" (both change {files})" if files else "")
         out.append(Blocker(task=worker.task_label, name=worker.name, kind="integration_paused", text=text, seqs=(last.seq,)))
     unrelated = last.detail.get("unrelated")
