@@ -817,6 +817,10 @@ def test_skill_md_drives_the_six_worker_run_to_partial_in_its_call_budget_with_n
     assert (finished["finished"], finished["exit_code"], report["verdict"]) == (True, 10, "PARTIAL"), finished["report_text"]
     assert {w["task"]: w["disposition"] for w in report["workers"]} == {
         "core": "accepted", "owner": "accepted", "sibling": "rejected", "cli": "accepted", "silent": "failed", "ext": "accepted"}
+    # The owner's branch carries the rejected sibling's commit: the owner is accepted but never merged with it (said in
+    # blockers, not waited on), and nothing of the sibling's reaches the integration branch.
+    assert [(b["task"], b["kind"]) for b in report["blockers"]] == [("silent", "failed"), ("owner", "integration_held")], report["blockers"]
+    assert "sibling" not in world.repo.git("log", "--format=%(trailers:key=Orch-Task,valueonly)", "chore/integrate-six").split()
     # ext started from the integration branch holding core (the chain), and the sibling's false claim was caught.
     assert world.repo.git("show", "feat/ext:src/ext/seen-core.txt") == "core"
     [sibling] = [v for v in report["verification"] if v["task"] == "sibling"]
