@@ -45,6 +45,8 @@ WAIT_POLL_S = 1.0
 QUIET = frozenset({
     "working", "turn_not_finished", "answered", "asked_for_result", "asked_to_repeat", "report", "started", "slot_freed", "integrated",
     "queued", "slot_kept", "herdr_unavailable",
+    # Said at every check-in between asking a silent worker for its result and failing it: the failure wakes the wait.
+    "settled_without_result",
 })  # fmt: skip
 Woke = Literal["callback", "decision", "verified", "failed", "finish", "timeout"]
 
@@ -222,7 +224,7 @@ def _woke(notes: Sequence[Observation], steps: Sequence[NextStep], verified: boo
     whats = {o.what for o in notes} - QUIET
     if whats & {"needs_answer", "blocked", "blocked_ui", "approval"} or any(s.do in ("answer", "decide") for s in steps):
         return "decision"
-    if whats & {"failed", "gone", "settled_without_result", "skipped", "start_failed", "send_failed"}:
+    if whats & {"failed", "gone", "skipped", "start_failed", "send_failed"}:
         return "failed"
     if verified or "verified" in whats:
         return "verified"

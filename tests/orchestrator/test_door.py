@@ -203,3 +203,14 @@ def test_an_orch_run_runs_door_commands_print_no_next_step(tmp_path: Path, git_r
     run = fleet.engine.ledger.create_run("w1:p1-20261130T090000Z", controller_target="w1:p1", fields={"controller_kind": "run"})
 
     assert (next_after(fleet.engine, run), next_after(fleet.engine, fleet.run)[0].do) == ((), "wait")
+
+
+def test_a_wait_does_not_return_for_a_silent_worker_already_asked_only_when_it_is_failed() -> None:
+    # Said at every check-in between the ask and the failure: returning for each cost the controller a wasted call.
+    from orchestrator.door import _woke
+    from orchestrator.observe import Observation
+
+    asked = Observation(round=4, task="silent", what="settled_without_result", text="idle without a result after being asked for it")
+    failed = Observation(round=6, task="silent", what="failed", text="no change of state or output across 3 consecutive check-ins")
+
+    assert (_woke([asked], [], verified=False), _woke([asked, failed], [], verified=False)) == (None, "failed")
