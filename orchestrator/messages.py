@@ -97,7 +97,15 @@ def send_message(
         # The same message again (a re-run after success) replays its effect below; only a new one is judged by state.
         _refuse(worker, kind)
     target = _target(worker)
-    status = agent_status or engine.herdr.agent_get(target).agent_status
+    try:
+        status = agent_status or engine.herdr.agent_get(target).agent_status
+    except HerdrNotFound:
+        # A settled worker's agent exits to free its slot (or a person closed it): a message has nobody to reach.
+        raise OrchError(
+            f"worker {task} has no agent in herdr any more ({target} is gone): the {kind} was not sent",
+            hint=f"its work is kept (branch {worker.branch or 'none'}, `orch status --run {run.run_id}`); orch cannot send it back "
+            "once its agent has exited: tell the user, who may have the work redone in a new run",
+        ) from None
     may_interrupt = kind == "stop" or (kind == "follow-up" and urgent)
     if status not in AT_REST and not (may_interrupt and status == "working"):
         allowed = "idle, done or working" if may_interrupt else "idle or done"

@@ -630,7 +630,8 @@ def _integration_blockers(workers: Sequence[Worker], journal: _Journal) -> list[
         if holders and all((h := by_task.get(b)) is not None and h.final_disposition in UNACCEPTED for b in holders):
             # Held by a sibling whose work was turned down (its commits are on this branch): no decision in this run
             # can change that, so it is said, not waited on; the branch keeps both workers' commits.
-            text = f"not merged: its branch carries commits of {by}, whose work was not accepted ({files or 'see its commits'}); remove them from the branch or send {by} back, then integrate again"
+            text = (f"not merged: its branch carries commits of {by}, whose work was not accepted ({files or 'see its commits'}); "
+                    f"for the user to decide: have that work redone and accepted, or take those commits off the branch, then integrate again")
             out.append(Blocker(task=worker.task_label, name=worker.name, kind="integration_held", text=text, seqs=(last.seq,)))
             continue
         text = f"not merged: paused by {by}" + (f" (both change {files})" if files else "")

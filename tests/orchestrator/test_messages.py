@@ -198,3 +198,20 @@ def test_a_prompt_that_timed_out_without_a_trace_is_one_question_with_the_comman
     )
     engine.ledger.record_fact(RUN, "effect_decided", task_label="feature-a", detail={"effect_id": effect.id, "answer": "unsent"})
     assert _settled(engine, effect) == ("NotDone", "the person said it was not sent")
+
+
+def test_a_message_to_a_worker_whose_agent_is_gone_is_one_line_and_records_nothing(engine: Engine, herdr: FakeHerdr) -> None:
+    # A settled worker's agent exits to free its slot for a queued one: the trial's controller then tried to send a
+    # rejected worker back and met herdr's raw "not found" with no hint.
+    run = engine.ledger.get_run(RUN)
+    herdr.pane_close(PANE)
+
+    with pytest.raises(OrchError) as caught:
+        send_message(engine, run, "feature-a", "answer", "Keep English only.")
+
+    assert (caught.value.message, caught.value.hint) == (
+        f"worker feature-a has no agent in herdr any more ({PANE} is gone): the answer was not sent",
+        f"its work is kept (branch none, `orch status --run {RUN}`); orch cannot send it back once its agent has exited: "
+        "tell the user, who may have the work redone in a new run",
+    )
+    assert engine.ledger.list_effects(RUN) == []
