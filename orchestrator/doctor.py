@@ -8,6 +8,8 @@ probe agent at the scripted model instead of its provider (orchestrator/offline.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import contextlib
 import re
 import shutil
@@ -26,13 +28,15 @@ from orchestrator.engine import Engine
 from orchestrator.errors import ConfigError, HerdrAgentNotReady, HerdrError, HerdrNotFound, OrchError, one_line
 from orchestrator.herdr_models import AT_REST, AgentPrompted, IntegrationEntry, WorkspaceCreated
 from orchestrator.intake import save_message_limit
-from orchestrator.offline import OFFLINE_KINDS, OfflineModel
 from orchestrator.plan import ResolvedPlan, load_plan
 from orchestrator.preflight import integration_problems, describe_integration
 from orchestrator.quirks import excerpt, quirks
 from packets.render import CONTRACT_RULES_TAIL, SEND_INTRO
 from registry.facts import FactKind
 from registry import InboxVerdict, Run, Worker, WorkerState, make_run_id
+
+if TYPE_CHECKING:
+    from orchestrator.offline import OfflineModel
 
 PROBE_MESSAGE = "probe ok"
 PROBE_KIND = "update"
@@ -179,7 +183,7 @@ def doctor(engine: Engine, plan_path: Path, *, callback_timeout_s: float = DEFAU
     probe = _probe_engine(engine, scratch / "home")
     try:
         with contextlib.ExitStack() as stack:
-            model = stack.enter_context(OfflineModel(scratch)) if offline else None
+            model = stack.enter_context(_offline_model(scratch)) if offline else None
             run = _probe_run(probe, plan, kinds, scratch)
             checks = tuple(
                 c.model_copy(update={"hint": exact_hint(c.hint, plan_path, offline=offline)})
@@ -247,12 +251,12 @@ def _check_kind(probe: Engine, plan: ResolvedPlan, run: Run, kind: str, entries:
         if model is not None:
             offline = model.agent(kind)
             if offline is None:
-                raise _Failed(f"{kind}: no offline configuration for this kind (--offline knows {', '.join(OFFLINE_KINDS)})", HINT_OFFLINE)
+                raise _Failed(f"{kind}: no offline configuration for this kind (--offline knows {', '.join(_offline_kinds())})", HINT_OFFLINE)
         _probe(probe, plan, run, kind, scratch / "worktrees" / kind, timeout_s, state, offline)
         check = state["check"].model_copy(update={"ok": True})
     except _Failed as failed:
         check = state["check"].model_copy(update={"failure": failed.line, "hint": failed.hint or None})
-    if model is not None and kind in OFFLINE_KINDS and check.installed and kind not in problems:
+    if model is not None and kind in _offline_kinds() and check.installed and kind not in problems:
         check = check.model_copy(update={"model_requests": model.requests(f"doctor-{kind}")})
     return check.model_copy(update={"seconds": round(clock.monotonic() - started, 1)})
 
@@ -482,4 +486,18 @@ def render_doctor(result: DoctorResult) -> str:
         total = len(result.kinds)
         lines.append(f"doctor: {len(bad)} of {total} agent kind{'s' if total != 1 else ''} failed ({', '.join(bad)}); fix {'it' if len(bad) == 1 else 'them'} before the fleet")
     return "\n".join(lines) + "\n"
+
+
+# The scripted model lives in the simulator package: loaded only when --offline asks for it, so `orch --help` and
+# the live doctor never import herdr_sim (tests/orchestrator/test_cli_imports.py).
+def _offline_model(scratch: Path) -> OfflineModel:
+    from orchestrator.offline import OfflineModel
+
+    return OfflineModel(scratch)
+
+
+def _offline_kinds() -> tuple[str, ...]:
+    from orchestrator.offline import OFFLINE_KINDS
+
+    return tuple(OFFLINE_KINDS)
 

@@ -73,6 +73,7 @@ def test_full_ladder_exits_the_agent_closes_the_pane_and_removes_the_worktree(wo
                       {"kind": "workspace", "id": linked, "action": "gone", "reason": None}],
         }],
         "workspaces": [],
+        "integration": None,
     }  # fmt: skip
     assert herdr_error(world, "agent", "get", "feature-a") == "agent_not_found"
     assert herdr_error(world, "pane", "get", pane) == "pane_not_found"
