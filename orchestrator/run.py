@@ -254,6 +254,10 @@ def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
         if pane is None:
             if workspace_gone and worker.state is S.PROVISIONING:
                 lines += restart(engine, run, worker, f"herdr no longer has the run's workspace {workspace} (herdr restarted while orch was stopped)")
+            elif worker.state is S.PROVISIONING and (lost := _lost_split_target(engine, run, worker)) is not None:
+                # A sibling split from its owner's pane before herdr lost it: its split, asked again, would name the
+                # owner's new pane under the first start's key.
+                lines += restart(engine, run, worker, f"the pane {lost} it was being split from is gone (herdr restarted while orch was stopped)")
             continue
         try:
             info = herdr.pane_get(pane)
@@ -290,6 +294,18 @@ def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
     for line in lines:
         progress.note(line, engine.clock.now())
     return lines
+
+
+def _lost_split_target(engine: Engine, run: Run, worker: Worker) -> str | None:
+    """The pane a pane-less worker's recorded split was asked of, when herdr no longer has it (None otherwise)."""
+    for effect in engine.ledger.list_effects(run.run_id, task_label=worker.task_label):
+        target = effect.request.get("pane") if effect.kind == "pane_split" and effect.status is not EffectStatus.ABANDONED else None
+        if isinstance(target, str):
+            try:
+                engine.herdr.pane_get(target)
+            except HerdrNotFound:
+                return target
+    return None
 
 
 def _packet_may_have_landed(engine: Engine, run: Run, worker: Worker) -> bool:

@@ -248,3 +248,32 @@ def test_resume_after_herdr_lost_the_panes_starts_again_each_worker_no_packet_re
     # The new start's effects have keys of their own: nothing of the first start is replayed.
     assert [engine.start_key(RUN, t, "agent_start") for t in moves] == ["ready:start2:agent_start", "prompted:agent_start", "provisioning:start2:agent_start", "dispatched:agent_start"]
     engine.close()
+
+
+def test_resume_starts_again_a_sibling_whose_split_was_asked_of_an_owner_pane_herdr_lost(tmp_path: Path) -> None:
+    # Found by .ci/run: the owner was started again, its sibling (no pane yet, its split intended from the owner's old
+    # pane) was not, and its split asked again of the owner's new pane under the first start's key was refused as a
+    # different request. While the pane it was split from still exists (orch died, herdr did not) nothing is restarted.
+    from fake_herdr import FakeHerdr
+
+    from orchestrator.run import reread_world
+
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    herdr = FakeHerdr(cwd=tmp_path)
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock(), env={})  # type: ignore[arg-type]
+    ledger = engine.ledger
+    run = ledger.create_run(RUN, controller_target="w1:p1", fields={"controller_kind": "run", "workspace_id": "w1", "repo_tab_id": "w1:t1"})
+    ledger.add_worker(RUN, "sibling", name="sibling", kind="codex", objective="x")
+    ledger.add_worker(RUN, "kept", name="kept", kind="codex", objective="x")
+    split = ledger.intend(RUN, "sibling", "pane_split", "sibling:pane_split", {"pane": "w9:p3", "cwd": str(tmp_path)})
+    ledger.intend(RUN, "kept", "pane_split", "kept:pane_split", {"pane": "w1:p1", "cwd": str(tmp_path)})  # the controller's: still there
+
+    lines = reread_world(engine, run, Progress(io.StringIO(), live=False))
+
+    assert lines == [
+        "sibling: started again: the pane w9:p3 it was being split from is gone (herdr restarted while orch was stopped) while it was "
+        "provisioning, before any packet was sent, so nothing of its work can be lost"
+    ]
+    assert str(ledger.get_effect(split.id).status) == "abandoned"
+    assert [engine.start_key(RUN, t, "pane_split") for t in ("sibling", "kept")] == ["sibling:start2:pane_split", "kept:pane_split"]
+    engine.close()
