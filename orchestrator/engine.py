@@ -396,15 +396,21 @@ class Engine:
             self.acting_on = run_id
             if path in self._driving:
                 return
-        try:
-            driver.acquire(path, run_id, command=self.command, since=self.clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
-        except OSError as exc:
-            raise storage_error(exc, str(self.settings.orch_home)) or OrchError(
-                f"cannot lock run {run_id} at {path}: {exc.strerror or exc}",
-                hint=f"orch keeps its state in {self.settings.orch_home}: make it writable (or point ORCH_HOME elsewhere)",
-            ) from None
+        self._hold(path, run_id, f"run {run_id}")
         with self._lock:
             self._driving.append(path)
+
+    def _hold(self, path: Path, run_id: str, what: str, doing: str | None = None) -> None:
+        """Take the lock at ``path`` (orchestrator.driver); a failing lock file is the one storage line."""
+        from orchestrator import driver
+
+        try:
+            driver.acquire(path, run_id, command=self.command, since=self.clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), doing=doing)
+        except OSError as exc:
+            raise storage_error(exc, str(self.settings.orch_home)) or OrchError(
+                f"cannot lock {what} at {path}: {exc.strerror or exc}",
+                hint=f"orch keeps its state in {self.settings.orch_home}: make it writable (or point ORCH_HOME elsewhere)",
+            ) from None
 
     def let_go(self, run_id: str) -> None:
         """Stop driving the run (``drive`` undone): `orch wait` drives only while it checks in, so a person's
@@ -426,7 +432,6 @@ class Engine:
         taken) a second `orch run PLAN` started in the same pane at the same instant would find no run either, and
         start a second one. So this process holds the plan's start lock (``<ORCH_HOME>/starting/``, one per pane and
         plan file) from here until ``started``: the second is refused naming it, before it reads herdr."""
-        from orchestrator import driver
 
         pane = self.env.get("HERDR_PANE_ID")
         if not pane:
@@ -434,14 +439,7 @@ class Engine:
         plan = str(plan_path.absolute())
         digest = hashlib.sha256(f"{pane}\0{plan}".encode()).hexdigest()[:20]
         lock = self.settings.orch_home / "starting" / f"{digest}.lock"
-        try:
-            driver.acquire(lock, "", command=self.command, since=self.clock.now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                           doing=f"a run of {plan_path} is being started in pane {pane}")
-        except OSError as exc:
-            raise storage_error(exc, str(self.settings.orch_home)) or OrchError(
-                f"cannot lock the start of {plan_path} at {lock}: {exc.strerror or exc}",
-                hint=f"orch keeps its state in {self.settings.orch_home}: make it writable (or point ORCH_HOME elsewhere)",
-            ) from None
+        self._hold(lock, "", f"the start of {plan_path}", doing=f"a run of {plan_path} is being started in pane {pane}")
         with self._lock:
             self._driving.append(lock)
             self._starting = lock
