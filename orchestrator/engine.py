@@ -144,7 +144,7 @@ class Engine:
     # The run this process last drove (kept after ``let_go``): a herdr outage that ends a door command stops it
     # (orchestrator.door.stop_for_outage).
     acting_on: str | None = None
-    _starting: Path | None = field(default=None, repr=False)  # the plan's start lock, while `orch run` creates its run
+    _starting: Path | None = field(default=None, repr=False)  # the plan's start lock, while `orch run` or `orch preflight` creates its run
     # Resolved plan snapshots, by path and content (see plan_for).
     _plans: dict[tuple[str, bytes], ResolvedPlan] = field(default_factory=dict, repr=False)
     # An effect whose call was lost (timed out, killed, garbled) is read back this many times, this far apart,
@@ -430,12 +430,27 @@ class Engine:
 
         Between this check and the run's creation (preflight: herdr reads, then the run recorded and its own lock
         taken) a second `orch run PLAN` started in the same pane at the same instant would find no run either, and
-        start a second one. So this process holds the plan's start lock (``<ORCH_HOME>/starting/``, one per pane and
-        plan file) from here until ``started``: the second is refused naming it, before it reads herdr."""
+        start a second one. So this process holds the plan's start lock (``hold_start``) from here until ``started``:
+        the second is refused naming it, before it reads herdr."""
+        pane = self.hold_start(plan_path)
+        if pane is None:
+            return
+        try:
+            self._refuse_unfinished(plan_path, str(plan_path.absolute()), pane)
+        except BaseException:
+            self.started()
+            raise
 
+    def hold_start(self, plan_path: Path) -> str | None:
+        """Hold the start lock of ``plan_path`` in this pane (``<ORCH_HOME>/starting/``, one per pane and plan file)
+        until ``started``; RunDriven names the process that holds it. Returns the pane (None outside herdr: no lock).
+
+        `orch run PLAN` (``refuse_second_run``) and `orch preflight PLAN` (the agent controller's first call that
+        makes anything) take it: two of them started in one pane at the same instant would each make a run of the
+        plan, with its worktrees and agents. The second is refused before it reads herdr."""
         pane = self.env.get("HERDR_PANE_ID")
         if not pane:
-            return
+            return None
         plan = str(plan_path.absolute())
         digest = hashlib.sha256(f"{pane}\0{plan}".encode()).hexdigest()[:20]
         lock = self.settings.orch_home / "starting" / f"{digest}.lock"
@@ -443,11 +458,7 @@ class Engine:
         with self._lock:
             self._driving.append(lock)
             self._starting = lock
-        try:
-            self._refuse_unfinished(plan_path, plan, pane)
-        except BaseException:
-            self.started()
-            raise
+        return pane
 
     def started(self) -> None:
         """The run ``refuse_second_run`` checked for is recorded (with its own lock), or none will be: let the start

@@ -37,7 +37,13 @@ def preflight(ctx: click.Context, plan_file: Path, as_json: bool) -> None:
     """
     engine = engine_from(ctx)
     engine.ledger_mode = "new-runs"  # the one door that records a run may create the ledger
-    result = run_preflight(engine, plan_file)
+    # Two preflights of one plan in one pane at the same instant would each make a run of it: the second is refused
+    # naming the first, as a second `orch run` is (Engine.hold_start), until this one's run is recorded.
+    engine.hold_start(plan_file)
+    try:
+        result = run_preflight(engine, plan_file)
+    finally:
+        engine.started()
     stdout = sys.stdout
     symbols = stdout.isatty() and not os.environ.get("NO_COLOR")
     emit(result, as_json, lambda r: render_preflight(r, symbols=symbols))

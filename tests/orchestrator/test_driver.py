@@ -289,11 +289,14 @@ def _exec_after(barrier: Any, argv: list[str], env: dict[str, str], out: Path) -
     os.execve(sys.executable, [sys.executable, *argv[1:]], env)
 
 
+@pytest.mark.parametrize("command", ["run", "preflight"])
 def test_two_orch_runs_of_one_plan_started_at_the_same_instant_in_one_pane_one_proceeds_the_other_is_refused_naming_it(
-    tmp_path: Path, git_repo_factory: Any
+    tmp_path: Path, git_repo_factory: Any, command: str
 ) -> None:
     # Issue 21: both found no unfinished run of the plan (the check is before preflight, the run recorded after it),
     # and both went on to start the plan; two runs a second apart each made its worktrees and sent its packets.
+    # `orch preflight`, the agent controller's first call that makes anything, took no lock at all: two at once
+    # each recorded a run of the plan and made its workspace.
     import multiprocessing
 
     git_repo_factory(tmp_path / "src" / "acme" / "widgets")
@@ -310,7 +313,7 @@ def test_two_orch_runs_of_one_plan_started_at_the_same_instant_in_one_pane_one_p
     forks = multiprocessing.get_context("fork")
     barrier = forks.Barrier(2)
     outs = [tmp_path / "first.out", tmp_path / "second.out"]
-    procs = [forks.Process(target=_exec_after, args=(barrier, [*ORCH, "run", str(plan)], env, out)) for out in outs]
+    procs = [forks.Process(target=_exec_after, args=(barrier, [*ORCH, command, str(plan)], env, out)) for out in outs]
     try:
         for proc in procs:
             proc.start()
@@ -325,8 +328,8 @@ def test_two_orch_runs_of_one_plan_started_at_the_same_instant_in_one_pane_one_p
         assert len(ended) == 1 and len(calling) == 1, (calling, [out.read_text() for out in outs])
         (loser, said), (winner,) = ended[0], [p for p in procs if p.exitcode is None]
         assert calling == {str(winner.pid)}  # the refused one made no herdr call: nothing of its was made or sent
-        assert (loser.exitcode, _refusal(said.read_text(), winner.pid, "run")) == (1, (
-            f"orch: a run of {plan} is being started in pane w1:p1 by another orch process: pid <holder> (`orch run`, since <time>)\n"
+        assert (loser.exitcode, _refusal(said.read_text(), winner.pid, command)) == (1, (
+            f"orch: a run of {plan} is being started in pane w1:p1 by another orch process: pid <holder> (`orch {command}`, since <time>)\n"
             "hint: one orch process drives a run at a time, so nothing is sent twice: wait for it to end "
             "(or stop it: `kill -INT <holder>`), then try again\n"
         ))  # fmt: skip
