@@ -129,7 +129,7 @@ def packet_fields(engine: Engine, run: Run, plan: ResolvedPlan, planned: Resolve
         "verification": entry.verify or default_verification(base_sha),
         "stop_conditions": planned.stop_conditions,
         "context_files": (),
-        "callback_prefix": engine.callback_prefix(run),
+        "callback_prefix": engine.callback_prefix(run, planned.host),
         "report_dir": str(report_dir(engine.run_dir(run.run_id), planned.task)),
         "message_limit": message_limit(engine, run),
     }

@@ -44,7 +44,7 @@ WAIT_POLL_S = 1.0
 # Observations that need nothing from the controller: a wait goes on through them (they come back with what wakes it).
 QUIET = frozenset({
     "working", "turn_not_finished", "answered", "asked_for_result", "asked_to_repeat", "report", "started", "slot_freed", "integrated",
-    "queued", "slot_kept", "herdr_unavailable",
+    "queued", "slot_kept", "herdr_unavailable", "host_unreachable",
     # Said at every check-in between asking a silent worker for its result and failing it: the failure wakes the wait.
     "settled_without_result",
 })  # fmt: skip

@@ -28,6 +28,7 @@ from orchestrator.locations import LEDGER_FILE, run_dir
 from orchestrator.runlog import RunLog
 from registry.facts import EffectSettled, EffectUnknown, FactKind
 from registry import Effect, EffectStatus, Ledger, LedgerMissing, Run, RunNotFound, RunStatus, Worker
+from registry.kinds import CONTROLLER_HOST
 
 if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (`orch inbox add`) loads neither
     from orchestrator.herdr import Herdr, HerdrCli
@@ -704,12 +705,17 @@ class Engine:
 
     # --- callbacks ---
 
-    def callback_prefix(self, run: Run) -> tuple[str, ...]:
+    def callback_prefix(self, run: Run, host: str | None = None) -> tuple[str, ...]:
         """How a worker reaches its controller: it records its callback in the run's durable inbox itself.
 
         One transport for both controllers: the worker runs ``orch inbox add`` by absolute path from its own shell,
         with the run's ORCH_HOME, its text one argv word of its own process. Nothing a worker writes is typed into
         the controller's pane or passes through the controller's shell; an agent controller learns of callbacks
-        from `orch wait`, which watches the same inbox (docs/message-contract.md).
+        from `orch wait`, which watches the same inbox (docs/message-contract.md). A worker on another ``host``
+        (a plan host name) spools it on that host instead, for the controller to collect (``orchestrator.spool``).
         """
+        if host is not None and host != CONTROLLER_HOST:
+            from orchestrator import spool
+
+            return spool.callback_prefix(self.plan_for(run).plan.hosts[host], run.run_id)
         return ("env", f"ORCH_HOME={self.settings.orch_home}", orch_executable(), "inbox", "add", "--run", run.run_id)

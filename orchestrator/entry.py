@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 # The options of `orch inbox add`: exactly one of these words where TEXT would be is that option (a person's
 # `orch inbox add --run RUN --json` asks for JSON, and says no TEXT was given); after `--` it is TEXT.
-_OPTIONS = frozenset({"--json", "--check-in", "--help", "--source", "--run"})
+_OPTIONS = frozenset({"--json", "--check-in", "--help", "--source", "--run", "--spool"})
 
 
 def callback_argv(args: Sequence[str]) -> tuple[str, str] | None:
@@ -33,13 +33,22 @@ def callback_argv(args: Sequence[str]) -> tuple[str, str] | None:
     return run_id, text
 
 
+def spool_argv(args: Sequence[str]) -> tuple[str, str] | None:
+    """(run id, text) when the command line is exactly a remote worker's callback: `orch inbox add --spool --run RUN_ID
+    TEXT` (or `... -- TEXT`), the same words as ``callback_argv`` with `--spool` after `add` (orchestrator.spool)."""
+    if len(args) < 3 or list(args[:3]) != ["inbox", "add", "--spool"]:
+        return None
+    return callback_argv([*args[:2], *args[3:]])
+
+
 def with_text_last(args: Sequence[str]) -> list[str]:
     """The command line for click: a callback's TEXT that starts with `-` gets a `--` before it, so click reads it as
     TEXT, never as an option (`--json`, `--run=x`) or a usage error."""
-    found = callback_argv(args)
+    spooled = spool_argv(args)
+    found = spooled or callback_argv(args)
     if found is None or not found[1].startswith("-") or "--" in args:
         return list(args)
-    return ["inbox", "add", "--run", found[0], "--", found[1]]
+    return ["inbox", "add", *(["--spool"] if spooled else []), "--run", found[0], "--", found[1]]
 
 
 def _utf8_stdout() -> bool:
@@ -59,6 +68,19 @@ def main() -> None:
     calls first; when it cannot record (no ledger, no such run, an empty message) the command line goes to click whole,
     whose command opens the engine to say what is wrong. A failure is reported by the CLI's own error handler.
     """
+    spooled = spool_argv(sys.argv[1:])
+    if spooled is not None and _utf8_stdout():
+        try:
+            from orchestrator.spool import render_spooled, spool_message
+
+            sys.stdout.write(render_spooled(spool_message(os.environ, spooled[0], spooled[1], sys.stdin.buffer), spooled[0]))
+            sys.stdout.flush()
+            return
+        except BaseException:
+            from orchestrator.cli import error_handler
+
+            with error_handler():
+                raise
     found = callback_argv(sys.argv[1:])
     if found is not None and _utf8_stdout():
         try:

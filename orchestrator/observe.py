@@ -29,6 +29,7 @@ from packets.result import parse_result
 from registry.facts import LOST, FactKind, Lost, PlannedAnswerUnsent, Report, TabRenamed
 from registry import Effect, EffectStatus, InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
 from registry.machine import AT_WORK, OPEN, WAITING_ON_PERSON
+from registry.kinds import CONTROLLER_HOST
 
 S = WorkerState
 STALL_LIMIT = 3  # spec §5: no state or output change across 3 consecutive check-ins
@@ -61,6 +62,8 @@ What = Literal[
     "started", "skipped", "queued", "slot_freed", "slot_kept", "integrated", "start_failed",
     # A result verified in the check-in that received it (the agent controller's door, orchestrator.door).
     "verified",
+    # A remote host's spool of callbacks could not be collected this round (orchestrator.spool): they wait there.
+    "host_unreachable",
 ]  # fmt: skip
 _STEP_WHAT: dict[str, What] = {
     "started": "started", "skipped": "skipped", "queued": "queued", "freed": "slot_freed", "kept": "slot_kept",
@@ -199,6 +202,7 @@ class _Round:
             # (orchestrator.run), instead of being checked in on forever.
             self.note(None, "herdr_unavailable", exc.message)
             return False
+        self.collect_spools()
         for message in self.ledger.list_inbox(self.run.run_id, unhandled=True):
             self.inbound(message)
         self.repeats()
@@ -210,6 +214,17 @@ class _Round:
             if worker.task_label not in self.prompted:
                 self.check(worker)
         return True
+
+    def collect_spools(self) -> None:
+        """Bring home the callbacks remote workers spooled on their hosts (orchestrator.spool): recorded through the one
+        intake, then acted on with the rest of the inbox this round. A host not reached keeps them for the next round."""
+        if not any(w.host != CONTROLLER_HOST for w in self.ledger.list_workers(self.run.run_id)):
+            return
+        from orchestrator.spool import collect
+
+        for found in collect(self.engine, self.run):
+            if found.problem is not None:
+                self.note(None, "host_unreachable", f"host {found.host}: {found.problem}")
 
     def layout(self) -> None:
         """The Layout Contract read back at every check-in: a live worker's tab renamed outside orch is renamed back.

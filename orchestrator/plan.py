@@ -170,6 +170,8 @@ class Host(_Model):
     """Absolute path of the repository's primary checkout on that host; its worktrees go beside it in `<repo>.worktrees/`, as on the controller."""
     orch: StrictStr = Field(default="orch", min_length=1, max_length=ITEM_MAX)
     """The `orch` executable on that host (a name on the PATH of a non-interactive SSH shell, or an absolute path)."""
+    orch_home: Annotated[StrictStr, AfterValidator(_remote_absolute)] | None = None
+    """ORCH_HOME for orch on that host (absolute), where a remote worker's callbacks wait in a spool until the controller collects them; unset means that orch's own default (`~/.local/state/orch`)."""
 
     @field_validator("machine", "ssh", "orch")
     @classmethod

@@ -33,11 +33,12 @@ def inbox() -> None:
 @run_option
 @click.option("--source", default="cli", show_default=True, help="How the messages arrived (kept with them in the ledger).")
 @click.option("--check-in", "check", is_flag=True, help="Then run one check-in and say what to do next.")
+@click.option("--spool", is_flag=True, help="Keep it in this host's spool for the controller to collect (a worker on another host).")
 @json_option
 @click.argument("text", required=False)
 @click.pass_context
 def inbox_add(
-    ctx: click.Context, run_id: str | None, source: str, check: bool, as_json: bool, text: str | None
+    ctx: click.Context, run_id: str | None, source: str, check: bool, spool: bool, as_json: bool, text: str | None
 ) -> None:
     """Validate a Message Contract envelope (TEXT, or stdin with `-`) and record it; `--check-in` then acts on it.
 
@@ -52,9 +53,24 @@ def inbox_add(
       orch inbox add --run w1:p1-20260101T000000Z "[herdr-orchestration run=w1:p1-20260101T000000Z task=fix-login from=fix-login kind=update reply-to=fix-login]
       Parser done, starting on tests"
       orch inbox add --run w1:p1-20260101T000000Z - < callback.txt
+
+    With `--spool` (a worker on another host; its packet says so), the message is only kept in this host's spool
+    (`$ORCH_HOME/spool/<run>/`, written atomically), and the controller collects it over ssh at its next check-in.
     """
     if text is None:
         raise OrchError("no message given", hint="pass the envelope as TEXT, or `-` to read it from stdin")
+    if spool:
+        # A worker on another host: kept durably here, judged by the controller when it collects (orchestrator.spool).
+        if not run_id or check:
+            raise OrchError("--spool needs --run RUN_ID and takes no --check-in", hint="a remote worker's packet gives the exact command")
+        from orchestrator.spool import render_spooled, spool_message
+
+        ident = spool_message(os.environ, run_id, text, sys.stdin.buffer)
+        if as_json:
+            echo_json({"run_id": run_id, "spooled": ident})
+        else:
+            click.echo(render_spooled(ident, run_id), nl=False)
+        return
     from orchestrator.intake import Added, Intake, Raw, read, take
 
     taken: Raw | None = None
@@ -111,3 +127,49 @@ def inbox_list(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
 
     engine = engine_from(ctx)
     emit(list_messages(engine, engine.find_run(run_id)), as_json, render_list)
+
+
+@inbox.command("spooled")
+@click.option("--run", "run_id", required=True, help="The run whose spool to list.")
+@json_option
+def inbox_spooled(run_id: str, as_json: bool) -> None:
+    """List the callbacks spooled on this host for a run, not yet collected by its controller.
+
+    The controller runs it over ssh at each check-in (`--json`: every message whole, in base64) and records each
+    one in its ledger before it runs `orch inbox ack`; nothing here judges or removes anything.
+
+    \b
+    Example:
+      orch inbox spooled --run w1:p1-20260101T000000Z
+    """
+    from orchestrator.locations import locations
+    from orchestrator.spool import folder, pending
+
+    entries = pending(folder(locations(os.environ)["orch_home"], run_id))
+    if as_json:
+        echo_json({"run_id": run_id, "messages": [e.as_json() for e in entries]})
+        return
+    click.echo(f"{len(entries)} spooled for run {run_id}")
+    for entry in entries:
+        click.echo(f"  {entry.id} ({entry.size} bytes)")
+
+
+@inbox.command("ack")
+@click.option("--run", "run_id", required=True, help="The run whose spool entries the controller has recorded.")
+@json_option
+@click.argument("ids", nargs=-1)
+def inbox_ack(run_id: str, as_json: bool, ids: tuple[str, ...]) -> None:
+    """Remove spooled callbacks the controller has recorded in its ledger (it runs this over ssh after the write).
+
+    \b
+    Example:
+      orch inbox ack --run w1:p1-20260101T000000Z 01796512345678901234-4242-0a1b2c3d
+    """
+    from orchestrator.locations import locations
+    from orchestrator.spool import ack, folder
+
+    removed = ack(folder(locations(os.environ)["orch_home"], run_id), ids)
+    if as_json:
+        echo_json({"run_id": run_id, "acknowledged": removed, "named": len(ids)})
+    else:
+        click.echo(f"acknowledged {removed} of {len(ids)}")

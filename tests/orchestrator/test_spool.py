@@ -1,0 +1,202 @@
+"""A remote worker's callbacks (`orchestrator.spool`): spooled on its host, collected into the one intake exactly once.
+
+The "remote" host is a folder with its own ORCH_HOME; ssh is stubbed at the one seam (`orchestrator.remote.Runner`,
+the engine's `remote_runner`) by a runner that hands the remote command string to `sh -c` in the host's environment,
+as sshd hands it to the user's shell, so the host's real `orch` (this checkout's) answers `inbox spooled` and `ack`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from orchestrator import entry, spool
+from orchestrator.config import Settings
+from orchestrator.engine import Engine
+from orchestrator.errors import OrchError
+from orchestrator.intake import save_message_limit
+from orchestrator.plan import Host
+from packets import DEFAULT_MESSAGE_LIMIT
+from registry import InboxVerdict, WorkerState
+
+S = WorkerState
+_spec = importlib.util.spec_from_file_location("hostile_corpus", Path(__file__).with_name("test_inbox_hostile.py"))
+assert _spec is not None and _spec.loader is not None
+hostile = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = hostile
+_spec.loader.exec_module(hostile)
+RUN = hostile.RUN
+ORCH = str(Path(sys.executable).parent / "orch")
+
+
+class LocalRemote:
+    """The ssh seam run locally: `sh -c COMMAND` in the host's environment only; ``fail`` scripts exit 255 per call."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = dict(env)
+        self.commands: list[str] = []
+        self.fail: set[int] = set()
+        self.interrupt: set[int] = set()
+
+    def __call__(self, argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        assert argv[0] == "ssh" and argv[-2] == "--", argv
+        self.commands.append(argv[-1])
+        call = len(self.commands)
+        if call in self.interrupt:
+            raise KeyboardInterrupt  # the controller stopped mid-collection
+        if call in self.fail:
+            return subprocess.CompletedProcess(list(argv), 255, "", "ssh: connect to host box port 22: Connection refused")
+        done = subprocess.run(["sh", "-c", argv[-1]], env=self.env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.CompletedProcess(list(argv), done.returncode, done.stdout, done.stderr)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[Engine, LocalRemote, Path, dict[str, Host]]]:
+    """A controller ledger with run RUN whose worker fix-login runs on host "box", and that host's own ORCH_HOME."""
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "controller", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    box_home = tmp_path / "box-orch"
+    host_env = {"HOME": str(tmp_path / "box"), "PATH": os.environ["PATH"]}
+    # The controller's own process runs in pane w1:p3 of its herdr, which is a local worker's pane id too.
+    engine = Engine(settings=settings, herdr=None, env={"HERDR_PANE_ID": "w1:p3"})  # type: ignore[arg-type]
+    ledger = engine.ledger
+    ledger.create_run(RUN, controller_target="w1:p1")
+    ledger.add_worker(RUN, "docs-readme", name="docs", kind="codex", objective="x", pane_id="w1:p3", reply_target="w1:p3")
+    ledger.add_worker(RUN, "fix-login", name="fix-login", kind="codex", objective="x", pane_id="w1:p2", reply_target="w1:p2", host="box")
+    ledger.transition(RUN, "fix-login", S.PROVISIONING, S.READY)
+    ledger.transition(RUN, "fix-login", S.READY, S.DISPATCHED)
+    save_message_limit(engine, RUN, DEFAULT_MESSAGE_LIMIT)
+    runner = LocalRemote(host_env)
+    engine.remote_runner = runner
+    hosts = {"box": Host(machine="box", ssh="me@box", checkout="/srv/acme/api", orch=ORCH, orch_home=str(box_home))}
+    yield engine, runner, box_home, hosts
+    engine.close()
+
+
+def _send(box_home: Path, text: str) -> str:
+    """What the worker's packet runs on its host: `orch inbox add --spool --run RUN TEXT` (the console script)."""
+    prefix = spool.callback_prefix(Host(machine="box", ssh="me@box", checkout="/srv/x", orch=ORCH, orch_home=str(box_home)), RUN)
+    done = subprocess.run([*prefix, text], env={"HOME": str(box_home.parent / "box"), "PATH": os.environ["PATH"]},
+                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    return done.stdout
+
+
+def test_the_packet_of_a_remote_worker_spools_on_its_host(tmp_path: Path) -> None:
+    host = Host(machine="box", ssh="me@box", checkout="/srv/acme/api", orch="/opt/orch/bin/orch", orch_home="/var/orch")
+    assert spool.callback_prefix(host, RUN) == ("env", "ORCH_HOME=/var/orch", "/opt/orch/bin/orch", "inbox", "add", "--spool", "--run", RUN)
+    bare = Host(machine="box", ssh="me@box", checkout="/srv/acme/api")
+    assert spool.callback_prefix(bare, RUN) == ("orch", "inbox", "add", "--spool", "--run", RUN)
+
+
+def test_a_spooled_entry_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    folder = tmp_path / "spool" / "r"
+    first = spool.write(folder, b"one", now_ns=2)
+    second = spool.write(folder, "tw\u00f6".encode(), now_ns=1)
+    (folder / ".00000000000000000003-1-deadbeef.tmp").write_bytes(b"half")  # a crash mid-write: never an entry
+    (folder / "../../escape.msg").write_bytes(b"x")
+
+    assert [(e.id, e.data, e.size, e.complete) for e in spool.pending(folder)] == [(second, "tw\u00f6".encode(), 4, True), (first, b"one", 3, True)]
+    assert oct(folder.stat().st_mode & 0o777) == "0o700"
+    assert spool.ack(folder, [first, "../../escape", "nonsense", first]) == 1
+    assert [e.id for e in spool.pending(folder)] == [second]
+    assert spool.pending(tmp_path / "none") == []
+
+
+def test_a_message_over_the_largest_limit_keeps_its_size_hash_and_prefix(tmp_path: Path) -> None:
+    big = b"x" * (spool.KEEP_BYTES + 5)
+    kept, size, digest = spool.read_stream(io.BytesIO(big))
+    ident = spool.write(tmp_path, kept, size=size, sha256=digest)
+    (entry,) = spool.pending(tmp_path)
+
+    assert (entry.id, entry.size, entry.complete, len(entry.data)) == (ident, len(big), False, spool.PREFIX_BYTES)
+    raw = spool.to_raw(entry, DEFAULT_MESSAGE_LIMIT)
+    assert (raw.size, raw.complete, raw.sha256) == (len(big), False, digest)
+
+
+def test_spool_argv_is_the_callback_form_with_spool() -> None:
+    assert entry.spool_argv(["inbox", "add", "--spool", "--run", RUN, "text"]) == (RUN, "text")
+    assert entry.spool_argv(["inbox", "add", "--spool", "--run", RUN, "--", "--json"]) == (RUN, "--json")
+    assert entry.spool_argv(["inbox", "add", "--run", RUN, "text"]) is None
+    assert entry.spool_argv(["inbox", "add", "--spool", "--run", RUN, "-"]) is None
+    assert entry.with_text_last(["inbox", "add", "--spool", "--run", RUN, "-x"]) == ["inbox", "add", "--spool", "--run", RUN, "--", "-x"]
+
+
+def test_an_empty_spooled_message_is_refused_and_nothing_is_kept(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "ORCH_HOME": str(tmp_path / "o")}
+    with pytest.raises(OrchError) as caught:
+        spool.spool_message(env, RUN, "  \n", io.BytesIO())
+    assert caught.value.message == "the message is empty"
+    assert spool.pending(spool.folder(tmp_path / "o", RUN)) == []
+
+
+def test_a_callback_spooled_while_the_controller_is_away_is_accepted_once(world: tuple[Engine, LocalRemote, Path, dict[str, Host]]) -> None:
+    engine, runner, box_home, hosts = world
+    said = _send(box_home, hostile.env(body="Parser done."))
+    (entry_,) = spool.pending(spool.folder(box_home, RUN))
+    assert said == f"spooled {entry_.id} for run {RUN} on this host: the controller judges it when it next checks in\n"
+
+    run = engine.ledger.get_run(RUN)
+    (found,) = spool.collect(engine, run, hosts=hosts)
+
+    assert (found.host, found.already, found.problem) == ("box", 0, None)
+    assert [(a.verdict, a.task, a.kind) for a in found.added] == [(InboxVerdict.ACCEPTED, "fix-login", "update")]
+    assert [(m.source, m.verdict) for m in engine.ledger.list_inbox(RUN)] == [(f"spool:box:{entry_.id}", InboxVerdict.ACCEPTED)]
+    assert spool.pending(spool.folder(box_home, RUN)) == []
+    assert runner.commands == [
+        f"env ORCH_HOME={box_home} {ORCH} inbox spooled --run {RUN} --json",
+        f"env ORCH_HOME={box_home} {ORCH} inbox ack --run {RUN} {entry_.id}",
+    ]
+    assert spool.collect(engine, run, hosts=hosts) == [spool.Collected("box")]  # nothing left, nothing twice
+
+
+def test_a_collection_stopped_after_the_ledger_write_records_nothing_twice(world: tuple[Engine, LocalRemote, Path, dict[str, Host]]) -> None:
+    engine, runner, box_home, hosts = world
+    _send(box_home, hostile.env(kind="result", body="Done.\nChecks: none"))
+    run = engine.ledger.get_run(RUN)
+    runner.interrupt = {2}  # killed between the ledger commit and the acknowledgement
+    with pytest.raises(KeyboardInterrupt):
+        spool.collect(engine, run, hosts=hosts)
+    assert len(spool.pending(spool.folder(box_home, RUN))) == 1  # never removed before it is in the ledger
+
+    (found,) = spool.collect(engine, run, hosts=hosts)
+
+    assert (found.added, found.already, found.problem) == ((), 1, None)
+    assert [m.verdict for m in engine.ledger.list_inbox(RUN)] == [InboxVerdict.ACCEPTED]
+    assert spool.pending(spool.folder(box_home, RUN)) == []
+
+
+def test_an_unreachable_host_keeps_its_messages_for_the_next_check_in(world: tuple[Engine, LocalRemote, Path, dict[str, Host]]) -> None:
+    engine, runner, box_home, hosts = world
+    _send(box_home, hostile.env(body="one"))
+    run = engine.ledger.get_run(RUN)
+    runner.fail = {1}
+    (found,) = spool.collect(engine, run, hosts=hosts)
+    assert found == spool.Collected("box", problem="cannot list its spool: ssh: connect to host box port 22: Connection refused")
+    assert engine.ledger.list_inbox(RUN) == []
+
+    runner.fail = {3}  # listed and recorded, then the link drops before the acknowledgement
+    (found,) = spool.collect(engine, run, hosts=hosts)
+    assert len(found.added) == 1 and found.problem == (
+        "cannot acknowledge its spool entries (collected again next time, recorded once): ssh: connect to host box port 22: Connection refused"
+    )
+    (again,) = spool.collect(engine, run, hosts=hosts)
+    assert (again.added, again.already, again.problem) == ((), 1, None)
+    assert len(engine.ledger.list_inbox(RUN)) == 1
+
+
+def test_a_spooled_callback_is_judged_by_the_same_rule_and_never_by_the_controllers_pane(
+    world: tuple[Engine, LocalRemote, Path, dict[str, Host]],
+) -> None:
+    # The collecting process runs in the controller's pane w1:p3, a local worker's: that pane (of another server) is
+    # never read as where the remote worker's message came from (it would be kept aside as wrong_pane).
+    engine, _runner, box_home, hosts = world
+    _send(box_home, hostile.env(body="from the right worker"))
+    _send(box_home, hostile.env(body="not mine", sender="someone-else"))
+    (found,) = spool.collect(engine, engine.ledger.get_run(RUN), hosts=hosts)
+    assert [(a.verdict, a.reason_code) for a in found.added] == [(InboxVerdict.ACCEPTED, None), (InboxVerdict.KEPT_ASIDE, "wrong_sender")]
