@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from orchestrator import spool
 from orchestrator.effects import unsettled
 from orchestrator.engine import Engine
 from orchestrator.driver import RunDriven
@@ -41,6 +42,8 @@ Do = Literal["dispatch", "wait", "answer", "decide", "verify", "finish", "resume
 WAIT_S = 60.0
 # How often a waiting `orch wait` looks at the durable inbox (one SQLite read; herdr is read only at a check-in).
 WAIT_POLL_S = 1.0
+# How often a waiting `orch wait` collects remote workers' spools between check-ins (one ssh call per host).
+SPOOL_POLL_S = 5.0
 # Observations that need nothing from the controller: a wait goes on through them (they come back with what wakes it).
 QUIET = frozenset({
     "working", "turn_not_finished", "answered", "asked_for_result", "asked_to_repeat", "report", "started", "slot_freed", "integrated",
@@ -260,7 +263,14 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
     queued = bool(engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)))
     if not any(s.do == "wait" for s in next_steps(engine, run)) and not queued and not check_in_due(engine, run, interval_s):
         woke = "finish"  # nothing to wait for: say so at once (next[] says what instead)
+    remote = bool(spool.remote_hosts(engine, run))
+    collected_at: float | None = None
     while woke is None:
+        if remote and (collected_at is None or clock.monotonic() - collected_at >= SPOOL_POLL_S) and not check_in_due(engine, run, interval_s):
+            # A remote worker's callback waits in its host's spool: bring it home now and then (one ssh per host), so
+            # it wakes the wait as a local callback does instead of waiting for the next lifecycle check-in.
+            collected_at = clock.monotonic()
+            collect_between(engine, run)
         if check_in_due(engine, run, interval_s) or (rounds == 0 and queued):
             try:
                 # One driver per run while it checks in; between check-ins the lock is free for `orch answer` & co.
@@ -298,6 +308,18 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
     # Every step the check-ins raised, then where the run stands now.
     steps = next_steps(engine, run, notes, as_json=as_json)
     return Waited(**dict(observed), verify=_merged(run, verdicts), next=steps, woke=woke, waited_s=round(clock.monotonic() - start, 1))
+
+
+def collect_between(engine: Engine, run: Run) -> None:
+    """Collect the run's remote spools between check-ins, as its driver for that moment (never two collectors at once)."""
+    try:
+        engine.drive(run.run_id)
+    except RunDriven:
+        return  # its driver checks in (and collects) right now
+    try:
+        spool.collect(engine, run)  # what it records is acted on by the check-in it makes due
+    finally:
+        engine.let_go(run.run_id)
 
 
 def _let_askers_settle(engine: Engine, run: Run, tasks: Sequence[str]) -> None:
