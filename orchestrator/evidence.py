@@ -42,6 +42,7 @@ class Subject(BaseModel):
     peers: tuple[PeerClaim, ...] = ()
     task: str | None = None  # the worker's task label: on a shared branch, its commits are those whose trailer names it
     pinned_sha: str | None = None  # the run's base as preflight pinned it: the worker's history must hold it
+    head_ref: str | None = None  # a remote worker's head as fetched home by SHA (orchestrator.fetch); else its branch here
 
     @property
     def requires_changes(self) -> bool:
@@ -123,7 +124,7 @@ def verify(subject: Subject, claim: ResultReport, runner: CheckRunner = run_chec
     """
     blocking: list[str] = []
     rejecting: list[str] = []
-    head = git.rev_parse(subject.repo, f"refs/heads/{subject.branch}")
+    head = git.rev_parse(subject.repo, subject.head_ref or f"refs/heads/{subject.branch}")
     if head is None:
         return Verification(
             disposition="rejected", reasons=(f"branch {subject.branch} does not exist",), head_sha=None,

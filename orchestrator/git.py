@@ -219,6 +219,30 @@ def fetch_branch(repo: Path | str, remote: str, branch: str, *, timeout: float =
     return _told(GitResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started))
 
 
+# The worker host's upload-pack is asked to serve a commit by its SHA, whatever protocol version ssh lets through
+# (sshd passes GIT_PROTOCOL only when configured to: without it, protocol v0 refuses a SHA no ref advertises).
+_UPLOAD_PACK_BY_SHA = "git -c uploadpack.allowAnySHA1InWant=true upload-pack"
+
+
+def fetch_commit(repo: Path | str, url: str, sha: str, ref: str, *, timeout: float = GIT_TIMEOUT_S) -> GitResult:
+    """``git fetch URL SHA`` into ``ref`` of ``repo``: exactly that commit (and its history), whatever any remote branch
+    is called or now points at; never prompts (BatchMode ssh, no terminal prompt). Check the result."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")}
+    # `--end-of-options` ends git's options: neither URL nor refspec is ever read as one; `+SHA:REF` only ever creates
+    # or moves orch's own ref, never a branch.
+    argv = ("git", "-C", str(repo), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", f"--upload-pack={_UPLOAD_PACK_BY_SHA}",
+            "--end-of-options", url, f"+{sha}:{ref}")  # fmt: skip
+    started = time.monotonic()
+    try:
+        proc = run_child(argv, env=env, timeout=timeout)
+    except FileNotFoundError as exc:
+        _told(GitResult(argv, 127, "", str(exc), time.monotonic() - started))
+        raise GitError("git is not installed or not on PATH") from exc
+    except subprocess.TimeoutExpired:
+        return _told(GitResult(argv, -1, "", f"git fetch timed out after {timeout:g}s", time.monotonic() - started))
+    return _told(GitResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started))
+
+
 def missing_remote_ref(stderr: str) -> bool:
     """Whether a failed fetch only said the branch does not exist on the remote (a new target branch)."""
     return "couldn't find remote ref" in stderr

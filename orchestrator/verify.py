@@ -18,6 +18,7 @@ from orchestrator.reportfiles import open_report, pinned_roots
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import ResultReport, parse_result
 from registry import Run, StaleState, Worker, WorkerState
+from registry.kinds import CONTROLLER_HOST
 from registry.machine import LIVE_STATES, SUPERSEDABLE, UNVERIFIED
 
 S = WorkerState
@@ -95,9 +96,23 @@ def _subject(engine: Engine, run: Run, worker: Worker, peers: Iterable[Worker]) 
     repo = run.repo_path or str(plan.repo.checkout)
     if not worker.branch or not base:
         return "no branch or base SHA is recorded for this worker (evidence cannot be reproduced)"
+    head_ref = None
+    if worker.host != CONTROLLER_HOST:
+        # Its commits are on another host: read its head back there and fetch that SHA home; everything after is
+        # worked out here, from those objects (orchestrator.fetch).
+        from orchestrator import fetch, remote
+
+        host = plan.plan.hosts.get(worker.host)
+        if host is None:
+            return f"host {worker.host} is not in the run's plan (its commits cannot be brought home)"
+        fetched = fetch.head_at_home(repo, run.run_id, worker.task_label, worker.branch, worker.host, host,
+                                     runner=engine.remote_runner or remote.run_process)  # fmt: skip
+        if fetched.ref is None:
+            return f"{fetched.problem} (evidence cannot be reproduced)"
+        head_ref = fetched.ref
     return Subject(
         repo=Path(repo), branch=worker.branch, base_sha=base, claim=worker.claimed_files,
-        verification=planned.worker.verify, task=worker.task_label, pinned_sha=run.base_sha,
+        verification=planned.worker.verify, task=worker.task_label, pinned_sha=run.base_sha, head_ref=head_ref,
         peers=tuple(
             PeerClaim(task=peer.task_label, branch=peer.branch or "", claim=peer.claimed_files)
             for peer in peers if peer.task_label != worker.task_label

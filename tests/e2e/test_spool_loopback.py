@@ -1,11 +1,14 @@
-"""A remote worker's callback through a real OpenSSH server on 127.0.0.1 (issue 26): sent while no controller runs,
-kept in the worker host's spool, and accepted exactly once when the controller checks in again (`orch wait`)."""
+"""A remote worker through a real OpenSSH server on 127.0.0.1 (issue 26), with two git repositories (the controller's
+and the box's clone): its callback, sent while no controller runs, is kept in the box's spool and accepted exactly once
+when the controller checks in again (`orch wait`); its commits are fetched home by SHA, verified and integrated on the
+controller, and nothing is pushed to the box."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -40,6 +43,7 @@ class Fleet:
     box_home: Path  # ORCH_HOME on the box
     run_id: str
     prefix: tuple[str, ...]  # the worker's callback command, as its packet gives it
+    checkout: Path  # the box's clone, where the worker commits
 
     def envelope(self, body: str, kind: str = "update") -> str:
         return f"[herdr-orchestration run={self.run_id} task={TASK} from={TASK} kind={kind} reply-to={BOX_PANE}]\n{body}"
@@ -66,6 +70,8 @@ def fleet(make_world: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.Mo
     world = make_world()
     box_root = tmp_path / "box"
     box_root.mkdir()
+    box_checkout = box_root / "src" / "acme" / "widgets"
+    subprocess.run(["git", "clone", "--quiet", str(world.repo.path), str(box_checkout)], check=True, timeout=60)
     box_home = box_root / "orch-state"
     server = LoopbackSshd(tmp_path / "sshd", {"PATH": f"{ORCH_BIN}:/usr/bin:/bin", "HOME": str(box_root), "LANG": "C.UTF-8"}).start()
     try:
@@ -79,7 +85,7 @@ base = "main"
 [hosts.box]
 machine = "box"
 ssh = "{ALIAS}"
-checkout = "{box_root / 'src' / 'acme' / 'widgets'}"
+checkout = "{box_checkout}"
 orch = "{ORCH_BIN / 'orch'}"
 orch_home = "{box_home}"
 
@@ -89,24 +95,31 @@ objective = "Add cursor pagination."
 deliverable = "Commits."
 branch = "feat/api-pagination"
 claim = ["src/api/**"]
-verify = ["true"]
+verify = ["test -f src/api/pages.py"]
 host = "box"
+
+[integration]
+enabled = true
+branch = "chore/integrate-fleet"
 """)
         # The run as provisioning leaves it (orch does not start remote workers itself yet): its plan snapshot, its
         # saved message limit, and the worker registered on the box, dispatched.
         engine = world.engine()
         run_id = f"{world.controller_pane}-20261202T070000Z"
+        base = world.repo.git("rev-parse", "main")
         run = engine.ledger.create_run(run_id, controller_target=world.controller_pane, organization="acme", repo="widgets",
-                                       repo_path=world.repo.path, base_ref="main", plan_path=plan)  # fmt: skip
+                                       repo_path=world.repo.path, base_ref="main", base_sha=base, plan_path=plan)  # fmt: skip
         engine.run_dir(run_id).mkdir(parents=True, exist_ok=True)
         shutil.copy(plan, engine.run_dir(run_id) / "plan.toml")
         save_message_limit(engine, run_id, 65536)
-        engine.ledger.add_worker(run_id, TASK, name=TASK, kind="codex", objective="x", pane_id=BOX_PANE, reply_target=BOX_PANE, host="box")
+        engine.ledger.add_worker(run_id, TASK, name=TASK, kind="codex", objective="x", pane_id=BOX_PANE, reply_target=BOX_PANE, host="box",
+                                 branch="feat/api-pagination", base_sha=base, claimed_files=("src/api/**",),
+                                 worktree_path=str(box_checkout))  # fmt: skip
         engine.ledger.transition(run_id, TASK, S.PROVISIONING, S.READY)
         engine.ledger.transition(run_id, TASK, S.READY, S.DISPATCHED)
         prefix = engine.callback_prefix(run, "box")
         engine.close()
-        yield Fleet(world, server, box_home, run_id, prefix)
+        yield Fleet(world, server, box_home, run_id, prefix, box_checkout)
     finally:
         server.stop()
 
@@ -149,3 +162,38 @@ def test_a_box_whose_sshd_is_gone_keeps_the_callback_until_it_is_back(fleet: Fle
     assert notes == [("host_unreachable", "host box")]
     assert fleet.inbox() == []
     assert fleet.spooled() == [ident]  # still there, durable: collected when the box answers again
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+
+
+def test_a_remote_workers_commits_are_fetched_home_by_sha_verified_and_integrated_there(fleet: Fleet) -> None:
+    box = fleet.checkout
+    _git(box, "switch", "--quiet", "-c", "feat/api-pagination")
+    (box / "src" / "api").mkdir(parents=True)
+    (box / "src" / "api" / "pages.py").write_text("PAGE = 50\n")
+    _git(box, "add", "-A")
+    _git(box, "commit", "--quiet", "-m", "feat: cursor pages")
+    head = _git(box, "rev-parse", "HEAD")
+    box_refs = _git(box, "for-each-ref", "--format=%(refname) %(objectname)")
+    fleet.call_back(fleet.envelope(
+        f"Status: done\nCommits: {head}\nChanged files: src/api/pages.py\nChecks:\n- test -f src/api/pages.py => exit 0\nResidual risk: none",
+        kind="result",
+    ))
+
+    # The check-in collects the result, reads the head back on the box, fetches that SHA home and verifies it here.
+    waited = fleet.world.orch("wait", "--run", fleet.run_id, "--timeout", "0", "--json")
+    assert waited.returncode == 0, waited.stderr
+    verified = [(o["what"], o["task"], o["text"]) for o in json.loads(waited.stdout)["observations"] if o["what"] == "verified"]
+    assert verified == [("verified", TASK, "accepted")]
+    home = fleet.world.repo.path
+    assert _git(home, "rev-parse", f"refs/orch/{fleet.run_id.replace(':', '_')}/{TASK}") == head
+    assert _git(home, "for-each-ref", "--format=%(refname)", "refs/heads") == "refs/heads/main"  # no branch of the worker's at home
+
+    integrated = fleet.world.orch("integrate", "--run", fleet.run_id, "--json")
+    assert integrated.returncode == 0, integrated.stdout + integrated.stderr
+    items = [(i["task"], i["outcome"], i["head_sha"]) for i in json.loads(integrated.stdout)["items"]]
+    assert items == [(TASK, "merged", head)]
+    subprocess.run(["git", "-C", str(home), "merge-base", "--is-ancestor", head, "refs/heads/chore/integrate-fleet"], check=True, timeout=60)
+    assert _git(box, "for-each-ref", "--format=%(refname) %(objectname)") == box_refs  # nothing was pushed to the box

@@ -1,0 +1,82 @@
+"""Evidence at home: a remote worker's commits fetched into the controller's repository by SHA, never by branch name.
+
+A worker on another host commits in a checkout there. Before its result is judged, the controller reads its head back
+from that host (``git rev-parse`` of its branch in the host's checkout, over ssh: one SHA, read once) and fetches
+exactly that commit into its own repository under a ref of orch's own, ``refs/orch/<run folder>/<task>`` (git over
+ssh, ``orchestrator.git.fetch_commit``). Everything after is worked out at home from those objects, as for a local
+worker: the commits and changed paths against the claim, the checks re-run in a scratch checkout of the controller,
+the merge into the integration branch. Nothing is ever pushed, and no branch of the home repository is created or
+moved: a name on the worker's host can change between the read-back and the fetch, a SHA cannot.
+
+Decided (issue 26 leaves it open): checks are re-run on the controller, never on the worker's host. The agent had a
+shell there and could have changed its toolchain, the controller's re-run is the one that stops a run's processes
+cleanly (``orchestrator.checks``), and the integration the checks vouch for happens on the controller too.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator import git, remote
+from orchestrator.errors import one_line
+from orchestrator.locations import run_dir
+from orchestrator.plan import Host
+
+FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def home_ref(run_id: str, task: str) -> str:
+    """Where a remote worker's fetched head is kept at home: ``refs/orch/<run folder>/<task>`` (`:` is no ref character)."""
+    return f"refs/orch/{run_dir(Path('/'), run_id).name}/{task}"
+
+
+def ssh_url(host: Host) -> str:
+    """The host's checkout as git reaches it over ssh (scp-like ``TARGET:/abs/path``: ssh_config aliases work)."""
+    return f"{host.ssh}:{host.checkout}"
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A remote worker's head at home: its SHA and the home ref that holds it; or why it is not there (``problem``)."""
+
+    sha: str | None
+    ref: str | None
+    problem: str | None = None
+
+
+def read_back(name: str, host: Host, branch: str, *, runner: remote.Runner = remote.run_process) -> Fetched:
+    """The worker's head as its host has it now: the SHA its branch names in the host's checkout (no fetch yet)."""
+    found = git.remote_rev_parse(host.ssh, host.checkout, f"refs/heads/{branch}", runner=runner)
+    said = found.stdout.strip()
+    if found.unreachable:
+        return Fetched(None, None, f"host {name} did not answer (ssh {host.ssh}: {found.detail()}); its commits cannot be brought home yet")
+    if found.returncode != 0:
+        return Fetched(None, None, f"branch {branch} does not exist in {host.checkout} on host {name}")
+    if not FULL_SHA.fullmatch(said):
+        return Fetched(None, None, f"host {name} answered no commit for {branch}: {one_line(said) or 'nothing'}")
+    return Fetched(said, None)
+
+
+def bring_home(repo: Path | str, run_id: str, task: str, name: str, host: Host, sha: str) -> Fetched:
+    """Fetch exactly ``sha`` from the host into ``home_ref``; idempotent (a commit already at home is not fetched again)."""
+    if not FULL_SHA.fullmatch(sha):
+        return Fetched(None, None, f"{sha!r} is not a full commit SHA")
+    ref = home_ref(run_id, task)
+    if git.rev_parse(repo, ref) == sha:
+        return Fetched(sha, ref)
+    done = git.fetch_commit(repo, ssh_url(host), sha, ref)
+    if done.returncode != 0:
+        return Fetched(None, None, f"cannot fetch {sha[:12]} from host {name}: {one_line(done.stderr) or f'exit {done.returncode}'}")
+    if git.rev_parse(repo, ref) != sha:  # what git stored is checked, not what it said
+        return Fetched(None, None, f"fetching {sha[:12]} from host {name} left {ref} elsewhere")
+    return Fetched(sha, ref)
+
+
+def head_at_home(repo: Path | str, run_id: str, task: str, branch: str, name: str, host: Host, *, runner: remote.Runner = remote.run_process) -> Fetched:
+    """Read the worker's head back from its host and fetch that commit home: the one call verification makes."""
+    found = read_back(name, host, branch, runner=runner)
+    if found.sha is None:
+        return found
+    return bring_home(repo, run_id, task, name, host, found.sha)

@@ -1,0 +1,95 @@
+"""Evidence at home (`orchestrator.fetch`): a remote worker's head read back on its host and fetched home by SHA.
+
+Two real repositories: the controller's, and the worker host's clone. For git, ssh is a stand-in that execs the
+remote command string through `sh -c` (stdin and stdout stay the pipe git's protocol talks over) for the one target
+`me@box`; the read-back goes through the local runner at orch's one ssh seam (`orchestrator.remote.Runner`).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from orchestrator import fetch
+from orchestrator.plan import Host
+
+BRANCH = "feat/api-pagination"
+# ssh's options skipped, one reachable target, its command string run as sshd would (exit 255 for any other target).
+SSH = """#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in -[BbcDEeFIiJLlmOoPpQRSWw]) shift 2;; -*) shift;; *) break;; esac; done
+[ "$1" = me@box ] || { echo "ssh: Could not resolve hostname $1: Name or service not known" >&2; exit 255; }
+shift; [ "$1" = -- ] && shift
+exec sh -c "$*"
+"""
+
+
+def _local(env: Mapping[str, str]):  # type: ignore[no-untyped-def]
+    def runner(argv: Sequence[str], *, env_: Mapping[str, str] | None = None, **kw: object) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(["sh", "-c", argv[-1]], env=dict(env), capture_output=True, text=True, timeout=60)
+        return subprocess.CompletedProcess(list(argv), done.returncode, done.stdout, done.stderr)
+
+    return runner
+
+
+@pytest.fixture
+def box(tmp_path: Path, git_repo_factory, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    home = git_repo_factory(tmp_path / "home" / "widgets")
+    checkout = tmp_path / "box" / "widgets"
+    subprocess.run(["git", "clone", "--quiet", str(home.path), str(checkout)], check=True, timeout=60)
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "box")}
+    (tmp_path / "bin").mkdir()
+    ssh = tmp_path / "bin" / "ssh"
+    ssh.write_text(SSH)
+    ssh.chmod(0o755)
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(ssh))
+    work = home.__class__(checkout)
+    work.git("switch", "--quiet", "-c", BRANCH)
+    head = work.commit("feat: pages", {"src/api/pages.py": "x = 1\n"})
+    host = Host(machine="box", ssh="me@box", checkout=str(checkout))
+    return home, work, host, head, _local(env)
+
+
+def test_the_head_is_read_back_and_fetched_home_by_sha_under_orchs_own_ref(box) -> None:  # type: ignore[no-untyped-def]
+    home, work, host, head, runner = box
+    run_id = "w1:p1-20261202T070000Z"
+
+    found = fetch.head_at_home(home.path, run_id, "api-pagination", BRANCH, "box", host, runner=runner)
+
+    assert found == fetch.Fetched(head, "refs/orch/w1_p1-20261202T070000Z/api-pagination")
+    assert home.git("rev-parse", "refs/orch/w1_p1-20261202T070000Z/api-pagination") == head
+    assert home.git("for-each-ref", "--format=%(refname)", "refs/heads") == "refs/heads/main"  # no branch made or moved
+    # Again: already home, nothing fetched; a later commit on the box is fetched by its own SHA.
+    assert fetch.bring_home(home.path, run_id, "api-pagination", "box", host, head) == found
+    later = work.commit("feat: more", {"src/api/more.py": "y = 2\n"})
+    assert fetch.head_at_home(home.path, run_id, "api-pagination", BRANCH, "box", host, runner=runner).sha == later
+
+
+def test_an_unadvertised_commit_is_fetched_by_its_sha(box) -> None:  # type: ignore[no-untyped-def]
+    # The branch moved on after the read-back (a commit no ref names any more): the SHA read is still the one fetched.
+    home, work, host, head, _runner = box
+    work.git("reset", "--quiet", "--hard", "HEAD~1")
+
+    found = fetch.bring_home(home.path, "r", "t", "box", host, head)
+
+    assert (found.sha, found.problem) == (head, None)
+    assert home.git("cat-file", "-t", head) == "commit"
+
+
+def test_what_cannot_be_brought_home_is_one_reason(box) -> None:  # type: ignore[no-untyped-def]
+    home, _work, host, _head, runner = box
+    assert fetch.head_at_home(home.path, "r", "t", "feat/none", "box", host, runner=runner) == fetch.Fetched(
+        None, None, f"branch feat/none does not exist in {host.checkout} on host box"
+    )
+    assert fetch.bring_home(home.path, "r", "t", "box", host, "--upload-pack=touch /tmp/x") == fetch.Fetched(
+        None, None, "'--upload-pack=touch /tmp/x' is not a full commit SHA"
+    )
+    missing = "0" * 40
+    found = fetch.bring_home(home.path, "r", "t", "box", host, missing)
+    assert found.sha is None and found.problem is not None and found.problem.startswith("cannot fetch 000000000000 from host box: ")
+    gone = Host(machine="box", ssh="me@nowhere", checkout=host.checkout)
+    found = fetch.bring_home(home.path, "r", "t", "box", gone, "1" * 40)
+    assert found.problem is not None and "Could not resolve hostname me@nowhere" in found.problem
