@@ -23,7 +23,7 @@ from orchestrator.repeats import ask_later
 from orchestrator.retire import RetireResult, render_retire, retire
 from orchestrator.verify import PENDING, VerifyResult, render_verify, verify_run
 from registry import EventKind, RegistryError, Run, RunStatus, WorkerState
-from registry.machine import AT_WORK, UNVERIFIED, WAITING_ON_PERSON
+from registry.machine import AT_WORK, STARTING, UNVERIFIED, WAITING_ON_PERSON
 
 S = WorkerState
 
@@ -47,7 +47,7 @@ SPOOL_POLL_S = 5.0
 # Observations that need nothing from the controller: a wait goes on through them (they come back with what wakes it).
 QUIET = frozenset({
     "working", "turn_not_finished", "answered", "asked_for_result", "asked_to_repeat", "report", "started", "slot_freed", "integrated",
-    "queued", "slot_kept", "herdr_unavailable", "host_unreachable",
+    "queued", "slot_kept", "herdr_unavailable", "host_unreachable", "restarted",
     # Said at every check-in between asking a silent worker for its result and failing it: the failure wakes the wait.
     "settled_without_result",
 })  # fmt: skip
@@ -260,8 +260,16 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
     verdicts: list[VerifyResult] = []
     rounds = 0
     woke: Woke | None = None
+    if taken_up_by_door(run):
+        # The `orch wait` a herdr outage named: the world read back first, as `orch resume` does (take_up).
+        engine.drive(run.run_id)
+        try:
+            run, notes = take_up(engine, run)
+        finally:
+            engine.let_go(run.run_id)
+        woke = _woke(notes, (), False) if notes else None  # a worker failed for what herdr lost wakes the controller
     queued = bool(engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)))
-    if not any(s.do == "wait" for s in next_steps(engine, run)) and not queued and not check_in_due(engine, run, interval_s):
+    if woke is None and not any(s.do == "wait" for s in next_steps(engine, run)) and not queued and not check_in_due(engine, run, interval_s):
         woke = "finish"  # nothing to wait for: say so at once (next[] says what instead)
     remote = bool(spool.remote_hosts(engine, run))
     collected_at: float | None = None
@@ -403,6 +411,44 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
             reason += f"; nothing left can start {', '.join(queued)} (finish reports it)"
         steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}", why=reason))
     return tuple(steps)
+
+
+# --- going on after a stop -------------------------------------------------------------------------------------------
+
+
+def taken_up_by_door(run: Run) -> bool:
+    """Whether the agent controller's next door command on ``run`` takes it up again first (``take_up``): a run it
+    drives that was stopped (a herdr outage, or `orch finish` waiting for the person). A preflight that stopped is not
+    (its hint is a new preflight), nor a run `orch run` drives (`orch resume` takes those up)."""
+    return run.controller_kind != "run" and run.status is RunStatus.INTERRUPTED and not (run.stopped_at or "").startswith("preflight:")
+
+
+def take_up(engine: Engine, run: Run) -> tuple[Run, list[Observation]]:
+    """The agent controller going on with a stopped run, as `orch resume` goes on with one `orch run` drives: the one
+    rule (orchestrator.run.take_up: active again, the world read back after a herdr restart, each worker herdr lost
+    started again or failed with what it saved, effects in flight settled), then what is left starting (the workers that
+    rule started again, those a stopped `orch provision` or `orch dispatch` left) provisioned and dispatched, as
+    `orch run`'s loop does first. Returns the run and what it did, as a check-in's observations (round 0).
+
+    Every door command that drives a run starts with it when ``taken_up_by_door`` (``Engine.drive_run``; `orch wait`
+    itself); the caller holds the run's driver lock. An outage meanwhile raises, and stops the run again."""
+    from orchestrator.run import take_up as take_up_run
+
+    notes: list[Observation] = []
+
+    def note(task: str | None, what: str, text: str) -> None:
+        kind = {"started again": "restarted", "failed": "failed"}.get(what)
+        if kind is not None:
+            notes.append(Observation(round=0, task=task, what=kind, text=text))  # type: ignore[arg-type]
+        engine.echo(f"{task}: {what}: {text}" if task else text)
+
+    run, questions = take_up_run(engine, run, note)
+    for question in questions:
+        engine.echo(f"cannot tell by read-back: {question.question} -> {question.command}")
+    if engine.ledger.list_workers(run.run_id, states=tuple(STARTING)):
+        for step in advance(engine, run):
+            notes.append(Observation(round=0, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
+    return run, notes
 
 
 # --- herdr down --------------------------------------------------------------------------------------------------------

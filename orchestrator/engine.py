@@ -495,9 +495,17 @@ class Engine:
             )
 
     def drive_run(self, run_id: str | None = None) -> Run:
-        """``find_run``, then ``drive`` it: what every command that acts on a run starts with."""
+        """``find_run``, then ``drive`` it (and take it up again when its agent controller goes on after a stop):
+        what every command that acts on a run starts with."""
         run = self.find_run(run_id)
         self.drive(run.run_id)
+        if run.status is RunStatus.INTERRUPTED and run.controller_kind != "run":
+            # The agent controller going on after a stop (a herdr outage…): the world read back first, as `orch resume`
+            # does for `orch run`'s runs (orchestrator.door.take_up, which says which stops).
+            from orchestrator.door import take_up, taken_up_by_door
+
+            if taken_up_by_door(run):
+                run = take_up(self, run)[0]
         return run
 
     def attach_log(self, run: Run) -> Run:

@@ -64,6 +64,8 @@ What = Literal[
     "verified",
     # A remote host's spool of callbacks could not be collected this round (orchestrator.spool): they wait there.
     "host_unreachable",
+    # The agent controller going on after a stop (orchestrator.door.take_up): a worker herdr lost started again.
+    "restarted",
 ]  # fmt: skip
 _STEP_WHAT: dict[str, What] = {
     "started": "started", "skipped": "skipped", "queued": "queued", "freed": "slot_freed", "kept": "slot_kept",

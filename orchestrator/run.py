@@ -16,7 +16,7 @@ from types import FrameType
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.effects import settle_in_flight, unsettled
-from orchestrator.engine import Engine, LedgerLost
+from orchestrator.engine import CannotTell, Engine, LedgerLost
 from orchestrator import git
 from orchestrator.errors import ExitCode, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_queued
@@ -221,7 +221,7 @@ def _stopped(engine: Engine, run: Run, stage: str, exc: OrchError) -> OrchError:
     return stopped
 
 
-def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
+def reread_world(engine: Engine, run: Run, progress: Progress | None = None) -> list[str]:
     """Resume after herdr lost the run's world (it restarted: real herdr keeps no panes): what is gone, and the rule.
 
     Every worker that still needs its agent is read back. One whose pane herdr no longer has (or whose pane id now
@@ -291,8 +291,9 @@ def reread_world(engine: Engine, run: Run, progress: Progress) -> list[str]:
         ledger.update_run(run.run_id, cause={"phase": "resume", "reason": f"herdr no longer has workspace {workspace}"}, workspace_id=None, repo_tab_id=None)
     if lines or workspace_gone:
         ledger.record_fact(run.run_id, FactKind.HERDR_LOST_PANES, detail=HerdrLostPanes(workspace_id=workspace, workspace_gone=workspace_gone, lines=lines))
-    for line in lines:
-        progress.note(line, engine.clock.now())
+    if progress is not None:
+        for line in lines:
+            progress.note(line, engine.clock.now())
     return lines
 
 
@@ -446,17 +447,8 @@ def resume_run(
         run = engine.ledger.set_run_status(run.run_id, RunStatus.ACTIVE, stopped_at=None)
     try:
         with _terminate_as_interrupt():
-            run = _placed(engine, run)
-            reread_world(engine, run, progress)
-            run = _placed(engine, engine.ledger.get_run(run.run_id))
-            in_flight = engine.ledger.in_flight(run.run_id)
-            if in_flight:
-                progress.note(
-                    f"settling {len(in_flight)} side effect(s) left in flight by read-back: "
-                    + ", ".join(f"{e.kind} ({e.task_label or 'run'})" for e in in_flight),
-                    engine.clock.now(),
-                )
-            for question in settle_in_flight(engine, run):
+            run, questions = take_up(engine, run, lambda task, what, text: progress.note(f"{task}: {what}: {text}" if task else text, engine.clock.now()))
+            for question in questions:
                 progress.note(f"cannot tell by read-back: {question.question} -> {question.command}", engine.clock.now())
     except OUTAGE as exc:
         raise herdr_down(engine, run, "resume", exc) from None
@@ -464,6 +456,29 @@ def resume_run(
         engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at="interrupted while resuming")
         raise Interrupted(f"run {run.run_id} interrupted while resuming", hint=f"continue with `orch resume {run.run_id}`") from None
     return drive(engine, run, progress, keep=keep, interval_s=interval_s)
+
+
+def take_up(engine: Engine, run: Run, note: Callable[[str | None, str, str], None]) -> tuple[Run, list[CannotTell]]:
+    """What going on with a stopped (or crashed) run starts with: the one rule for both doors, `orch resume` for a run
+    `orch run` drives and the agent controller's first door command after a stop (orchestrator.door.take_up).
+
+    The run is active again; the world is read back (``reread_world``: a worker herdr lost is started again when no
+    packet reached it, else failed with what it saved) and the run's repo workspace found or made again if herdr lost
+    it; then every effect left in flight is settled by its kind's read-back. What it did goes to ``note`` (task or None,
+    what: ``started again``, ``failed`` or ``settling``, the words: the lines ``reread_world`` says). Returns the
+    run and the questions read-back cannot answer. A herdr outage meanwhile raises: the caller stops the run again.
+    """
+    if run.status is RunStatus.INTERRUPTED:
+        run = engine.ledger.set_run_status(run.run_id, RunStatus.ACTIVE, stopped_at=None)
+    run = _placed(engine, run)
+    for line in reread_world(engine, run):
+        task, what, text = line.split(": ", 2)  # "TASK: started again|failed: REASON"; a task label has no ": "
+        note(task, what, text)
+    run = _placed(engine, engine.ledger.get_run(run.run_id))
+    in_flight = engine.ledger.in_flight(run.run_id)
+    if in_flight:
+        note(None, "settling", f"settling {len(in_flight)} side effect(s) left in flight by read-back: " + ", ".join(f"{e.kind} ({e.task_label or 'run'})" for e in in_flight))
+    return run, settle_in_flight(engine, run)
 
 
 def _placed(engine: Engine, run: Run) -> Run:

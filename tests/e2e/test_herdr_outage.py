@@ -345,3 +345,145 @@ def test_a_herdr_outage_in_orch_wait_interrupts_the_run_fails_no_worker_and_name
     # herdr answers again: the command next[] named goes on.
     again = world.orch("wait", "--run", run_id, "--json", "--timeout", "30")
     assert again.returncode == 0, again.stderr
+
+
+TWO = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+checkin_interval_s = 1
+
+[[workers]]
+task = "pages"
+objective = "Document the page size."
+deliverable = "docs/ committed on docs/pages."
+branch = "docs/pages"
+claim = ["docs/"]
+verify = ["ls docs/"]
+
+[[workers]]
+task = "api"
+objective = "Document the API."
+deliverable = "api/ committed on docs/api."
+branch = "docs/api"
+claim = ["api/"]
+verify = ["ls api/"]
+"""
+
+DOOR_DOWN = re.compile(
+    r"herdr is down: herdr [a-z -]+: herdr server is not running.*?; run (\S+) stopped during orch (\w+), no worker was failed for it, "
+    r"workers and evidence are in place: `orch wait --run \1` once it is back"
+)
+
+
+def _door_stopped(world: Any, done: Any, run_id: str, command: str) -> None:
+    """A door command met herdr down: exit 3, one line, the run interrupted, next[] the wait that goes on."""
+    assert done.returncode == 3, done.stderr
+    (line,) = done.stderr.splitlines()
+    match = DOOR_DOWN.fullmatch(line.removeprefix("orch: "))
+    assert match is not None and match.groups() == (run_id, command), line
+    assert [s["command"] for s in json.loads(done.stdout)["next"]] == [f"orch wait --run {run_id} --json"]
+    status = json.loads(world.orch("status", "--run", run_id, "--json").stdout)
+    assert (status["status"], status["stopped_at"]) == ("interrupted", f"herdr is down during orch {command}")
+
+
+def _wait_to_finish(world: Any, run_id: str, waited: dict[str, Any]) -> dict[str, Any]:
+    """Call `orch wait` again while next[] says wait, as the controller does; then `orch finish`."""
+    for _ in range(30):
+        if [s["do"] for s in waited["next"]] != ["wait"]:
+            break
+        again = world.orch("wait", "--run", run_id, "--json", "--timeout", "30")
+        assert again.returncode == 0, again.stderr
+        waited = json.loads(again.stdout)
+    assert [s["command"] for s in waited["next"]] == [f"orch finish --run {run_id} --json"], waited["next"]
+    finished = world.orch("finish", "--run", run_id, "--json")
+    result: dict[str, Any] = json.loads(finished.stdout)
+    assert finished.returncode == result["exit_code"], finished.stderr
+    return result
+
+
+def test_the_agent_controller_going_on_after_herdr_restarted_reads_the_world_back_and_starts_again_each_worker_no_packet_reached(make_world: Any) -> None:
+    # Issue 21: after a herdr restart the door's `orch wait` (the command the outage named) did not read the world back
+    # as `orch resume` does: the ready workers, whose panes herdr lost, were never dispatched, next[] said finish, and the
+    # run still showed `interrupted` once the controller went on. Now the door takes the run up by the same rule.
+    world = make_world()
+    plan = world.write_plan(TWO)
+    run_id = json.loads(world.orch("preflight", str(plan), "--json").stdout)["run_id"]
+    provisioned = world.orch("provision", "--run", run_id, "--json")
+    assert provisioned.returncode == 0, provisioned.stderr
+    world.sim.stop()
+
+    _door_stopped(world, world.orch("dispatch", "--run", run_id, "--json"), run_id, "dispatch")
+    engine = world.engine()
+    before = {w.task_label: w for w in engine.ledger.list_workers(run_id)}
+    assert {t: w.state for t, w in before.items()} == dict.fromkeys(before, WorkerState.READY)  # nothing failed for the outage
+    engine.close()
+
+    restart(world)
+    waited = world.orch("wait", "--run", run_id, "--json", "--timeout", "30")
+
+    assert waited.returncode == 0, waited.stderr
+    doc = json.loads(waited.stdout)
+    restarted = {o["task"]: o["text"] for o in doc["observations"] if o["what"] == "restarted"}
+    assert sorted(restarted) == ["api", "pages"], doc["observations"]
+    for task, text in restarted.items():
+        assert re.fullmatch(
+            rf"its pane {re.escape(str(before[task].pane_id))} (is gone|now names a pane in \S+) \(herdr restarted, or it was closed, while orch was stopped\) "
+            rf"while it was ready, before any packet was sent, so nothing of its work can be lost; its worktree \S+ is kept and reused", text), text
+    # The controller goes on: the run is active again, not `interrupted`.
+    status = json.loads(world.orch("status", "--run", run_id, "--json").stdout)
+    assert (status["status"], status["stopped_at"]) == ("active", None)
+
+    finished = _wait_to_finish(world, run_id, doc)
+
+    assert (finished["finished"], finished["report"]["verdict"], finished["exit_code"]) == (True, "PASS", 0)
+    ledger = world.engine().ledger
+    # One packet per worker, under its first key: nothing was sent twice; nothing is left in flight or open.
+    assert sorted(e.key for e in ledger.list_effects(run_id) if e.kind == "agent_prompt") == sorted(dispatch_key(t) for t in before)
+    assert ledger.in_flight(run_id) == []
+    assert {w.task_label: w.state for w in ledger.list_workers(run_id) if w.state not in (WorkerState.RETIRED, WorkerState.RETAINED)} == {}
+    assert [i for i in finished["report"]["retired"] if i["what"] in ("pane", "agent") and i["status"] == "retained"] == []
+    assert world.herdr("agent", "list")["result"]["agents"] == []
+    assert ledger.get_run(run_id).status is RunStatus.FINISHED
+
+
+STALL = """
+[[task.pages]]
+do = "stall"
+"""
+
+
+def test_the_agent_controller_going_on_after_herdr_restarted_fails_a_worker_its_packet_reached_with_what_it_saved(make_world: Any) -> None:
+    # The other half of the rule: a worker that had its packet (its agent may have worked) is failed, its pane and
+    # what it saved named, its worktree kept; never sent the packet a second time. The wait wakes for the failure.
+    world = make_world()
+    world.write_scenarios(STALL)
+    plan = world.write_plan(ONE)
+    run_id = json.loads(world.orch("preflight", str(plan), "--json").stdout)["run_id"]
+    for step in ("provision", "dispatch"):
+        done = world.orch(step, "--run", run_id, "--json")
+        assert done.returncode == 0, done.stderr
+    world.sim.stop()
+
+    _door_stopped(world, world.orch("wait", "--run", run_id, "--json", "--timeout", "30"), run_id, "wait")
+
+    restart(world)
+    waited = world.orch("wait", "--run", run_id, "--json", "--timeout", "30")
+
+    assert waited.returncode == 0, waited.stderr
+    doc = json.loads(waited.stdout)
+    assert doc["woke"] == "failed"
+    (failed,) = [o for o in doc["observations"] if o["what"] == "failed"]
+    assert failed["task"] == "pages"
+    assert re.fullmatch(
+        r"its pane \S+ (is gone|now names a pane in \S+) \(herdr restarted, or it was closed, while orch was stopped\) while it was (dispatched|working); "
+        r"saved: no commits on docs/pages, the worktree \S+ \(kept\)", failed["text"]), failed["text"]
+    finished = _wait_to_finish(world, run_id, doc)
+    assert (finished["finished"], finished["report"]["verdict"]) == (True, "FAIL")
+    ledger = world.engine().ledger
+    assert [e.key for e in ledger.list_effects(run_id) if e.kind == "agent_prompt"] == [dispatch_key("pages")]
+    assert ledger.in_flight(run_id) == []
+    assert [w.state for w in ledger.list_workers(run_id)] in ([WorkerState.RETIRED], [WorkerState.RETAINED])
+    assert world.herdr("agent", "list")["result"]["agents"] == []

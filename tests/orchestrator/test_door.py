@@ -214,3 +214,43 @@ def test_a_wait_does_not_return_for_a_silent_worker_already_asked_only_when_it_i
     failed = Observation(round=6, task="silent", what="failed", text="no change of state or output across 3 consecutive check-ins")
 
     assert (_woke([asked], [], verified=False), _woke([asked, failed], [], verified=False)) == (None, "failed")
+
+
+class Unchanged:
+    """herdr after the person's pause: the run's workspace and every pane still there (nothing to start again)."""
+
+    def workspace_get(self, workspace: str) -> object:
+        return object()
+
+    def pane_get(self, pane: str) -> Any:
+        return type("Pane", (), {"cwd": None, "foreground_cwd": None})()
+
+    def agent_list(self) -> tuple[()]:
+        return ()
+
+
+@pytest.mark.parametrize("stopped_at", ["herdr is down during orch wait", "herdr is not answering during orch answer", "waiting for the person: greeting, survey"])
+def test_the_agent_controllers_next_door_command_takes_a_stopped_run_up_and_it_is_active_again(tmp_path: Path, git_repo: Any, stopped_at: str) -> None:
+    # Issue 21: a run the door stopped (a herdr outage, or `orch finish` waiting for the person) stayed `interrupted` in
+    # `orch status` while its controller went on with it. Now its next door command takes it up, as `orch resume` does.
+    fleet = Fleet(tmp_path, git_repo)
+    _decisions_open(fleet)
+    ledger = fleet.engine.ledger
+    ledger.update_run(RUN_ID, workspace_id="w1", repo_tab_id="w1:t1")
+    ledger.set_run_status(RUN_ID, RunStatus.INTERRUPTED, stopped_at=stopped_at)
+    fleet.engine.herdr = Unchanged()  # type: ignore[assignment]
+
+    run = fleet.engine.drive_run(RUN_ID)
+
+    assert (run.status, run.stopped_at) == (RunStatus.ACTIVE, None)
+    assert (ledger.get_run(RUN_ID).status, [w.state for w in ledger.list_workers(RUN_ID)]) == (RunStatus.ACTIVE, [S.ACCEPTED, S.BLOCKED, S.QUESTION])
+
+
+def test_a_stopped_preflight_is_not_taken_up_by_a_door_command(tmp_path: Path, git_repo: Any) -> None:
+    fleet = Fleet(tmp_path, git_repo)
+    fleet.engine.ledger.set_run_status(RUN_ID, RunStatus.INTERRUPTED, stopped_at="preflight: agents")
+    fleet.engine.herdr = object()  # type: ignore[assignment]  (a herdr call would fail the test)
+
+    run = fleet.engine.drive_run(RUN_ID)
+
+    assert (run.status, run.stopped_at) == (RunStatus.INTERRUPTED, "preflight: agents")
