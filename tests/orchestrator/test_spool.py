@@ -200,3 +200,94 @@ def test_a_spooled_callback_is_judged_by_the_same_rule_and_never_by_the_controll
     _send(box_home, hostile.env(body="not mine", sender="someone-else"))
     (found,) = spool.collect(engine, engine.ledger.get_run(RUN), hosts=hosts)
     assert [(a.verdict, a.reason_code) for a in found.added] == [(InboxVerdict.ACCEPTED, None), (InboxVerdict.KEPT_ASIDE, "wrong_sender")]
+
+
+def test_a_spooled_callback_imports_neither_click_nor_pydantic(tmp_path: Path) -> None:
+    probe = (
+        "import sys; sys.argv = ['orch', *sys.argv[1:]]\n"
+        "from orchestrator.entry import main\n"
+        "main()\n"
+        "print(sorted(m for m in ('click', 'pydantic', 'tenacity', 'tabulate', 'pexpect', 'sqlite3') if m in sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, "inbox", "add", "--spool", "--run", RUN, hostile.env(body="Fast.")],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(tmp_path), "ORCH_HOME": str(tmp_path / "o")})  # fmt: skip
+    (entry_,) = spool.pending(spool.folder(tmp_path / "o", RUN))
+    assert (done.stdout, done.stderr) == (spool.render_spooled(entry_.id, RUN), "[]\n")
+    assert entry_.data == hostile.env(body="Fast.").encode()
+
+
+@pytest.mark.parametrize("text", ["-x", "--json", "two\nlines $(x) ;"])
+def test_click_spools_what_the_console_script_spools(tmp_path: Path, text: str) -> None:
+    # `-` (stdin) and a text shaped like an option go through click; the same bytes are spooled either way.
+    env = {**os.environ, "HOME": str(tmp_path), "ORCH_HOME": str(tmp_path / "o")}
+    for argv, stdin in ((["inbox", "add", "--spool", "--run", RUN, "--", text], None), (["inbox", "add", "--spool", "--run", RUN, "-"], text)):
+        done = subprocess.run([ORCH, *argv], input=stdin, capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 0, done.stderr
+    assert [e.data for e in spool.pending(spool.folder(tmp_path / "o", RUN))] == [text.encode()] * 2
+    refused = subprocess.run([ORCH, "inbox", "add", "--spool", "--check-in", "--run", RUN, "x"], capture_output=True, text=True, timeout=60, env=env)
+    assert (refused.returncode, refused.stdout, refused.stderr) == (
+        1, "", "orch: --spool needs --run RUN_ID and takes no --check-in\nhint: a remote worker's packet gives the exact command\n",
+    )
+
+
+def test_a_wait_collects_a_remote_spool_between_check_ins_and_wakes_for_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fake_herdr import FakeHerdr
+
+    from orchestrator.clock import FakeClock
+    from orchestrator.door import SPOOL_POLL_S, wait_run
+
+    herdr = FakeHerdr(cwd=tmp_path, version="0.8.2")
+    pane = herdr.tab_create(workspace="w1").root_pane.pane_id
+    herdr.add_agent(pane, "fix-login", "codex", status="working")
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "controller", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=herdr, clock=FakeClock())
+    box_home = tmp_path / "box-orch"
+    runner = LocalRemote({"HOME": str(tmp_path / "box"), "PATH": os.environ["PATH"]})
+    engine.remote_runner = runner
+    engine.ledger.create_run(RUN, controller_target="w1:p1")
+    engine.ledger.add_worker(RUN, "fix-login", name="fix-login", kind="codex", objective="x", pane_id=pane, reply_target="w1:p2", host="box")
+    for before, after in ((S.PROVISIONING, S.READY), (S.READY, S.DISPATCHED), (S.DISPATCHED, S.WORKING)):
+        engine.ledger.transition(RUN, "fix-login", before, after)
+    save_message_limit(engine, RUN, DEFAULT_MESSAGE_LIMIT)
+    engine.run_dir(RUN).mkdir(parents=True, exist_ok=True)
+    (engine.run_dir(RUN) / "plan.toml").write_text(f"""organization = "acme"
+repo = "widgets"
+base = "origin/main"
+
+[hosts.box]
+machine = "box"
+ssh = "me@box"
+checkout = "/srv/acme/widgets"
+orch = "{ORCH}"
+orch_home = "{box_home}"
+
+[[workers]]
+task = "fix-login"
+objective = "Fix it."
+deliverable = "Commits."
+branch = "fix/login"
+claim = ["src/**"]
+host = "box"
+""")
+    clock = engine.clock
+    advance = clock.sleep
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        advance(seconds)
+        polls.append(seconds)
+        if len(polls) == 2:  # the worker calls back on its host while the controller waits (its check-in not due)
+            _send(box_home, hostile.env(body="Parser done"))
+
+    monkeypatch.setattr(clock, "sleep", sleep)
+    try:
+        waited = wait_run(engine, engine.ledger.get_run(RUN), as_json=True)
+    finally:
+        engine.close()
+
+    # The first check-in at once (lifecycle due, it collects too); between check-ins the wait collects at its next
+    # poll (1 s) and every SPOOL_POLL_S after: the callback spooled at 2 s is home at 6 s and wakes it.
+    assert (waited.woke, waited.waited_s) == ("callback", 1 + SPOOL_POLL_S)
+    assert [(o.task, o.what, o.text) for o in waited.observations] == [("fix-login", "update", "Parser done")]
+    listed = [c for c in runner.commands if " inbox spooled " in c]
+    assert len(listed) == 4  # the first check-in's, the wait's at 1 s and at 6 s, the check-in's it made due
