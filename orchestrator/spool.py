@@ -44,6 +44,9 @@ SUFFIX = ".msg"
 # the controller judges it against its run's own limit. A longer one keeps only what the ledger would keep of it.
 KEEP_BYTES = 1024 * 1024
 PREFIX_BYTES = 2048  # orchestrator.intake.KEPT_PREFIX_BYTES
+# What one listing over ssh carries at most (the rest waits for the next check-in): entries and bytes.
+BATCH_ENTRIES = 200
+BATCH_BYTES = 8 * 1024 * 1024
 # `<ns since the epoch, 20 digits>-<pid>-<8 hex>`: sorts in the order sent, unique without any coordination.
 ENTRY_ID = re.compile(r"[0-9]{20}-[0-9]{1,10}-[0-9a-f]{8}")
 SOURCE = "spool:{host}:{id}"
@@ -131,13 +134,21 @@ def read_entry(path: Path) -> Entry:
     return Entry.from_json({**header, "id": path.name[: -len(SUFFIX)], "data": base64.b64encode(data).decode("ascii")})
 
 
-def pending(spool: Path) -> list[Entry]:
-    """Every entry of a spool, in the order sent (a missing spool has none)."""
+def pending(spool: Path, *, most: int | None = None, budget: int | None = None) -> list[Entry]:
+    """The entries of a spool, oldest first (a missing spool has none): at most ``most``, and no more after their bytes
+    pass ``budget`` (one always), so a worker that floods its spool is collected in batches, one per check-in."""
     try:
         names = sorted(p.name for p in spool.iterdir() if p.name.endswith(SUFFIX) and ENTRY_ID.fullmatch(p.name[: -len(SUFFIX)]))
     except FileNotFoundError:
         return []
-    return [read_entry(spool / name) for name in names]
+    out: list[Entry] = []
+    size = 0
+    for name in names[:most]:
+        if out and budget is not None and size >= budget:
+            break
+        out.append(read_entry(spool / name))
+        size += len(out[-1].data)
+    return out
 
 
 def ack(spool: Path, ids: Iterable[str]) -> int:

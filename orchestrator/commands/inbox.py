@@ -133,7 +133,7 @@ def inbox_list(ctx: click.Context, run_id: str | None, as_json: bool) -> None:
 @click.option("--run", "run_id", required=True, help="The run whose spool to list.")
 @json_option
 def inbox_spooled(run_id: str, as_json: bool) -> None:
-    """List the callbacks spooled on this host for a run, not yet collected by its controller.
+    """List the callbacks spooled on this host for a run, not yet collected by its controller (oldest 200 at most).
 
     The controller runs it over ssh at each check-in (`--json`: every message whole, in base64) and records each
     one in its ledger before it runs `orch inbox ack`; nothing here judges or removes anything.
@@ -143,9 +143,10 @@ def inbox_spooled(run_id: str, as_json: bool) -> None:
       orch inbox spooled --run w1:p1-20260101T000000Z
     """
     from orchestrator.locations import locations
-    from orchestrator.spool import folder, pending
+    from orchestrator.spool import BATCH_BYTES, BATCH_ENTRIES, folder, pending
 
-    entries = pending(folder(locations(os.environ)["orch_home"], run_id))
+    # Oldest first, in batches (at most 200 entries or 8 MiB): the controller takes the rest at its next check-in.
+    entries = pending(folder(locations(os.environ)["orch_home"], run_id), most=BATCH_ENTRIES, budget=BATCH_BYTES)
     if as_json:
         echo_json({"run_id": run_id, "messages": [e.as_json() for e in entries]})
         return

@@ -291,3 +291,10 @@ host = "box"
     assert [(o.task, o.what, o.text) for o in waited.observations] == [("fix-login", "update", "Parser done")]
     listed = [c for c in runner.commands if " inbox spooled " in c]
     assert len(listed) == 4  # the first check-in's, the wait's at 1 s and at 6 s, the check-in's it made due
+
+
+def test_a_flooded_spool_is_listed_in_batches_oldest_first(tmp_path: Path) -> None:
+    ids = [spool.write(tmp_path, bytes([65 + n]) * 10, now_ns=n) for n in range(5)]
+    assert [e.id for e in spool.pending(tmp_path, most=3)] == ids[:3]
+    assert [e.id for e in spool.pending(tmp_path, budget=25)] == ids[:3]  # past 25 bytes after the third
+    assert [e.id for e in spool.pending(tmp_path, budget=1)] == ids[:1]  # one always
