@@ -8,6 +8,7 @@ import io
 import json
 import re
 import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -487,3 +488,121 @@ def test_the_agent_controller_going_on_after_herdr_restarted_fails_a_worker_its_
     assert ledger.in_flight(run_id) == []
     assert [w.state for w in ledger.list_workers(run_id)] in ([WorkerState.RETIRED], [WorkerState.RETAINED])
     assert world.herdr("agent", "list")["result"]["agents"] == []
+
+
+INTEGRATED = """
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+checkin_interval_s = 1
+
+[integration]
+enabled = true
+branch = "chore/integrate-outage"
+""" + TWO.split('checkin_interval_s = 1\n', 1)[1]
+
+# herdr's reads: a read that gets no answer is an outage (a mutating call's silence is settled by read-back first).
+READS = frozenset({"pane get", "pane read", "pane list", "agent get", "agent list", "agent read", "worktree list", "workspace get", "workspace list", "tab get", "tab list"})
+
+STOPPED = re.compile(
+    r"herdr is (down|not answering): herdr ([a-z -]+): (herdr server is not running.*?|no answer within \d+s; killed); run (\S+) stopped during retire, "
+    r"no worker was failed for it, workers and evidence are in place: `orch resume \4` once it is back"
+)
+
+
+def fault_when(world: Any, engine: Any, monkeypatch: pytest.MonkeyPatch, phase: str, fault: str) -> list[str]:
+    """herdr goes down (``fault`` "down": its server stopped) or hangs (the next read it gets is never answered) as
+    orch's run enters ``phase`` (integrate or retire)."""
+    import orchestrator.run as run_module
+
+    armed: list[str] = []
+    hung: list[str] = []
+    name = {"integrate": "integrate_run", "retire": "retire"}[phase]
+    real_phase = getattr(run_module, name)
+
+    def entered(*args: Any, **kwargs: Any) -> Any:
+        if not armed:
+            armed.append(phase)
+            if fault == "down":
+                world.sim.stop()
+        return real_phase(*args, **kwargs)
+
+    monkeypatch.setattr(run_module, name, entered)
+    real_runner = engine.herdr.runner
+
+    def runner(argv: Any, *, env: Any, timeout: float) -> Any:
+        words = command(argv)
+        if fault == "hang" and armed and not hung and words in READS:
+            hung.append(words)
+            world.sim.add_fault(words, hang=True)
+        return real_runner(argv, env=env, timeout=timeout)
+
+    engine.herdr.runner = runner
+    return hung
+
+
+def _closes(log: Path) -> Counter[str]:
+    """How many times herdr itself closed each pane (its own call log, every client that called it)."""
+    found: Counter[str] = Counter()
+    for line in log.read_text().splitlines() if log.exists() else []:
+        words = json.loads(line)["argv"][1:]
+        if words[:1] == ["--session"]:
+            words = words[2:]
+        if words[:2] == ["pane", "close"]:
+            found[words[2]] += 1
+    return found
+
+
+@pytest.mark.parametrize("fault", ["hang", "down"])
+@pytest.mark.parametrize("phase", ["integrate", "retire"])
+def test_herdr_hung_or_down_while_the_run_integrates_or_retires_interrupts_it_and_resume_finishes_with_nothing_repeated_or_left_open(
+    make_world: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, phase: str, fault: str,
+) -> None:
+    # Issue 21: an outage is proven in every phase, these two included. Integration is git alone, so herdr failing while
+    # orch merges is met by retire's first herdr call: the run stops there (`during retire`), the merges kept; resume
+    # merges nothing again, closes each pane once (none after a restart: herdr lost them) and leaves nothing open.
+    world = make_world()
+    log = tmp_path / "herdr-calls.log"
+    world.env["HERDR_SIM_CALL_LOG"] = str(log)
+    engine = world.engine()
+    engine.controller = "run"
+    engine.herdr.timeout_s = 5.0
+    hung = fault_when(world, engine, monkeypatch, phase, fault)
+
+    with pytest.raises(HerdrDown) as raised:
+        run_plan(engine, world.write_plan(INTEGRATED), Progress(io.StringIO(), live=False), interval_s=0.3)
+
+    assert len(hung) == (1 if fault == "hang" else 0)
+    match = STOPPED.fullmatch(raised.value.message)
+    assert match is not None and match[1] == {"down": "down", "hang": "not answering"}[fault], raised.value.message
+    assert raised.value.exit_code == 3
+    run_id = match[4]
+    run = engine.ledger.get_run(run_id)
+    assert (run.status, run.stopped_at) == (RunStatus.INTERRUPTED, f"herdr is {match[1]} during retire")
+    assert [e for e in engine.ledger.events(run_id) if e.to_state is WorkerState.FAILED] == []
+    merged = world.repo.git("rev-parse", "chore/integrate-outage").strip()
+    assert {w.task_label: bool(w.integrated_sha) for w in engine.ledger.list_workers(run_id)} == {"pages": True, "api": True}  # merged before the stop
+    assert (engine.run_dir(run_id) / "report.md").exists()
+    engine.close()
+
+    if fault == "down":
+        restart(world)
+    resumed = world.orch("resume", run_id, "--interval", "0.3", "--json")
+
+    assert resumed.returncode == 0, resumed.stderr
+    shown = json.loads(resumed.stdout)
+    assert shown["report"]["verdict"] == "PASS"
+    ledger = world.engine().ledger
+    assert ledger.get_run(run_id).status is RunStatus.FINISHED
+    assert ledger.in_flight(run_id) == []
+    # Nothing repeated: no merge made again, no packet sent again, no pane closed twice.
+    assert world.repo.git("rev-parse", "chore/integrate-outage").strip() == merged
+    assert sorted(e.key for e in ledger.list_effects(run_id) if e.kind == "agent_prompt") == sorted(dispatch_key(t) for t in ("pages", "api"))
+    assert {pane: n for pane, n in _closes(log).items() if n > 1} == {}
+    # Nothing left open: no agent runs, no pane of the run is left, none reported kept.
+    assert world.herdr("agent", "list")["result"]["agents"] == []
+    panes = {p["pane_id"] for p in world.herdr("pane", "list")["result"]["panes"]}
+    assert panes & {w.pane_id for w in ledger.list_workers(run_id)} == set() or fault == "down"  # after a restart ids are reused
+    assert [i for i in shown["report"]["retired"] if i["what"] in ("pane", "agent") and i["status"] == "retained"] == []
