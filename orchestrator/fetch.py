@@ -18,11 +18,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orchestrator import git, remote
 from orchestrator.errors import one_line
 from orchestrator.locations import run_dir
-from orchestrator.plan import Host
+
+if TYPE_CHECKING:
+    from orchestrator.plan import Host
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 

@@ -196,7 +196,12 @@ def supersede(engine: Engine, run: Run, task: str, reason: str) -> VerifyResult:
         raise OrchError(f"task {task} is {worker.state}; it can no longer be superseded")
     head = None
     if worker.branch and run.repo_path:
-        head = git.rev_parse(run.repo_path, f"refs/heads/{worker.branch}")
+        # A remote worker's head is the one last fetched home by SHA (none when it never was: nothing is fetched for a
+        # decision, its host may be gone); its branch name here would be another branch or none.
+        from orchestrator.fetch import home_ref
+
+        ref = f"refs/heads/{worker.branch}" if worker.host == CONTROLLER_HOST else home_ref(run.run_id, task)
+        head = git.rev_parse(run.repo_path, ref)
     found = Verification(
         disposition="superseded", reasons=(f"superseded by the person: {reason}",), head_sha=head,
         commits=(), changed_files=(), outside_claim=(), checks=(),

@@ -93,3 +93,30 @@ def test_what_cannot_be_brought_home_is_one_reason(box) -> None:  # type: ignore
     gone = Host(machine="box", ssh="me@nowhere", checkout=host.checkout)
     found = fetch.bring_home(home.path, "r", "t", "box", gone, "1" * 40)
     assert found.problem is not None and "Could not resolve hostname me@nowhere" in found.problem
+
+
+def test_a_superseded_remote_worker_names_the_head_fetched_home_never_a_branch_of_that_name_here(box, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from orchestrator.config import Settings
+    from orchestrator.engine import Engine
+    from orchestrator.verify import supersede
+    from registry import WorkerState as S
+
+    home, _work, host, head, _runner = box
+    other = home.commit("chore: elsewhere")  # a branch of the same name at home, pointing at something else
+    home.git("branch", BRANCH, other)
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "p", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=None, env={})  # type: ignore[arg-type]
+    run_id = "w1:p1-20261202T070000Z"
+    run = engine.ledger.create_run(run_id, controller_target="w1:p1", repo_path=home.path)
+    for task in ("one", "two"):
+        engine.ledger.add_worker(run_id, task, name=task, kind="codex", objective="x", branch=BRANCH, host="box")
+        engine.ledger.transition(run_id, task, S.PROVISIONING, S.READY)
+        engine.ledger.transition(run_id, task, S.READY, S.DISPATCHED)
+    fetch.bring_home(home.path, run_id, "one", "box", host, head)
+    try:
+        fetched = supersede(engine, run, "one", "replaced")
+        never = supersede(engine, run, "two", "replaced")
+    finally:
+        engine.close()
+    assert [v.verification.head_sha for v in fetched.verdicts] == [head]
+    assert [v.verification.head_sha for v in never.verdicts] == [None]
