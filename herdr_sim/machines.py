@@ -5,7 +5,8 @@ herdr keeps saved SSH machines in the state of whoever runs the CLI, and `herdr 
 API command over non-interactive SSH to the profile's remote session (../shared/herdr-0.9.1/DELTA.md "Multi-machine").
 The simulator plays the SSH hop with a network file (``$HERDR_SIM_NETWORK``, JSON ``{"targets": {TARGET: {"home":
 SIM_HOME, "down": false}}}``): a target it lists reaches the simulated herdr whose home is ``home``; one it does not
-list, or marks ``down``, is unreachable. A forwarded command runs as that herdr's own client, in the profile's
+list, or marks ``down``, is unreachable; ``"drop_after": ["worktree create"]`` drops the link once after the remote server
+ran that command (its answer is lost). A forwarded command runs as that herdr's own client, in the profile's
 session, without the caller's pane context (herdr drops it for a remote target), and its answer comes back unchanged.
 herdr documents no JSON for `machine list` or `machine status`: the fields here are ours (id, label, ssh_target,
 remote_session, enabled; status adds reachable and error).
@@ -99,9 +100,34 @@ def forward(home: Path, selector: str, args: list[str]) -> int:
     if session is not None:
         env["HERDR_SESSION"] = session
     done = subprocess.run([sys.executable, "-m", "herdr_sim.cli", *args], env=env, capture_output=True, text=True, timeout=600)
+    if _drops_after(machine["ssh_target"], args):
+        # The link dropped after the remote server ran the command: its answer never arrives, as with a real ssh hop
+        # cut mid-call; the caller cannot tell whether it ran (DELTA: "A connection failure does not prove a mutation
+        # was not applied").
+        print(f"error: machine '{machine['label']}' (session {machine['remote_session'] or 'default'}): "
+              "ssh: Connection to the remote host closed by remote host", file=sys.stderr)
+        return 1
     sys.stdout.write(done.stdout)
     sys.stderr.write(done.stderr)
     return done.returncode
+
+
+def _drops_after(target: str, args: list[str]) -> bool:
+    """Whether the network drops the link after this command (the target's ``drop_after``: command paths such as
+    ``"worktree create"``, each dropping once and then taken off the list)."""
+    path = os.environ.get(NETWORK_ENV)
+    if not path or not Path(path).is_file():
+        return False
+    data = json.loads(Path(path).read_text())
+    entry = data.get("targets", {}).get(target, {})
+    drops = list(entry.get("drop_after", []))
+    command = " ".join(args[:2])
+    if command not in drops:
+        return False
+    drops.remove(command)
+    entry["drop_after"] = drops
+    Path(path).write_text(json.dumps(data))
+    return True
 
 
 def _status(machine: dict[str, Any]) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def enter_plan_mode(engine: Engine, worker: Worker, *, settle_s: float = 0.5) ->
     # Earlier calls (a re-dispatch) already used some press keys; number the new ones after them.
     earlier = sum(1 for e in engine.ledger.list_effects(worker.run_id, task_label=worker.task_label) if e.kind == "plan_mode_key")
     for press in range(mode.max_presses + 1):
-        screen = engine.herdr.agent_read(target, source="visible")
+        screen = engine.herdr_of(worker).agent_read(target, source="visible")
         if mode.confirm_text.casefold() in screen.casefold():
             engine.ledger.record_fact(worker.run_id, FactKind.PLAN_MODE, task_label=worker.task_label, detail=PlanModeFact(presses=press, confirm_text=mode.confirm_text))
             return screen
@@ -99,12 +99,12 @@ def enter_plan_mode(engine: Engine, worker: Worker, *, settle_s: float = 0.5) ->
             break
 
         def send() -> KeysSent:
-            engine.herdr.agent_send_keys(target, mode.key)
+            engine.herdr_of(worker).agent_send_keys(target, mode.key)
             return KeysSent(target=target, key=mode.key)
 
         engine.once(
             worker.run_id, worker.task_label, "plan_mode_key", f"{worker.task_label}:plan_mode_key:{earlier + press + 1}",
-            {"target": target, "key": mode.key}, send, model=KeysSent,
+            {"target": target, "key": mode.key, **engine.on_host(worker.host)}, send, model=KeysSent,
         )  # fmt: skip
         engine.clock.sleep(settle_s)
     raise OrchError(

@@ -21,6 +21,7 @@ from registry import EventKind, Ledger, Run, StaleState, WorkerState
 
 if TYPE_CHECKING:
     from orchestrator.engine import CannotTell, Done, Engine, NotDone
+    from orchestrator.herdr import Herdr
     from registry import Effect, Worker
 
 
@@ -50,20 +51,22 @@ def flat(text: str) -> str:
 def send_keys(engine: Engine, worker: Worker, pane_id: str, screen: Screen, keys: tuple[str, ...], key: str) -> DialogKeys:
     """Send a dialog's keys once (``Engine.once``): an in-flight answer is settled by reading the screen back."""
 
+    herdr = engine.herdr_of(worker)
+
     def act() -> DialogKeys:
-        engine.herdr.pane_send_keys(pane_id, *keys)
+        herdr.pane_send_keys(pane_id, *keys)
         return DialogKeys(pane_id=pane_id, dialog=screen.name, keys=keys)
 
-    request = {"pane": pane_id, "dialog": screen.name, "keys": list(keys)}
+    request = {"pane": pane_id, "dialog": screen.name, "keys": list(keys), **engine.on_host(worker.host)}
     return engine.once(worker.run_id, worker.task_label, "dialog_keys", key, request, act, model=DialogKeys,
-                       settle=lambda: _read_back(engine, pane_id, screen, keys))  # fmt: skip
+                       settle=lambda: _read_back(herdr, pane_id, screen, keys))  # fmt: skip
 
 
-def _read_back(engine: Engine, pane_id: str, screen: Screen, keys: tuple[str, ...]) -> Done[DialogKeys] | NotDone | CannotTell:
+def _read_back(herdr: Herdr, pane_id: str, screen: Screen, keys: tuple[str, ...]) -> Done[DialogKeys] | NotDone | CannotTell:
     from orchestrator.engine import CannotTell, Done, NotDone
 
     try:
-        shown = engine.herdr.pane_read(pane_id, source="visible")
+        shown = herdr.pane_read(pane_id, source="visible")
     except HerdrError as exc:
         return CannotTell(f"did the keys {' '.join(keys)} answer the {screen.name} in pane {pane_id}? herdr could not read it: {exc.message}", f"herdr pane read {pane_id}")
     if screen.matches(shown):
@@ -81,7 +84,7 @@ def settle_dialog_keys(engine: Engine, run: Run, effect: Effect) -> Done[DialogK
     screen = kinds.dialog_named(str(request.get("dialog")))
     if screen is None:
         return CannotTell(f"which dialog did effect {effect.id} answer? {worker.kind} has no {request.get('dialog')} in the quirk table", "orch status")
-    return _read_back(engine, str(request["pane"]), screen, tuple(request.get("keys") or ()))
+    return _read_back(engine.effect_herdr(effect), str(request["pane"]), screen, tuple(request.get("keys") or ()))
 
 
 def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed: bool, why_not: str, wait_timeout_ms: int) -> str | None:
@@ -90,7 +93,7 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
     Returns a note for the provisioning outcome, or None when the screen shows no dialog at all (nothing to do).
     """
     kinds = quirks(worker.kind)
-    shown = engine.herdr.pane_read(pane_id, source="visible")
+    shown = engine.herdr_of(worker).pane_read(pane_id, source="visible")
     text = excerpt(shown)
     trust = kinds.trust_on(shown)
     if trust is None:
@@ -118,7 +121,7 @@ def answer_trust_dialog(engine: Engine, worker: Worker, pane_id: str, *, allowed
     send_keys(engine, worker, pane_id, trust, keys, engine.start_key(worker.run_id, worker.task_label, "trust_dialog"))
     engine.ledger.record_fact(worker.run_id, FactKind.DIALOG, task_label=worker.task_label, detail=Dialog(
         dialog=trust.name, kind=worker.kind, answered=True, keys=list(keys), reason=reason, screen=text))  # fmt: skip
-    info = engine.herdr.agent_wait(worker.name, until=AT_REST, timeout_ms=wait_timeout_ms)
+    info = engine.herdr_of(worker).agent_wait(worker.name, until=AT_REST, timeout_ms=wait_timeout_ms)
     if info.agent_status not in AT_REST:
         raise DialogStop(f"{worker.name} answered its {trust.name} dialog but is {info.agent_status}, not idle")
     return f"answered the {worker.kind} {trust.name} dialog with {' '.join(keys)} ({reason})"
@@ -178,7 +181,7 @@ def await_ready_sign(engine: Engine, worker: Worker, *, timeout_s: float, answer
     first = True
     ready_since: float | None = None
     while True:
-        shown = engine.herdr.pane_read(worker.pane_id, source="visible")
+        shown = engine.herdr_of(worker).pane_read(worker.pane_id, source="visible")
         reading = kinds.read(shown)
         trust = kinds.trust_on(shown)
         if trust is not None and not answered:
@@ -218,7 +221,7 @@ def answer_approval(engine: Engine, worker: Worker, decision: Decision, number: 
     """Answer the approval form the worker's agent shows with its own keys; the form must still be on screen."""
     if worker.pane_id is None:
         raise OrchError(f"{worker.task_label} has no pane recorded; there is no form to answer")
-    shown = engine.herdr.pane_read(worker.pane_id, source="visible")
+    shown = engine.herdr_of(worker).pane_read(worker.pane_id, source="visible")
     form = approval_form(worker, shown)
     if form is None:
         raise OrchError(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import wait as wait_all
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,6 +42,9 @@ from orchestrator.plan import ResolvedPlan
 from orchestrator.quirks import excerpt, quirks
 from registry.facts import DispatchDiagnosis, FactKind
 from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
+
+if TYPE_CHECKING:
+    from orchestrator.herdr import Herdr
 
 # herdr's own activity gate for `agent prompt --wait` is 5000 ms (CONTRACT §8.3); the fleet path uses the same.
 ACCEPT_GATE_MS = 5000
@@ -285,7 +288,7 @@ def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> boo
     """Resolve the target right before sending (spec §4); True when the worker may be sent its packet now."""
     worker = item.worker
     try:
-        info = engine.herdr.agent_get(worker.name)
+        info = engine.herdr_of(worker).agent_get(worker.name)
     except (HerdrNotFound, HerdrTargetAmbiguous) as exc:
         _fail(engine, run, item, exc)
         return False
@@ -304,8 +307,8 @@ def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> boo
         if problem is not None:
             item.report = _report(item, "skipped", problem)
             return False
-        info = engine.herdr.agent_get(worker.name)  # the baseline after the mode keys, so they do not count as acceptance
-    item.request = {"target": worker.name, "pane_id": info.pane_id, "baseline_seq": info.state_change_seq}
+        info = engine.herdr_of(worker).agent_get(worker.name)  # the baseline after the mode keys, so they do not count as acceptance
+    item.request = {"target": worker.name, "pane_id": info.pane_id, "baseline_seq": info.state_change_seq, **engine.on_host(worker.host)}
     if info.completion_seq is not None:
         item.request[BASELINE_COMPLETION] = info.completion_seq
     return True
@@ -328,7 +331,7 @@ def screen_problem(engine: Engine, worker: Worker) -> str | None:
     if kinds.ready is None and not (kinds.trust_dialogs or kinds.start_notices or kinds.approval_forms):
         return None
     try:
-        shown = engine.herdr.agent_read(worker.name, source="visible")
+        shown = engine.herdr_of(worker).agent_read(worker.name, source="visible")
     except HerdrError as exc:
         return f"its screen could not be read before sending ({exc.message}); not sent"
     reading = kinds.read(shown)
@@ -369,7 +372,7 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
             # Read-back proved an earlier process's packet never landed (orchestrator.messages.settle_prompt): the
             # same packet, rebuilt from the plan snapshot, is sent now under the next attempt key.
             item.briefing = brief(engine, run, item.task)
-        return _prompt(engine, name, item.briefing.text, wait=wait, timeout_ms=timeout_ms)
+        return _prompt(engine.herdr_of(item.worker), name, item.briefing.text, wait=wait, timeout_ms=timeout_ms)
 
     try:
         # A lost call, or one an earlier process left in flight: orchestrator.messages.settle_prompt decides (done /
@@ -401,17 +404,17 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
         item.worker = catch_up(engine, run, item.task, effect.intended_at)
 
 
-def _prompt(engine: Engine, name: str, text: str, *, wait: bool, timeout_ms: int) -> PromptOutcome:
+def _prompt(herdr: Herdr, name: str, text: str, *, wait: bool, timeout_ms: int) -> PromptOutcome:
     """One `agent prompt`; errors that mean "submitted" become outcomes so the effect is never retried (an unknown
     outcome, UNKNOWN, propagates and leaves the effect in flight)."""
     try:
         if wait:
-            result = engine.herdr.agent_prompt(name, text, wait=True, until=ACCEPTED_STATES, timeout_ms=timeout_ms)
+            result = herdr.agent_prompt(name, text, wait=True, until=ACCEPTED_STATES, timeout_ms=timeout_ms)
             return PromptOutcome(
                 submitted="yes", accepted=True, status=result.agent.agent_status, state_change_seq=result.agent.state_change_seq,
                 completion_seq=result.agent.completion_seq, via="agent prompt --wait",
             )  # fmt: skip
-        result = engine.herdr.agent_prompt(name, text)
+        result = herdr.agent_prompt(name, text)
         return PromptOutcome(submitted="yes", accepted=False, status=result.agent.agent_status, state_change_seq=result.agent.state_change_seq,
                              completion_seq=result.agent.completion_seq)  # fmt: skip
     except (HerdrPromptStalled, HerdrWaitExpired, HerdrAgentNotRunning) as exc:
@@ -440,9 +443,13 @@ def _confirm(engine: Engine, run: Run, items: list[_Item], *, gate_ms: int) -> N
     stalled_now = {i.task for i in items if i.outcome is not None and i.outcome.error_code == "agent_prompt_stalled" and i.briefing is not None}
     waiting = [i for i in items if i.task not in accepted and i.task not in stalled_now]
     if waiting:
-        listed = {info.name: info for info in engine.herdr.agent_list() if info.name}
+        # One `agent list` per host: agent names are orch's and unique in a run, but each host's herdr knows only its own.
+        listed: dict[tuple[str, str], AgentInfo] = {}
+        for host in dict.fromkeys(i.worker.host for i in waiting):
+            herdr = engine.herdr_at(run.run_id, host)
+            listed.update({(host, info.name): info for info in herdr.agent_list() if info.name})
         for item in waiting:
-            info = listed.get(item.worker.name)
+            info = listed.get((item.worker.host, item.worker.name))
             if info is not None and _is_accepted(info, item):
                 accepted[item.task] = item.acceptance("agent list", info)
         laggards = [i for i in waiting if i.task not in accepted]
@@ -467,14 +474,14 @@ def _await_working(engine: Engine, item: _Item, gate_ms: int) -> Acceptance | No
     """Wait up to the gate for `working`; then one `agent get`, since the agent may have finished its turn already."""
     name = item.worker.name
     try:
-        info = engine.herdr.agent_wait(name, until=("working",), timeout_ms=gate_ms)
+        info = engine.herdr_of(item.worker).agent_wait(name, until=("working",), timeout_ms=gate_ms)
         return item.acceptance("agent wait", info)
     except (HerdrWaitExpired, HerdrAgentNotRunning, HerdrNotFound, HerdrTimeout):
         # HerdrTimeout: herdr's `agent wait` can overrun its own timeout (herdr#4280) and our wall clock kills it; a
         # wait is a read, so the `agent get` below decides instead of one worker aborting the fleet's confirmation.
         pass
     try:
-        info = engine.herdr.agent_get(name)
+        info = engine.herdr_of(item.worker).agent_get(name)
     except HerdrNotFound:
         return None
     if _is_accepted(info, item):
@@ -505,7 +512,7 @@ def classify_screen(text: str) -> Diagnosis:
 def _diagnose(engine: Engine, item: _Item) -> Diagnosis:
     """Read the pane once (spec §4) and say what it suggests; never send anything."""
     try:
-        text = engine.herdr.agent_read(item.worker.name, source="recent-unwrapped", lines=READ_LINES)
+        text = engine.herdr_of(item.worker).agent_read(item.worker.name, source="recent-unwrapped", lines=READ_LINES)
     except HerdrNotFound as exc:
         return Diagnosis(suggests="nothing", summary=f"the agent is gone: {exc.message}", last_lines=())
     return classify_screen(text)

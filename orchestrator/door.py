@@ -342,7 +342,7 @@ def _let_askers_settle(engine: Engine, run: Run, tasks: Sequence[str]) -> None:
             worker = engine.ledger.get_worker(run.run_id, task)
             target = worker.reply_target or worker.pane_id
             try:
-                status = engine.herdr.agent_get(target).agent_status if target else None
+                status = engine.herdr_of(worker).agent_get(target).agent_status if target else None
             except HerdrError:
                 status = None  # gone or unreadable: `orch answer` says so itself
             if status == "working" and worker.state in WAITING_ON_PERSON:

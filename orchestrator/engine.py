@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from orchestrator import git
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
-from orchestrator.errors import HerdrProtocolError, HerdrTimeout, OrchError, one_line, storage_error
+from orchestrator.errors import HerdrProtocolError, HerdrTimeout, HostUnreachable, OrchError, one_line, storage_error
 from orchestrator.locations import LEDGER_FILE, run_dir
 from orchestrator.runlog import RunLog
 from registry.facts import EffectSettled, EffectUnknown, FactKind
@@ -154,6 +154,9 @@ class Engine:
     settle_pause_s: float = 1.0
     # How ssh commands to a plan's other hosts are run (orchestrator.remote); None is the real runner. Tests script it.
     remote_runner: Any = field(default=None, repr=False)
+    # One herdr boundary per host of a run (``herdr_at``): the controller's is ``herdr``; another host's is built on
+    # first use (``herdr --machine LABEL``) or set here by tests, by plan host name.
+    host_herdrs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_env(
@@ -215,6 +218,53 @@ class Engine:
             machine=machine,
             ssh=ssh,
         )
+
+    def herdr_at(self, run_id: str, host: str) -> Herdr:
+        """The herdr boundary of one host of a run: the controller's own for ``local``, else the host's herdr server
+        through the controller's saved machine (``herdr --machine LABEL``). Its ids mean something only to it."""
+        from registry.kinds import CONTROLLER_HOST
+
+        if host == CONTROLLER_HOST:
+            return self.herdr
+        with self._lock:
+            found = self.host_herdrs.get(host)
+        if found is not None:
+            return cast("Herdr", found)
+        config = self.host_config(run_id, host)
+        cli = self.herdr_on(machine=config.machine)
+        cli.trust_repository = bool(getattr(self.herdr, "trust_repository", False))
+        with self._lock:
+            return cast("Herdr", self.host_herdrs.setdefault(host, cli))
+
+    def herdr_of(self, worker: Worker) -> Herdr:
+        """The herdr boundary of the host ``worker`` runs on (every herdr id on the worker row is that host's)."""
+        return self.herdr_at(worker.run_id, worker.host)
+
+    def effect_herdr(self, effect: Effect) -> Herdr:
+        """The herdr boundary an effect was made through: its request's ``host``, else its worker's (a run-level
+        effect: the controller's)."""
+        from registry.kinds import CONTROLLER_HOST
+
+        host = effect.request.get("host")
+        if host is None and effect.task_label is not None:
+            host = self.ledger.get_worker(effect.run_id, effect.task_label).host
+        return self.herdr_at(effect.run_id, str(host or CONTROLLER_HOST))
+
+    @staticmethod
+    def on_host(host: str) -> dict[str, str]:
+        """What an effect's request adds to say which host's herdr its ids belong to: nothing for the controller's
+        (every request recorded before hosts existed reads the same), ``{"host": NAME}`` for another host's."""
+        from registry.kinds import CONTROLLER_HOST
+
+        return {} if host == CONTROLLER_HOST else {"host": host}
+
+    def host_config(self, run_id: str, host: str) -> Any:
+        """The run's plan entry ``[hosts.<host>]`` (orchestrator.plan.Host): how the host is reached, where its checkout is."""
+        plan = self.plan_for(self.ledger.get_run(run_id))
+        config = plan.plan.hosts.get(host)
+        if config is None:
+            raise OrchError(f"run {run_id} names host {host}, which its plan does not declare")
+        return config
 
     # --- the ledger: one connection per thread, since provisioning runs workers concurrently ---
 
@@ -586,7 +636,7 @@ class Engine:
         ``Done(result, how)`` (confirmed with that result), ``NotDone(how)`` (abandoned, then made now under the next
         attempt key) or ``CannotTell(question, command)`` (raises InFlightEffect naming both); how it decided is
         journalled as an ``effect_settled`` fact. ``unknown_on``: exceptions that leave the outcome unknown besides a
-        timed-out or killed herdr call and garbled output (always unknown). Such an outcome is never retried blindly:
+        timed-out or killed herdr call, garbled output and a dropped link to another host (always unknown). Such an outcome is never retried blindly:
         it is settled here, in this process, by the same read-back (``settle_lost``); done returns its result, not
         done makes it again under the next attempt key, and what read-back cannot tell raises InFlightEffect.
         """
@@ -595,7 +645,8 @@ class Engine:
         if kind not in EFFECTS:
             raise OrchError(f"effect kind {kind} is not in orchestrator.effects.EFFECTS; say there how read-back settles it")
         ledger = self.ledger
-        unknown: tuple[type[Exception], ...] = (*unknown_on, HerdrTimeout, HerdrProtocolError)
+        # A dropped link to another host (HostUnreachable) is unknown too: the command may have run before it dropped.
+        unknown: tuple[type[Exception], ...] = (*unknown_on, HerdrTimeout, HerdrProtocolError, HostUnreachable)
         attempt = 1
         while True:
             attempt_key = key if attempt == 1 else f"{key}#{attempt}"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from orchestrator import remote
 from orchestrator.children import run_child
-from orchestrator.errors import OrchError, one_line
+from orchestrator.errors import HostUnreachable, OrchError, one_line
 
 GIT_TIMEOUT_S = 120.0
 
@@ -65,9 +65,14 @@ def command_text(argv: tuple[str, ...] | list[str]) -> str:
     return " ".join(shlex.quote(arg.replace("\n", "\\n")) if not arg or any(c.isspace() for c in arg) else arg for arg in argv)
 
 
-def run_git(args: list[str], *, cwd: Path | str | None = None, check: bool = True, timeout: float = GIT_TIMEOUT_S) -> GitResult:
-    """Run ``git <args>``; with ``check`` a non-zero exit raises GitError carrying git's stderr."""
-    argv = ("git", *args) if cwd is None else ("git", "-C", str(cwd), *args)
+def run_git(args: list[str], *, cwd: Path | str | None = None, check: bool = True, timeout: float = GIT_TIMEOUT_S, on: str | None = None) -> GitResult:
+    """Run ``git <args>``; with ``check`` a non-zero exit raises GitError carrying git's stderr.
+
+    ``on``: an ssh target; git then runs on that host (``ssh … TARGET -- 'git -C CWD …'``, orchestrator.remote), and
+    ssh's own failure (exit 255: the host is gone or the link dropped) raises HostUnreachable, never a git verdict.
+    """
+    local = ("git", *args) if cwd is None else ("git", "-C", str(cwd), *args)
+    argv = local if on is None else tuple(remote.ssh_argv(on, local))
     started = time.monotonic()
     try:
         # Like herdr's, a git call outlives a terminal's Ctrl-C: killed halfway, `git worktree add` or a merge would be
@@ -80,15 +85,18 @@ def run_git(args: list[str], *, cwd: Path | str | None = None, check: bool = Tru
         _told(GitResult(argv, -1, "", f"timed out after {timeout:g}s", time.monotonic() - started))
         raise GitError(f"git timed out after {timeout:g}s: {command_text(argv)}") from exc
     result = _told(GitResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started))
+    if on is not None and proc.returncode == remote.SSH_FAILED:
+        raise HostUnreachable(f"ssh {on} {command_text(local)}: ssh failed: {one_line(proc.stderr) or 'no output'}",
+                              hint=f"orch needs `ssh -o BatchMode=yes {on} true` to work without a prompt")
     if check and proc.returncode != 0:
         detail = proc.stderr.strip() or proc.stdout.strip() or f"exit {proc.returncode}"
         raise GitError(f"{command_text(argv)} failed: {one_line(detail)}", result)
     return result
 
 
-def rev_parse(repo: Path | str, rev: str) -> str | None:
-    """The full SHA that ``rev`` names in ``repo``, or None when it names no commit."""
-    result = run_git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=repo, check=False)
+def rev_parse(repo: Path | str, rev: str, *, on: str | None = None) -> str | None:
+    """The full SHA that ``rev`` names in ``repo``, or None when it names no commit (``on``: that host's ``repo``)."""
+    result = run_git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=repo, check=False, on=on)
     return result.stdout.strip() if result.returncode == 0 else None
 
 
@@ -98,9 +106,9 @@ def remote_rev_parse(target: str, checkout: str, rev: str, *, runner: remote.Run
     return remote.run_remote(target, ["git", "-C", checkout, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], runner=runner)
 
 
-def commits_between(repo: Path | str, base: str, head: str) -> list[str]:
+def commits_between(repo: Path | str, base: str, head: str, *, on: str | None = None) -> list[str]:
     """SHAs reachable from ``head`` but not from ``base``, oldest first."""
-    out = run_git(["rev-list", "--reverse", f"{base}..{head}"], cwd=repo).stdout
+    out = run_git(["rev-list", "--reverse", f"{base}..{head}"], cwd=repo, on=on).stdout
     return out.split()
 
 
@@ -110,9 +118,9 @@ def changed_paths(repo: Path | str, base: str, head: str) -> list[str]:
     return sorted(p for p in out.split("\0") if p)
 
 
-def trailer_values(repo: Path | str, sha: str, key: str) -> list[str]:
+def trailer_values(repo: Path | str, sha: str, key: str, *, on: str | None = None) -> list[str]:
     """The values of trailer ``key`` in one commit's message (git's own trailer parser), in order."""
-    out = run_git(["log", "-1", f"--format=%(trailers:key={key},valueonly,separator=%x00)", sha], cwd=repo).stdout
+    out = run_git(["log", "-1", f"--format=%(trailers:key={key},valueonly,separator=%x00)", sha], cwd=repo, on=on).stdout
     return [value.strip() for value in out.strip("\n").split("\0") if value.strip()]
 
 
@@ -127,20 +135,20 @@ def path_exists_at(repo: Path | str, rev: str, path: str) -> bool:
     return run_git(["cat-file", "-e", f"{rev}:{path}"], cwd=repo, check=False).returncode == 0
 
 
-def status_porcelain(checkout: Path | str) -> list[str]:
+def status_porcelain(checkout: Path | str, *, on: str | None = None) -> list[str]:
     """``git status --porcelain`` lines (untracked files included): empty means clean."""
-    out = run_git(["status", "--porcelain", "--untracked-files=all"], cwd=checkout).stdout
+    out = run_git(["status", "--porcelain", "--untracked-files=all"], cwd=checkout, on=on).stdout
     return [line for line in out.splitlines() if line]
 
 
-def current_branch(checkout: Path | str) -> str:
+def current_branch(checkout: Path | str, *, on: str | None = None) -> str:
     """``git rev-parse --abbrev-ref HEAD`` ("HEAD" when detached)."""
-    return run_git(["rev-parse", "--abbrev-ref", "HEAD"], cwd=checkout).stdout.strip()
+    return run_git(["rev-parse", "--abbrev-ref", "HEAD"], cwd=checkout, on=on).stdout.strip()
 
 
-def toplevel(checkout: Path | str) -> str:
+def toplevel(checkout: Path | str, *, on: str | None = None) -> str:
     """``git rev-parse --show-toplevel``."""
-    return run_git(["rev-parse", "--show-toplevel"], cwd=checkout).stdout.strip()
+    return run_git(["rev-parse", "--show-toplevel"], cwd=checkout, on=on).stdout.strip()
 
 
 def add_scratch_worktree(repo: Path | str, path: Path | str, rev: str) -> None:
@@ -154,7 +162,7 @@ def remove_scratch_worktree(repo: Path | str, path: Path | str) -> None:
     run_git(["worktree", "prune"], cwd=repo, check=False)
 
 
-def commits_only_on(repo: Path | str, head: str, branch: str | None) -> list[str]:
+def commits_only_on(repo: Path | str, head: str, branch: str | None, *, on: str | None = None) -> list[str]:
     """Commits reachable from ``head`` but from no branch, tag or remote-tracking ref other than ``branch``, newest first.
 
     These are the commits a checkout holds that exist nowhere else (its own branch aside); an empty list means
@@ -162,18 +170,18 @@ def commits_only_on(repo: Path | str, head: str, branch: str | None) -> list[str
     """
     # --exclude applies to the next --branches only, and branch names cannot contain glob characters.
     args = ["rev-list", head, "--not", *([f"--exclude={branch}"] if branch else []), "--branches", "--tags", "--remotes"]
-    return run_git(args, cwd=repo).stdout.split()
+    return run_git(args, cwd=repo, on=on).stdout.split()
 
 
-def worktree_checkouts(repo: Path | str) -> list[str]:
+def worktree_checkouts(repo: Path | str, *, on: str | None = None) -> list[str]:
     """Paths of the repo's checkouts from ``git worktree list --porcelain``; the main checkout comes first."""
-    out = run_git(["worktree", "list", "--porcelain"], cwd=repo).stdout
+    out = run_git(["worktree", "list", "--porcelain"], cwd=repo, on=on).stdout
     return [line.removeprefix("worktree ") for line in out.splitlines() if line.startswith("worktree ")]
 
 
-def remove_worktree(repo: Path | str, path: Path | str) -> None:
+def remove_worktree(repo: Path | str, path: Path | str, *, on: str | None = None) -> None:
     """``git worktree remove <path>`` without ``--force``: git itself refuses a dirty or locked checkout."""
-    run_git(["worktree", "remove", str(path)], cwd=repo)
+    run_git(["worktree", "remove", str(path)], cwd=repo, on=on)
 
 
 # --- provisioning: remotes and the fetch gate (orchestrator.provision) ---
@@ -253,14 +261,14 @@ def is_auth_failure(stderr: str) -> bool:
     return any(marker in stderr for marker in AUTH_FAILURE_MARKERS)
 
 
-def branch_exists(repo: Path | str, branch: str) -> bool:
+def branch_exists(repo: Path | str, branch: str, *, on: str | None = None) -> bool:
     """True when the local branch ``branch`` exists."""
-    return rev_parse(repo, f"refs/heads/{branch}") is not None
+    return rev_parse(repo, f"refs/heads/{branch}", on=on) is not None
 
 
-def is_ancestor(repo: Path | str, sha: str, rev: str) -> bool:
+def is_ancestor(repo: Path | str, sha: str, rev: str, *, on: str | None = None) -> bool:
     """``git merge-base --is-ancestor``: True when ``sha`` is reachable from ``rev`` (exit 1 means no; others fail)."""
-    result = run_git(["merge-base", "--is-ancestor", sha, rev], cwd=repo, check=False)
+    result = run_git(["merge-base", "--is-ancestor", sha, rev], cwd=repo, check=False, on=on)
     if result.returncode not in (0, 1):
         detail = result.stderr.strip() or f"exit {result.returncode}"
         raise GitError(f"{command_text(result.argv)} failed: {one_line(detail)}", result)

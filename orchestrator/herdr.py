@@ -767,6 +767,12 @@ def error_for(call: HerdrCall) -> HerdrFailure:
     if call.returncode == SSH_FAILED and call.argv and os.path.basename(call.argv[0]) == "ssh":
         detail = one_line(call.stderr) or "no output"
         return HostUnreachable(f"{call.command}: ssh failed: {detail}", call=call, hint="orch needs `ssh -o BatchMode=yes TARGET true` to work without a prompt")
+    if _machine_link_failed(call, last):
+        # `herdr --machine` never retries and never falls back to local: the saved machine could not be reached, or
+        # the link dropped mid-call, so a mutation's outcome is unknown (0.9.1 DELTA "Transport"); settled by read-back.
+        label = call.argv[2] if len(call.argv) > 2 else "?"
+        return HostUnreachable(f"{call.command}: {one_line(last.removeprefix('error: '))}", call=call,
+                               hint=f"`herdr machine status {label}` says whether herdr can reach it")
     if call.returncode == 2:
         detail = one_line(call.stderr) or "usage error"
         return HerdrUsageError(f"{call.command}: herdr rejected orch's arguments: {detail}", call=call, hint=_BUG_HINT)
@@ -805,6 +811,13 @@ _REMOTE_FLAGS = ("--remote", "--remote-keybindings", "--handoff")
 _REMOTE_FLAG_PREFIXES = ("--remote=", "--remote-keybindings=")
 _U32_MAX = 2**32 - 1
 _U64_MAX = 2**64 - 1
+
+
+def _machine_link_failed(call: HerdrCall, last: str) -> bool:
+    """A `herdr --machine LABEL …` call that failed reaching the saved machine (herdr's `machine 'L' (session S): …`
+    line), not one the remote server answered with its own JSON error."""
+    return (call.returncode == 1 and len(call.argv) > 2 and call.argv[1] == "--machine"
+            and last.startswith("error: machine '") and _error_body(last) is None)
 
 
 def _error_body(line: str) -> ErrorBody | None:

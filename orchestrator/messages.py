@@ -97,8 +97,9 @@ def send_message(
         # The same message again (a re-run after success) replays its effect below; only a new one is judged by state.
         _refuse(worker, kind)
     target = _target(worker)
+    herdr = engine.herdr_of(worker)
     try:
-        status = agent_status or engine.herdr.agent_get(target).agent_status
+        status = agent_status or herdr.agent_get(target).agent_status
     except HerdrNotFound:
         # A settled worker's agent exits to free its slot (or a person closed it): a message has nobody to reach.
         raise OrchError(
@@ -117,8 +118,8 @@ def send_message(
     if existing is not None:
         request = dict(existing.request)  # the intent as first recorded (its baseline included), never recomputed
     else:
-        info = engine.herdr.agent_get(target)
-        request = {"target": target, "kind": kind, "text": text, "baseline_seq": info.state_change_seq}
+        info = herdr.agent_get(target)
+        request = {"target": target, "kind": kind, "text": text, "baseline_seq": info.state_change_seq, **engine.on_host(worker.host)}
         if info.completion_seq is not None:  # herdr 0.9.2+: the turn this message starts ends past it (observe)
             request[BASELINE_COMPLETION] = info.completion_seq
     prompted = engine.once(
@@ -127,7 +128,7 @@ def send_message(
         "agent_prompt",
         key,
         request,
-        lambda: engine.herdr.agent_prompt(target, text),
+        lambda: herdr.agent_prompt(target, text),
         model=AgentPrompted,
     )
     after = _AFTER[kind].get(worker.state)
@@ -216,8 +217,9 @@ def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseMo
         return Done(AgentPrompted(type="agent_prompted", agent=info), how)
 
     said = decided(engine, effect)
+    herdr = engine.effect_herdr(effect)
     try:
-        info = engine.herdr.agent_get(target)
+        info = herdr.agent_get(target)
     except HerdrNotFound:
         if said == "sent":
             return CannotTell(f"{target} is gone, so the {kind} cannot be replayed", f"give the worker up with `orch retire --run {effect.run_id} --abandon {effect.task_label} --reason TEXT`")
@@ -238,7 +240,7 @@ def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseMo
             return done(info, f"state_change_seq moved from {baseline} to {info.state_change_seq}")
         if text is not None:
             try:
-                screen = engine.herdr.agent_read(target, source="recent", lines=400)
+                screen = herdr.agent_read(target, source="recent", lines=400)
             except HerdrError:
                 screen = None
             if screen is not None and _landmark(text) in _squash(screen):
@@ -247,7 +249,7 @@ def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseMo
         if lost or waited >= PROMPT_LANDED_S:
             break
         engine.clock.sleep(PROMPT_LANDED_S - waited)  # a call still on its way lands within this; then read again
-        info = engine.herdr.agent_get(target)
+        info = herdr.agent_get(target)
     if lost:
         # herdr ran the call to our limit (or answered garbage): it may still land, so nothing proves it did not.
         return CannotTell(

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator import git, messages
+from orchestrator import git, messages, remote
 from orchestrator.dialogs import approval_form, flat
 from orchestrator.dispatch import completion_baseline
 from orchestrator.engine import Engine, InFlightEffect
@@ -160,7 +160,8 @@ class _Round:
         self.engine, self.run, self.number = engine, run, number
         self.ledger = engine.ledger
         self.notes: list[Observation] = []
-        self.agents: dict[str, AgentInfo] = {}
+        # By (host, pane id or agent name): each host's herdr numbers its own panes, so an id alone means nothing.
+        self.agents: dict[tuple[str, str], AgentInfo] = {}
         self.herdr_states: dict[str, str] = {}
         self.waiting: set[str] = set()
         self.prompted: set[str] = set()  # the round's agent snapshot predates these prompts
@@ -185,16 +186,18 @@ class _Round:
             return ()
 
     def agent(self, worker: Worker) -> AgentInfo | None:
-        return self.agents.get(worker.pane_id or "") or self.agents.get(worker.name)
+        return self.agents.get((worker.host, worker.pane_id or "")) or self.agents.get((worker.host, worker.name))
 
     # --- the round ---
 
     def run_round(self, lifecycle: bool = True) -> bool:
         try:
-            for info in self.engine.herdr.agent_list():
-                self.agents[info.pane_id] = info
-                if info.name:
-                    self.agents[info.name] = info
+            hosts = dict.fromkeys([CONTROLLER_HOST, *(w.host for w in self.ledger.list_workers(self.run.run_id, states=OPEN))])
+            for host in hosts:
+                for info in self.engine.herdr_at(self.run.run_id, host).agent_list():
+                    self.agents[(host, info.pane_id)] = info
+                    if info.name:
+                        self.agents[(host, info.name)] = info
         except HerdrMissing:
             # No herdr binary at all is no passing outage: checking in again cannot help, so say so (exit 3).
             raise
@@ -236,7 +239,8 @@ class _Round:
         """
         if self.number % LAYOUT_EVERY != 1 % LAYOUT_EVERY:
             return  # one `tab list` every few rounds: each herdr call of a run is a case of the crash matrix
-        live = [w for w in self.ledger.list_workers(self.run.run_id, states=OPEN) if w.tab_id and w.tab_label]
+        # The run's workspace is the controller's: a worker on another host has its tab in its own workspace there.
+        live = [w for w in self.ledger.list_workers(self.run.run_id, states=OPEN) if w.tab_id and w.tab_label and w.host == CONTROLLER_HOST]
         if not live or self.run.workspace_id is None:
             return
         try:
@@ -358,7 +362,7 @@ class _Round:
         baseline = request.request.get("baseline_seq")
         if info is not None and isinstance(baseline, int) and info.state_change_seq > baseline and info.agent_status in AT_REST:
             # Its turn is over without a reply recorded yet: a repeat it sent may still wait for its Enter.
-            return self.engine.herdr.features().prompt_enter_delay_s
+            return self.engine.herdr_of(worker).features().prompt_enter_delay_s
         return None
 
     def question(self, worker: Worker, body: str, message: InboxMessage) -> bool:
@@ -427,7 +431,7 @@ class _Round:
         """Why the worker's agent no longer exists (herdr says so), or None while it may still."""
         target = worker.reply_target or worker.pane_id or worker.name
         try:
-            self.engine.herdr.agent_get(target)
+            self.engine.herdr_of(worker).agent_get(target)
         except HerdrNotFound as exc:
             return f"no agent at {target}: {exc.message}"
         except HerdrError:
@@ -484,7 +488,7 @@ class _Round:
         info = self.agent(worker)
         if info is None:
             try:
-                info = self.engine.herdr.agent_get(target)
+                info = self.engine.herdr_of(worker).agent_get(target)
             except HerdrNotFound as exc:
                 lost = self.lost(worker)
                 if lost is not None:
@@ -516,18 +520,18 @@ class _Round:
         elif status == "blocked":
             if self.approval_form(worker):
                 return
-            screen = self._read(target)
+            screen = self._read(worker, target)
             tail = " / ".join([line.strip() for line in screen.splitlines() if line.strip()][-3:])
             self.note(task, "blocked_ui", f"herdr shows the agent blocked without a callback: {tail}")
             self.waiting.add(task)
             return
-        output = self._read(target) if info is not None else ""
+        output = self._read(worker, target) if info is not None else ""
         if status in AT_REST and worker.state in AT_WORK and self.approval_form(worker):
             # herdr's manifests miss some forms a turn waits on (Claude Code's "Enter to continue" notices read idle):
             # the quirk table reads the screen, so the worker is blocked on the form, never asked for a result.
             return
         if status in AT_REST and worker.state is S.WORKING:
-            shown = self.work_on_screen(target)
+            shown = self.work_on_screen(worker, target)
             if shown is not None:
                 # Some agents report their turn over while a tool still runs: the screen (a spinner, a busy line)
                 # wins over herdr's idle, so the worker is neither asked for a result yet nor idle for the stall count.
@@ -561,11 +565,11 @@ class _Round:
         silent check-ins. Only while the controller's own pane is there: a herdr that lost every pane (a restart)
         is no person's doing.
         """
-        herdr, pane = self.engine.herdr, worker.pane_id
+        herdr, pane = self.engine.herdr_of(worker), worker.pane_id
         if pane is None:
             return None
         try:
-            herdr.pane_get(self.run.controller_target)
+            self.engine.herdr.pane_get(self.run.controller_target)
         except HerdrError:
             return None
         try:
@@ -587,11 +591,12 @@ class _Round:
         path, branch = worker.worktree_path, worker.branch
         if path is None or branch is None:
             return None
-        if not Path(path).is_dir():
+        ssh = _ssh_of(self.engine, worker)
+        if not (remote.exists(ssh, path) if ssh else Path(path).is_dir()):
             commits = saved_commits(self.engine, self.run, worker)
             return f"its worktree {path} was removed outside orch while it was {worker.state.value}; saved: {commits} (git keeps the branch)", Lost.WORKTREE_REMOVED
         try:
-            now = git.current_branch(path)
+            now = git.current_branch(path, on=ssh)
         except git.GitError:
             return None  # unreadable for a moment (a git lock): the next check-in looks again
         if now == branch:
@@ -608,7 +613,7 @@ class _Round:
         if worker.pane_id is None:
             return False
         try:
-            screen = self.engine.herdr.pane_read(worker.pane_id, source="visible")
+            screen = self.engine.herdr_of(worker).pane_read(worker.pane_id, source="visible")
         except HerdrError:
             return False
         form = approval_form(worker, screen)
@@ -622,10 +627,10 @@ class _Round:
         self.waiting.add(task)
         return True
 
-    def work_on_screen(self, target: str) -> str | None:
+    def work_on_screen(self, worker: Worker, target: str) -> str | None:
         """The evidence (`agent explain`'s matched rule) that the screen still shows work, or None."""
         try:
-            explained = self.engine.herdr.agent_explain(target)
+            explained = self.engine.herdr_of(worker).agent_explain(target)
         except HerdrError:
             return None
         rule = explained.matched_rule
@@ -640,7 +645,7 @@ class _Round:
 
     def explain(self, worker: Worker, target: str) -> str | None:
         try:
-            explained = self.engine.herdr.agent_explain(target)
+            explained = self.engine.herdr_of(worker).agent_explain(target)
         except HerdrError as exc:
             self._fail(worker, f"state unknown and `agent explain` failed: {exc.message}")
             return None
@@ -674,9 +679,9 @@ class _Round:
         self.note(task, "asked_for_result", f"{status} without a result; asked once for it")
         return False
 
-    def _read(self, target: str) -> str:
+    def _read(self, worker: Worker, target: str) -> str:
         try:
-            return self.engine.herdr.agent_read(target, source="recent-unwrapped", lines=READ_LINES)
+            return self.engine.herdr_of(worker).agent_read(target, source="recent-unwrapped", lines=READ_LINES)
         except HerdrError:
             return ""
 
@@ -701,8 +706,11 @@ def saved_commits(engine: Engine, run: Run, worker: Worker) -> str:
     repo, base, branch = run.repo_path, worker.base_sha or run.base_sha, worker.branch
     if not repo or not base or not branch:
         return "no branch recorded"
+    ssh = _ssh_of(engine, worker)
+    if ssh is not None:
+        repo = str(engine.host_config(worker.run_id, worker.host).checkout)  # its branch lives in that host's checkout
     try:
-        found = git.commits_between(repo, base, f"refs/heads/{branch}")
+        found = git.commits_between(repo, base, f"refs/heads/{branch}", on=ssh)
     except git.GitError:
         return f"branch {branch} cannot be read"
     shown = ", ".join(sha[:7] for sha in found[-3:][::-1]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
@@ -715,7 +723,14 @@ def saved_work(engine: Engine, run: Run, worker: Worker) -> str:
     path = worker.worktree_path
     if path is None:
         return commits
-    return f"{commits}, the worktree {path} (kept)" if Path(path).is_dir() else f"{commits}; its worktree {path} is gone"
+    ssh = _ssh_of(engine, worker)
+    there = remote.exists(ssh, path) if ssh else Path(path).is_dir()
+    return f"{commits}, the worktree {path} (kept)" if there else f"{commits}; its worktree {path} is gone"
+
+
+def _ssh_of(engine: Engine, worker: Worker) -> str | None:
+    """The ssh target of the host a worker runs on (its checkout is there), or None for the controller's."""
+    return None if worker.host == CONTROLLER_HOST else str(engine.host_config(worker.run_id, worker.host).ssh)
 
 
 def check_in(engine: Engine, run: Run, number: int = 1, *, lifecycle: bool = True) -> tuple[list[Observation], set[str], dict[str, str]]:

@@ -619,6 +619,11 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
             add("branch", f"{quote(worker.branch)} gives tab label {quote(layout.label)}, already used by branch {quote(labels[layout.label])}")
         if first is not None and worker.setup:
             add("setup", f"a sibling shares the checkout of workers[{first.index}] ({first.task}); put setup commands on that first worker")
+        if host != CONTROLLER_HOST and worker.setup:
+            add("setup", f"it runs on host {quote(host)}, and orch does not run setup commands on another host yet; run them in that host's checkout, or drop `host`")
+        if host != CONTROLLER_HOST and worker.after:
+            add("after", f"it runs on host {quote(host)}, and a dependant starts from the integration branch, which lives on the controller; "
+                "orch does not bring it to another host yet: drop `host` or `after`")
         entry = ResolvedWorker(
             index=index,
             task=worker.task,
@@ -667,12 +672,6 @@ def _warnings(plan: Plan, workers: list[ResolvedWorker], source: str) -> list[st
         )
     used = {w.host for w in workers}
     warnings += [f"{source}: hosts.{name}: no worker runs on it" for name in plan.hosts if name not in used]
-    remote = sorted(used - {CONTROLLER_HOST})
-    if remote:
-        warnings.append(
-            f"{source}: hosts: orch does not start workers on another machine yet; preflight checks {_and_list(remote)} "
-            "and then refuses the run (README \"Fleets across machines\")"
-        )
     return warnings
 
 

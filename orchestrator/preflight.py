@@ -619,9 +619,8 @@ class _Preflight:
     # --- 8b. the plan's other hosts (read-only, before anything is created) ---
 
     def check_hosts(self) -> None:
-        """Every host the plan names, reached as the run would reach it; the first that fails is named. orch does not
-        start workers on another host yet, so a plan that puts any there is refused here, whole, with every host
-        checked: nothing is created for a run orch could only half drive."""
+        """Every host the plan names, reached as the run would reach it; the first that fails is named, before anything
+        is created on any host."""
         from orchestrator import __version__
         from orchestrator.hosts import HostVerdict, check_host, controller_problem
 
@@ -645,15 +644,8 @@ class _Preflight:
             verdicts.append(verdict)
         notes = [v.evidence for v in verdicts] + [note for v in verdicts for note in v.notes]
         remote = plan.remote_workers
-        if remote:
-            placed = "; ".join(f"{', '.join(tasks)} on {host}" for host, tasks in remote.items())
-            raise _Stop(
-                f"every host is ready; orch does not start workers on another host yet ({placed})",
-                f"orch cannot start workers on another host yet ({placed}); nothing was created",
-                "drop `host` from those workers to run them on this machine; README \"Fleets across machines\" says what works today",
-                notes=notes,
-            )
-        self.ok("hosts", f"{_count(len(verdicts), 'host')} ready, no worker placed on one", notes)
+        placed = "; ".join(f"{', '.join(tasks)} on {host}" for host, tasks in remote.items())
+        self.ok("hosts", f"{_count(len(verdicts), 'host')} ready" + (f": {placed}" if placed else ", no worker placed on one"), notes)
 
     # --- 9. the repo workspace and its first tab (side effects through engine.once) ---
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from graphlib import TopologicalSorter
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
@@ -43,7 +43,11 @@ from orchestrator.report import MOVED_OUT
 from orchestrator.schedule import admit, render_schedule
 from registry.facts import BaseMoved, FactKind, WorktreesFolder
 from registry import Effect, Run, Worker, WorkerState
+from registry.kinds import CONTROLLER_HOST
 from registry.machine import NOT_ADMITTED
+
+if TYPE_CHECKING:
+    from orchestrator.herdr import Herdr
 
 OutcomeState = Literal["ready", "failed", "provisioning", "queued", "skipped"]
 
@@ -185,9 +189,9 @@ def _last_lines(text: str, count: int = 4) -> str:
     return " / ".join(quote(line.strip()) for line in [ln for ln in text.splitlines() if ln.strip()][-count:]) or "nothing"
 
 
-def _screen(engine: Engine, pane_id: str) -> str:
+def _screen(herdr: Herdr, pane_id: str) -> str:
     try:
-        return engine.herdr.pane_read(pane_id, source="recent", lines=40)
+        return herdr.pane_read(pane_id, source="recent", lines=40)
     except HerdrError:
         return ""
 
@@ -247,8 +251,10 @@ def _record_created(engine: Engine, run: Run, task: str | None, **created: str |
 
 def settle_worktree_create(engine: Engine, run: Run, effect: Effect) -> Settlement[Checkout]:
     """Done if the branch is checked out at the Layout Contract path; not done if it is checked out nowhere."""
-    req, herdr = effect.request, engine.herdr
-    listed = herdr.worktree_list(workspace=req["workspace"]).worktrees
+    req, herdr = effect.request, engine.effect_herdr(effect)
+    # On the controller, the run's repo workspace names the repository; on another host, its checkout (`--cwd`).
+    source = {"workspace": req["workspace"]} if "workspace" in req else {"cwd": req["cwd"]}
+    listed = herdr.worktree_list(**source).worktrees
     found = _worktree_for(listed, req["branch"])
     if found is None:
         return NotDone(f"`worktree list` shows no checkout of {req['branch']}")
@@ -257,7 +263,7 @@ def settle_worktree_create(engine: Engine, run: Run, effect: Effect) -> Settleme
             f"{req['branch']} is checked out at {found.path}, not at {req['path']}: did orch create that checkout?",
             f"remove or move that checkout, then `orch resume {run.run_id}`",
         )
-    side = found.open_workspace_id if found.open_workspace_id != req["workspace"] else None
+    side = found.open_workspace_id if found.open_workspace_id != req.get("workspace") else None
     root = None
     if side is not None:
         panes = [p for p in herdr.pane_list(workspace=side) if _same_path(p.cwd, found.path)]
@@ -269,11 +275,12 @@ def settle_worktree_create(engine: Engine, run: Run, effect: Effect) -> Settleme
 
 def settle_worktree_open(engine: Engine, run: Run, effect: Effect) -> Settlement[Checkout]:
     """Done if a workspace holds the checkout open; else not done."""
-    req = effect.request
-    found = next((w for w in engine.herdr.worktree_list(workspace=req["workspace"]).worktrees if _same_path(w.path, req["path"])), None)
+    req, herdr = effect.request, engine.effect_herdr(effect)
+    source = {"workspace": req["workspace"]} if "workspace" in req else {"cwd": req["cwd"]}
+    found = next((w for w in herdr.worktree_list(**source).worktrees if _same_path(w.path, req["path"])), None)
     if found is None or found.open_workspace_id is None:
         return NotDone(f"no workspace holds {req['path']} open")
-    panes = [p for p in engine.herdr.pane_list(workspace=found.open_workspace_id) if _same_path(p.cwd, found.path)]
+    panes = [p for p in herdr.pane_list(workspace=found.open_workspace_id) if _same_path(p.cwd, found.path)]
     if not panes:
         return NotDone(f"workspace {found.open_workspace_id} has no pane in {req['path']}")
     _record_created(engine, run, effect.task_label, created_workspace_ids=found.open_workspace_id)
@@ -284,7 +291,7 @@ def settle_worktree_open(engine: Engine, run: Run, effect: Effect) -> Settlement
 def settle_pane_move(engine: Engine, run: Run, effect: Effect) -> Settlement[Moved]:
     """Done if the pane (its pre-move id stays an alias, CONTRACT §1) is in the repo workspace; else not done."""
     req = effect.request
-    info = engine.herdr.pane_get(req["pane"])  # gone altogether: HerdrNotFound fails the worker with that reason
+    info = engine.effect_herdr(effect).pane_get(req["pane"])  # gone altogether: HerdrNotFound fails the worker with that reason
     if info.workspace_id != req["workspace"]:
         return NotDone(f"pane {req['pane']} is still in workspace {info.workspace_id}")
     worker = engine.ledger.get_worker(run.run_id, effect.task_label) if effect.task_label else None
@@ -297,7 +304,7 @@ def settle_workspace_close(engine: Engine, run: Run, effect: Effect) -> Settleme
     """Done if the workspace is gone; else not done."""
     ws = effect.request["workspace"]
     try:
-        engine.herdr.workspace_get(ws)
+        engine.effect_herdr(effect).workspace_get(ws)
     except HerdrNotFound:
         return Done(Closed(workspace_id=ws), f"`workspace get {ws}` says not found")
     return NotDone(f"workspace {ws} is still open")
@@ -307,7 +314,7 @@ def settle_tab_rename(engine: Engine, run: Run, effect: Effect) -> Settlement[An
     """Done if the tab carries the label; not done if it carries another or is gone (its phase finds its tab again)."""
     req = effect.request
     tab_id = req.get("tab") or req.get("tab_id")
-    tab = next((t for t in engine.herdr.tab_list() if t.tab_id == tab_id), None)
+    tab = next((t for t in engine.effect_herdr(effect).tab_list() if t.tab_id == tab_id), None)
     if tab is None:
         return NotDone(f"tab {tab_id} is gone")
     if tab.label != req["label"]:
@@ -329,9 +336,11 @@ def settle_setup(engine: Engine, run: Run, effect: Effect) -> Settlement[SetupRu
 
 def settle_pane_split(engine: Engine, run: Run, effect: Effect) -> Settlement[Split]:
     """Done if a pane in the owner's tab has the checkout as cwd and belongs to no other worker; else not done."""
-    req, herdr = effect.request, engine.herdr
+    req, herdr = effect.request, engine.effect_herdr(effect)
     owner = herdr.pane_get(req["pane"])
-    taken = {w.pane_id for w in engine.ledger.list_workers(run.run_id)} | {req["pane"], owner.pane_id}
+    host = str(req.get("host") or CONTROLLER_HOST)
+    # Pane ids of workers on this host only: another host's herdr numbers its panes from w1 too.
+    taken = {w.pane_id for w in engine.ledger.list_workers(run.run_id) if w.host == host} | {req["pane"], owner.pane_id}
     found = [p for p in herdr.pane_list(workspace=owner.workspace_id) if p.tab_id == owner.tab_id and p.pane_id not in taken and _same_path(p.cwd, req["cwd"])]
     if not found:
         return NotDone(f"tab {owner.tab_id} has no pane in {req['cwd']} besides the owner's")
@@ -344,7 +353,7 @@ def settle_agent_start(engine: Engine, run: Run, effect: Effect) -> Settlement[S
     """Done if the named agent runs in the pane; not done if no agent has the name."""
     req = effect.request
     try:
-        agent = engine.herdr.agent_get(req["name"])
+        agent = engine.effect_herdr(effect).agent_get(req["name"])
     except HerdrNotFound:
         return NotDone(f"no agent is named {req['name']}")
     if agent.pane_id != req["pane"]:
@@ -447,6 +456,17 @@ class _Round:
     _fetch_lock: threading.Lock = field(default_factory=threading.Lock)
     _moved_lock: threading.Lock = field(default_factory=threading.Lock)
     _base: tuple[str | None, str | None, str] | None = None  # (remote, error, note)
+    # The same reads of every other host with a worker to provision (worktrees of its checkout, all its tabs,
+    # panes and agents), by host name; ids in one mean nothing to another.
+    hosts: dict[str, Snapshot] = field(default_factory=dict)
+
+    def herdr(self, job: _Job) -> Herdr:
+        """The herdr boundary of the host the worker runs on."""
+        return self.engine.herdr_at(self.run.run_id, job.planned.host)
+
+    def snap(self, job: _Job) -> Snapshot:
+        """This round's reads of the worker's host."""
+        return self.snapshot if job.planned.host == CONTROLLER_HOST else self.hosts[job.planned.host]
 
     @property
     def ws(self) -> str:
@@ -464,7 +484,9 @@ class _Round:
         return self.engine.ledger.update_worker(self.run.run_id, job.task, cause={"phase": "provision"}, **changes)
 
     def once(self, job: _Job, kind: str, suffix: str, request: dict[str, Any], act: Callable[[], Any], model: type[Any]) -> Any:
-        # In-flight effects are settled by orchestrator.effects' read-back for their kind (the functions above).
+        # In-flight effects are settled by orchestrator.effects' read-back for their kind (the functions above); a
+        # worker on another host says so in every request, so read-back asks that host's herdr.
+        request = {**request, **self.engine.on_host(job.planned.host)}
         return self.engine.once(self.run.run_id, job.task, kind, self.engine.start_key(self.run.run_id, job.task, suffix), request, act, model=model)
 
     # -- the fetch gate --
@@ -768,20 +790,142 @@ def _setup(rnd: _Round, job: _Job, path: str) -> None:
     job.notes.append(f"setup: {len(done.runs)} command(s) passed")
 
 
+# --- workers on another host ---
+
+
+def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
+    """The first worker on a branch on another host: `worktree create` from that host's checkout by its herdr
+    (`herdr --machine`), read back there (herdr for the tab, git over ssh for branch and toplevel).
+
+    There is no repo workspace on another host (the run's is the controller's): the worker keeps the workspace
+    `worktree create` opened for its checkout, which the run created and retire closes on that host.
+    """
+    engine, run, layout = rnd.engine, rnd.run, job.planned.worktree
+    host = engine.host_config(run.run_id, job.planned.host)
+    herdr, snap, path, ssh = rnd.herdr(job), rnd.snap(job), str(layout.path), str(host.ssh)
+    where = f"on host {job.planned.host}"
+    # `after` and `setup` on another host are refused by the plan check (orchestrator.plan): neither reaches here.
+    base_sha = run.base_sha or ""
+    try:
+        held = bool(base_sha) and git.rev_parse(host.checkout, base_sha, on=ssh) is not None
+    except git.GitError as exc:
+        raise _Fail("fetch", f"cannot read the checkout {host.checkout} {where}: {exc.message}") from None
+    if not held:
+        raise _Fail("fetch", f"the checkout {host.checkout} {where} lacks the base commit {base_sha[:12]} pinned at preflight; nothing was created")
+    found = snap.worktree_for(layout.branch)
+    if found is not None and not _same_path(found.path, path):
+        raise _Fail("reuse", f"branch {layout.branch} is already checked out at {found.path} {where}, not at the Layout Contract path {path}; orch never uses another path")
+    rnd.update(job, branch=layout.branch, worktree_path=path, tab_label=layout.label, base_sha=base_sha)
+    for effect in engine.ledger.in_flight(run.run_id):
+        if effect.task_label == job.task and effect.kind == "worktree_create":
+            engine.settle_effect(run, effect)  # an earlier process's create: read back on that host, never made twice
+    created = _confirmed(rnd, job, "worktree_create")
+    if found is not None and created is None:
+        job.reused.append("worktree")
+        _remote_starts_from(rnd, host, layout.branch, base_sha, f"the checkout {found.path} of {layout.branch} {where}", then="no agent was started in it")
+        panes = [p for p in herdr.pane_list(workspace=found.open_workspace_id) if _same_path(p.cwd, found.path)] if found.open_workspace_id else []
+        if panes:
+            pane, workspace = panes[0].pane_id, found.open_workspace_id
+        else:
+            request = {"cwd": host.checkout, "path": found.path, "label": layout.label}
+
+            def open_it() -> Checkout:
+                opened = herdr.worktree_open(cwd=host.checkout, path=found.path, label=layout.label)
+                return Checkout(path=opened.worktree.path, branch=opened.worktree.branch, workspace_id=opened.workspace.workspace_id,
+                                root_pane_id=opened.root_pane.pane_id if opened.root_pane else None, already_open=opened.already_open)
+
+            opened: Checkout = rnd.once(job, "worktree_open", "worktree_open", request, open_it, Checkout)
+            if opened.root_pane_id is None or opened.workspace_id is None:
+                raise _Fail("reuse", f"worktree open gave no pane for {found.path} {where}: there was nowhere to start the agent")
+            if not opened.already_open:
+                job.created.append("workspace")
+                rnd.update(job, created_workspace_ids=_add(rnd.worker(job.task).created_workspace_ids, opened.workspace_id))
+            pane, workspace = opened.root_pane_id, opened.workspace_id
+    else:
+        if created is None and git.branch_exists(host.checkout, layout.branch, on=ssh):
+            _remote_starts_from(rnd, host, layout.branch, base_sha, f"the existing branch {layout.branch} {where}", then="nothing was created")
+        request = {"cwd": host.checkout, "branch": layout.branch, "base": base_sha, "path": path, "label": layout.label}
+
+        def act() -> Checkout:
+            made = herdr.worktree_create(cwd=host.checkout, branch=layout.branch, base=base_sha, path=path, label=layout.label)
+            root = made.root_pane.pane_id if made.root_pane else None
+            return Checkout(path=made.worktree.path, branch=made.worktree.branch, workspace_id=made.workspace.workspace_id, root_pane_id=root)
+
+        try:
+            checkout: Checkout = rnd.once(job, "worktree_create", "worktree_create", request, act, Checkout)
+        except HerdrWorktreeCreateFailed as exc:
+            raise _Fail("create", f"worktree create {where} failed: {exc.herdr_message or exc.message}; orch never retries with another name") from None
+        job.created.append("worktree")
+        worker = rnd.worker(job.task)
+        rnd.update(job, created_worktree_paths=_add(worker.created_worktree_paths, path))
+        if checkout.workspace_id:
+            rnd.update(job, created_workspace_ids=_add(rnd.worker(job.task).created_workspace_ids, checkout.workspace_id))
+        _remote_starts_from(rnd, host, layout.branch, base_sha, f"the new checkout {path} of {layout.branch} {where}", then="the checkout is kept and no agent was started in it")
+        if checkout.root_pane_id is None or checkout.workspace_id is None:
+            raise _Fail("create", f"worktree create made {path} {where} but its response has no root_pane: there was nowhere to start the agent")
+        pane, workspace = checkout.root_pane_id, checkout.workspace_id
+    info = herdr.pane_get(pane)
+    worker = rnd.worker(job.task)
+    ours = workspace in worker.created_workspace_ids
+    rnd.update(job, pane_id=info.pane_id, tab_id=info.tab_id, workspace_id=info.workspace_id,
+               **({"created_pane_ids": _add(worker.created_pane_ids, info.pane_id)} if ours else {}))  # fmt: skip
+    _remote_read_back(rnd, job, herdr, info.tab_id, info.workspace_id, ssh)
+
+
+def _remote_starts_from(rnd: _Round, host: Any, branch: str, base_sha: str, what: str, *, then: str) -> None:
+    """``_starts_from`` in that host's checkout, over ssh."""
+    ssh, checkout = str(host.ssh), str(host.checkout)
+    head = git.rev_parse(checkout, f"refs/heads/{branch}", on=ssh)
+    if head is not None and git.is_ancestor(checkout, base_sha, head, on=ssh):
+        return
+    at = f"at {head[:12]}" if head else "with no commit"
+    raise _Fail("create", f"{what} is {at}, which does not descend from the base {base_sha[:12]} this run starts every worker from; {then}")
+
+
+def _remote_read_back(rnd: _Round, job: _Job, herdr: Herdr, tab_id: str, workspace: str, ssh: str) -> None:
+    """The mandatory gate on another host: the tab label (mended once by rename), branch and toplevel over ssh."""
+    layout = job.planned.worktree
+    for attempt in (1, 2):
+        tab = next((t for t in herdr.tab_list(workspace=workspace) if t.tab_id == tab_id), None)
+        if tab is None:
+            raise _Fail("read-back", f"tab {tab_id} is not in workspace {workspace} on host {job.planned.host}")
+        if tab.label == layout.label:
+            break
+        if attempt == 2:
+            raise _Fail("read-back", f"tab {tab_id} on host {job.planned.host} is labelled {tab.label!r} after a rename to {layout.label!r}")
+        observed = tab.label
+
+        def rename() -> Renamed:
+            renamed = herdr.tab_rename(tab_id, layout.label)
+            return Renamed(tab_id=renamed.tab_id, label=renamed.label)
+
+        rnd.once(job, "tab_rename", f"tab_rename:{tab_id}", {"tab": tab_id, "label": layout.label}, rename, Renamed)
+        job.notes.append(f"tab label {observed!r} mended to {layout.label!r}")
+    path = str(layout.path)
+    try:
+        branch, top = git.current_branch(path, on=ssh), git.toplevel(path, on=ssh)
+    except git.GitError as exc:
+        raise _Fail("read-back", f"cannot read the checkout {path} on host {job.planned.host}: {exc.message}") from None
+    if branch != layout.branch:
+        raise _Fail("read-back", f"{path} on host {job.planned.host} is on branch {branch}, not {layout.branch}; no agent started there")
+    if top.rstrip("/") != path.rstrip("/"):
+        raise _Fail("read-back", f"{path} on host {job.planned.host} belongs to the checkout {top}, not its own worktree; no agent started there")
+
+
 # --- siblings ---
 
 
 def _provision_sibling(rnd: _Round, job: _Job) -> None:
     """Split the branch owner's pane (right or down, from its rect) with --cwd at the shared checkout."""
-    herdr, layout = rnd.engine.herdr, job.planned.worktree
+    herdr, layout = rnd.herdr(job), job.planned.worktree
     owner = rnd.worker(job.owner)
     if owner.pane_id is None:
         raise _Fail("split", f"its branch owner {job.owner} has no pane ({owner.state}): nothing to split")
     path = str(layout.path)
     rnd.update(job, branch=layout.branch, worktree_path=path, tab_label=layout.label, base_sha=owner.base_sha)
     mine = rnd.worker(job.task).pane_id
-    agent = rnd.snapshot.agent_named(job.planned.name)
-    reuse = mine if mine and any(p.pane_id == mine for p in rnd.snapshot.panes) else (agent.pane_id if agent and _same_path(agent.cwd, path) else None)
+    agent = rnd.snap(job).agent_named(job.planned.name)
+    reuse = mine if mine and any(p.pane_id == mine for p in rnd.snap(job).panes) else (agent.pane_id if agent and _same_path(agent.cwd, path) else None)
     if reuse is not None:
         info = herdr.pane_get(reuse)
         job.reused.append("pane")
@@ -812,23 +956,25 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
 
     Never in the primary checkout, never on the default branch, only in the worker's own checkout and branch.
     """
-    herdr, layout, name = engine.herdr, planned.worktree, planned.name
+    herdr, layout, name = engine.herdr_at(run.run_id, planned.host), planned.worktree, planned.name
+    # On another host, git reads its checkout over ssh: the guards hold there as here.
+    ssh = None if planned.host == CONTROLLER_HOST else str(engine.host_config(run.run_id, planned.host).ssh)
     pane = herdr.pane_get(pane_id)
     cwd = pane.cwd or pane.foreground_cwd
     where = f"pane {pane_id} ({cwd})"
     if cwd is None:
         raise _Fail("guard", f"refusing to start {name} in pane {pane_id}: herdr reports no working directory for it")
     try:
-        top, branch = git.toplevel(cwd), git.current_branch(cwd)
+        top, branch = git.toplevel(cwd, on=ssh), git.current_branch(cwd, on=ssh)
     except git.GitError:
         raise _Fail("guard", f"refusing to start {name} in {where}: it is not inside a git checkout") from None
-    primary = run.repo_path
+    primary = run.repo_path if ssh is None else str(engine.host_config(run.run_id, planned.host).checkout)
     default = run.default_branch or (git.current_branch(primary) if primary else None)
-    if primary and _same_path(top, primary):
+    if primary and (_same_path(top, primary) if ssh is None else top.rstrip("/") == primary.rstrip("/")):
         raise _Fail("guard", f"refusing to start {name} in {where}: it is the repo's primary checkout; workers run only in their own worktree")
     if default and branch == default:
         raise _Fail("guard", f"refusing to start {name} in {where}: it is on the default branch {default}; workers run only on their target branch")
-    if branch != layout.branch or not _same_path(top, layout.path):
+    if branch != layout.branch or not (_same_path(top, layout.path) if ssh is None else top.rstrip("/") == str(layout.path).rstrip("/")):
         raise _Fail("guard", f"refusing to start {name} in {where}: it is {top} on {branch}, not {layout.path} on {layout.branch}")
 
     listed = agents if agents is not None else herdr.agent_list()
@@ -837,14 +983,14 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
         if existing.pane_id != pane_id:
             raise _Fail("agent", f"agent name {name} is already used by pane {existing.pane_id}, not this worker's pane {pane_id}; orch never renames a worker")
         if not existing.interactive_ready and existing.agent_status == "blocked":
-            raise _blocked(name, pane_id, _screen(engine, pane_id), run.run_id)  # still at its start-up dialog
+            raise _blocked(name, pane_id, _screen(herdr, pane_id), run.run_id)  # still at its start-up dialog
         return Started(name=name, pane_id=pane_id, agent_status=existing.agent_status, interactive_ready=existing.interactive_ready, reused=True)
     occupant = next((a for a in listed if a.pane_id == pane_id), None)
     if occupant is not None:
         raise _Fail("agent", f"pane {pane_id} already runs agent {occupant.name or occupant.agent}; it is not an idle shell")
 
     args = planned.worker.agent_args
-    request = {"name": name, "kind": planned.kind, "pane": pane_id, "timeout_ms": timeout_ms, "args": list(args)}
+    request = {"name": name, "kind": planned.kind, "pane": pane_id, "timeout_ms": timeout_ms, "args": list(args), **engine.on_host(planned.host)}
 
     def act() -> Started:
         try:
@@ -870,12 +1016,12 @@ def start_agent(engine: Engine, run: Run, planned: ResolvedWorker, pane_id: str,
     except HerdrAgentNotReady as exc:
         # herdr 0.8.2+: blocked at start-up (a trust or first-run dialog) keeps the name and answers agent_not_ready
         # (../herdr-0.8.2/DELTA.md row 6). Read the screen instead of failing blindly; the worker stays provisioning.
-        screen = _screen(engine, pane_id)
+        screen = _screen(herdr, pane_id)
         if "blocked during startup" in (exc.herdr_message or "") or _agent_blocked(herdr, name, pane_id):
             raise _blocked(name, pane_id, screen, run.run_id) from None
         raise _Fail("agent", f"agent start failed: {exc.message}; its pane shows {_last_lines(screen)}") from None
     except HerdrWaitExpired as exc:
-        screen = _screen(engine, pane_id)
+        screen = _screen(herdr, pane_id)
         executable = facts(planned.kind).executable
         said = next((line for line in reversed(screen.splitlines()) if any(p.format(exe=executable) in line for p in _NOT_FOUND)), None)
         if said is not None:
@@ -928,7 +1074,7 @@ def _guarded(rnd: _Round, job: _Job, stage: Callable[[_Round, _Job], None]) -> N
 def _pane_stage(rnd: _Round, job: _Job) -> None:
     """The worker's pane: its own worktree tab (branch owner) or a split of the owner's pane (sibling)."""
     if job.owner == job.task:
-        _provision_checkout(rnd, job)
+        (_provision_checkout if job.planned.host == CONTROLLER_HOST else _provision_remote_checkout)(rnd, job)
     else:
         _provision_sibling(rnd, job)
 
@@ -939,7 +1085,7 @@ def _agent_stage(rnd: _Round, job: _Job) -> None:
     worker = rnd.worker(job.task)
     assert worker.pane_id is not None
     timeout_ms = rnd.plan.plan.defaults.agent_start_timeout_s * 1000
-    started = start_agent(engine, run, job.planned, worker.pane_id, timeout_ms=timeout_ms, agents=rnd.snapshot.agents)
+    started = start_agent(engine, run, job.planned, worker.pane_id, timeout_ms=timeout_ms, agents=rnd.snap(job).agents)
     note = _until_ready(rnd, job, worker, blocked=started.agent_status == "blocked", reused=started.reused)
     if note:
         job.notes.append(note)
@@ -1034,7 +1180,7 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
     refused: dict[str, str] = {}
     for planned in plan.workers:
         if planned.mode == "plan-first" and rows[planned.task].state is WorkerState.PROVISIONING:
-            problem = plan_mode_problem(planned.kind) or plan_mode_problem(planned.kind, engine.herdr.features())
+            problem = plan_mode_problem(planned.kind) or plan_mode_problem(planned.kind, engine.herdr_at(run.run_id, planned.host).features())
             if problem:
                 refused[planned.task] = problem
                 ledger.transition(run.run_id, planned.task, WorkerState.PROVISIONING, WorkerState.FAILED, cause={"phase": "provision", "step": "mode", "error": problem})
@@ -1064,7 +1210,13 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
         )
         workspace = run.workspace_id
         tabs = SharedRead(lambda: herdr.tab_list(workspace=workspace))
-        rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot, tabs=tabs)
+        hosts: dict[str, Snapshot] = {}
+        for host in dict.fromkeys(jobs[t].planned.host for t in pending):
+            if host != CONTROLLER_HOST:
+                there = engine.herdr_at(run.run_id, host)
+                checkout = engine.host_config(run.run_id, host).checkout
+                hosts[host] = Snapshot(worktrees=there.worktree_list(cwd=checkout).worktrees, tabs=there.tab_list(), panes=there.pane_list(), agents=there.agent_list())
+        rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot, tabs=tabs, hosts=hosts)
         outcomes.update(_schedule(rnd, {t: jobs[t] for t in pending}, plan.plan.defaults.concurrency))
     return ProvisionResult(
         run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers), schedule=tuple(render_schedule(scheduled)),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from orchestrator.children import run_child
-from orchestrator.errors import one_line
+from orchestrator.errors import HostUnreachable, one_line
 
 # ssh exits 255 for its own errors (no route, refused, authentication, host key): the remote command never ran, or
 # its outcome is unknown when the link dropped after it started.
@@ -84,3 +84,11 @@ def which(target: str, executable: str, *, runner: Runner = run_process) -> Remo
 def orch_version(target: str, orch: str, *, runner: Runner = run_process) -> RemoteResult:
     """``ORCH --version`` on the host."""
     return run_remote(target, [orch, "--version"], runner=runner)
+
+
+def exists(target: str, path: str, *, runner: Runner = run_process) -> bool:
+    """Whether ``path`` exists on ``target`` (``test -e``); HostUnreachable when the host cannot be asked."""
+    found = run_remote(target, ["test", "-e", path], runner=runner)
+    if found.unreachable:
+        raise HostUnreachable(f"ssh {target} test -e {path}: ssh failed: {found.detail()}", hint=f"orch needs `ssh -o BatchMode=yes {target} true` to work without a prompt")
+    return found.returncode == 0

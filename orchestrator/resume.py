@@ -43,14 +43,15 @@ def report_resume(engine: Engine, run: Run, worker: Worker, info: AgentInfo, arg
     if session is None or worker.pane_id is None or info.pane_id != worker.pane_id:
         return None
     argv = resume_argv(worker.kind, session, args)
-    if argv is None or not engine.herdr.features().resume_commands:
+    herdr = engine.herdr_of(worker)
+    if argv is None or not herdr.features().resume_commands:
         return None
     done = [e.detail for e in engine.ledger.events(run.run_id, task_label=worker.task_label) if e.kind == FactKind.RESUME_COMMAND]
     if any(d.get("session") == session.value for d in done):
         return None  # reported (or refused) for this session already: a report is never repeated
     detail = ResumeCommand(session=session.value, argv=list(argv), pane_id=worker.pane_id)
     try:
-        engine.herdr.pane_report_agent_session(worker.pane_id, source=SOURCE, agent=worker.kind, session=session, resume=argv)
+        herdr.pane_report_agent_session(worker.pane_id, source=SOURCE, agent=worker.kind, session=session, resume=argv)
     except HerdrError as exc:
         engine.ledger.record_fact(run.run_id, FactKind.RESUME_COMMAND, task_label=worker.task_label, detail=ResumeCommand(**detail, error=exc.message))
         return f"resume command not reported to herdr: {exc.message}"

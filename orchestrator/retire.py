@@ -13,17 +13,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator import git, messages
+from orchestrator import git, messages, remote
 from orchestrator.herdr_models import AT_REST
 from orchestrator.agents import AGENTS
 from orchestrator.engine import Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.integrate import integration_worktree, worktree_removals
 from orchestrator.transcripts import save_transcript
-from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, HerdrUnavailable, OrchError, one_line
+from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, HerdrUnavailable, HostUnreachable, OrchError, one_line
 from orchestrator.report import INTEGRATION_KEPT, INTEGRATION_REMOVED, MOVED_OUT, Wait, open_wait
 from packets import inert_line
 from packets.render import COMMIT_TRAILER_KEY
@@ -31,6 +31,9 @@ from registry.facts import Abandoned, AgentExited, FactKind, Retained
 from registry import Effect, EffectStatus, Run, Worker
 from registry.machine import ABANDON_TO_SUPERSEDED, LADDER_DONE, RETIRABLE, UNACCEPTED, WAITING_ON_PERSON, WorkerState
 from registry.kinds import EventKind
+
+if TYPE_CHECKING:
+    from orchestrator.herdr import Herdr
 
 S = WorkerState
 
@@ -47,6 +50,8 @@ STOPPABLE = UNACCEPTED
 SHELL_PROMPT = re.compile(r"[$#%>❯]$")
 
 KEPT_ON_REQUEST = "kept on request"
+# A worker's host that cannot be reached: what is there is kept (a later retire asks again), never removed blind.
+HOST_GONE = "host {host} is unreachable"
 # A worker waiting on the person keeps its agent, pane and worktree: the person's answer must reach somebody.
 WAIT_WORDS = {"question": "a question", "blocked": "a block", "verification_blocked": "a verification block"}
 NEVER_STARTED = "failed before its agent started; kept for inspection (`orch retire --run {run} --abandon {task} --reason TEXT` removes it)"
@@ -169,13 +174,20 @@ def retire(
             finished.append(outcome)
 
     for ladder in ladders:
-        _stop_pane(engine, run, ladder, exit_command, exit_timeout_s)
+        try:
+            _stop_pane(engine, run, ladder, exit_command, exit_timeout_s)
+        except HostUnreachable as exc:
+            _host_gone(ladder, ladder.worker.pane_id or ladder.task, "pane", exc)
     _remove_worktrees(engine, run, ladders, ledger.list_workers(run.run_id))
     for ladder in ladders:
         # A ladder stopped at the pane (confirmation_required, an agent that would not exit) stops there; a kept
         # checkout does not keep its side-effect workspace (closing a linked workspace leaves the checkout). Either
         # way, workspaces herdr already removed are recorded as gone.
-        ladder.items.extend(_close_leftovers(engine, run, ladder.task, ladder.worker.created_workspace_ids, close=ladder.pane_done))
+        try:
+            ladder.items.extend(_close_leftovers(engine, run, ladder.task, ladder.worker.created_workspace_ids, close=ladder.pane_done,
+                                                 herdr=engine.herdr_of(ladder.worker)))  # fmt: skip
+        except HostUnreachable as exc:
+            _host_gone(ladder, ", ".join(ladder.worker.created_workspace_ids) or ladder.task, "workspace", exc)
 
     results = {r.task: r for r in finished}
     for ladder in ladders:
@@ -326,8 +338,9 @@ def _ever_dispatched(engine: Engine, run: Run, task: str) -> bool:
 
 def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable[[str], str | None], timeout_s: float) -> None:
     """Steps (a)-(c): exit the agent in its pane, confirm the shell is back, close the pane if this run created it."""
-    herdr, worker, task = engine.herdr, ladder.worker, ladder.task
+    herdr, worker, task = engine.herdr_of(ladder.worker), ladder.worker, ladder.task
     pane = worker.pane_id
+    at = engine.on_host(worker.host)
     if pane is None:
         ladder.pane_done = True
         return
@@ -343,7 +356,7 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
         return
     # Before the agent exits (a TUI's history may leave with it) and long before the pane closes.
     save_transcript(engine, run, worker, pane)
-    agent = _agent_in(engine, pane)
+    agent = _agent_in(herdr, pane)
     if agent is not None:
         status, name = agent
         if name is not None and name != worker.name:
@@ -364,7 +377,7 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
         elif status == "working":
             # Accepted work: a worker sends its result from inside its turn and comes to rest after it, so a quick
             # verification can bring retire first. Let the turn end (bounded); /exit is never typed into it.
-            status = _await_rest(engine, pane, timeout_s)
+            status = _await_rest(engine, herdr, pane, timeout_s)
         if status not in AT_REST:
             reason = f"agent is {status}; {command} not sent"
             ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
@@ -372,16 +385,16 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
             return
         key = f"{task}:retire{ladder.round}"
         try:
-            engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command},
+            engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command, **at},
                         lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent)  # fmt: skip
-            engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"]},
+            engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"], **at},
                         lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent)  # fmt: skip
         except (HerdrCommandError, InFlightEffect) as exc:
             reason = f"{command} could not be sent: {one_line(exc.message)}"
             ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
             ladder.holds.append(f"pane {pane}: {reason}")
             return
-        back = _await_shell(engine, pane, command, timeout_s)
+        back = _await_shell(engine, herdr, pane, command, timeout_s)
         if back == "pane_gone":
             ladder.items += [Item(kind="agent", id=pane, action="exited"), Item(kind="pane", id=pane, action="gone")]
             ladder.pane_done = True
@@ -396,7 +409,7 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
         ladder.pane_done = True
         return
     try:
-        engine.once(run.run_id, task, "pane_close", f"{task}:retire{ladder.round}:pane_close", {"pane": pane},
+        engine.once(run.run_id, task, "pane_close", f"{task}:retire{ladder.round}:pane_close", {"pane": pane, **at},
                     lambda: _closed(pane, lambda: herdr.pane_close(pane)), model=Closed)  # fmt: skip
     except HerdrConfirmationRequired:
         # Spec §7 step 3: stop here. workspace close would close the whole worktree group and every sibling in it.
@@ -425,12 +438,13 @@ def exit_for_slot(
     The same first rung as the ladder (a `stop` first for a busy failed/rejected/superseded worker, the exit command
     only at rest, each keystroke an ``engine.once`` effect), under keys of its own; success is the FactKind.AGENT_EXITED fact.
     """
-    herdr, task, pane = engine.herdr, worker.task_label, worker.pane_id
+    herdr, task, pane = engine.herdr_of(worker), worker.task_label, worker.pane_id
+    at = engine.on_host(worker.host)
     disposition = worker.final_disposition.value if worker.final_disposition else None
-    if pane is None or _agent_in(engine, pane) is None:
+    if pane is None or _agent_in(herdr, pane) is None:
         engine.ledger.record_fact(run.run_id, FactKind.AGENT_EXITED, task_label=task, detail=AgentExited(pane=pane, disposition=disposition, how="no agent in its pane"))
         return None
-    status, name = _agent_in(engine, pane) or ("idle", None)
+    status, name = _agent_in(herdr, pane) or ("idle", None)
     if name is not None and name != worker.name:
         return f"pane {pane} runs agent {name}, not {worker.name}"
     command = exit_command(worker.kind)
@@ -444,13 +458,13 @@ def exit_for_slot(
     key = f"{task}:free-slot"
     try:
         # Settled like the ladder's own keystrokes (orchestrator.effects: settle_pane_send_text / _keys).
-        engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command},
+        engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command, **at},
                     lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent)  # fmt: skip
-        engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"]},
+        engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"], **at},
                     lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent)  # fmt: skip
     except (HerdrCommandError, InFlightEffect) as exc:
         return f"{command} could not be sent: {one_line(exc.message)}"
-    back = _await_shell(engine, pane, command, exit_timeout_s)
+    back = _await_shell(engine, herdr, pane, command, exit_timeout_s)
     if back not in ("shell", "pane_gone"):
         return back
     engine.ledger.record_fact(run.run_id, FactKind.AGENT_EXITED, task_label=task, detail=AgentExited(pane=pane, disposition=disposition, how=command))
@@ -467,11 +481,11 @@ def _sent(pane: str, send: Callable[[], None]) -> Sent:
 
 def settle_pane_send_text(engine: Engine, run: Run, effect: Effect) -> Settlement[Sent]:
     """Done if no agent runs in the pane any more, or the exit command is on its screen; else not done."""
-    pane, text = effect.request["pane"], effect.request["text"]
-    if _agent_in(engine, pane) is None:
+    pane, text, herdr = effect.request["pane"], effect.request["text"], engine.effect_herdr(effect)
+    if _agent_in(herdr, pane) is None:
         return Done(Sent(pane_id=pane), f"no agent runs in pane {pane}")
     try:
-        screen = engine.herdr.pane_read(pane, source="recent", lines=5)
+        screen = herdr.pane_read(pane, source="recent", lines=5)
     except HerdrNotFound:
         return Done(Sent(pane_id=pane), f"pane {pane} is gone")
     if text in screen:
@@ -482,7 +496,7 @@ def settle_pane_send_text(engine: Engine, run: Run, effect: Effect) -> Settlemen
 def settle_pane_send_keys(engine: Engine, run: Run, effect: Effect) -> Settlement[Sent]:
     """Done if no agent runs in the pane any more; else not done (Enter again on an exiting agent is harmless)."""
     pane = effect.request["pane"]
-    if _agent_in(engine, pane) is None:
+    if _agent_in(engine.effect_herdr(effect), pane) is None:
         return Done(Sent(pane_id=pane), f"no agent runs in pane {pane}")
     return NotDone(f"the agent in pane {pane} runs on")
 
@@ -490,14 +504,15 @@ def settle_pane_send_keys(engine: Engine, run: Run, effect: Effect) -> Settlemen
 def settle_pane_close(engine: Engine, run: Run, effect: Effect) -> Settlement[Closed]:
     """Done if herdr no longer knows the pane; else not done."""
     pane = effect.request["pane"]
-    found = _pane_closed(engine, pane)
+    found = _pane_closed(engine.effect_herdr(effect), pane)
     return Done(found, f"`pane get {pane}` says not found") if found is not None else NotDone(f"pane {pane} is still open")
 
 
 def settle_worktree_remove(engine: Engine, run: Run, effect: Effect) -> Settlement[Removed]:
     """Done if the checkout is gone; else not done."""
     req = effect.request
-    gone = _checkout_gone(req["path"], req["via"], req.get("workspace"))
+    ssh = str(engine.host_config(run.run_id, req["host"]).ssh) if req.get("host") else None
+    gone = _checkout_gone(req["path"], req["via"], req.get("workspace"), ssh=ssh)
     return Done(gone, f"{req['path']} is gone") if gone is not None else NotDone(f"{req['path']} is still there")
 
 
@@ -506,19 +521,20 @@ def _closed(pane: str, close: Callable[[], None]) -> Closed:
     return Closed(pane_id=pane)
 
 
-def _pane_closed(engine: Engine, pane: str) -> Closed | None:
+def _pane_closed(herdr: Herdr, pane: str) -> Closed | None:
     """Read-back for an in-flight close: the pane is gone, or we cannot say."""
     try:
-        engine.herdr.pane_get(pane)
+        herdr.pane_get(pane)
     except HerdrNotFound:
         return Closed(pane_id=pane)
     return None
 
 
-def _agent_in(engine: Engine, pane: str) -> tuple[str, str | None] | None:
-    """The agent status and name in the pane, or None when the pane is no agent pane (herdr: agent_not_found)."""
+def _agent_in(herdr: Herdr, pane: str) -> tuple[str, str | None] | None:
+    """The agent status and name in the pane (on the herdr that numbered it), or None when the pane is no agent pane
+    (herdr: agent_not_found)."""
     try:
-        agent = engine.herdr.agent_get(pane)
+        agent = herdr.agent_get(pane)
     except HerdrNotFound:
         return None
     return agent.agent_status, agent.name
@@ -536,15 +552,15 @@ def _stop_working(engine: Engine, run: Run, ladder: _Ladder, timeout_s: float) -
     except (OrchError, HerdrCommandError) as exc:
         return f"working (stop not sent: {one_line(exc.message)})"
     ladder.items.append(Item(kind="agent", id=worker.pane_id or task, action="stopped"))
-    return _await_rest(engine, worker.pane_id or "", timeout_s, since="{timeout}s after a stop")
+    return _await_rest(engine, engine.herdr_of(worker), worker.pane_id or "", timeout_s, since="{timeout}s after a stop")
 
 
-def _await_rest(engine: Engine, pane: str, timeout_s: float, since: str = "after {timeout}s") -> str:
+def _await_rest(engine: Engine, herdr: Herdr, pane: str, timeout_s: float, since: str = "after {timeout}s") -> str:
     """Poll (bounded, on the engine's clock) until the pane's agent is at rest; its status then, or why it is not."""
     clock = engine.clock
     deadline = clock.monotonic() + timeout_s
     while True:
-        found = _agent_in(engine, pane)
+        found = _agent_in(herdr, pane)
         status = found[0] if found else "idle"
         if status in AT_REST:
             return status
@@ -553,7 +569,7 @@ def _await_rest(engine: Engine, pane: str, timeout_s: float, since: str = "after
         clock.sleep(POLL_S)
 
 
-def _await_shell(engine: Engine, pane: str, command: str, timeout_s: float) -> str:
+def _await_shell(engine: Engine, herdr: Herdr, pane: str, command: str, timeout_s: float) -> str:
     """Poll (bounded, on the engine's clock) until the agent is gone and the shell prompt is back.
 
     Returns "shell", "pane_gone", or the reason the pane is kept.
@@ -562,9 +578,9 @@ def _await_shell(engine: Engine, pane: str, command: str, timeout_s: float) -> s
     deadline = clock.monotonic() + timeout_s
     last = ""
     while True:
-        if _agent_in(engine, pane) is None:
+        if _agent_in(herdr, pane) is None:
             try:
-                text = engine.herdr.pane_read(pane, source="recent", lines=READ_LINES)
+                text = herdr.pane_read(pane, source="recent", lines=READ_LINES)
             except HerdrNotFound:
                 return "pane_gone"
             lines = [line.rstrip() for line in text.splitlines() if line.strip()]
@@ -602,7 +618,11 @@ def _remove_worktrees(engine: Engine, run: Run, ladders: list[_Ladder], everyone
             # Not a hold on the workers here: the checkout is removed when its last worker retires.
             _note(on_path, owners, Item(kind="worktree", id=path, action="kept", reason=f"still used by {', '.join(busy_names)}"))
             continue
-        verdict = _worktree_verdict(engine, run, path, owners, on_path, everyone)
+        try:
+            verdict = _worktree_verdict(engine, run, path, owners, on_path, everyone)
+        except HostUnreachable as exc:
+            # Its host cannot say whether the checkout holds work: never removed blind; the next retire asks again.
+            verdict = Item(kind="worktree", id=path, action="kept", reason=f"{HOST_GONE.format(host=owners[0].host)} ({one_line(exc.message)}); not removed blind")
         _note(on_path, owners, verdict)
         if verdict.action == "kept":
             for ladder in on_path:
@@ -622,44 +642,54 @@ def _note(ladders: list[_Ladder], owners: list[Worker], item: Item) -> None:
 
 
 def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker], on_path: list[_Ladder], everyone: list[Worker]) -> Item:
-    """Decide and do: keep a checkout that holds work, else remove it (herdr if a workspace of ours tracks it, else git)."""
+    """Decide and do: keep a checkout that holds work, else remove it (herdr if a workspace of ours tracks it, else git).
+
+    A checkout on another host is judged there: git over ssh, herdr through that host's boundary, paths compared as
+    that host spells them (the controller cannot resolve them). If the host cannot be reached, HostUnreachable: the
+    caller keeps the checkout and says so, never removing it blind.
+    """
+    host = owners[0].host
+    herdr, at = engine.herdr_at(run.run_id, host), engine.on_host(host)
+    config = engine.host_config(run.run_id, host) if at else None
+    ssh = str(config.ssh) if config is not None else None
+    real: Callable[[Path | str], str] = _real if ssh is None else (lambda p: os.path.normpath(str(p)))
     checkout = Path(path)
-    if not checkout.exists():
+    if not (remote.exists(ssh, path) if ssh else checkout.exists()):
         removed = any(e.kind == "worktree_remove" and e.request.get("path") == path for e in engine.ledger.list_effects(run.run_id))
         branches = sorted({w.branch for w in owners if w.branch})
         reason = REMOVED_OUTSIDE.format(branch=f"branch {', '.join(branches)} keeps" if branches else "its branch keeps")
         return Item(kind="worktree", id=path, action="gone", reason=None if removed else reason)
     try:
-        repo = run.repo_path or git.worktree_checkouts(checkout)[0]
-        if _real(path) not in {_real(p) for p in git.worktree_checkouts(repo)}:
+        repo = (run.repo_path or git.worktree_checkouts(checkout)[0]) if config is None else str(config.checkout)
+        if real(path) not in {real(p) for p in git.worktree_checkouts(repo, on=ssh)}:
             return Item(kind="worktree", id=path, action="kept", reason=f"not a worktree of {repo}")
         planned = {w.branch for w in owners if w.branch}
-        now = git.current_branch(checkout)
+        now = git.current_branch(checkout, on=ssh)
         if planned and now not in planned:
             # Someone switched it to a branch of theirs: it is theirs now, whatever it holds.
             where = "a detached HEAD" if now == "HEAD" else f"branch {now}"
             return Item(kind="worktree", id=path, action="kept", reason=SWITCHED_OUTSIDE.format(where=where))
         sharing = [w.task_label for w in everyone if w.worktree_path == path]
-        held = holds_work(repo, checkout, abandoned=all(_abandoned(engine, run, ladder.task) for ladder in on_path), tasks=sharing)
+        held = holds_work(repo, checkout, abandoned=all(_abandoned(engine, run, ladder.task) for ladder in on_path), tasks=sharing, on=ssh)
     except git.GitError as exc:
         return Item(kind="worktree", id=path, action="kept", reason=f"git could not inspect it: {one_line(exc.message)}")
     if held:
         return Item(kind="worktree", id=path, action="kept", reason=held)
     ours = {ws for w in everyone if w.worktree_path == path for ws in w.created_workspace_ids} | set(run.created_workspace_ids)
     try:
-        listed = engine.herdr.worktree_list(cwd=repo).worktrees
+        listed = herdr.worktree_list(cwd=repo).worktrees
     except HerdrCommandError as exc:
         return Item(kind="worktree", id=path, action="kept", reason=f"herdr worktree list failed: {one_line(exc.message)}")
-    tracking = next((w.open_workspace_id for w in listed if _real(w.path) == _real(path)), None)
+    tracking = next((w.open_workspace_id for w in listed if real(w.path) == real(path)), None)
     if tracking is not None and tracking not in ours:
         return Item(kind="worktree", id=path, action="kept", reason=f"open in workspace {tracking}, which this run did not create")
     # Never pull a checkout from under an open pane (one the ledger does not know as the run's, say): only the
     # workspace herdr's own `worktree remove` closes with it may still hold one.
     try:
-        panes = engine.herdr.pane_list()
+        panes = herdr.pane_list()
     except HerdrCommandError as exc:
         return Item(kind="worktree", id=path, action="kept", reason=f"herdr pane list failed: {one_line(exc.message)}")
-    inside = [p.pane_id for p in panes if p.workspace_id != tracking and _within(p.cwd or p.foreground_cwd, path)]
+    inside = [p.pane_id for p in panes if p.workspace_id != tracking and _within(p.cwd or p.foreground_cwd, path, real)]
     if inside:
         return Item(kind="worktree", id=path, action="kept", reason=f"pane {', '.join(inside)} is still open in it")
     owner = owners[0].task_label
@@ -667,18 +697,18 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
     try:
         if tracking is not None:
             ws = tracking
-            engine.once(run.run_id, owner, "worktree_remove", key, {"via": "herdr", "workspace": ws, "path": path},
-                        lambda: Removed(path=engine.herdr.worktree_remove(ws).path, via="herdr", workspace_id=ws),
+            engine.once(run.run_id, owner, "worktree_remove", key, {"via": "herdr", "workspace": ws, "path": path, **at},
+                        lambda: Removed(path=herdr.worktree_remove(ws).path, via="herdr", workspace_id=ws),
                         model=Removed)  # fmt: skip
         else:
-            engine.once(run.run_id, owner, "worktree_remove", key, {"via": "git", "repo": str(repo), "path": path},
-                        lambda: _git_remove(repo, path), model=Removed)  # fmt: skip
+            engine.once(run.run_id, owner, "worktree_remove", key, {"via": "git", "repo": str(repo), "path": path, **at},
+                        lambda: _git_remove(repo, path, on=ssh), model=Removed)  # fmt: skip
     except (HerdrCommandError, git.GitError, InFlightEffect) as exc:
         return Item(kind="worktree", id=path, action="kept", reason=f"removal failed: {one_line(exc.message)}")
     return Item(kind="worktree", id=path, action="removed")
 
 
-def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = False, tasks: Sequence[str] = ()) -> str | None:
+def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = False, tasks: Sequence[str] = (), on: str | None = None) -> str | None:
     """Why removing this checkout would lose work, or None when it may go.
 
     The rule: a checkout goes only when `git status --porcelain` (untracked included) is empty and every commit it
@@ -686,7 +716,7 @@ def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = Fals
     work the person explicitly abandoned may go with commits only on its own branch: the branch is never deleted,
     so they stay reachable. Uncommitted work is never removed, abandoned or not.
     """
-    status = git.status_porcelain(checkout)
+    status = git.status_porcelain(checkout, on=on)
     if status:
         untracked = sum(1 for line in status if line.startswith("??"))
         changed = len(status) - untracked
@@ -694,28 +724,28 @@ def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = Fals
         return " and ".join(part for part in parts if part)
     if abandoned:
         return None
-    branch = git.current_branch(checkout)
-    head = git.rev_parse(checkout, "HEAD")
+    branch = git.current_branch(checkout, on=on)
+    head = git.rev_parse(checkout, "HEAD", on=on)
     if head is None:
         return "it has no commit"
-    only = git.commits_only_on(repo, head, None if branch == "HEAD" else branch)
+    only = git.commits_only_on(repo, head, None if branch == "HEAD" else branch, on=on)
     if not only:
         return None
     where = "this detached checkout" if branch == "HEAD" else branch
     if len(tasks) > 1:
         # Sibling workers share the checkout: each commit is named under the worker whose trailer it carries, so a
         # rejected sibling's commit is never read as its accepted owner's.
-        return f"not integrated: on {where} only, " + _by_worker(repo, only, tasks)
+        return f"not integrated: on {where} only, " + _by_worker(repo, only, tasks, on=on)
     if len(only) == 1:
         return f"not integrated: commit {only[0][:7]} exists only on {where}"
     return f"not integrated: {len(only)} commits exist only on {where} ({only[0][:7]} and {len(only) - 1} more)"
 
 
-def _by_worker(repo: Path | str, commits: Sequence[str], tasks: Sequence[str]) -> str:
+def _by_worker(repo: Path | str, commits: Sequence[str], tasks: Sequence[str], *, on: str | None = None) -> str:
     """Commits (newest first) grouped by the worker their Orch-Task trailer names, in the workers' order."""
     groups: dict[str, list[str]] = {}
     for sha in commits:
-        names = set(git.trailer_values(repo, sha, COMMIT_TRAILER_KEY))
+        names = set(git.trailer_values(repo, sha, COMMIT_TRAILER_KEY, on=on))
         owner = next(iter(names)) if len(names) == 1 and names <= set(tasks) else ""
         groups.setdefault(owner, []).append(sha)
     parts = []
@@ -740,23 +770,24 @@ def _real(path: Path | str) -> str:
     return os.path.realpath(path)
 
 
-def _within(cwd: str | None, path: str) -> bool:
+def _within(cwd: str | None, path: str, resolve: Callable[[Path | str], str] = os.path.realpath) -> bool:
     if not cwd:
         return False
-    real, root = _real(cwd), _real(path)
+    real, root = resolve(cwd), resolve(path)
     return real == root or real.startswith(root.rstrip("/") + "/")
 
 
-def _git_remove(repo: Path | str, path: str) -> Removed:
-    git.remove_worktree(repo, path)
+def _git_remove(repo: Path | str, path: str, *, on: str | None = None) -> Removed:
+    git.remove_worktree(repo, path, on=on)
     return Removed(path=path, via="git")
 
 
-def _checkout_gone(path: str, via: Literal["herdr", "git"], workspace_id: str | None) -> Removed | None:
-    return None if Path(path).exists() else Removed(path=path, via=via, workspace_id=workspace_id)
+def _checkout_gone(path: str, via: Literal["herdr", "git"], workspace_id: str | None, *, ssh: str | None = None) -> Removed | None:
+    there = remote.exists(ssh, path) if ssh else Path(path).exists()
+    return None if there else Removed(path=path, via=via, workspace_id=workspace_id)
 
 
-def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: Iterable[str], *, close: bool = True) -> list[Item]:
+def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: Iterable[str], *, close: bool = True, herdr: Herdr | None = None) -> list[Item]:
     """Step (e): close side-effect workspaces from provisioning that hold nothing but the one shell herdr opened them with.
 
     A workspace always has a pane, so "empty" means a single plain-shell pane (no agent, nobody split it). It is
@@ -764,12 +795,14 @@ def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: 
     answers confirmation_required and closes nothing, where `workspace close` would close the whole group.
     """
     items: list[Item] = []
-    protected = {run.workspace_id, run.controller_workspace_id, engine.env.get("HERDR_WORKSPACE_ID")}
+    # The run's and the controller's workspaces are the controller's; ids on another host only look like them.
+    herdr = herdr or engine.herdr
+    protected = {run.workspace_id, run.controller_workspace_id, engine.env.get("HERDR_WORKSPACE_ID")} if herdr is engine.herdr else set()
     for ws in workspace_ids:
         if ws in protected:
             continue
         try:
-            panes = engine.herdr.pane_list(workspace=ws)
+            panes = herdr.pane_list(workspace=ws)
         except HerdrNotFound:
             # Already gone: herdr removes a workspace emptied by `pane move` (provision's effect names it), said as
             # the report says it; one gone otherwise is only "gone".
@@ -786,8 +819,9 @@ def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: 
         pane = panes[0].pane_id
         try:
             # engine.once calls both callables before it returns, so they cannot see a later iteration's pane.
-            engine.once(run.run_id, task, "pane_close", f"{task or 'run'}:retire:leftover:{ws}:{pane}", {"workspace": ws, "pane": pane},
-                        lambda: _closed(pane, lambda: engine.herdr.pane_close(pane)), model=Closed)  # noqa: B023  # fmt: skip
+            at = {} if task is None else engine.on_host(engine.ledger.get_worker(run.run_id, task).host)
+            engine.once(run.run_id, task, "pane_close", f"{task or 'run'}:retire:leftover:{ws}:{pane}", {"workspace": ws, "pane": pane, **at},
+                        lambda: _closed(pane, lambda: herdr.pane_close(pane)), model=Closed)  # noqa: B023  # fmt: skip
         except HerdrConfirmationRequired:
             items.append(Item(kind="workspace", id=ws, action="kept", reason="it is the parent of a worktree group that is still open"))
             continue
@@ -799,6 +833,13 @@ def _close_leftovers(engine: Engine, run: Run, task: str | None, workspace_ids: 
             continue
         items.append(Item(kind="workspace", id=ws, action="closed"))
     return items
+
+
+def _host_gone(ladder: _Ladder, what: str, kind: ItemKind, exc: HostUnreachable) -> None:
+    """The worker's host could not be reached mid-ladder: what is there is kept and said, the ladder stops for it."""
+    reason = f"{HOST_GONE.format(host=ladder.worker.host)} ({one_line(exc.message)})"
+    ladder.items.append(Item(kind=kind, id=what, action="kept", reason=reason))
+    ladder.holds.append(f"{kind} {what}: {reason}")
 
 
 def _settle(engine: Engine, run: Run, ladder: _Ladder) -> WorkerRetirement:

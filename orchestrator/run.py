@@ -31,6 +31,7 @@ from orchestrator.verify import blocked_by_verification, stored_verification, ve
 from registry.facts import LOST, EffectDecided, FactKind, HerdrLostPanes, Lost, Restarted
 from registry import Effect, EffectStatus, RegistryError, Run, RunStatus, StaleState, Worker, WorkerState
 from registry.machine import MOVING, NEEDS_PANE, STARTING, UNVERIFIED, WAITING_ON_PERSON
+from registry.kinds import CONTROLLER_HOST
 
 S = WorkerState
 
@@ -249,6 +250,10 @@ def reread_world(engine: Engine, run: Run, progress: Progress | None = None) -> 
     lines = []
     for worker in ledger.list_workers(run.run_id, states=NEEDS_PANE):
         if worker.state is S.BLOCKED and blocked_by_verification(worker):
+            continue
+        if worker.host != CONTROLLER_HOST:
+            # The controller's herdr restarting says nothing of another host's server, and its pane ids there mean
+            # nothing here (another pane may carry the same id): check-ins read that worker on its own host.
             continue
         pane = worker.pane_id
         if pane is None:

@@ -29,7 +29,7 @@ def save_transcript(engine: Engine, run: Run, worker: Worker, pane: str) -> str 
     latest history; the fact is recorded once per path.
     """
     try:
-        text = engine.herdr.pane_read(pane, source="recent", lines=TRANSCRIPT_LINES)
+        text = engine.herdr_of(worker).pane_read(pane, source="recent", lines=TRANSCRIPT_LINES)
     except HerdrError:
         return None
     path = transcript_path(engine, run, worker.task_label)

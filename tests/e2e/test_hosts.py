@@ -1,6 +1,7 @@
 """A plan naming another host, against two simulated herdr servers (each its own home, session, checkout and ids):
-preflight checks the host through the controller's saved machine and ssh, refuses a plan that puts a worker there
-whole, goes on when the host carries none, and names the host when it is unreachable (issue 26)."""
+preflight checks the host through the controller's saved machine and ssh; a remote and a local worker are provisioned,
+dispatched and retired each on its own host, ids colliding across the two; a link dropped after a remote `worktree
+create` is settled by read-back; an unreachable host fails closed, named (issue 26)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 from fake_ssh import install
 
 from herdr_sim import versions
-from herdr_sim.testing import SimServer
+from herdr_sim.testing import SimServer, eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -35,7 +36,19 @@ class TwoHosts:
     network: Path
     root: Path
 
-    def plan(self, *, remote_worker: bool) -> Path:
+    def plan(self, *, remote_worker: bool, local_worker: bool = False) -> Path:
+        second = """
+[[workers]]
+task = "ui-theme"
+objective = "Theme the UI."
+deliverable = "Commits."
+branch = "feat/ui-theme"
+claim = ["src/ui/**"]
+verify = ["true"]
+host = "buildbox"
+"""
+        if local_worker:  # api-pagination runs on the controller, ui-theme on the build box
+            remote_worker = False
         return self.world.write_plan(f"""\
 organization = "acme"
 repo = "widgets"
@@ -55,7 +68,12 @@ branch = "feat/api-pagination"
 claim = ["src/api/**"]
 verify = ["true"]
 {'host = "buildbox"' if remote_worker else ''}
-""")
+{second if local_worker else ''}""")
+
+    def drop_after(self, command: str) -> None:
+        data = json.loads(self.network.read_text())
+        data["targets"]["me@buildbox"]["drop_after"] = [command]
+        self.network.write_text(json.dumps(data))
 
     def set_down(self, down: bool) -> None:
         data = json.loads(self.network.read_text())
@@ -64,6 +82,12 @@ verify = ["true"]
 
     def text(self, out: str) -> str:
         return out.replace(str(self.root), "<tmp>").replace(str(ORCH_BIN), "<venv>")
+
+
+def box_herdr(hosts: TwoHosts, *argv: str) -> Any:
+    """One herdr command on the build box's own server (as a client there)."""
+    done = hosts.box.run(list(argv))
+    return json.loads(done.stdout) if done.stdout.startswith("{") else done.stdout
 
 
 @pytest.fixture
@@ -97,18 +121,68 @@ def two_hosts(make_world: Callable[..., Any], tmp_path: Path) -> Iterator[TwoHos
         shutil.rmtree(home, ignore_errors=True)
 
 
-def test_a_remote_worker_is_refused_whole_after_every_host_is_checked(two_hosts: TwoHosts, golden: Callable[[str, str], None]) -> None:
+def test_a_remote_and_a_local_worker_are_provisioned_dispatched_and_retired_each_on_its_own_host(two_hosts: TwoHosts) -> None:
     world = two_hosts.world
-    # The build box's herdr numbers its own ids from w1, as the controller's did: nothing tells them apart but the host.
-    made = world.herdr("--machine", "buildbox", "workspace", "create", "--cwd", str(two_hosts.box_checkout), "--no-focus")["result"]
-    assert (made["workspace"]["workspace_id"], world.env["HERDR_WORKSPACE_ID"]) == ("w1", "w1")
+    plan = two_hosts.plan(remote_worker=True, local_worker=True)
+    # A bystander on the controller: a workspace of the person's with one plain shell, whose ids the build box's
+    # herdr is about to hand out again for the remote worker (every server numbers its own from w1).
+    bystander = world.herdr("workspace", "create", "--cwd", str(two_hosts.root), "--no-focus")["result"]["root_pane"]
 
-    result = world.orch("preflight", str(two_hosts.plan(remote_worker=True)))
+    preflight = world.orch("preflight", str(plan))
+    assert preflight.returncode == 0, preflight.stdout + preflight.stderr
+    assert "ok   hosts           1 host ready: ui-theme on buildbox" in preflight.stdout
+    run_id = json.loads(world.orch("status", "--json").stdout)["run_id"]
+    provision = world.orch("provision", "--run", run_id)
+    assert provision.returncode == 0, provision.stdout + provision.stderr
+    rows = {w.task_label: w for w in world.engine().ledger.list_workers(run_id)}
+    remote, local = rows["ui-theme"], rows["api-pagination"]
+    # The remote worker's workspace and pane carry the very ids of the controller's bystander: only the host tells
+    # them apart, and retire must close the one on the build box.
+    assert (remote.host, remote.pane_id, remote.created_workspace_ids) == ("buildbox", bystander["pane_id"], (bystander["workspace_id"],))
+    assert (local.host, local.pane_id, local.created_workspace_ids) == ("local", "w1:p2", ("w3",))
+    remote_path = str(two_hosts.box_checkout.parent / "widgets.worktrees" / "widgets-feat-ui-theme")
+    on_box = box_herdr(two_hosts, "worktree", "list", "--cwd", str(two_hosts.box_checkout), "--json")["result"]["worktrees"]
+    assert [w["path"] for w in on_box if w.get("branch") == "feat/ui-theme"] == [remote_path]
+    assert [a["name"] for a in box_herdr(two_hosts, "agent", "list")["result"]["agents"]] == ["ui-theme"]
 
-    assert result.returncode == 1
-    golden("preflight_hosts_refused.txt", two_hosts.text(result.stdout + result.stderr))
-    assert not (world.orch_home / "runs").exists() or list((world.orch_home / "runs").iterdir()) == []
-    assert [w["workspace_id"] for w in world.herdr("workspace", "list")["result"]["workspaces"]] == ["w1"]  # nothing created
+    dispatch = world.orch("dispatch", "--run", run_id)
+    assert dispatch.returncode == 0, dispatch.stdout + dispatch.stderr
+    # Each agent took its packet on its own host and called back into the controller's inbox.
+    eventually(lambda: {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
+               == {"api-pagination": "result", "ui-theme": "result"}, "both results in the controller's inbox", timeout_s=120)
+    commits = subprocess.run(["git", "-C", remote_path, "log", "--format=%s", "-1"], capture_output=True, text=True, check=True).stdout
+    assert commits.startswith("ui-theme:")
+
+    retire = world.orch("retire", "--run", run_id, "--abandon", "ui-theme", "--abandon", "api-pagination", "--reason", "the test is over")
+    assert retire.returncode == 0, retire.stdout + retire.stderr
+    # The remote worker's pane and workspace were closed on the build box; the controller's bystander of the same ids
+    # is untouched, and so is the controller's own pane.
+    assert world.herdr("pane", "get", bystander["pane_id"])["result"]["pane"]["workspace_id"] == bystander["workspace_id"]
+    assert world.herdr("pane", "get", world.controller_pane)["result"]["pane"]["pane_id"] == world.controller_pane
+    assert [w["workspace_id"] for w in box_herdr(two_hosts, "workspace", "list")["result"]["workspaces"]] == ["w1"]
+    assert box_herdr(two_hosts, "agent", "list")["result"]["agents"] == []
+    assert not Path(remote_path).exists() and not Path(str(local.worktree_path)).exists()
+    retired = {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
+    assert retired == {"api-pagination": "retired", "ui-theme": "retired"}, retire.stdout
+
+
+def test_a_link_dropped_after_a_remote_worktree_create_is_settled_by_read_back_without_a_second_create(two_hosts: TwoHosts) -> None:
+    world = two_hosts.world
+    assert world.orch("preflight", str(two_hosts.plan(remote_worker=True))).returncode == 0
+    run_id = json.loads(world.orch("status", "--json").stdout)["run_id"]
+    two_hosts.drop_after("worktree create")
+
+    provision = world.orch("provision", "--run", run_id)
+
+    assert provision.returncode == 0, provision.stdout + provision.stderr
+    engine = world.engine()
+    creates = [e for e in engine.ledger.list_effects(run_id) if e.kind == "worktree_create"]
+    assert [(e.key, e.status, e.request["host"]) for e in creates] == [("api-pagination:worktree_create", "confirmed", "buildbox")]
+    facts = [(e.kind, e.detail.get("answer")) for e in engine.ledger.events(run_id, task_label="api-pagination") if e.kind in ("effect_unknown", "effect_settled")]
+    assert facts == [("effect_unknown", None), ("effect_settled", "done")]
+    listed = box_herdr(two_hosts, "worktree", "list", "--cwd", str(two_hosts.box_checkout), "--json")["result"]["worktrees"]
+    assert [w["branch"] for w in listed if w.get("branch", "").startswith("feat/")] == ["feat/api-pagination"]
+    assert engine.ledger.get_worker(run_id, "api-pagination").state == "ready"
 
 
 def test_a_host_without_workers_is_checked_and_the_run_goes_on(two_hosts: TwoHosts) -> None:
