@@ -59,6 +59,7 @@ machine = "buildbox"
 ssh = "me@buildbox"
 checkout = "{self.box_checkout}"
 orch = "{ORCH_BIN / 'orch'}"
+orch_home = "{self.root / 'buildbox' / 'orch-home'}"
 
 [[workers]]
 task = "api-pagination"
@@ -147,9 +148,14 @@ def test_a_remote_and_a_local_worker_are_provisioned_dispatched_and_retired_each
 
     dispatch = world.orch("dispatch", "--run", run_id)
     assert dispatch.returncode == 0, dispatch.stdout + dispatch.stderr
-    # Each agent took its packet on its own host and called back into the controller's inbox.
-    eventually(lambda: {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
-               == {"api-pagination": "result", "ui-theme": "result"}, "both results in the controller's inbox", timeout_s=120)
+    # Each agent took its packet on its own host and called back: the local one into the controller's inbox, the
+    # remote one into its host's spool, which the controller's check-ins (`orch wait`) collect; then both are
+    # verified at home (the remote worker's commit fetched by SHA) and accepted.
+    def states() -> dict[str, str]:
+        world.orch("wait", "--run", run_id, "--timeout", "10", "--json", timeout=120)
+        return {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
+
+    eventually(lambda: states() == {"api-pagination": "accepted", "ui-theme": "accepted"}, lambda: f"both accepted: {states()}", timeout_s=240)
     commits = subprocess.run(["git", "-C", remote_path, "log", "--format=%s", "-1"], capture_output=True, text=True, check=True).stdout
     assert commits.startswith("ui-theme:")
 

@@ -45,9 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     if not rest:
         print("fake ssh: no interactive sessions", file=sys.stderr)
         return 255
-    done = subprocess.run(["sh", "-c", " ".join(rest)], env=dict(host["env"]), cwd=host.get("cwd"), capture_output=True, text=True, timeout=600)
-    sys.stdout.write(done.stdout)
-    sys.stderr.write(done.stderr)
+    # stdin, stdout and stderr pass straight through, as over a real ssh channel: git's fetch talks to the remote
+    # upload-pack both ways, which a buffered answer would deadlock.
+    sys.stdout.flush()
+    done = subprocess.run(["sh", "-c", " ".join(rest)], env=dict(host["env"]), cwd=host.get("cwd"), timeout=600)
     return done.returncode
 
 
