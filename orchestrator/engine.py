@@ -544,12 +544,13 @@ class Engine:
                 hint=f"`orch resume {run.run_id}` continues it (nothing is made or sent twice); `orch cancel {run.run_id}` ends it",
             )
 
-    def drive_run(self, run_id: str | None = None) -> Run:
+    def drive_run(self, run_id: str | None = None, *, go_on: bool = True) -> Run:
         """``find_run``, then ``drive`` it (and take it up again when its agent controller goes on after a stop):
-        what every command that acts on a run starts with."""
+        what every command that acts on a run starts with. ``go_on=False``: a command that ends the run (`orch
+        cancel`) takes nothing up: it would start again workers it is about to abandon."""
         run = self.find_run(run_id)
         self.drive(run.run_id)
-        if run.status is RunStatus.INTERRUPTED and run.controller_kind != "run":
+        if go_on and run.status is RunStatus.INTERRUPTED and run.controller_kind != "run":
             # The agent controller going on after a stop (a herdr outage…): the world read back first, as `orch resume`
             # does for `orch run`'s runs (orchestrator.door.take_up, which says which stops).
             from orchestrator.door import take_up, taken_up_by_door

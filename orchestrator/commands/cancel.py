@@ -30,6 +30,6 @@ def cancel(ctx: click.Context, run_id: str, reason: str | None, as_json: bool) -
     from orchestrator.cancel import DEFAULT_REASON, cancel_run, render_cancel
 
     engine = engine_from(ctx)
-    result = cancel_run(engine, engine.drive_run(run_id), reason or DEFAULT_REASON)
+    result = cancel_run(engine, engine.drive_run(run_id, go_on=False), reason or DEFAULT_REASON)
     emit(result, as_json, render_cancel)
     ctx.exit(result.exit_code)

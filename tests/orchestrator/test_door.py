@@ -246,11 +246,14 @@ def test_the_agent_controllers_next_door_command_takes_a_stopped_run_up_and_it_i
     assert (ledger.get_run(RUN_ID).status, [w.state for w in ledger.list_workers(RUN_ID)]) == (RunStatus.ACTIVE, [S.ACCEPTED, S.BLOCKED, S.QUESTION])
 
 
-def test_a_stopped_preflight_is_not_taken_up_by_a_door_command(tmp_path: Path, git_repo: Any) -> None:
+@pytest.mark.parametrize(("stopped_at", "go_on"), [("preflight: agents", True), ("herdr is down during orch wait", False)])
+def test_a_stopped_preflight_or_a_cancel_takes_nothing_up(tmp_path: Path, git_repo: Any, stopped_at: str, go_on: bool) -> None:
+    # A preflight that stopped is met by a new preflight (its hint); `orch cancel` (go_on=False) must not start again
+    # the workers a herdr restart lost only to abandon them.
     fleet = Fleet(tmp_path, git_repo)
-    fleet.engine.ledger.set_run_status(RUN_ID, RunStatus.INTERRUPTED, stopped_at="preflight: agents")
+    fleet.engine.ledger.set_run_status(RUN_ID, RunStatus.INTERRUPTED, stopped_at=stopped_at)
     fleet.engine.herdr = object()  # type: ignore[assignment]  (a herdr call would fail the test)
 
-    run = fleet.engine.drive_run(RUN_ID)
+    run = fleet.engine.drive_run(RUN_ID, go_on=go_on)
 
-    assert (run.status, run.stopped_at) == (RunStatus.INTERRUPTED, "preflight: agents")
+    assert (run.status, run.stopped_at) == (RunStatus.INTERRUPTED, stopped_at)
