@@ -197,3 +197,33 @@ def test_a_remote_workers_commits_are_fetched_home_by_sha_verified_and_integrate
     assert items == [(TASK, "merged", head)]
     subprocess.run(["git", "-C", str(home), "merge-base", "--is-ancestor", head, "refs/heads/chore/integrate-fleet"], check=True, timeout=60)
     assert _git(box, "for-each-ref", "--format=%(refname) %(objectname)") == box_refs  # nothing was pushed to the box
+
+
+def test_a_link_dropped_after_the_ledger_write_leaves_the_message_recorded_once(fleet: Fleet, tmp_path: Path) -> None:
+    # The box's orch, as the plan names it, drops the ssh session of the first `inbox ack` (its remote shell killed
+    # before the entry is removed): the controller has recorded the message, the box still holds it.
+    dropped = tmp_path / "dropped-once"
+    wrapper = tmp_path / "box-orch"
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1 $2" = "inbox ack" ] && [ ! -e {dropped} ]; then : >{dropped}; kill -9 $PPID; exit 255; fi\n'
+                       f'exec {ORCH_BIN / "orch"} "$@"\n')  # fmt: skip
+    wrapper.chmod(0o755)
+    engine = fleet.world.engine()
+    run = engine.ledger.get_run(fleet.run_id)
+    snapshot = engine.run_dir(fleet.run_id) / "plan.toml"
+    snapshot.write_text(snapshot.read_text().replace(f'orch = "{ORCH_BIN / "orch"}"', f'orch = "{wrapper}"'))
+    prefix = engine.callback_prefix(run, "box")
+    engine.close()
+    sent = run_remote(ALIAS, [*prefix, fleet.envelope("Parser done")])
+    assert sent.returncode == 0, sent.stderr
+    (ident,) = fleet.spooled()
+
+    first = fleet.world.orch("wait", "--run", fleet.run_id, "--timeout", "0", "--json")
+    assert first.returncode == 0, first.stderr
+    notes = [(o["what"], o["text"].split(" (")[0]) for o in json.loads(first.stdout)["observations"] if o["what"] in ("update", "host_unreachable")]
+    assert notes == [("host_unreachable", "host box: cannot acknowledge its spool entries"), ("update", "Parser done")]
+    assert (dropped.exists(), fleet.spooled()) == (True, [ident])  # recorded at home, still held on the box
+
+    again = fleet.world.orch("observe", "--run", fleet.run_id, "--once", "--json")
+    assert again.returncode == 0, again.stderr
+    assert fleet.inbox() == [(f"spool:box:{ident}", "accepted", "update")]  # once, though collected twice
+    assert fleet.spooled() == []
