@@ -237,10 +237,12 @@ def test_a_wait_collects_a_remote_spool_between_check_ins_and_wakes_for_it(tmp_p
     from orchestrator.door import SPOOL_POLL_S, wait_run
 
     herdr = FakeHerdr(cwd=tmp_path, version="0.8.2")
-    pane = herdr.tab_create(workspace="w1").root_pane.pane_id
-    herdr.add_agent(pane, "fix-login", "codex", status="working")
+    box_herdr = FakeHerdr(cwd=tmp_path, version="0.8.2")  # the box's own server: the worker's agent runs there
+    pane = box_herdr.tab_create(workspace="w1").root_pane.pane_id
+    box_herdr.add_agent(pane, "fix-login", "codex", status="working")
     settings = Settings(home=tmp_path, orch_home=tmp_path / "controller", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
     engine = Engine(settings=settings, herdr=herdr, clock=FakeClock())
+    engine.host_herdrs["box"] = box_herdr
     box_home = tmp_path / "box-orch"
     runner = LocalRemote({"HOME": str(tmp_path / "box"), "PATH": os.environ["PATH"]})
     engine.remote_runner = runner
