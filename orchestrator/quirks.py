@@ -25,7 +25,10 @@ class Proof(BaseModel):
     model_config = _FROZEN
 
     version: str
-    captures: tuple[str, ...]
+    captures: tuple[str, ...] = ()
+    # For what no capture of ../shared shows (claude's title spinner: drawn only outside tmux, and those captures were
+    # taken inside it): the real-agents lane test that sees it on the real agent at every run.
+    lane: str | None = None
 
 
 class Screen(BaseModel):
@@ -285,7 +288,8 @@ QUIRKS: dict[str, Quirks] = {
             Sign(
                 name="title spinner",
                 title=r"^[\u2800-\u28ff\u25d0-\u25d3] ",
-                source="the terminal title's spinner (braille up to 2.1.227, half circles from 2.1.228; `✳` at rest), drawn only when `TMUX` is unset in the agent's environment (herdr's own panes); herdr 0.8.2 detection manifest claude.toml `osc_title_working`; the real-agents lane's own captures (its launcher unsets `TMUX`) show `◐ Claude Code` while a turn runs at 2.1.328, but none of ../shared's captures does (all taken inside tmux), so no capture is named",
+                source="the terminal title's spinner (braille up to 2.1.227, half circles from 2.1.228: `◐ Claude Code`, `◑ Claude Code` while a turn runs; `✳ Claude Code` at rest), drawn only when `TMUX` is unset in the agent's environment (herdr's own panes; the lane's launcher unsets it), so none of ../shared's captures (all taken inside tmux) shows it; at a turn's start it is the only busy sign besides the model's spinner word (`✽ Fluttering…`), before the footer says `esc to interrupt`; herdr 0.8.2 detection manifest claude.toml `osc_title_working`",
+                proof=Proof(version=CLAUDE, lane="test_demo_plan_passes_with_three_real_workers[claude]"),
             ),
         ),
     ),
@@ -439,7 +443,10 @@ def excerpt(screen: str, lines: int = 12) -> str:
 def _verified(proof: Proof | None) -> str:
     if proof is None:
         return "unverified: no captured real screen shows it"
-    return f"{proof.version}: " + ", ".join(f"`{name}`" for name in proof.captures)
+    shown = [", ".join(f"`{name}`" for name in proof.captures)] if proof.captures else []
+    if proof.lane:
+        shown.append(f"seen at every run of the real-agents lane's `{proof.lane}`")
+    return f"{proof.version}: " + "; ".join(shown)
 
 
 def render_reference() -> str:
@@ -459,7 +466,7 @@ def render_reference() -> str:
         "- **Plan mode**: the key pressed until the confirmation text shows (`mode = \"plan-first\"`).",
         "",
         "Patterns are case-insensitive regular expressions that must all match the visible screen. Keys use herdr's key syntax (`pane send-keys`).",
-        "**Verified** names the agent version and the captured screens (`../shared/real-agents/screens/`, re-captured by the real-agents lane when an agent releases) that show the entry; `tests/orchestrator/test_captured_screens.py` runs every capture through this table and the simulator's screen rules.",
+        "**Verified** names the agent version and the captured screens (`../shared/real-agents/screens/`, re-captured by the real-agents lane when an agent releases) that show the entry, or, for what no capture shows (a title drawn only outside tmux), the real-agents lane test that sees it at every run; \"unverified\" where neither does. `tests/orchestrator/test_captured_screens.py` runs every capture through this table and the simulator's screen rules and fails on a capture without a written-down state.",
         "",
         "| Kind | Quirk | Recognised by | Keys | Source | Verified |",
         "|---|---|---|---|---|---|",

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -21,6 +21,8 @@ from herdr_sim.model.server import ModelServer
 from herdr_sim.testing import SimServer
 from orchestrator.demo import demo_data
 from orchestrator.engine import Engine
+from registry import EventKind
+from registry.facts import FactKind
 
 
 ORCH = [sys.executable, "-m", "orchestrator"]
@@ -94,6 +96,7 @@ class RealWorld:
     repo: Path
     env: dict[str, str]
     launchers: Path
+    titles: set[str] = field(default_factory=set)  # every pane title seen while the world ran (its Recorder's)
 
     def orch(self, *args: str, timeout: float = 420) -> subprocess.CompletedProcess[str]:
         """`orch ARGS` as the controller pane runs it."""
@@ -130,6 +133,31 @@ class RealWorld:
             f"{e['n']}:{e.get('task') or '-'}:{'+'.join(c['name'] for c in e.get('reply', {}).get('calls', [])) or 'text'}"
             for e in self.model.requests() if e.get("method") == "POST"))
         return "\n".join(parts)
+
+    def agent_exits(self, run_id: str) -> dict[str, list[str]]:
+        """How each worker's agent left its pane, from the ledger: `exited by CMD` where orch typed the kind's exit
+        command and saw the shell come back (a finished worker's slot freed early: the AGENT_EXITED fact; the stop
+        ladder's `exited` item at retire), else what the ladder did instead (`kept: why`, `stopped`, `untouched: why`)."""
+        engine = self.engine()
+        try:
+            events = engine.ledger.events(run_id)
+            typed = {(e.task_label, e.request.get("pane")): e.request.get("text") for e in engine.ledger.list_effects(run_id)
+                     if e.kind == "pane_send_text" and e.key.endswith(":exit_text")}  # fmt: skip
+        finally:
+            engine.close()
+        exits: dict[str, list[str]] = {}
+        for event in events:
+            if event.task_label is None:
+                continue
+            if event.kind == FactKind.AGENT_EXITED:
+                exits.setdefault(event.task_label, []).append(f"exited by {event.detail['how']}")
+            elif event.kind == EventKind.TRANSITION and event.detail.get("cause", {}).get("phase") == "retire":
+                for item in event.detail["cause"].get("items", []):
+                    if item["kind"] != "agent":
+                        continue
+                    said = f"exited by {typed.get((event.task_label, item['id']))}" if item["action"] == "exited" else item["action"]
+                    exits.setdefault(event.task_label, []).append(said + (f": {item['reason']}" if item.get("reason") else ""))
+        return exits
 
     def agent_processes(self) -> list[int]:
         """Live processes whose HOME is one of this world's agent homes (the real agents and anything they started)."""
@@ -176,18 +204,21 @@ def stable_report(world: RealWorld, run_id: str) -> str:
 
 
 class Recorder(threading.Thread):
-    """Saves every distinct screen of every pane of a world (with its title, time, and the simulator's reading of it)
-    into ``out``: `<kind>-N.txt` and `<kind>-index.txt`, the layout of ../shared/real-agents/screens, for refreshing
-    the captures the quirk table cites (docs/real-agents.md)."""
+    """Watches every pane of a world twice a second: the pane titles it shows go into ``world.titles`` (a title sign of
+    the quirk table is proven on them: claude draws its busy spinner only in its title), and with ``out`` every
+    distinct screen is saved there (with its title, time, and the simulator's reading of it) as `<kind>-N.txt` and
+    `<kind>-index.txt`, the layout of ../shared/real-agents/screens, for refreshing the captures the quirk table cites
+    (docs/real-agents.md)."""
 
-    def __init__(self, world: RealWorld, out: Path, interval_s: float = 0.5) -> None:
+    def __init__(self, world: RealWorld, out: Path | None, interval_s: float = 0.5) -> None:
         super().__init__(name="screen-recorder", daemon=True)
         self.world, self.out, self.interval_s = world, out, interval_s
         self.stopped = threading.Event()
         self.count = 0
 
     def run(self) -> None:
-        self.out.mkdir(parents=True, exist_ok=True)
+        if self.out is not None:
+            self.out.mkdir(parents=True, exist_ok=True)
         tmux = ["tmux", "-S", str(self.world.sim.paths.tmux_socket), "-f", "/dev/null"]
         start, last = time.monotonic(), {}
         while not self.stopped.wait(self.interval_s):
@@ -195,6 +226,9 @@ class Recorder(threading.Thread):
                 listed = subprocess.run([*tmux, "list-panes", "-a", "-F", "#{pane_id}\t#{pane_title}"], capture_output=True, text=True, timeout=10)
                 for line in listed.stdout.splitlines():
                     pane, _, title = line.partition("\t")
+                    self.world.titles.add(title)
+                    if self.out is None:
+                        continue
                     screen = subprocess.run([*tmux, "capture-pane", "-p", "-t", pane], capture_output=True, text=True, timeout=10).stdout
                     rows = [row for row in screen.splitlines() if row.strip()]
                     if len(rows) <= 1 or last.get(pane) == (screen, title):
@@ -205,6 +239,7 @@ class Recorder(threading.Thread):
                 continue  # the world is being torn down
 
     def save(self, pane: str, screen: str, title: str, at: float) -> None:
+        assert self.out is not None
         kind = self.world.kind
         self.count += 1
         name = f"{kind}-{self.count}"

@@ -149,8 +149,8 @@ def test_every_verified_entry_is_shown_by_one_of_its_captures() -> None:
         return (SCREENS / name).read_text(), _title(title)
 
     def check(what: str, proof: Proof | None, shows: object) -> None:
-        if proof is None:
-            return
+        if proof is None or not proof.captures:
+            return  # unverified, or proven by a lane test at every run (tests/orchestrator/test_quirks.py checks it exists)
         assert all((SCREENS / name).is_file() for name in proof.captures), what
         assert any(shows(*screen(name)) for name in proof.captures), f"{what}: none of {proof.captures} shows it"  # type: ignore[operator]
 

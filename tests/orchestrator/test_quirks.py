@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from herdr_sim.agent import screens
-from orchestrator.quirks import QUIRKS, excerpt, quirks, render_reference
+from orchestrator.quirks import QUIRKS, Proof, excerpt, quirks, render_reference
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,6 +30,27 @@ def test_every_entry_names_its_source() -> None:
             assert entry.plan_mode.source
         if entry.exit_command is not None:
             assert entry.exit_source
+
+
+def _proofs() -> list[tuple[str, Proof]]:
+    found: list[tuple[str, Proof | None]] = []
+    for kind, entry in QUIRKS.items():
+        found += [(f"{kind} {s.name}", s.proof) for s in (*entry.trust_dialogs, *entry.start_notices, *entry.approval_forms)]
+        found += [(f"{kind} {s.name}", s.proof) for s in (*entry.busy, *entry.idle, *((entry.ready,) if entry.ready else ()))]
+        found += [(f"{kind} exit", entry.exit_proof), (f"{kind} plan mode", entry.plan_mode.proof if entry.plan_mode else None)]
+    return [(what, proof) for what, proof in found if proof is not None]
+
+
+def test_every_proof_names_a_capture_or_a_lane_test_that_exists() -> None:
+    """A verified entry names the captures that show it (tests/orchestrator/test_captured_screens.py reads them), or the
+    real-agents lane test that sees it at every run: that test must exist, for that kind."""
+    lane = "\n".join(path.read_text() for path in sorted((ROOT / "tests" / "real_agents").glob("test_*.py")))
+    for what, proof in _proofs():
+        assert proof.captures or proof.lane, what
+        if proof.lane:
+            test, _, kind = proof.lane.removesuffix("]").partition("[")
+            assert f"def {test}(" in lane, (what, proof.lane)
+            assert kind == what.split()[0], (what, proof.lane)
 
 
 CODEX_TRUST = (

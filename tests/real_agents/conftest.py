@@ -92,9 +92,8 @@ def real_world(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Calla
                    HERDR_WORKSPACE_ID=pane["workspace_id"], ORCH_HOME=str(tmp_path / "orch-home"), ORCH_SRC_ROOT=str(src_root))
         world = RealWorld(kind, root, sim, model, repo, env, launchers)
         made.append(world)
-        if CAPTURE:
-            recorders.append(Recorder(world, Path(CAPTURE) / request.node.name.replace("[", "-").rstrip("]")))
-            recorders[-1].start()
+        recorders.append(Recorder(world, Path(CAPTURE) / request.node.name.replace("[", "-").rstrip("]") if CAPTURE else None))
+        recorders[-1].start()
         return world
 
     yield build
