@@ -155,7 +155,10 @@ def template(root: Path, kind: str, url: str, *, ask: bool = False) -> tuple[Pat
             "provider": {PROVIDER: {"npm": "@ai-sdk/openai-compatible", "name": "orch scripted model",
                                     "options": {"baseURL": v1, "apiKey": API_KEY}, "models": {MODEL: {"name": MODEL}}}},
             "model": f"{PROVIDER}/{MODEL}", "small_model": f"{PROVIDER}/{MODEL}", "autoupdate": False, "share": "disabled",
-            "permission": {"bash": "ask" if ask else "allow", "edit": "ask" if ask else "allow"},
+            # external_directory: opencode 1.18 asks before any tool (bash too) touches a path outside the folder it
+            # started in, whatever `bash` says: a worker writing its report into orch's report dir (outside its
+            # worktree) waits at that form. Allowed as the shell tool is; left to the form when `ask`.
+            "permission": dict.fromkeys(("bash", "edit", "external_directory"), "ask" if ask else "allow"),
         })  # fmt: skip
         env.update(OPENCODE_DISABLE_AUTOUPDATE="1", OPENCODE_DISABLE_MODELS_FETCH="1", OPENCODE_DISABLE_LSP_DOWNLOAD="1")
     elif kind == "pi":

@@ -28,17 +28,24 @@ from orchestrator.demo import demo_data
 if os.environ.get("ORCH_REAL_AGENTS") != "1":
     collect_ignore_glob = ["test_*.py"]
 
-# ORCH_REAL_AGENTS_SHARE=K/N runs the demo plan of every kind but opencode, and share K of N of everything else (in
-# node-id order, every N-th from the K-th): .ci/run picks K by the day of the year, so N days run the whole lane
-# while one day stays near its time budget (docs/real-agents.md, "Running it").
+# ORCH_REAL_AGENTS_SHARE=K/N runs the demo plan of every kind but opencode, and share K of N of everything else:
+# opencode's tests (each 4-6 minutes on a loaded 2-CPU machine, the others 1-2) and the rest are each dealt out in
+# node-id order, every N-th from the K-th, so every share has its part of both. .ci/run picks K by the day of the
+# year, so N days run the whole lane while one day stays near its time budget (docs/real-agents.md, "Running it").
 SHARE_ENV = "ORCH_REAL_AGENTS_SHARE"
 
 
 def _always(nodeid: str) -> bool:
-    return "test_demo_plan_passes" in nodeid and not nodeid.endswith("[opencode]")
+    return "test_demo_plan_passes" in nodeid and not _heavy(nodeid)
+
+
+def _heavy(nodeid: str) -> bool:
+    return nodeid.endswith("[opencode]")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # The longest first: two xdist workers then end close together (a 6-minute test last would run alone).
+    items.sort(key=lambda item: not _heavy(item.nodeid))
     share = os.environ.get(SHARE_ENV)
     if not share:
         return
@@ -47,8 +54,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         assert 0 <= k < n
     except (ValueError, AssertionError):
         raise pytest.UsageError(f"{SHARE_ENV}={share!r}: expected K/N with 0 <= K < N") from None
-    rest = sorted((item for item in items if not _always(item.nodeid)), key=lambda item: item.nodeid)
-    dropped = {item.nodeid for i, item in enumerate(rest) if i % n != k}
+    rest = sorted(item.nodeid for item in items if not _always(item.nodeid))
+    dropped = set()
+    for part in ([nodeid for nodeid in rest if _heavy(nodeid)], [nodeid for nodeid in rest if not _heavy(nodeid)]):
+        dropped |= {nodeid for i, nodeid in enumerate(part) if i % n != k}
     config.hook.pytest_deselected(items=[item for item in items if item.nodeid in dropped])
     items[:] = [item for item in items if item.nodeid not in dropped]
 

@@ -40,7 +40,7 @@ def as_installed(world: RealWorld, kind: str) -> None:
     launcher.write_text(f"#!/bin/sh\n# {AGENTS[kind].package}@{AGENTS[kind].version}, as installed\nunset TMUX TMUX_PANE\nexec {exe.group(1)} \"$@\"\n")
 
 
-@pytest.mark.parametrize("kind", lane_kinds("claude", "codex"))  # pi and opencode: not run yet
+@pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex", "opencode"))
 def test_doctor_offline_passes_with_the_installed_agent_on_the_scripted_model(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind)
     as_installed(world, kind)
