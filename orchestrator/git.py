@@ -173,6 +173,13 @@ def commits_only_on(repo: Path | str, head: str, branch: str | None, *, on: str 
     return run_git(args, cwd=repo, on=on).stdout.split()
 
 
+def held_by_a_ref(repo: Path | str, sha: str) -> bool:
+    """Whether ``repo`` has commit ``sha`` and some ref of it (any: branch, tag, remote-tracking, orch's own
+    ``refs/orch/…``) reaches it, so the commit cannot be lost there."""
+    found = run_git(["for-each-ref", "--contains", sha, "--count=1", "--format=%(refname)"], cwd=repo, check=False)
+    return found.returncode == 0 and bool(found.stdout.strip())
+
+
 def worktree_checkouts(repo: Path | str, *, on: str | None = None) -> list[str]:
     """Paths of the repo's checkouts from ``git worktree list --porcelain``; the main checkout comes first."""
     out = run_git(["worktree", "list", "--porcelain"], cwd=repo, on=on).stdout

@@ -670,7 +670,8 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
             where = "a detached HEAD" if now == "HEAD" else f"branch {now}"
             return Item(kind="worktree", id=path, action="kept", reason=SWITCHED_OUTSIDE.format(where=where))
         sharing = [w.task_label for w in everyone if w.worktree_path == path]
-        held = holds_work(repo, checkout, abandoned=all(_abandoned(engine, run, ladder.task) for ladder in on_path), tasks=sharing, on=ssh)
+        held = holds_work(repo, checkout, abandoned=all(_abandoned(engine, run, ladder.task) for ladder in on_path), tasks=sharing, on=ssh,
+                          home=run.repo_path if ssh else None)  # fmt: skip
     except git.GitError as exc:
         return Item(kind="worktree", id=path, action="kept", reason=f"git could not inspect it: {one_line(exc.message)}")
     if held:
@@ -708,13 +709,16 @@ def _worktree_verdict(engine: Engine, run: Run, path: str, owners: list[Worker],
     return Item(kind="worktree", id=path, action="removed")
 
 
-def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = False, tasks: Sequence[str] = (), on: str | None = None) -> str | None:
+def holds_work(
+    repo: Path | str, checkout: Path | str, *, abandoned: bool = False, tasks: Sequence[str] = (), on: str | None = None, home: Path | str | None = None
+) -> str | None:
     """Why removing this checkout would lose work, or None when it may go.
 
     The rule: a checkout goes only when `git status --porcelain` (untracked included) is empty and every commit it
     holds is also on some other branch, tag or remote-tracking ref (merged, integrated or pushed). A checkout whose
     work the person explicitly abandoned may go with commits only on its own branch: the branch is never deleted,
-    so they stay reachable. Uncommitted work is never removed, abandoned or not.
+    so they stay reachable. Uncommitted work is never removed, abandoned or not. ``home``: the controller's repository
+    for a checkout on another host (``on``); a commit held by one of its refs counts as kept.
     """
     status = git.status_porcelain(checkout, on=on)
     if status:
@@ -729,6 +733,10 @@ def holds_work(repo: Path | str, checkout: Path | str, *, abandoned: bool = Fals
     if head is None:
         return "it has no commit"
     only = git.commits_only_on(repo, head, None if branch == "HEAD" else branch, on=on)
+    if home is not None:
+        # A checkout on another host (``on``): a commit fetched home by SHA and held there by a ref (orch's own
+        # refs/orch/…, the integration branch) is safe, though no other ref of that host has it.
+        only = [sha for sha in only if not git.held_by_a_ref(home, sha)]
     if not only:
         return None
     where = "this detached checkout" if branch == "HEAD" else branch

@@ -1,7 +1,8 @@
 """A plan naming another host, against two simulated herdr servers (each its own home, session, checkout and ids):
-preflight checks the host through the controller's saved machine and ssh; a remote and a local worker are provisioned,
-dispatched and retired each on its own host, ids colliding across the two; a link dropped after a remote `worktree
-create` is settled by read-back; an unreachable host fails closed, named (issue 26)."""
+preflight checks the host through the controller's saved machine and ssh; a plan with a worker on each host ends PASS,
+integrated on the controller, each provisioned, dispatched and retired on its own host with ids colliding across the
+two; a link dropped after a remote `worktree create` is settled by read-back; a host gone at retire keeps its checkout;
+an unreachable host fails closed at preflight, named (issue 26)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ class TwoHosts:
     network: Path
     root: Path
 
-    def plan(self, *, remote_worker: bool, local_worker: bool = False) -> Path:
+    def plan(self, *, remote_worker: bool, local_worker: bool = False, integration: bool = False) -> Path:
         second = """
 [[workers]]
 task = "ui-theme"
@@ -60,6 +61,9 @@ ssh = "me@buildbox"
 checkout = "{self.box_checkout}"
 orch = "{ORCH_BIN / 'orch'}"
 orch_home = "{self.root / 'buildbox' / 'orch-home'}"
+{'[integration]' if integration else ''}
+{'enabled = true' if integration else ''}
+{'branch = "chore/integration"' if integration else ''}
 
 [[workers]]
 task = "api-pagination"
@@ -122,9 +126,9 @@ def two_hosts(make_world: Callable[..., Any], tmp_path: Path) -> Iterator[TwoHos
         shutil.rmtree(home, ignore_errors=True)
 
 
-def test_a_remote_and_a_local_worker_are_provisioned_dispatched_and_retired_each_on_its_own_host(two_hosts: TwoHosts) -> None:
+def test_a_plan_with_a_worker_on_each_of_two_hosts_ends_pass_integrated_and_retired_each_on_its_own_host(two_hosts: TwoHosts) -> None:
     world = two_hosts.world
-    plan = two_hosts.plan(remote_worker=True, local_worker=True)
+    plan = two_hosts.plan(remote_worker=True, local_worker=True, integration=True)
     # A bystander on the controller: a workspace of the person's with one plain shell, whose ids the build box's
     # herdr is about to hand out again for the remote worker (every server numbers its own from w1).
     bystander = world.herdr("workspace", "create", "--cwd", str(two_hosts.root), "--no-focus")["result"]["root_pane"]
@@ -159,8 +163,11 @@ def test_a_remote_and_a_local_worker_are_provisioned_dispatched_and_retired_each
     commits = subprocess.run(["git", "-C", remote_path, "log", "--format=%s", "-1"], capture_output=True, text=True, check=True).stdout
     assert commits.startswith("ui-theme:")
 
-    retire = world.orch("retire", "--run", run_id, "--abandon", "ui-theme", "--abandon", "api-pagination", "--reason", "the test is over")
-    assert retire.returncode == 0, retire.stdout + retire.stderr
+    finish = world.orch("finish", "--run", run_id)
+    assert finish.returncode == 0, finish.stdout + finish.stderr  # PASS
+    # Both workers' commits are merged on the controller; the remote one arrived by SHA, nothing was pushed.
+    merged = subprocess.run(["git", "-C", str(world.repo.path), "log", "--format=%s", "chore/integration"], capture_output=True, text=True, check=True).stdout
+    assert sorted(line.split(":")[0] for line in merged.splitlines() if line.startswith(("ui-theme:", "api-pagination:"))) == ["api-pagination", "ui-theme"]
     # The remote worker's pane and workspace were closed on the build box; the controller's bystander of the same ids
     # is untouched, and so is the controller's own pane.
     assert world.herdr("pane", "get", bystander["pane_id"])["result"]["pane"]["workspace_id"] == bystander["workspace_id"]
@@ -169,7 +176,7 @@ def test_a_remote_and_a_local_worker_are_provisioned_dispatched_and_retired_each
     assert box_herdr(two_hosts, "agent", "list")["result"]["agents"] == []
     assert not Path(remote_path).exists() and not Path(str(local.worktree_path)).exists()
     retired = {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
-    assert retired == {"api-pagination": "retired", "ui-theme": "retired"}, retire.stdout
+    assert retired == {"api-pagination": "retired", "ui-theme": "retired"}, finish.stdout
 
 
 def test_a_link_dropped_after_a_remote_worktree_create_is_settled_by_read_back_without_a_second_create(two_hosts: TwoHosts) -> None:
@@ -189,6 +196,19 @@ def test_a_link_dropped_after_a_remote_worktree_create_is_settled_by_read_back_w
     listed = box_herdr(two_hosts, "worktree", "list", "--cwd", str(two_hosts.box_checkout), "--json")["result"]["worktrees"]
     assert [w["branch"] for w in listed if w.get("branch", "").startswith("feat/")] == ["feat/api-pagination"]
     assert engine.ledger.get_worker(run_id, "api-pagination").state == "ready"
+
+    # The build box goes away: retire keeps what is there, says so, and removes nothing blind.
+    two_hosts.set_down(True)
+    gone = world.orch("retire", "--run", run_id, "--abandon", "api-pagination", "--reason", "the test is over")
+    worker = world.engine().ledger.get_worker(run_id, "api-pagination")
+    remote_path = str(worker.worktree_path)
+    assert (gone.returncode, worker.state, Path(remote_path).is_dir()) == (0, "retained", True), gone.stdout + gone.stderr
+    assert "host buildbox is unreachable" in gone.stdout
+    # Back again: the next retire finishes the ladder there.
+    two_hosts.set_down(False)
+    back = world.orch("retire", "--run", run_id)
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert (world.engine().ledger.get_worker(run_id, "api-pagination").state, Path(remote_path).exists()) == ("retired", False), back.stdout
 
 
 def test_a_host_without_workers_is_checked_and_the_run_goes_on(two_hosts: TwoHosts) -> None:
