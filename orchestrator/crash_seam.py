@@ -23,8 +23,8 @@ class CrashSeam:
     ``ORCH_TEST_CRASH_AT=N:before|after:KILL|TERM|INT`` signals this process just before herdr call N of the process
     is made, or just after it returned and before orch saw its answer (INT goes to the whole process group, as a
     terminal's Ctrl-C does). ``K:before|after:LOSE:GROUP SUB`` kills the K-th ``herdr GROUP SUB`` call instead,
-    orch alive (the unknown-outcome matrix; counted per command, since reads interleave differently from run to
-    run): before, the call never reaches herdr; after, herdr has acted but its answer is lost. Either way orch sees
+    orch alive (the unknown-outcome matrix; counted per command, whichever host's herdr it goes to, since reads
+    interleave differently from run to run): before, the call never reaches herdr; after, herdr has acted but its answer is lost. Either way orch sees
     a herdr process dead of SIGKILL. ``ORCH_TEST_HERDR_CALLS=FILE`` appends one JSON line (n, pid, argv) per
     call as it starts, so the matrix knows which call each N is.
     """
@@ -49,8 +49,8 @@ class CrashSeam:
             number = self.count
             if self.how == "LOSE":
                 words = list(argv[1:])
-                if words[:1] == ["--session"]:
-                    words = words[2:]
+                if words[:1] in (["--session"], ["--machine"]):
+                    words = words[2:]  # a call to another host's herdr (`--machine LABEL`) counts as its command too
                 if self.lose_command is None or " ".join(words[:2]) == self.lose_command:
                     self.lose_count += 1
                     if self.lose_count == self.at:

@@ -179,13 +179,20 @@ def test_a_plan_with_a_worker_on_each_of_two_hosts_ends_pass_integrated_and_reti
     assert retired == {"api-pagination": "retired", "ui-theme": "retired"}, finish.stdout
 
 
-def test_a_link_dropped_after_a_remote_worktree_create_is_settled_by_read_back_without_a_second_create(two_hosts: TwoHosts) -> None:
+@pytest.mark.parametrize("lost", ["link", "seam"])
+def test_a_remote_worktree_create_whose_answer_is_lost_is_settled_by_read_back_without_a_second_create(two_hosts: TwoHosts, lost: str) -> None:
+    """``link``: the ssh hop drops after the build box ran the create. ``seam``: the crash matrix's seam kills the
+    `herdr --machine buildbox worktree create` process after it ran (orch alive: the unknown-outcome matrix)."""
     world = two_hosts.world
     assert world.orch("preflight", str(two_hosts.plan(remote_worker=True))).returncode == 0
     run_id = json.loads(world.orch("status", "--json").stdout)["run_id"]
-    two_hosts.drop_after("worktree create")
+    if lost == "link":
+        two_hosts.drop_after("worktree create")
+    else:
+        world.env["ORCH_TEST_CRASH_AT"] = "1:after:LOSE:worktree create"
 
     provision = world.orch("provision", "--run", run_id)
+    world.env.pop("ORCH_TEST_CRASH_AT", None)
 
     assert provision.returncode == 0, provision.stdout + provision.stderr
     engine = world.engine()

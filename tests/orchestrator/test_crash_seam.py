@@ -38,3 +38,8 @@ def test_the_call_log_numbers_every_call_as_it_starts(monkeypatch: pytest.Monkey
     log = tmp_path / "calls.jsonl"
     through(CrashSeam({"ORCH_TEST_HERDR_CALLS": str(log)}), monkeypatch, ["herdr", "agent", "get", "a"], ["herdr", "pane", "list"])
     assert [(line["n"], line["argv"]) for line in map(json.loads, log.read_text().splitlines())] == [(1, ["herdr", "agent", "get", "a"]), (2, ["herdr", "pane", "list"])]
+
+
+def test_a_lose_point_counts_a_call_to_another_hosts_herdr_as_its_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = (["herdr", "worktree", "create", "--cwd", "/a"], ["herdr", "--machine", "buildbox", "worktree", "create", "--cwd", "/b"])
+    assert through(CrashSeam({"ORCH_TEST_CRASH_AT": "2:after:LOSE:worktree create"}), monkeypatch, *calls) == ["answer", "lost"]
