@@ -382,7 +382,8 @@ DOOR_DOWN = re.compile(
 def _door_stopped(world: Any, done: Any, run_id: str, command: str) -> None:
     """A door command met herdr down: exit 3, one line, the run interrupted, next[] the wait that goes on."""
     assert done.returncode == 3, done.stderr
-    (line,) = done.stderr.splitlines()
+    # One line (progress lines such as integration's may come before it), no hint, no traceback.
+    (line,) = [x for x in done.stderr.splitlines() if x.startswith(("orch: ", "hint: ", "Traceback"))]
     match = DOOR_DOWN.fullmatch(line.removeprefix("orch: "))
     assert match is not None and match.groups() == (run_id, command), line
     assert [s["command"] for s in json.loads(done.stdout)["next"]] == [f"orch wait --run {run_id} --json"]
@@ -606,3 +607,46 @@ def test_herdr_hung_or_down_while_the_run_integrates_or_retires_interrupts_it_an
     panes = {p["pane_id"] for p in world.herdr("pane", "list")["result"]["panes"]}
     assert panes & {w.pane_id for w in ledger.list_workers(run_id)} == set() or fault == "down"  # after a restart ids are reused
     assert [i for i in shown["report"]["retired"] if i["what"] in ("pane", "agent") and i["status"] == "retained"] == []
+
+
+def test_herdr_down_during_orch_finish_stops_the_agent_controllers_run_and_its_wait_then_finish_end_it_with_nothing_repeated(make_world: Any) -> None:
+    # The door's integrate and retire (`orch finish`) met by herdr down: merged (git alone), then retire's first herdr
+    # call finds no server; the run stops interrupted, next[] the wait. After herdr restarted (every pane lost) the wait
+    # takes the run up, and `orch finish` ends it PASS, merging nothing again and leaving nothing open.
+    world = make_world()
+    plan = world.write_plan(INTEGRATED)
+    run_id = json.loads(world.orch("preflight", str(plan), "--json").stdout)["run_id"]
+    for step in ("provision", "dispatch"):
+        done = world.orch(step, "--run", run_id, "--json")
+        assert done.returncode == 0, done.stderr
+    first = world.orch("wait", "--run", run_id, "--json", "--timeout", "30")
+    assert first.returncode == 0, first.stderr
+    waited = json.loads(first.stdout)
+    for _ in range(30):
+        if [s["do"] for s in waited["next"]] != ["wait"]:
+            break
+        again = world.orch("wait", "--run", run_id, "--json", "--timeout", "30")
+        assert again.returncode == 0, again.stderr
+        waited = json.loads(again.stdout)
+    assert [s["do"] for s in waited["next"]] == ["finish"], waited["next"]
+    world.sim.stop()
+
+    _door_stopped(world, world.orch("finish", "--run", run_id, "--json"), run_id, "finish")
+    merged = world.repo.git("rev-parse", "chore/integrate-outage").strip()
+    ledger = world.engine().ledger
+    assert {w.task_label: bool(w.integrated_sha) for w in ledger.list_workers(run_id)} == {"pages": True, "api": True}
+    assert [e for e in ledger.events(run_id) if e.to_state is WorkerState.FAILED] == []
+
+    restart(world)
+    taken = world.orch("wait", "--run", run_id, "--json", "--timeout", "30")
+    assert taken.returncode == 0, taken.stderr
+    finished = _wait_to_finish(world, run_id, json.loads(taken.stdout))
+
+    assert (finished["finished"], finished["report"]["verdict"], finished["exit_code"]) == (True, "PASS", 0)
+    assert world.repo.git("rev-parse", "chore/integrate-outage").strip() == merged  # nothing merged again
+    ledger = world.engine().ledger
+    assert ledger.get_run(run_id).status is RunStatus.FINISHED
+    assert ledger.in_flight(run_id) == []
+    assert sorted(e.key for e in ledger.list_effects(run_id) if e.kind == "agent_prompt") == sorted(dispatch_key(t) for t in ("pages", "api"))
+    assert world.herdr("agent", "list")["result"]["agents"] == []
+    assert [i for i in finished["report"]["retired"] if i["what"] in ("pane", "agent") and i["status"] == "retained"] == []
