@@ -6,6 +6,7 @@ import io
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -276,4 +277,31 @@ def test_resume_starts_again_a_sibling_whose_split_was_asked_of_an_owner_pane_he
     ]
     assert str(ledger.get_effect(split.id).status) == "abandoned"
     assert [engine.start_key(RUN, t, "pane_split") for t in ("sibling", "kept")] == ["sibling:start2:pane_split", "kept:pane_split"]
+    engine.close()
+
+
+def test_resume_after_herdr_lost_a_pane_names_the_unsaved_work_in_its_kept_worktree(tmp_path: Path, git_repo_factory: Any) -> None:
+    # Issue 21: "a lost pane with unsaved work is named, its worktree kept". The agent had edited a file and not
+    # committed it: the failure says so, and where; nothing of it is touched.
+    from fake_herdr import FakeHerdr
+
+    from orchestrator.run import reread_world
+
+    checkout = git_repo_factory(tmp_path / "wt").path
+    (checkout / "notes.md").write_text("half a page\n")
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=FakeHerdr(cwd=tmp_path), clock=FakeClock(), env={})  # type: ignore[arg-type]
+    ledger = engine.ledger
+    run = ledger.create_run(RUN, controller_target="w1:p1", fields={"controller_kind": "run", "workspace_id": "w1", "repo_tab_id": "w1:t1"})
+    ledger.add_worker(RUN, "docs", name="docs", kind="codex", objective="x", pane_id="w9:p1", tab_id="w9:t1", worktree_path=str(checkout))
+    for before, after in ((S.PROVISIONING, S.READY), (S.READY, S.DISPATCHED)):
+        ledger.transition(RUN, "docs", before, after)
+
+    lines = reread_world(engine, run)
+
+    assert lines == [
+        f"docs: failed: its pane w9:p1 is gone (herdr restarted, or it was closed, while orch was stopped) while it was dispatched; "
+        f"saved: no branch recorded, the worktree {checkout} (kept); 1 uncommitted change(s) in {checkout} (not committed, kept there)"
+    ]
+    assert (checkout / "notes.md").read_text() == "half a page\n"
     engine.close()
