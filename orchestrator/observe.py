@@ -191,6 +191,9 @@ class _Round:
     # --- the round ---
 
     def run_round(self, lifecycle: bool = True) -> bool:
+        # Remote workers' spooled callbacks first: recording them needs no herdr, so a herdr that does not answer this
+        # round delays only acting on them, never taking them into the ledger.
+        self.collect_spools()
         try:
             hosts = dict.fromkeys([CONTROLLER_HOST, *(w.host for w in self.ledger.list_workers(self.run.run_id, states=OPEN))])
             for host in hosts:
@@ -207,7 +210,6 @@ class _Round:
             # (orchestrator.run), instead of being checked in on forever.
             self.note(None, "herdr_unavailable", exc.message)
             return False
-        self.collect_spools()
         for message in self.ledger.list_inbox(self.run.run_id, unhandled=True):
             self.inbound(message)
         self.repeats()

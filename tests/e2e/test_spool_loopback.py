@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 from loopback_sshd import ALIAS, LoopbackSshd, available
 
+from herdr_sim import versions
+from herdr_sim.testing import SimServer
 from orchestrator import spool
 from orchestrator.intake import save_message_limit
 from orchestrator.remote import run_remote
@@ -67,16 +69,31 @@ class Fleet:
 
 @pytest.fixture
 def fleet(make_world: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
+    if not versions.current().machine_status:
+        pytest.skip("saved machines are simulated on the 0.9.5 profile only (herdr machine status is 0.9.2+)")
     world = make_world()
     box_root = tmp_path / "box"
     box_root.mkdir()
     box_checkout = box_root / "src" / "acme" / "widgets"
     subprocess.run(["git", "clone", "--quiet", str(world.repo.path), str(box_checkout)], check=True, timeout=60)
     box_home = box_root / "orch-state"
-    server = LoopbackSshd(tmp_path / "sshd", {"PATH": f"{ORCH_BIN}:/usr/bin:/bin", "HOME": str(box_root), "LANG": "C.UTF-8"}).start()
+    # The box's own herdr server, which the controller's herdr reaches as the saved machine `box` (the simulator
+    # forwards `herdr --machine` through its network file); orch's ssh and git reach the box through the real sshd.
+    sim_home = Path(f"/tmp/orch-e2e-spool-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}")  # socket paths stay short
+    box_sim = SimServer(sim_home, session="acme")
+    box_sim.__enter__()
+    # What a shell on the box sees, over the real sshd and through the simulator's forwarding alike.
+    box_env = {"PATH": f"{box_sim.paths.bin}:{ORCH_BIN}:/usr/bin:/bin", "HOME": str(box_root), "HERDR_SIM_HOME": str(box_sim.home),
+               "HERDR_SOCKET_PATH": str(box_sim.paths.socket_for("acme")), "HERDR_SESSION": "acme",
+               "HERDR_SIM_VERSION": versions.current().name, "LANG": "C.UTF-8"}  # fmt: skip
+    server = LoopbackSshd(tmp_path / "sshd", box_env).start()
     try:
         monkeypatch.setenv("PATH", f"{server.bin_dir}:{os.environ['PATH']}")  # the worker's own ssh to its box
         world.env["PATH"] = f"{server.bin_dir}:{world.env['PATH']}"
+        network = tmp_path / "network.json"
+        network.write_text(json.dumps({"targets": {ALIAS: {"home": str(box_sim.home), "env": box_env, "cwd": str(box_root)}}}))
+        world.env["HERDR_SIM_NETWORK"] = str(network)
+        world.herdr("machine", "add", ALIAS, "--label", "box", "--remote-session", "acme")
         plan = world.write_plan(f"""\
 organization = "acme"
 repo = "widgets"
@@ -122,6 +139,8 @@ branch = "chore/integrate-fleet"
         yield Fleet(world, server, box_home, run_id, prefix, box_checkout)
     finally:
         server.stop()
+        box_sim.__exit__(None, None, None)
+        shutil.rmtree(sim_home, ignore_errors=True)
 
 
 def test_a_callback_sent_while_the_controller_is_stopped_is_accepted_once_after_it_checks_in(fleet: Fleet) -> None:
@@ -155,13 +174,17 @@ def test_a_box_whose_sshd_is_gone_keeps_the_callback_until_it_is_back(fleet: Fle
     (ident,) = fleet.spooled()
     fleet.sshd.stop()
 
+    # The box unreachable: its spool is not collected, and the check-in stops the run as a herdr outage does (exit 3).
     waited = fleet.world.orch("wait", "--run", fleet.run_id, "--timeout", "0", "--json")
-
-    assert waited.returncode == 0, waited.stderr
-    notes = [(o["what"], o["text"].split(":")[0]) for o in json.loads(waited.stdout)["observations"] if o["what"] == "host_unreachable"]
-    assert notes == [("host_unreachable", "host box")]
+    assert waited.returncode == 3, waited.stdout + waited.stderr
     assert fleet.inbox() == []
-    assert fleet.spooled() == [ident]  # still there, durable: collected when the box answers again
+    assert fleet.spooled() == [ident]  # still there, durable
+
+    fleet.sshd.serve()  # the box is back: the next wait takes the run up and collects the callback, once
+    again = fleet.world.orch("wait", "--run", fleet.run_id, "--timeout", "0", "--json")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert fleet.inbox() == [(f"spool:box:{ident}", "accepted", "update")]
+    assert fleet.spooled() == []
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -3,7 +3,7 @@
 ``LoopbackSshd(tmp, env={...}).start()`` runs ``sshd -D`` on a free port, logging in only the current user by key,
 with ``env`` set for every session (sshd_config ``SetEnv``: what the "remote" host's shell sees). ``bin_dir`` holds an
 `ssh` that is the real client with this test's config (``-F``), so orch's ordinary ``ssh … orch-box -- CMD`` reaches
-it; ``stop()`` kills the server (a host that went away). Nothing outside the temp dir is touched, except sshd's
+it; ``stop()`` kills the server (a host that went away), ``serve()`` brings it back on the same port. Nothing outside the temp dir is touched, except sshd's
 privilege-separation directory ``/run/sshd`` when running as root, created only if missing and removed again.
 """
 
@@ -68,11 +68,15 @@ class LoopbackSshd:
         wrapper = self.bin_dir / "ssh"
         wrapper.write_text(f'#!/bin/sh\nexec {shutil.which("ssh")} -F {self.root / "ssh_config"} "$@"\n')
         wrapper.chmod(0o755)
+        return self.serve()
+
+    def serve(self) -> LoopbackSshd:
+        """Run sshd with the config ``start`` wrote (again, after ``stop``: the host comes back on the same port)."""
         privsep = Path("/run/sshd")
         if os.geteuid() == 0 and not privsep.exists():
             privsep.mkdir(mode=0o755)
             self._made_privsep = True
-        with open(self.root / "sshd.log", "wb") as log:  # Popen keeps its own copy of the descriptor
+        with open(self.root / "sshd.log", "ab") as log:  # Popen keeps its own copy of the descriptor
             self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")], stdout=subprocess.DEVNULL,
                                          stderr=log, start_new_session=True)
         proc = self.proc
