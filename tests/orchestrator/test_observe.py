@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -877,3 +878,32 @@ def test_herdr_down_in_a_door_command_on_an_orch_run_run_says_orch_resume(engine
 
     assert (shown.exit_code, shown.stdout) == (3, "")
     assert shown.stderr.endswith(f"`orch resume {RUN}` once it is back\n")
+
+
+def test_a_worker_on_another_host_is_read_and_messaged_through_its_hosts_herdr_though_its_pane_id_is_a_local_ones(tmp_path: Path, engine: Engine, herdr: FakeHerdr) -> None:
+    # The build box's herdr numbers its panes from w1 too: its worker sits in w1:p2, the id of feature-a's pane here.
+    box = FakeHerdr(cwd=tmp_path / "box", version="0.8.2")
+    pane = box.tab_create(workspace="w1").root_pane.pane_id
+    box.add_agent(pane, "feature-r", "codex", status="idle", explain=NO_HOOK)
+    box.pane(pane).screen = ""
+    engine.host_herdrs["buildbox"] = box
+    # Its spool there is empty (orchestrator.spool collects it over ssh at every check-in).
+    engine.remote_runner = lambda argv, *, env, timeout: subprocess.CompletedProcess(argv, 0, '{"messages": []}' if "spooled" in argv[-1] else "", "")
+    plan = PLAN.replace('[[workers]]\ntask = "feature-a"', '[hosts.buildbox]\nmachine = "buildbox"\nssh = "me@buildbox"\ncheckout = "/srv/acme/widgets"\n\n'
+                        '[[workers]]\ntask = "feature-r"\nobjective = "Do R."\ndeliverable = "Commits."\nbranch = "feat/r"\nclaim = ["src/r/**"]\nhost = "buildbox"\n\n'
+                        '[[workers]]\ntask = "feature-a"', 1)
+    (engine.run_dir(RUN) / "plan.toml").write_text(plan)
+    engine.ledger.add_worker(RUN, "feature-r", name="feature-r", kind="codex", objective="x", pane_id=pane, reply_target=pane, host="buildbox")
+    for before, after in ((S.PROVISIONING, S.READY), (S.READY, S.DISPATCHED), (S.DISPATCHED, S.WORKING)):
+        engine.ledger.transition(RUN, "feature-r", before, after)
+    engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)  # out of the way
+
+    first, second = (observe(engine, run_of(engine), once=True) for _ in range(2))
+
+    # Settled on its own host (feature-a works in the local pane of the same id): asked once for its result, there.
+    assert pane == PA and agent_at(herdr, PA).status == "working"
+    assert [[(o.task, o.what) for o in r.observations] for r in (first, second)] == [[], [("feature-r", "asked_for_result")]]
+    assert len(box.prompted) == 1 and box.prompted[0][0] == PA and "task=feature-r" in box.prompted[0][1]
+    assert herdr.prompted == []
+    asked = [e for e in engine.ledger.list_effects(RUN, task_label="feature-r") if e.kind == "agent_prompt"]
+    assert [(e.request["target"], e.request["host"]) for e in asked] == [(PA, "buildbox")]
