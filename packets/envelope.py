@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from packets.errors import EnvelopeError, PacketError
+from registry.kinds import CONTROLLER_KINDS, WORKER_KINDS, ControllerKind, MessageKind
 
 __all__ = [
     "CONTROLLER_KINDS", "DEFAULT_MESSAGE_LIMIT", "ENVELOPE_PREFIX", "HEADER_KEYS", "MESSAGE_LIMIT_RANGE", "PACKET_PREFIX", "PASTE_END",
@@ -18,10 +19,6 @@ __all__ = [
 ENVELOPE_PREFIX = "[herdr-orchestration "
 PACKET_PREFIX = "Delegation packet for task "
 HEADER_KEYS: tuple[str, ...] = ("run", "task", "from", "kind", "reply-to")
-WORKER_KINDS: tuple[str, ...] = ("update", "question", "blocked", "result")
-CONTROLLER_KINDS: tuple[str, ...] = ("answer", "follow-up", "stop")
-MessageKind = Literal["update", "question", "blocked", "result", "answer", "follow-up", "stop"]
-ControllerKind = Literal["answer", "follow-up", "stop"]
 # The inbound size limit, in UTF-8 bytes of the whole message as received; plans and policies may set another.
 DEFAULT_MESSAGE_LIMIT = 64 * 1024
 MESSAGE_LIMIT_RANGE = (1024, 1024 * 1024)

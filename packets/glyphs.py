@@ -11,6 +11,8 @@ import unicodedata
 from collections.abc import Iterable
 from functools import cache
 
+from registry.kinds import CONTROLLER_KINDS, WORKER_KINDS
+
 # --- Default_Ignorable_Code_Point --------------------------------------------------------------------------------
 # Python's unicodedata has no property tables, so the set is derived here exactly as Unicode defines it
 # (UAX #44, DerivedCoreProperties.txt):
@@ -162,7 +164,7 @@ def skeleton(text: str) -> str:
 
 
 # --- headers in disguise -----------------------------------------------------------------------------------------
-_KINDS = ("update", "question", "blocked", "result", "answer", "follow-up", "stop")
+_KINDS = (*WORKER_KINDS, *CONTROLLER_KINDS)
 
 
 def _word(word: str) -> str:

@@ -1,8 +1,18 @@
-"""The ledger's vocabularies (run status and verdict, inbox verdicts, effect status, journal kinds): plain enums, no pydantic."""
+"""The ledger's vocabularies (run status and verdict, inbox verdicts, effect status, journal kinds, message kinds): plain enums, no pydantic."""
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Literal, get_args
+
+# The Message Contract's kinds, written once: a worker sends these, the controller those (docs/message-contract.md).
+# `packets.envelope` parses and renders them and `registry.machine` says which a state takes; both import them from here,
+# the one module of `registry` that `packets` may import (tests/test_layering.py).
+WorkerKind = Literal["update", "question", "blocked", "result"]
+ControllerKind = Literal["answer", "follow-up", "stop"]
+MessageKind = Literal[WorkerKind, ControllerKind]
+WORKER_KINDS: tuple[WorkerKind, ...] = get_args(WorkerKind)
+CONTROLLER_KINDS: tuple[ControllerKind, ...] = get_args(ControllerKind)
 
 
 class RunStatus(StrEnum):

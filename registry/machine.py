@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 
 from registry.errors import IllegalTransition
+from registry.kinds import WORKER_KINDS
 
 
 class WorkerState(StrEnum):
@@ -133,7 +134,7 @@ ABANDON_TO_SUPERSEDED: frozenset[WorkerState] = SUPERSEDABLE - {S.BLOCKED}
 # moves the worker names a state this one may go to). Anything else is kept aside as `out_of_turn` and changes nothing,
 # so a closed, accepted or verifying worker's record cannot be rewritten, a blocker is removed only by a decision, and a
 # worker has one open question at a time (docs/message-contract.md).
-WORKER_MESSAGE_KINDS: frozenset[str] = frozenset({"update", "question", "blocked", "result"})
+WORKER_MESSAGE_KINDS: frozenset[str] = frozenset(WORKER_KINDS)
 ACCEPTS: Mapping[WorkerState, frozenset[str]] = {
     **dict.fromkeys(WorkerState, frozenset()),
     S.DISPATCHED: WORKER_MESSAGE_KINDS,

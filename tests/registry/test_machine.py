@@ -123,10 +123,13 @@ def test_disposition_follows_verdicts_and_clears_when_work_reopens(
 
 
 def test_each_state_says_which_message_kinds_it_takes_in_the_contracts_vocabulary() -> None:
-    from packets.envelope import WORKER_KINDS
+    from packets import envelope
+    from registry.kinds import WORKER_KINDS
     from registry.machine import ACCEPTS, REOPENED_BY_PROMPT, WORKER_MESSAGE_KINDS, accepted_kinds
 
-    assert frozenset(WORKER_KINDS) == WORKER_MESSAGE_KINDS
+    # One definition: the Message Contract parses the very kinds the machine judges.
+    assert envelope.WORKER_KINDS is WORKER_KINDS
+    assert frozenset(WORKER_KINDS) == WORKER_MESSAGE_KINDS == {"update", "question", "blocked", "result"}
     assert set(ACCEPTS) == set(WorkerState)
     moves = {"question": WorkerState.QUESTION, "blocked": WorkerState.BLOCKED, "result": WorkerState.RESULT}
     for state, kinds in ACCEPTS.items():
