@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from registry.records import Effect, Event, InboxMessage, Run, Worker, make_run_id
     from registry.store import WORKER_FIELDS, Clock, Ledger, utc_now
 
-# Loaded lazily (PEP 562): `from registry import Ledger` works as ever, while `registry.core`, `registry.kinds` and
-# `registry.machine` stay importable without pydantic (the records): the callback fast path (`orch inbox add`) needs that.
+# Loaded lazily (PEP 562): `from registry import Ledger` works as ever, while a worker's callback (`orch inbox add`)
+# loads only what it uses (`registry.core`, `registry.kinds`, `registry.machine`), never the Ledger.
 _HOMES = {
     **dict.fromkeys(
         ("DuplicateRun", "DuplicateWorker", "EffectConflict", "EffectNotFound", "EffectSettled", "IllegalTransition", "InboxNotFound",

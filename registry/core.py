@@ -18,7 +18,7 @@ from registry.kinds import EventKind, InboxVerdict
 from registry.machine import WorkerState, check_transition, disposition_after
 from registry.schema import MIGRATIONS
 
-# The Ledger (records, for the engine) and `Rows` (plain rows, for `orch inbox add`, which must not pay for pydantic)
+# The Ledger (records, for the engine) and `Rows` (plain rows, for `orch inbox add`, which needs no whole records)
 # both go through these: one way to open the file, one SQL for each write, one compare-and-set.
 
 
@@ -292,7 +292,8 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-# The worker fields a callback sets, with their types (the Worker record's, checked here since no record is built).
+# The worker fields a callback sets, with their types: the Worker record's (tests/registry/test_records.py holds them
+# equal), checked here since a callback builds no record and so never imports `registry.records`.
 CALLBACK_FIELDS: Mapping[str, type] = {"last_callback_id": int, "pending_question": str, "reported_checks": str}
 
 
@@ -301,7 +302,7 @@ class Rows:
 
     The one implementation of the inbox writes and of a callback's worker changes: `orchestrator.intake` uses it for
     every door, and the Ledger hands out one over its own connection (`Ledger.rows`) and records its inbox through it.
-    Records are pydantic models, and building them costs a callback more than the rest of its work.
+    A callback reads a few columns and writes a few; it has no use for whole records.
     """
 
     def __init__(self, db: sqlite3.Connection, now: Callable[[], datetime] = _now) -> None:
@@ -385,7 +386,7 @@ class Rows:
             raise RegistryError(f"worker fields not settable here: {', '.join(unknown)}")
         for key, value in changes.items():
             if type(value) is not CALLBACK_FIELDS[key]:
-                raise RegistryError(f"invalid worker: {key} must be {CALLBACK_FIELDS[key].__name__}, not {type(value).__name__}")
+                raise RegistryError(f"invalid worker: {key}: must be {CALLBACK_FIELDS[key].__name__}, not {type(value).__name__}")
 
     def transition(
         self, run_id: str, task_label: str, expected: WorkerState, new: WorkerState, *, cause: Mapping[str, Any], **changes: Any

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
-from pydantic import BaseModel, ValidationError
-
-from registry import core, machine
+from registry import core, machine, records
 from registry.errors import (
     DuplicateRun,
     DuplicateWorker,
@@ -27,7 +26,7 @@ from registry.errors import (
 )
 from registry.machine import INITIAL, WorkerState
 from registry.kinds import CONTROLLER_HOST, EffectStatus, EventKind, InboxVerdict, RunStatus, RunVerdict
-from registry.records import Effect, Event, InboxMessage, Run, Worker
+from registry.records import R, Effect, Event, InboxMessage, Run, Worker, as_dict, build
 
 Clock = Callable[[], datetime]
 
@@ -63,9 +62,6 @@ _RUN_MOVES: Mapping[RunStatus, frozenset[RunStatus]] = {
     RunStatus.FINISHED: frozenset(),
 }
 
-R = TypeVar("R", bound=BaseModel)
-
-
 def utc_now() -> datetime:
     """The real clock, in UTC."""
     return datetime.now(UTC)
@@ -78,13 +74,7 @@ _column = core.column
 _aware = core.aware
 
 
-def _validate(model: type[R], data: Mapping[str, Any]) -> R:
-    # ValidationError must not leave the package (house rule): turn it into one line naming the fields.
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors())
-        raise RegistryError(f"invalid {model.__name__.lower()}: {problems}") from None
+_validate = build
 
 
 def _record(model: type[R], row: sqlite3.Row) -> R:
@@ -195,7 +185,7 @@ class Ledger:
                 "stopped_at": None, "verdict": None, "created_at": at, "updated_at": at, **dict(fields or {}),
             },
         )  # fmt: skip
-        data = {key: _column(value) for key, value in run.model_dump().items()}
+        data = {key: _column(value) for key, value in as_dict(run).items()}
         with self._write() as db:
             try:
                 db.execute(
@@ -255,14 +245,14 @@ class Ledger:
         with self._write() as db:
             current = self.get_run(run_id)
             at = self._stamp()
-            updated = _validate(Run, {**current.model_dump(), **changes, "updated_at": at})
-            columns = {key: _column(value) for key, value in updated.model_dump().items() if key in {*changes, "updated_at"}}
+            updated = _validate(Run, {**as_dict(current), **changes, "updated_at": at})
+            columns = {key: _column(value) for key, value in as_dict(updated).items() if key in {*changes, "updated_at"}}
             assignments = ", ".join(f"{key} = :{key}" for key in columns)
             db.execute(f"UPDATE runs SET {assignments} WHERE run_id = :_run", {**columns, "_run": run_id})
             self._journal(
                 run_id,
                 EventKind.RUN_UPDATED,
-                detail={"cause": dict(cause or {}), "changes": {key: updated.model_dump(mode="json")[key] for key in changes}},
+                detail={"cause": dict(cause or {}), "changes": {key: records.plain(getattr(updated, key)) for key in changes}},
                 at=at,
             )
         return updated
@@ -318,7 +308,7 @@ class Ledger:
         # Where it runs is fixed when it is registered, like its name and kind: never a field to change later.
         host = fields.pop("host", CONTROLLER_HOST)
         self._check_fields(fields)
-        empty: dict[str, Any] = {field: None for field in Worker.model_fields}
+        empty: dict[str, Any] = dict.fromkeys(records.fields_of(Worker))
         empty.update(claimed_files=(), created_workspace_ids=(), created_pane_ids=(), created_worktree_paths=(), host=host)
         worker = _validate(
             Worker,
@@ -328,7 +318,7 @@ class Ledger:
                 "created_at": at, "updated_at": at,
             },
         )  # fmt: skip
-        data = {key: _column(value) for key, value in worker.model_dump().items()}
+        data = {key: _column(value) for key, value in as_dict(worker).items()}
         clash = db.execute(
             "SELECT task_label, name FROM workers WHERE run_id = ? AND (task_label = ? OR name = ?)",
             (run_id, task_label, name),
@@ -350,8 +340,7 @@ class Ledger:
 
     @staticmethod
     def _plain(worker: Worker, fields: Iterable[str]) -> dict[str, Any]:
-        dumped = worker.model_dump(mode="json")
-        return {field: dumped[field] for field in sorted(fields)}
+        return {field: records.plain(getattr(worker, field)) for field in sorted(fields)}
 
     def get_worker(self, run_id: str, task_label: str) -> Worker:
         """The worker with this task label, or WorkerNotFound."""
@@ -373,8 +362,8 @@ class Ledger:
 
     def _apply(self, current: Worker, changes: Mapping[str, Any], **owned: Any) -> tuple[Worker, dict[str, Any]]:
         """The worker after changes (validated), and the column values to write."""
-        updated = _validate(Worker, {**current.model_dump(), **changes, **owned})
-        columns = {key: _column(value) for key, value in updated.model_dump().items() if key in {*changes, *owned}}
+        updated = _validate(Worker, {**as_dict(current), **changes, **owned})
+        columns = {key: _column(value) for key, value in as_dict(updated).items() if key in {*changes, *owned}}
         return updated, columns
 
     def transition(
@@ -591,7 +580,7 @@ class Ledger:
                 detail={"effect_id": effect_id, "kind": kind, "key": key, "request": dict(request)},
                 at=at,
             )
-        return self.get_effect(effect_id).model_copy(update={"is_new": True})
+        return dataclasses.replace(self.get_effect(effect_id), is_new=True)
 
     def get_effect(self, effect_id: int) -> Effect:
         """One effect by id."""

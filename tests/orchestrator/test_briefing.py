@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -122,7 +123,7 @@ def test_read_only_worker_gets_a_packet_that_forbids_every_change(tmp_path: Path
 
 def test_missing_base_sha_is_one_line(tmp_path: Path) -> None:
     engine = make_engine(tmp_path)
-    run = start_run(engine).model_copy(update={"base_sha": None})
+    run = dataclasses.replace(start_run(engine), base_sha=None)
 
     with pytest.raises(OrchError) as caught:
         brief(engine, run, "api-tests")

@@ -19,6 +19,7 @@ from orchestrator.engine import Engine
 from orchestrator.intake import save_message_limit
 from packets import DEFAULT_MESSAGE_LIMIT
 from registry import RunStatus, RunVerdict, WorkerState
+from registry.records import as_dict
 
 S = WorkerState
 _spec = importlib.util.spec_from_file_location("hostile_corpus", Path(__file__).with_name("test_inbox_hostile.py"))
@@ -50,9 +51,9 @@ def _rows(home: Path) -> Any:
     engine = Engine(settings=settings, herdr=None, env={})  # type: ignore[arg-type]
     try:
         ledger = engine.ledger
-        inbox = [m.model_dump(exclude={"received_at"}) for m in ledger.list_inbox(RUN)]
-        events = [e.model_dump(exclude={"at"}) for e in ledger.events(RUN)]
-        workers = [w.model_dump(exclude={"updated_at", "created_at"}) for w in ledger.list_workers(RUN)]
+        inbox = [{k: v for k, v in as_dict(m).items() if k not in {"received_at"}} for m in ledger.list_inbox(RUN)]
+        events = [{k: v for k, v in as_dict(e).items() if k not in {"at"}} for e in ledger.events(RUN)]
+        workers = [{k: v for k, v in as_dict(w).items() if k not in {"updated_at", "created_at"}} for w in ledger.list_workers(RUN)]
     finally:
         engine.close()
     return json.loads(json.dumps([inbox, events, workers], default=str).replace(str(home), "<orch-home>"))

@@ -22,6 +22,7 @@ from orchestrator.intake import KEPT_PREFIX_BYTES, add_message
 from orchestrator.reportfiles import report_dir
 from packets import DEFAULT_MESSAGE_LIMIT
 from registry import InboxVerdict, WorkerState
+from registry.records import as_dict
 
 S = WorkerState
 RUN = "w1:p1-20261130T080000Z"
@@ -466,7 +467,7 @@ def _fill(text: str, tmp_path: Path, engine: Engine) -> str:
 
 
 def _snapshot(engine: Engine) -> object:
-    workers = [w.model_dump(exclude={"updated_at"}) for w in engine.ledger.list_workers(RUN)]
+    workers = [{k: v for k, v in as_dict(w).items() if k not in {"updated_at"}} for w in engine.ledger.list_workers(RUN)]
     events = [(e.seq, e.kind, e.task_label) for e in engine.ledger.events(RUN) if e.task_label is not None]
     return workers, events
 

@@ -25,6 +25,7 @@ from orchestrator.intake import Added, Raw, add_message, read_text, render_added
 from orchestrator.reportfiles import report_dir
 from packets import DEFAULT_MESSAGE_LIMIT
 from registry import InboxVerdict, RunStatus, RunVerdict, WorkerState
+from registry.records import as_dict
 
 S = WorkerState
 _spec = importlib.util.spec_from_file_location("hostile_corpus", Path(__file__).with_name("test_inbox_hostile.py"))
@@ -108,9 +109,9 @@ def _ledger(side: Side) -> object:
     """Every row the callbacks touch, without the clock's columns, with the side's own folder named alike."""
     ledger = side.engine.ledger
     # A message naming the side's own folder (a report path) has a fingerprint of its own: compare the rest of it.
-    inbox = [m.model_dump(exclude={"received_at", *(("fingerprint",) if str(side.home) in m.raw else ())}) for m in ledger.list_inbox(RUN)]
-    events = [e.model_dump(exclude={"at"}) for e in ledger.events(RUN)]
-    workers = [w.model_dump(exclude={"updated_at", "created_at"}) for w in ledger.list_workers(RUN)]
+    inbox = [{k: v for k, v in as_dict(m).items() if k not in {"received_at", *(("fingerprint",) if str(side.home) in m.raw else ())}} for m in ledger.list_inbox(RUN)]
+    events = [{k: v for k, v in as_dict(e).items() if k not in {"at"}} for e in ledger.events(RUN)]
+    workers = [{k: v for k, v in as_dict(w).items() if k not in {"updated_at", "created_at"}} for w in ledger.list_workers(RUN)]
     return json.loads(json.dumps([inbox, events, workers], default=str).replace(str(side.home), "<orch-home>"))
 
 
