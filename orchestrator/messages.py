@@ -20,7 +20,7 @@ from orchestrator.reportfiles import open_report, pinned_roots
 # (orchestrator.dispatch.completion_baseline, read by orchestrator.observe).
 BASELINE_COMPLETION = "baseline_completion_seq"
 from packets import build_controller_message
-from registry.facts import FactKind, MessageSent
+from registry.facts import EffectDecided, EffectUnknown, FactKind, MessageSent, read_facts
 from registry import Effect, Run, StaleState, Worker, WorkerState
 from registry.machine import FINISHED, WAITING_ON_PERSON
 
@@ -178,17 +178,17 @@ def prompt_text(effect: Effect) -> str | None:
 
 def decided(engine: Engine, effect: Effect) -> str | None:
     """The person's recorded answer for this effect ("sent" or "unsent"), if any."""
-    for event in reversed(engine.ledger.events(effect.run_id, task_label=effect.task_label)):
-        if event.kind == FactKind.EFFECT_DECIDED and (event.detail or {}).get("effect_id") == effect.id:
-            return str(event.detail["answer"])
+    for fact in reversed(read_facts(engine.ledger.events(effect.run_id, task_label=effect.task_label), EffectDecided)):
+        if fact.get("effect_id") == effect.id:
+            return str(fact["answer"])
     return None
 
 
 def left_unknown(engine: Engine, effect: Effect) -> str | None:
     """Why the call itself left the outcome unknown (HerdrTimeout, HerdrProtocolError…), if it did; None after a crash."""
-    for event in reversed(engine.ledger.events(effect.run_id, task_label=effect.task_label)):
-        if event.kind == FactKind.EFFECT_UNKNOWN and (event.detail or {}).get("effect_id") == effect.id:
-            return str(event.detail["error"])
+    for fact in reversed(read_facts(engine.ledger.events(effect.run_id, task_label=effect.task_label), EffectUnknown)):
+        if fact.get("effect_id") == effect.id:
+            return str(fact["error"])
     return None
 
 

@@ -26,7 +26,7 @@ from orchestrator.resume import report_resume
 from orchestrator.repeats import REPEAT_REQUEST, PossibleMerge, pending, possible_merges, repeat_key, replied
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
-from registry.facts import LOST, FactKind, Lost, PlannedAnswerUnsent, Report, TabRenamed
+from registry.facts import LOST, FactKind, Lost, PlannedAnswerUnsent, Report, TabRenamed, read_fact, read_facts
 from registry import Effect, EffectStatus, InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
 from registry.machine import AT_WORK, OPEN, WAITING_ON_PERSON
 from registry.kinds import CONTROLLER_HOST
@@ -137,7 +137,7 @@ def planned_answer(engine: Engine, run: Run, worker: Worker, answers: tuple[Answ
     if planned is None or not asked:
         return None
     question_id = asked[-1].id
-    failed = [e.detail for e in engine.ledger.events(run.run_id, task_label=worker.task_label) if e.kind == FactKind.PLANNED_ANSWER_UNSENT and e.detail.get("inbox_id") == question_id]
+    failed = [f for f in read_facts(engine.ledger.events(run.run_id, task_label=worker.task_label), PlannedAnswerUnsent) if f.get("inbox_id") == question_id]
     if len(failed) >= ANSWER_ATTEMPTS or any(f.get("person") for f in failed):
         return None
     return planned, question_id
@@ -387,7 +387,8 @@ class _Round:
             owed = planned_answer(self.engine, self.run, worker, self.answers(task))
             if owed is None or task in self.tried or task in self.prompted:
                 continue
-            failed = [e.at for e in self.ledger.events(self.run.run_id, task_label=task) if e.kind == FactKind.PLANNED_ANSWER_UNSENT and e.detail.get("inbox_id") == owed[1]]
+            failed = [e.at for e in self.ledger.events(self.run.run_id, task_label=task)
+                      if e.kind == FactKind.PLANNED_ANSWER_UNSENT and read_fact(e, PlannedAnswerUnsent).get("inbox_id") == owed[1]]  # fmt: skip
             if failed and (now - failed[-1]).total_seconds() < ANSWER_RETRY_S:
                 continue  # tried again at a later check-in
             self.answer(worker, worker.pending_question or "", owed[1], owed[0])

@@ -36,7 +36,7 @@ from orchestrator.intake import save_message_limit
 from orchestrator.layout import quote
 from orchestrator.plan import ResolvedPlan, load_plan
 from registry import Effect, EffectStatus, Run, RunStatus, WorkerState, make_run_id
-from registry.facts import FactKind
+from registry.facts import FactKind, HerdrLostPanes, read_fact
 
 DEFAULT_SESSION = "default"
 CAUSE = {"phase": "preflight"}
@@ -706,7 +706,7 @@ class _Preflight:
         longer has is never replayed (nor taken for the workspace found now)."""
         if self.existing is None:
             return key
-        lost = sum(1 for e in self.engine.ledger.events(self.existing.run_id) if e.kind == FactKind.HERDR_LOST_PANES and e.task_label is None and e.detail.get("workspace_gone"))
+        lost = sum(1 for e in self.engine.ledger.events(self.existing.run_id) if e.kind == FactKind.HERDR_LOST_PANES and e.task_label is None and read_fact(e, HerdrLostPanes).get("workspace_gone"))
         return key if lost == 0 else f"{key}:world{lost + 1}"
 
     def check_workspace(self) -> None:

@@ -41,7 +41,7 @@ from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, S
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from orchestrator.report import MOVED_OUT
 from orchestrator.schedule import admit, render_schedule
-from registry.facts import BaseMoved, FactKind, WorktreesFolder
+from registry.facts import BaseMoved, FactKind, WorktreesFolder, read_facts
 from registry import Effect, Run, Worker, WorkerState
 from registry.kinds import CONTROLLER_HOST
 from registry.machine import NOT_ADMITTED
@@ -540,7 +540,7 @@ class _Round:
             how = "deleted" if now is None else "fast-forward" if git.is_ancestor(repo, pinned, now) else "rewritten"
             job.notes.append(f"base {base} moved since preflight ({how}: now {now[:12] if now else 'nothing'}); starts from the pinned {pinned[:12]}")
             with self._moved_lock:
-                seen = {(e.detail.get("now")) for e in self.engine.ledger.events(self.run.run_id) if e.kind == FactKind.BASE_MOVED}
+                seen = {fact.get("now") for fact in read_facts(self.engine.ledger.events(self.run.run_id), BaseMoved)}
                 if now not in seen:
                     detail = BaseMoved(base=base, pinned=pinned, now=now, how=how, noticed_by=job.task)
                     self.engine.ledger.record_fact(self.run.run_id, FactKind.BASE_MOVED, detail=detail)

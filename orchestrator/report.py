@@ -27,7 +27,7 @@ from registry import (
     Worker,
     WorkerState,
 )
-from registry.facts import LOST, FactKind, Lost
+from registry.facts import LOST, BaseMoved, Dialog, FactKind, Integration, Lost, MessageSent, Retained, TabRenamed, Transcript, read_fact, read_facts
 from registry.machine import LADDER_DONE, NOT_DISPATCHED, RESOLVING, UNACCEPTED
 
 # --- what the report reads beyond the ledger's own journal kinds (the phases that write them must agree) ---------
@@ -285,7 +285,7 @@ def open_wait(events: Sequence[Event], worker: Worker) -> Wait | None:
                 wait = Wait(kind="verification_blocked", text=_reason(cause if isinstance(cause, Mapping) else None) or "no reason recorded", seq=event.seq)
             elif event.to_state in RESOLVING:
                 wait = None
-        elif event.kind == FactKind.ABANDONED or (event.kind == FactKind.MESSAGE_SENT and event.detail.get("kind") == "stop"):
+        elif event.kind == FactKind.ABANDONED or (event.kind == FactKind.MESSAGE_SENT and read_fact(event, MessageSent).get("kind") == "stop"):
             wait = None
         elif wait is not None and wait.kind != "verification_blocked" and isinstance(event.detail.get("changes"), Mapping):
             # A second question or block while the first is open replaces its text (inbox: update_worker).
@@ -309,19 +309,20 @@ def _worker_item(worker: Worker, journal: _Journal) -> WorkerItem:
     integrated = journal.last_change(worker.task_label, "integrated_sha") if worker.integrated_sha else None
     dialogs = journal.of(worker.task_label, FactKind.DIALOG)
     transcripts = journal.of(worker.task_label, FactKind.TRANSCRIPT)
+    transcript = read_facts(transcripts[-1:], Transcript)
     return WorkerItem(
         task=worker.task_label, name=worker.name, kind=worker.kind, state=worker.state,
         disposition=worker.final_disposition, integrated_sha=worker.integrated_sha,
-        seqs=_seqs(last, integrated, *dialogs, *transcripts[-1:]), dialogs=tuple(_dialog_text(e.detail) for e in dialogs),
-        transcript=str(transcripts[-1].detail.get("path")) if transcripts else None,
+        seqs=_seqs(last, integrated, *dialogs, *transcripts[-1:]), dialogs=tuple(_dialog_text(d) for d in read_facts(dialogs, Dialog)),
+        transcript=str(transcript[0].get("path")) if transcript else None,
     )  # fmt: skip
 
 
-def _dialog_text(detail: Mapping[str, Any]) -> str:
-    what = f"{detail.get('kind')} {detail.get('dialog') or 'unknown dialog'}"
-    if detail.get("answered"):
-        return f"{what} answered with {' '.join(detail.get('keys') or ())} ({detail.get('reason')})"
-    return f"{what} not answered, nothing typed ({detail.get('reason')})"
+def _dialog_text(fact: Dialog) -> str:
+    what = f"{fact.get('kind')} {fact.get('dialog') or 'unknown dialog'}"
+    if fact.get("answered"):
+        return f"{what} answered with {' '.join(fact.get('keys') or ())} ({fact.get('reason')})"
+    return f"{what} not answered, nothing typed ({fact.get('reason')})"
 
 
 def _controller(run: Run, journal: _Journal) -> Controller:
@@ -435,7 +436,7 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
             why = "gone while orch was stopped (herdr restarted, or it was closed outside orch), not closed by this run"
             items.append(RetiredItem(task=task, name=name, what=what, id=item, status="gone", reason=why, seqs=(lost.seq,)))
             return
-        kept = [e for e in retained_facts if e.detail.get("item") == item]
+        kept = [e for e in retained_facts if read_fact(e, Retained).get("item") == item]
         if kept:
             items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=_reason(kept[-1].detail) or "no reason recorded", seqs=(kept[-1].seq,)))
             return
@@ -501,7 +502,7 @@ def _integration_item(effects: Sequence[Effect], retained_facts: Sequence[Event]
     if removed:
         return item("closed", INTEGRATION_REMOVED.format(branch=branch), tuple(journal.by_effect.get(removed[-1].id, [])))
     opened_at = min(journal.by_effect.get(last.id, [0]))
-    kept = [e for e in retained_facts if e.detail.get("item") == path and e.seq > opened_at]
+    kept = [e for e in retained_facts if read_fact(e, Retained).get("item") == path and e.seq > opened_at]
     if kept:
         return item("retained", _reason(kept[-1].detail) or "no reason recorded", (kept[-1].seq,))
     return item("open", INTEGRATION_KEPT.format(branch=branch), tuple(journal.by_effect.get(last.id, [])))
@@ -568,14 +569,14 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
     out += _integration_blockers(workers, journal)
     names_by_task = {w.task_label: w.name for w in workers}
     out += [
-        Blocker(task=e.task_label, name=names_by_task.get(e.task_label or ""), kind="layout", text=tab_renamed_text(e.detail), seqs=(e.seq,))
+        Blocker(task=e.task_label, name=names_by_task.get(e.task_label or ""), kind="layout", text=tab_renamed_text(read_fact(e, TabRenamed)), seqs=(e.seq,))
         for e in journal.events
-        if e.kind == FactKind.TAB_RENAMED and not e.detail.get("repaired")
+        if e.kind == FactKind.TAB_RENAMED and not read_fact(e, TabRenamed).get("repaired")
     ]
     out += [
-        Blocker(task=None, name=None, kind="base_moved", text=base_move_text(e.detail), seqs=(e.seq,))
+        Blocker(task=None, name=None, kind="base_moved", text=base_move_text(read_fact(e, BaseMoved)), seqs=(e.seq,))
         for e in journal.events
-        if e.kind == FactKind.BASE_MOVED and e.detail.get("how") in BASE_LOST
+        if e.kind == FactKind.BASE_MOVED and read_fact(e, BaseMoved).get("how") in BASE_LOST
     ]
     names = {w.task_label: w.name for w in workers}
     for effect in effects:
@@ -591,16 +592,16 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
     return tuple(out)
 
 
-def tab_renamed_text(detail: Mapping[str, Any]) -> str:
+def tab_renamed_text(fact: TabRenamed) -> str:
     """A worker tab found renamed outside orch, in words, and what the read-back did about it."""
-    tab, found, label = (str(detail.get(k) or "") for k in ("tab", "found", "label"))
-    done = f"renamed back to '{label}'" if detail.get("repaired") else f"renaming it back to '{label}' failed: {detail.get('error') or 'no reason recorded'}"
+    tab, found, label = (str(fact.get(k) or "") for k in ("tab", "found", "label"))
+    done = f"renamed back to '{label}'" if fact.get("repaired") else f"renaming it back to '{label}' failed: {fact.get('error') or 'no reason recorded'}"
     return f"tab {tab} was renamed outside orch to '{found}'; {done}"
 
 
-def base_move_text(detail: Mapping[str, Any]) -> str:
+def base_move_text(fact: BaseMoved) -> str:
     """One moved-base fact in words: what moved, how, and that every worker still started from the pinned commit."""
-    base, pinned, now, how = (str(detail.get(k) or "") for k in ("base", "pinned", "now", "how"))
+    base, pinned, now, how = (str(fact.get(k) or "") for k in ("base", "pinned", "now", "how"))
     where = {"fast-forward": f"fast-forward to {now[:12]}", "rewritten": f"rewritten: now {now[:12]}, which does not contain it", "deleted": "deleted"}.get(how, how)
     text = f"base {base} moved during the run (pinned at preflight as {pinned[:12]}; {where}); every worker started from {pinned[:12]}"
     if how in BASE_LOST:
@@ -614,10 +615,10 @@ def _integration_blockers(workers: Sequence[Worker], journal: _Journal) -> list[
     found = [e for e in journal.events if e.kind == FactKind.INTEGRATION]
     if not found:
         return []
-    last = found[-1]
+    last, fact = found[-1], read_fact(found[-1], Integration)
     by_task = {w.task_label: w for w in workers}
     out: list[Blocker] = []
-    held = last.detail.get("held")
+    held = fact.get("held")
     for entry in held if isinstance(held, list) else []:
         if not isinstance(entry, Mapping) or not isinstance(entry.get("task"), str):
             continue
@@ -636,14 +637,14 @@ def _integration_blockers(workers: Sequence[Worker], journal: _Journal) -> list[
             continue
         text = f"not merged: paused by {by}" + (f" (both change {files})" if files else "")
         out.append(Blocker(task=worker.task_label, name=worker.name, kind="integration_paused", text=text, seqs=(last.seq,)))
-    unrelated = last.detail.get("unrelated")
+    unrelated = fact.get("unrelated")
     for task in unrelated if isinstance(unrelated, list) else []:
         if isinstance(task, str) and (worker := by_task.get(task)) is not None and not worker.integrated_sha:
             text = "not merged: its head does not descend from the run's pinned base (merging would join unrelated histories)"
             out.append(Blocker(task=task, name=worker.name, kind="integration_paused", text=text, seqs=(last.seq,)))
-    stopped = last.detail.get("stopped_at")
+    stopped = fact.get("stopped_at")
     if isinstance(stopped, str) and (worker := by_task.get(stopped)) is not None and not worker.integrated_sha:
-        conflicts = ", ".join(c for c in last.detail.get("conflicts", []) if isinstance(c, str)) or "the index"
+        conflicts = ", ".join(c for c in fact.get("conflicts", []) if isinstance(c, str)) or "the index"
         out.append(Blocker(task=stopped, name=worker.name, kind="integration_paused", text=f"merge conflict in {conflicts}: integration stopped here", seqs=(last.seq,)))
     return out
 
@@ -704,7 +705,7 @@ def build_report(ledger: Ledger, run_id: str, *, integration_required: bool = Fa
         verification=tuple(_verification(w, journal) for w in workers),
         retired=retired,
         blockers=blockers,
-        base_moves=tuple(base_move_text(e.detail) for e in journal.events if e.kind == FactKind.BASE_MOVED),
+        base_moves=tuple(base_move_text(fact) for fact in read_facts(journal.events, BaseMoved)),
     )
 
 
@@ -854,7 +855,7 @@ def render_markdown(report: Report, workers: Sequence[Worker], events: Sequence[
             out.append("- Dialogs: " + "; ".join(item.dialogs))
         if item.transcript:
             out.append(f"- Transcript: {item.transcript}")
-        renames = [tab_renamed_text(e.detail) for e in events if e.kind == FactKind.TAB_RENAMED and e.task_label == item.task]
+        renames = [tab_renamed_text(fact) for fact in read_facts((e for e in events if e.task_label == item.task), TabRenamed)]
         if renames:
             out.append("- Layout: " + "; ".join(code(r) for r in renames))  # a tab name anyone in a pane can set
         seqs = [*item.seqs, *callbacks.seqs, *verification.seqs, *(s for r in retired for s in r.seqs), *(s for b in blockers for s in b.seqs)]

@@ -27,7 +27,7 @@ from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, He
 from orchestrator.report import INTEGRATION_KEPT, INTEGRATION_REMOVED, MOVED_OUT, Wait, open_wait
 from packets import inert_line
 from packets.render import COMMIT_TRAILER_KEY
-from registry.facts import Abandoned, AgentExited, FactKind, Retained
+from registry.facts import Abandoned, AgentExited, FactKind, Retained, WorktreesFolder, read_facts
 from registry import Effect, EffectStatus, Run, Worker
 from registry.machine import ABANDON_TO_SUPERSEDED, LADDER_DONE, RETIRABLE, UNACCEPTED, WAITING_ON_PERSON, WorkerState
 from registry.kinds import EventKind
@@ -253,11 +253,11 @@ def _kept_integration(engine: Engine, run: Run, path: str, reason: str) -> Item:
 
 def _remove_worktrees_folder(engine: Engine, run: Run) -> None:
     """`<repo>.worktrees/`, when this run's provisioning created it, goes once it is empty (an empty folder is litter)."""
-    made = [e for e in engine.ledger.events(run.run_id) if e.kind == FactKind.WORKTREES_FOLDER]
+    made = read_facts(engine.ledger.events(run.run_id), WorktreesFolder)
     if not made:
         return
     with suppress(OSError):  # not empty (another run's checkouts, the person's files), or already gone: it stays
-        Path(str(made[-1].detail.get("path"))).rmdir()
+        Path(str(made[-1].get("path"))).rmdir()
 
 
 def _check_input(run: Run, by_task: Mapping[str, Worker], tasks: Sequence[str] | None, keep: set[str], abandon: Mapping[str, str]) -> None:

@@ -3,16 +3,19 @@
 A fact is a journal row (`Ledger.record_fact`, or `update_worker(fact=…)` for one that also changes a worker's
 fields) whose kind is a `FactKind` and whose detail is the kind's record below. The records are TypedDicts: plain
 dicts at run time (the journal stores JSON, and a worker's callback must stay free of pydantic), checked by mypy where
-they are built. Readers take `Event.detail` as a mapping and `.get` what they need, since older ledgers may lack a
-field added later. `tests/registry/test_facts.py` keeps the table whole: every kind has its record and none is a
-journal kind the ledger writes itself.
+they are built, and read back typed through one reader, `read_fact(event, Record)` (or `read_facts(events, Record)` for
+every fact of that kind), never by string-indexing `Event.detail`. Older ledgers may lack a field added later: such
+fields are `NotRequired` and read with `.get`. `tests/registry/test_facts.py` keeps the table whole: every kind has
+its record and none is a journal kind the ledger writes itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict, TypeVar, cast
+
+from registry.errors import RegistryError
 
 
 class FactKind(StrEnum):
@@ -316,6 +319,36 @@ DETAILS: Mapping[FactKind, type] = {
     FactKind.RESTARTED: Restarted,
     FactKind.WORKTREES_FOLDER: WorktreesFolder,
 }
+
+
+# The kinds written with `update_worker(fact=…)`: their row's detail is {"cause": record, "changes": …}.
+_IN_CAUSE = frozenset({FactKind.CALLBACK, FactKind.INTEGRATED})
+_KIND_OF: Mapping[type, FactKind] = {record: kind for kind, record in DETAILS.items()}
+T = TypeVar("T")
+
+
+class Journalled(Protocol):
+    """What the fact reader needs of a journal row (`registry.records.Event`)."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def detail(self) -> dict[str, Any]: ...
+
+
+def read_fact(event: Journalled, record: type[T]) -> T:
+    """The fact's detail as its kind's record (``record`` names the kind, DETAILS); a RegistryError for another kind."""
+    kind = _KIND_OF[record]
+    if event.kind != kind:
+        raise RegistryError(f"journal row is a {event.kind}, not a {kind} fact")
+    return cast(T, event.detail.get("cause", {}) if kind in _IN_CAUSE else event.detail)
+
+
+def read_facts(events: Iterable[Journalled], record: type[T]) -> list[T]:
+    """The detail of every fact of ``record``'s kind among events, in their order."""
+    kind = _KIND_OF[record]
+    return [read_fact(event, record) for event in events if event.kind == kind]
 
 
 # A worker failed because something outside orch took its pane, agent or worktree (a person's hands, a herdr restart):

@@ -53,3 +53,31 @@ def test_no_module_keeps_its_own_name_for_a_fact_kind() -> None:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and node.value.value in values:
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.value.value}")
     assert found == []
+
+
+def test_a_fact_is_read_back_as_its_kinds_record_and_only_as_that() -> None:
+    """One reader for every fact: the kind's record (the cause, for facts written with `update_worker(fact=…)`)."""
+    import pytest
+
+    from registry.errors import RegistryError
+    from registry.facts import BaseMoved, CallbackCause, TabRenamed, read_fact, read_facts
+
+    class Row:
+        def __init__(self, kind: str, detail: dict[str, object]) -> None:
+            self.kind, self.detail = kind, detail
+
+    moved = {"base": "main", "pinned": "a" * 40, "now": None, "how": "deleted", "noticed_by": "docs"}
+    rows = [Row(FactKind.BASE_MOVED, moved), Row(FactKind.TAB_RENAMED, {"tab": "w1:t2"}), Row(FactKind.BASE_MOVED, {"base": "dev"})]
+    assert read_fact(rows[0], BaseMoved) == moved
+    assert [fact.get("base") for fact in read_facts(rows, BaseMoved)] == ["main", "dev"]
+    callback = Row(FactKind.CALLBACK, {"cause": {"inbox_id": 3, "kind": "update"}, "changes": {"last_callback_id": 3}})
+    assert read_fact(callback, CallbackCause) == {"inbox_id": 3, "kind": "update"}
+    with pytest.raises(RegistryError) as raised:
+        read_fact(rows[1], BaseMoved)
+    assert str(raised.value) == "journal row is a tab_renamed, not a base_moved fact"
+    assert read_facts(rows, TabRenamed) == [{"tab": "w1:t2"}]
+
+
+def test_each_detail_record_names_one_kind() -> None:
+    """`read_fact(event, Record)` finds the kind by its record: no record may serve two kinds."""
+    assert len(set(DETAILS.values())) == len(DETAILS)
