@@ -223,3 +223,36 @@ def test_one_callback_path_records_and_judges_every_inbound_message() -> None:
 
     offenders = {str(p.relative_to(ROOT)): uses(p) for p in sorted((ROOT / "orchestrator").rglob("*.py")) if uses(p) and p.name != "intake.py"}
     assert offenders == {}
+
+
+# Where pydantic may be imported, and why (docs/ARCHITECTURE.md, "pydantic at the edges"). What orch reads from outside
+# and what its commands print with `--json` are pydantic; the ledger (`registry/`) and the Message Contract are plain.
+# The last group is what is still pydantic inside the engine: each should become a plain typed record, never grow.
+PYDANTIC_EDGES: dict[str, str] = {
+    **dict.fromkeys(("orchestrator/plan.py", "orchestrator/policy.py", "orchestrator/config.py"), "plan TOML, policy overlays, settings"),
+    "orchestrator/quirks.py": "the quirk table, a data file",
+    **dict.fromkeys(("orchestrator/herdr_models.py", "orchestrator/herdr.py"), "herdr's JSON"),
+    **dict.fromkeys(("packets/model.py", "packets/render.py"), "the delegation packet: plan text checked into it, packet text parsed back"),
+    "orchestrator/commands/base.py": "prints results with --json",
+    **dict.fromkeys(
+        ("orchestrator/briefing.py", "orchestrator/cancel.py", "orchestrator/demo.py", "orchestrator/dispatch.py", "orchestrator/doctor.py",
+         "orchestrator/door.py", "orchestrator/inbox.py", "orchestrator/integrate.py", "orchestrator/observe.py", "orchestrator/preflight.py",
+         "orchestrator/provision.py", "orchestrator/report.py", "orchestrator/retire.py", "orchestrator/run.py", "orchestrator/status.py",
+         "orchestrator/verify.py"),
+        "a command's --json result",
+    ),
+    **dict.fromkeys(
+        ("orchestrator/agents.py", "orchestrator/checks.py", "orchestrator/dialogs.py", "orchestrator/engine.py", "orchestrator/evidence.py",
+         "orchestrator/fleet.py", "orchestrator/layout.py", "orchestrator/messages.py", "orchestrator/progress.py", "orchestrator/repeats.py",
+         "orchestrator/schedule.py"),
+        "inside: effect responses and phase records still pydantic (issue 25 follow-up: plain typed records)",
+    ),
+}  # fmt: skip
+
+
+def test_pydantic_is_imported_only_at_the_edges() -> None:
+    """A module that starts importing pydantic is an edge (outside input, --json output) named above, or a mistake."""
+    importing = _importers({"pydantic"}, *ORCH_PACKAGES)
+    assert sorted(importing - PYDANTIC_EDGES.keys()) == []
+    assert sorted(PYDANTIC_EDGES.keys() - importing) == []  # an entry that no longer imports it goes from the list
+    assert not any(path.startswith("registry/") for path in importing)
