@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
@@ -162,6 +162,15 @@ class RetiredItem(_Model):
     status: Literal["closed", "retained", "open", "gone"]  # gone: found closed or removed outside orch (reason says)
     reason: str | None
     seqs: tuple[int, ...]
+    # The machine the id belongs to (its herdr numbered it, or the path is there); said only when not the controller's.
+    host: str = CONTROLLER_HOST
+
+    @model_serializer(mode="wrap")
+    def _host_when_remote(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("host") == CONTROLLER_HOST:
+            del data["host"]  # a report of a run on one machine reads as it did before hosts existed
+        return data
 
 
 BlockerKind = Literal["run_failed", "question", "blocked", "verification_blocked", "integration_paused", "integration_held", "failed", "in_flight", "skipped", "base_moved", "layout"]
@@ -410,10 +419,22 @@ def _verification(worker: Worker, journal: _Journal) -> VerificationItem:
 
 
 def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], journal: _Journal) -> tuple[RetiredItem, ...]:
-    retained_facts = [e for e in journal.events if e.kind == FactKind.RETAINED]
-    items: list[RetiredItem] = []
+    hosts = {w.task_label: w.host for w in workers}
+
+    def host_of(task: str | None, request: Mapping[str, Any] | None = None) -> str:
+        # An effect or fact of a worker on another host names that host's ids; a run-level one the controller's.
+        return str((request or {}).get("host") or (hosts.get(task, CONTROLLER_HOST) if task else CONTROLLER_HOST))
+
+    all_retained = [e for e in journal.events if e.kind == FactKind.RETAINED]
+    every_effect = effects
+    raw_items: list[RetiredItem] = []
 
     def settle(task: str | None, name: str | None, what: Literal["pane", "worktree", "workspace"], item: str, worker: Worker | None) -> None:
+        # Ids are compared only with those of the same host: every herdr server numbers its panes from w1.
+        host = worker.host if worker is not None else CONTROLLER_HOST
+        effects = [e for e in every_effect if host_of(e.task_label, e.request) == host]
+        retained_facts = [e for e in all_retained if host_of(e.task_label) == host]
+        items = _Collect(raw_items, host)
         kinds = CLOSING_EFFECTS[what]
         moved = [e for e in effects if what == "workspace" and e.kind == "pane_move" and e.status is EffectStatus.CONFIRMED
                  and (e.response or {}).get("closed_workspace_id") == item]  # fmt: skip
@@ -482,8 +503,19 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
             settle(worker.task_label, worker.name, "workspace", workspace, worker)
     for workspace in run.created_workspace_ids:
         settle(None, None, "workspace", workspace, None)
-    integration = _integration_item(effects, retained_facts, journal)
-    return (*items, integration) if integration is not None else tuple(items)
+    home = [e for e in every_effect if host_of(e.task_label, e.request) == CONTROLLER_HOST]
+    integration = _integration_item(home, [e for e in all_retained if host_of(e.task_label) == CONTROLLER_HOST], journal)
+    return (*raw_items, integration) if integration is not None else tuple(raw_items)
+
+
+class _Collect:
+    """Retired items of one host: each is said to be that host's."""
+
+    def __init__(self, into: list[RetiredItem], host: str) -> None:
+        self.into, self.host = into, host
+
+    def append(self, item: RetiredItem) -> None:
+        self.into.append(item if self.host == CONTROLLER_HOST else item.model_copy(update={"host": self.host}))
 
 
 def _integration_item(effects: Sequence[Effect], retained_facts: Sequence[Event], journal: _Journal) -> RetiredItem | None:
@@ -520,10 +552,11 @@ def pane_fates(ledger: Ledger, run_id: str) -> dict[str, str]:
     for worker in workers:
         into = journal.last_into(worker.task_label, WorkerState.FAILED)
         cause = into.detail.get("cause") if into is not None else None
-        if isinstance(cause, Mapping) and cause.get(LOST) == Lost.PANE_CLOSED and isinstance(cause.get("pane"), str):
+        if worker.host == CONTROLLER_HOST and isinstance(cause, Mapping) and cause.get(LOST) == Lost.PANE_CLOSED and isinstance(cause.get("pane"), str):
             fates[cause["pane"]] = "closed outside orch"
     for item in _retired(run, workers, ledger.list_effects(run_id), journal):
-        if item.what == "pane" and item.status in ("closed", "gone"):
+        if item.what == "pane" and item.status in ("closed", "gone") and item.host == CONTROLLER_HOST:
+            # The controller's panes only (status shows no fate for a remote pane: its id may be a local one's).
             fates[item.id] = "closed" if item.status == "closed" else "closed outside orch"
     return fates
 
@@ -777,7 +810,8 @@ def _retired_text(r: RetiredItem) -> str:
     owner = r.name or "run"
     word = {"closed": "removed" if r.what == "worktree" else "closed", "retained": "retained", "open": "open", "gone": "gone"}[r.status]
     reason = r.reason if r.reason else ("no reason recorded" if r.status == "open" else None)
-    return f"{owner} {r.what} {r.id} {word}" + (f" ({reason})" if reason else "")
+    where = f" on {r.host}" if r.host != CONTROLLER_HOST else ""
+    return f"{owner} {r.what} {r.id}{where} {word}" + (f" ({reason})" if reason else "")
 
 
 def _blocker_text(b: Blocker) -> str:

@@ -177,6 +177,12 @@ def test_a_plan_with_a_worker_on_each_of_two_hosts_ends_pass_integrated_and_reti
     assert not Path(remote_path).exists() and not Path(str(local.worktree_path)).exists()
     retired = {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
     assert retired == {"api-pagination": "retired", "ui-theme": "retired"}, finish.stdout
+    # The report names each retired id with its host when it is not the controller's.
+    report = json.loads(world.orch("report", "--run", run_id, "--json").stdout)
+    items = {(r["task"], r["what"], r["id"], r.get("host"), r["status"]) for r in report["retired"] if r["task"] == "ui-theme"}
+    assert items == {("ui-theme", "pane", bystander["pane_id"], "buildbox", "closed"), ("ui-theme", "worktree", remote_path, "buildbox", "closed"),
+                     ("ui-theme", "workspace", bystander["workspace_id"], "buildbox", "closed")}
+    assert all("host" not in r for r in report["retired"] if r["task"] != "ui-theme")
 
 
 @pytest.mark.parametrize("lost", ["link", "seam"])
