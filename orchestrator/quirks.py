@@ -371,7 +371,7 @@ QUIRKS: dict[str, Quirks] = {
                 patterns=(r"△ Permission required",),
                 accept_keys=("enter",),
                 decline_keys=("esc",),
-                source="opencode's permission box (`Allow once` preselected, `Allow always`, `Reject`, `enter confirm`); " + _LANE + "; herdr 0.8.2 detection manifest opencode.toml `permission_required`",
+                source="opencode's permission box (`Allow once` preselected, `Allow always`, `Reject`, `enter confirm`); " + _LANE + "; the same box asks before any tool, bash included, touches a path outside the folder opencode started in (`← Access external directory …`, its `permission.external_directory`, asked even with `bash` allowed: a worker writing its report into orch's report dir), seen by the real-agents lane at 1.18.33; herdr 0.8.2 detection manifest opencode.toml `permission_required`",
                 proof=_seen(OPENCODE, "opencode-7.txt", "opencode-8.txt"),
             ),
         ),
