@@ -94,13 +94,14 @@ def with_caller_flags(hint: str | None) -> str | None:
     """
     if not hint:
         return hint
+    from orchestrator.hints import with_flag
 
     def flagged(match: re.Match[str]) -> str:
         command = match.group(1)
         words = command.split()
         if "--json" in words or "--help" in words or not _takes_json(words[1:]):
             return match.group(0)
-        return f"`{command} --json`"
+        return f"`{with_flag(command, '--json')}`"  # before a `-- TEXT`, which must stay last
 
     return _HINTED.sub(flagged, hint)
 

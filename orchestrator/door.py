@@ -15,6 +15,7 @@ from orchestrator.errors import HerdrError, HerdrUnavailable, OrchError
 from orchestrator.intake import Added, Raw, add_message, render_added
 from orchestrator.integrate import IntegrateResult, integrate_run, render_integrate
 from orchestrator.fleet import advance
+from orchestrator.hints import TEXT, orch_command
 from orchestrator.observe import _STEP_WHAT as STEP_WHAT
 from orchestrator.observe import ObserveResult, Observation, WorkerStatus, answers_owed, check_in, render_observe
 from packets import inert_line
@@ -35,7 +36,7 @@ POLL_S = 0.5
 # Blocker kinds that are a decision the person owes: while one is open the run is not over.
 DECISIONS = frozenset({"question", "blocked", "verification_blocked", "integration_paused"})
 
-Do = Literal["dispatch", "wait", "answer", "decide", "verify", "finish", "resume"]
+Do = Literal["provision", "dispatch", "wait", "answer", "decide", "verify", "finish", "resume"]
 
 # `orch wait` returns at the latest after this: an agent's tool call must not be cut off (claude's Bash tool stops one
 # at 120 s by default), and the check-in it wakes for may add the settle window and verification on top.
@@ -360,6 +361,15 @@ def _merged(run: Run, found: Sequence[VerifyResult]) -> VerifyResult | None:
     return VerifyResult(run_id=run.run_id, verdicts=tuple(v for f in found for v in f.verdicts), not_verified=last.not_verified, integration_paused_by=last.integration_paused_by)
 
 
+def after_preflight(run_id: str | None, *, as_json: bool = False) -> tuple[NextStep, ...]:
+    """What follows `orch preflight`: provision the run it created; nothing when it created none (its failure's hint
+    says what to do, then preflight again)."""
+    if run_id is None:
+        return ()
+    command = orch_command("provision", "--run", run_id, as_json=as_json)
+    return (NextStep(do="provision", task=None, command=command, why="the run is recorded: create its workers' tabs and start their agents"),)
+
+
 def next_after(engine: Engine, run: Run, *, as_json: bool = False) -> tuple[NextStep, ...]:
     """What follows a door command (provision, dispatch, answer, send, approve, verify): dispatch the ready workers,
     else as ``next_steps`` says."""
@@ -367,8 +377,7 @@ def next_after(engine: Engine, run: Run, *, as_json: bool = False) -> tuple[Next
         return ()  # `orch run`'s person door says its own next step (`orch resume RUN`), and nobody waits on it
     ready = [w.task_label for w in engine.ledger.list_workers(run.run_id, states=(S.READY,))]
     if ready:
-        j = " --json" if as_json else ""
-        return (NextStep(do="dispatch", task=None, command=f"orch dispatch --run {run.run_id}{j}", why=f"{', '.join(ready)} ready for their packets"),)
+        return (NextStep(do="dispatch", task=None, command=orch_command("dispatch", "--run", run.run_id, as_json=as_json), why=f"{', '.join(ready)} ready for their packets"),)
     return next_steps(engine, run, as_json=as_json)
 
 
@@ -378,24 +387,23 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
     Every command is exact and carries the caller's own flags (``--json``): run it as printed, TEXT replaced.
     """
     r = run.run_id
-    j = " --json" if as_json else ""
     workers = engine.ledger.list_workers(r)
     steps: list[NextStep] = []
     for o in observations:
         if o.what == "needs_answer" and o.task:
-            steps.append(NextStep(do="answer", task=o.task, command=f"orch answer --run {r} {o.task} TEXT{j}",
+            steps.append(NextStep(do="answer", task=o.task, command=orch_command("answer", "--run", r, o.task, text=True, as_json=as_json),
                                   why="a question the plan does not answer: answer from the task's context, or ask the user first"))  # fmt: skip
         elif o.what == "approval" and o.task:
-            steps.append(NextStep(do="decide", task=o.task, command=f"orch approve --run {r} {o.task}{j}",
+            steps.append(NextStep(do="decide", task=o.task, command=orch_command("approve", "--run", r, o.task, as_json=as_json),
                                   why="the agent stopped at its own approval form: ask the user; add --deny to refuse it"))  # fmt: skip
         elif o.what in ("blocked", "blocked_ui") and o.task:
-            steps.append(NextStep(do="decide", task=o.task, command=f"orch answer --run {r} {o.task} TEXT{j}",
+            steps.append(NextStep(do="decide", task=o.task, command=orch_command("answer", "--run", r, o.task, text=True, as_json=as_json),
                                   why="the worker needs the user's decision (authority, a token, scope): ask the user, then answer"))  # fmt: skip
     moving = [w.task_label for w in workers if w.state in AT_WORK]
     queued = [w.task_label for w in workers if w.state is S.QUEUED]
     owed = answers_owed(engine, run)
     unverified = [w.task_label for w in workers if w.state in UNVERIFIED]
-    wait = f"orch wait --run {r}{j}"
+    wait = orch_command("wait", "--run", r, as_json=as_json)
     if moving or owed or unverified:
         # A planned answer not sent yet goes out at a later check-in, and a result that came in after a check-in is
         # verified by the next one: `orch wait` makes both, one form for every step that needs no decision.
@@ -409,7 +417,7 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
         reason = "no worker is working or waiting for verification"
         if queued:
             reason += f"; nothing left can start {', '.join(queued)} (finish reports it)"
-        steps.append(NextStep(do="finish", task=None, command=f"orch finish --run {r}{j}", why=reason))
+        steps.append(NextStep(do="finish", task=None, command=orch_command("finish", "--run", r, as_json=as_json), why=reason))
     return tuple(steps)
 
 
@@ -473,8 +481,7 @@ def stop_for_outage(engine: Engine | None, exc: HerdrUnavailable, *, as_json: bo
     if run.status is RunStatus.FINISHED:
         return exc
     stopped = herdr_down(engine, run, engine.command, exc)
-    j = " --json" if as_json else ""
-    then = f"orch resume {run.run_id}{j}" if run.controller_kind == "run" else f"orch wait --run {run.run_id}{j}"
+    then = orch_command("resume", run.run_id, as_json=as_json) if run.controller_kind == "run" else orch_command("wait", "--run", run.run_id, as_json=as_json)
     step = NextStep(do="resume", task=None, command=then, why="herdr is down or not answering: tell the user and stop; run this once they say herdr is back")
     stopped.next_steps = (step.model_dump(mode="json"),)
     return stopped
@@ -483,7 +490,7 @@ def stop_for_outage(engine: Engine | None, exc: HerdrUnavailable, *, as_json: bo
 # --- finishing a run -----------------------------------------------------------------------------------------------
 
 
-def _waiting(run: Run, blockers: Sequence[Blocker], j: str = "") -> tuple[Waiting, ...]:
+def _waiting(run: Run, blockers: Sequence[Blocker], *, as_json: bool = False) -> tuple[Waiting, ...]:
     r = run.run_id
     out = []
     for b in blockers:
@@ -491,12 +498,12 @@ def _waiting(run: Run, blockers: Sequence[Blocker], j: str = "") -> tuple[Waitin
             continue
         commands: tuple[str, ...]
         if b.kind in ("question", "blocked"):
-            commands = (f"orch answer --run {r} {b.task} TEXT{j}", f"orch finish --run {r} --abandon {b.task} --reason TEXT{j}")
+            commands = (orch_command("answer", "--run", r, b.task, text=True, as_json=as_json), orch_command("finish", "--run", r, "--abandon", b.task, "--reason", TEXT, as_json=as_json))
         elif b.kind == "verification_blocked":
             commands = (
-                f"orch send --run {r} {b.task} --kind follow-up TEXT{j}",
-                f"orch verify --run {r} --supersede {b.task} --reason TEXT{j}",
-                f"orch finish --run {r} --abandon {b.task} --reason TEXT{j}",
+                orch_command("send", "--run", r, b.task, "--kind", "follow-up", text=True, as_json=as_json),
+                orch_command("verify", "--run", r, "--supersede", b.task, "--reason", TEXT, as_json=as_json),
+                orch_command("finish", "--run", r, "--abandon", b.task, "--reason", TEXT, as_json=as_json),
             )
         else:
             commands = ()  # held back by another worker's decision: that worker's commands decide it
@@ -506,37 +513,36 @@ def _waiting(run: Run, blockers: Sequence[Blocker], j: str = "") -> tuple[Waitin
 
 def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: Mapping[str, str] | None = None, as_json: bool = False) -> Finished:
     """Integrate, retire (keeping every worker that waits on the person), report; mark the run finished when nothing waits."""
-    j = " --json" if as_json else ""
     workers = engine.ledger.list_workers(run.run_id)
     busy = [w for w in workers if w.state in AT_WORK and w.task_label not in (abandon or {})]
     if busy:
         names = ", ".join(f"{w.task_label} ({w.state})" for w in busy)
         raise OrchError(
             f"run {run.run_id} is not done: {names} still working",
-            hint=f"wait for their callbacks (`orch wait --run {run.run_id}{j}`), or stop one: `orch send --run {run.run_id} {busy[0].task_label} --kind stop TEXT{j}`",
+            hint=f"wait for their callbacks (`{orch_command('wait', '--run', run.run_id, as_json=as_json)}`), or stop one: `{orch_command('send', '--run', run.run_id, busy[0].task_label, '--kind', 'stop', text=True, as_json=as_json)}`",
         )
     owed = [t for t in answers_owed(engine, run) if t not in (abandon or {})]
     if owed:
         raise OrchError(
             f"run {run.run_id} is not done: the plan's answer to {', '.join(owed)} is not sent yet",
-            hint=f"wait while orch sends it: `orch wait --run {run.run_id}{j}`",
+            hint=f"wait while orch sends it: `{orch_command('wait', '--run', run.run_id, as_json=as_json)}`",
         )
     pending = [w for w in workers if w.state in UNVERIFIED]
     if pending:
         raise OrchError(
             f"run {run.run_id} has results not verified yet: {', '.join(w.task_label for w in pending)}",
-            hint=f"verify them first: `orch verify --run {run.run_id}{j}`",
+            hint=f"verify them first: `{orch_command('verify', '--run', run.run_id, as_json=as_json)}`",
         )
     questions = unsettled(engine, run)
     if questions:
         raise OrchError(
             f"run {run.run_id} is not done: {len(questions)} side effect(s) read-back cannot settle: {'; '.join(questions)}",
-            hint=f"answer them (the command follows each ->), then `orch finish --run {run.run_id}` again",
+            hint=f"answer them (the command follows each ->), then `{orch_command('finish', '--run', run.run_id, as_json=as_json)}` again",
         )
     integrated = integrate_run(engine, run)
     retired = retire(engine, run, keep=keep, abandon=abandon)
     report, _ = write_report(engine, engine.ledger.get_run(run.run_id))
-    waiting = _waiting(run, report.blockers, j)
+    waiting = _waiting(run, report.blockers, as_json=as_json)
     if waiting:
         stopped = "waiting for the person: " + ", ".join(dict.fromkeys(w.task for w in waiting if w.task))
         engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
@@ -546,10 +552,25 @@ def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: M
         finished = True
     # Written again so report.md shows the run's status after this call, not as it was a moment before.
     report, _ = write_report(engine, engine.ledger.get_run(run.run_id))
+    integrated = _as_part_of_finish(integrated, report.exit_code, finished=finished, as_json=as_json)
     return Finished(
         run_id=run.run_id, finished=finished, waiting=waiting, integrate=integrated, retire=retired, report=report,
         report_text=render_report(report), exit_code=report.exit_code,
     )  # fmt: skip
+
+
+def _as_part_of_finish(integrated: IntegrateResult, exit_code: int, *, finished: bool, as_json: bool) -> IntegrateResult:
+    """Integration's shortfall as one part of `orch finish`'s one story: the call's exit code is the run's verdict
+    (its `exit_code`, also the failure's: every exit code in the document is the process's), and once the run is
+    finished nothing is left to do in it (no hint: the report's blockers say what the user decides; integration is not
+    tried again); while the run stays open the hint's commands carry the caller's flags, as every failure's do."""
+    failure = integrated.failure
+    if failure is None:
+        return integrated
+    from orchestrator.cli import with_caller_flags
+
+    hint = None if finished else (with_caller_flags(failure.hint) if as_json else failure.hint)
+    return integrated.model_copy(update={"failure": failure.model_copy(update={"hint": hint, "exit_code": exit_code})})
 
 
 # --- rendering -----------------------------------------------------------------------------------------------------

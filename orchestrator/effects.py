@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from orchestrator.hints import TEXT, orch_command
+
 if TYPE_CHECKING:
     from orchestrator.engine import CannotTell, Engine
     from registry import Effect, Run
@@ -69,7 +71,7 @@ _KINDS = (
     EffectKind(
         "setup", "provision", "the plan's setup commands and the checkout", "the commands, run by orch",
         "never re-run by guess: not done only while the checkout has no changes",
-        "setup cut short after it changed the checkout: a question (run it by hand, or `orch retire --run RUN_ID --abandon TASK --reason TEXT`)",
+        f"setup cut short after it changed the checkout: a question (run it by hand, or `{orch_command('retire', '--run', 'RUN_ID', '--abandon', 'TASK', '--reason', TEXT)}`)",
         settle="orchestrator.provision:settle_setup",
     ),
     EffectKind(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator import claims, git
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
+from orchestrator.hints import TEXT, orch_command
 from orchestrator.errors import ExitCode, OrchError, one_line
 from packets.render import COMMIT_TRAILER_KEY
 from orchestrator.verify import blocked_by_verification, stored_verification
@@ -68,7 +69,8 @@ class IntegrateFailure(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     reason: str
-    hint: str
+    # None inside a finished run's `orch finish` (orchestrator.door): nothing is left to do in that run.
+    hint: str | None
     exit_code: int = int(ExitCode.FAILURE)
 
 
@@ -286,13 +288,13 @@ def _failure(run: Run, into: str, items: list[IntegrationItem], stopped: str | N
         first = unrelated[0]
         return IntegrateFailure(
             reason=f"{', '.join(unrelated)} not merged into {into}: {'its head does' if len(unrelated) == 1 else 'their heads do'} not descend from the run's pinned base {(run.base_sha or '')[:12]} (merging would join unrelated histories)",
-            hint=f"send the work back: `orch send --run {run.run_id} {first} --kind follow-up TEXT` (rebuild it on {(run.base_sha or '')[:12]}), then `orch verify --run {run.run_id} --task {first}`",
+            hint=f"send the work back: `{orch_command('send', '--run', run.run_id, first, '--kind', 'follow-up', text=True)}` (rebuild it on {(run.base_sha or '')[:12]}), then `orch verify --run {run.run_id} --task {first}`",
         )
     if stopped is not None:
         conflict = next(i for i in items if i.task == stopped)
         return IntegrateFailure(
             reason=f"merging {stopped} into {into} conflicts in {', '.join(conflict.conflicts) or 'the index'}: merge aborted, integration stopped there",
-            hint=f"send the work back: `orch send --run {run.run_id} {stopped} --kind follow-up TEXT` (rebase onto {into}), then `orch verify --run {run.run_id} --task {stopped}`",
+            hint=f"send the work back: `{orch_command('send', '--run', run.run_id, stopped, '--kind', 'follow-up', text=True)}` (rebase onto {into}), then `orch verify --run {run.run_id} --task {stopped}`",
         )
     if held:
         by = sorted({b for i in held for b in i.held_by})
@@ -305,7 +307,7 @@ def _failure(run: Run, into: str, items: list[IntegrationItem], stopped: str | N
             why.append(f"{', '.join(unaccepted)} {'has' if len(unaccepted) == 1 else 'have'} commits on that branch and {'is' if len(unaccepted) == 1 else 'are'} not accepted")
         return IntegrateFailure(
             reason=f"integration paused for {listed}: {'; '.join(why)}",
-            hint=f"ask the person, then `orch send --run {run.run_id} {first} --kind follow-up TEXT` or `orch verify --run {run.run_id} --supersede {first} --reason TEXT`, and integrate again",
+            hint=f"ask the person, then `{orch_command('send', '--run', run.run_id, first, '--kind', 'follow-up', text=True)}` or `{orch_command('verify', '--run', run.run_id, '--supersede', first, '--reason', TEXT)}`, and integrate again",
         )
     return None
 

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
 from orchestrator.herdr_models import AT_REST, AgentInfo, AgentPrompted
+from orchestrator.hints import TEXT, orch_command
 from orchestrator.intake import catch_up
 from orchestrator.reportfiles import REPORT_LIMIT_BYTES as REPORT_LIMIT_BYTES  # its home is reportfiles; named here as before
 from orchestrator.reportfiles import open_report, pinned_roots
@@ -46,7 +47,9 @@ class SentMessage(BaseModel):
     kind: Kind
     target: str
     text: str
-    agent_status: str
+    # herdr's status of the agent in its reply to the prompt (often still `idle` or `done`: the turn the message starts
+    # may not have begun), kept as evidence; ``state`` is the worker's state in orch after the message.
+    herdr_status_at_send: str
     state: WorkerState
 
 
@@ -57,7 +60,7 @@ def _refuse(worker: Worker, kind: Kind) -> None:
     if kind == "answer" and state not in WAITING_ON_PERSON:
         raise OrchError(
             f"worker {task} asked nothing to answer (state {state})",
-            hint=f"`orch answer` replies to a pending question or block; `orch send --run {worker.run_id} {task} --kind follow-up TEXT` sends new instructions",
+            hint=f"`orch answer` replies to a pending question or block; `{orch_command('send', '--run', worker.run_id, task, '--kind', 'follow-up', text=True)}` sends new instructions",
         )
     if kind != "answer" and state in FINISHED:
         raise OrchError(
@@ -149,7 +152,7 @@ def send_message(
         engine.ledger.record_fact(run.run_id, FactKind.MESSAGE_SENT, task_label=task, detail=MessageSent(kind=kind, target=target, text=text))
     return SentMessage(
         run_id=run.run_id, task=task, kind=kind, target=target, text=text,
-        agent_status=prompted.agent.agent_status, state=worker.state,
+        herdr_status_at_send=prompted.agent.agent_status, state=worker.state,
     )  # fmt: skip
 
 
@@ -222,7 +225,7 @@ def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseMo
         info = herdr.agent_get(target)
     except HerdrNotFound:
         if said == "sent":
-            return CannotTell(f"{target} is gone, so the {kind} cannot be replayed", f"give the worker up with `orch retire --run {effect.run_id} --abandon {effect.task_label} --reason TEXT`")
+            return CannotTell(f"{target} is gone, so the {kind} cannot be replayed", f"give the worker up with `{orch_command('retire', '--run', effect.run_id, '--abandon', effect.task_label or 'TASK', '--reason', TEXT)}`")
         return NotDone(f"no agent {target}: nothing can have received the {kind}")
     if said == "sent":
         return done(info, "the person said it was sent", "the person")

@@ -36,6 +36,7 @@ from orchestrator.errors import (
     HerdrWorktreeCreateFailed,
     OrchError,
 )
+from orchestrator.hints import TEXT, orch_command
 from orchestrator.layout import quote
 from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, SplitDirection, TabInfo, WorktreeInfo
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
@@ -330,7 +331,7 @@ def settle_setup(engine: Engine, run: Run, effect: Effect) -> Settlement[SetupRu
         return NotDone(f"{cwd} has no changes: the setup commands left no trace")
     return CannotTell(
         f"the setup of {effect.task_label} was cut short and {cwd} has changes: did setup finish?",
-        f"run the plan's setup in {cwd} by hand, or give the worker up with `orch retire --run {effect.run_id} --abandon {effect.task_label} --reason TEXT`",
+        f"run the plan's setup in {cwd} by hand, or give the worker up with `{orch_command('retire', '--run', effect.run_id, '--abandon', effect.task_label or 'TASK', '--reason', TEXT)}`",
     )
 
 

@@ -24,6 +24,7 @@ from orchestrator.engine import Done, Engine, InFlightEffect, NotDone, Settlemen
 from orchestrator.integrate import integration_worktree, worktree_removals
 from orchestrator.transcripts import save_transcript
 from orchestrator.errors import HerdrCommandError, HerdrConfirmationRequired, HerdrNotFound, HerdrUnavailable, HostUnreachable, OrchError, one_line
+from orchestrator.hints import TEXT, orch_command
 from orchestrator.report import INTEGRATION_KEPT, INTEGRATION_REMOVED, MOVED_OUT, Wait, open_wait
 from packets import inert_line
 from packets.render import COMMIT_TRAILER_KEY
@@ -54,7 +55,6 @@ KEPT_ON_REQUEST = "kept on request"
 HOST_GONE = "host {host} is unreachable"
 # A worker waiting on the person keeps its agent, pane and worktree: the person's answer must reach somebody.
 WAIT_WORDS = {"question": "a question", "blocked": "a block", "verification_blocked": "a verification block"}
-NEVER_STARTED = "failed before its agent started; kept for inspection (`orch retire --run {run} --abandon {task} --reason TEXT` removes it)"
 
 # Why a pane or checkout the run created was already gone when the ladder came to it (orchestrator.report shows it).
 CLOSED_OUTSIDE = "closed outside orch, not by this run"
@@ -309,7 +309,7 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
     elif state is S.FAILED and not _ever_dispatched(engine, run, task):
         # Provisioning failed (a setup command, a read-back gate): its checkout and tab are the evidence the
         # person needs, and nothing in them is the worker's. Keep them until the person gives the task up.
-        reason = NEVER_STARTED.format(run=run.run_id, task=task)
+        reason = f"failed before its agent started; kept for inspection (`{orch_command('retire', '--run', run.run_id, '--abandon', task, '--reason', TEXT)}` removes it)"
         ledger.record_fact(run.run_id, FactKind.RETAINED, task_label=task, detail=Retained(item=worker.worktree_path or worker.pane_id or task, what="worker", reason=reason))
         ledger.transition(run.run_id, task, state, S.RETAINED, cause={"phase": "retire", "reason": reason})
         return done("retained", reason, S.RETAINED)
@@ -324,11 +324,11 @@ def _enter(engine: Engine, run: Run, worker: Worker, keep: set[str], abandon: Ma
 
 def waiting_reason(run: Run, task: str, wait: Wait) -> str:
     """Why retire kept a waiting worker, and the exact commands that end the wait."""
-    abandon = f"orch retire --run {run.run_id} --abandon {task} --reason TEXT"
+    abandon = orch_command("retire", "--run", run.run_id, "--abandon", task, "--reason", TEXT)
     if wait.kind == "verification_blocked":
-        decide = f"`orch send --run {run.run_id} {task} --kind follow-up TEXT` or `orch verify --run {run.run_id} --supersede {task} --reason TEXT`"
+        decide = f"`{orch_command('send', '--run', run.run_id, task, '--kind', 'follow-up', text=True)}` or `{orch_command('verify', '--run', run.run_id, '--supersede', task, '--reason', TEXT)}`"
     else:
-        decide = f"`orch answer --run {run.run_id} {task} TEXT`"
+        decide = f"`{orch_command('answer', '--run', run.run_id, task, text=True)}`"
     return f"waits on the person ({WAIT_WORDS[wait.kind]}: {wait.text}); decide with {decide}, or give it up with `{abandon}`"
 
 

@@ -23,6 +23,7 @@ from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
 from orchestrator.observe import Observation, answers_owed, check_in, saved_work
 from orchestrator.preflight import PreflightResult, finish_preflight, preflight
+from orchestrator.hints import TEXT, orch_command
 from orchestrator.progress import Progress, Row
 from orchestrator.report import VERDICT_EXIT, Report, write_report
 from orchestrator.dialogs import pending_approval
@@ -371,7 +372,7 @@ def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequ
             why = "; ".join(found.reasons) or "no reason recorded"
             progress.note(
                 f"{task} is blocked by verification, integration is paused: {why} -> fix its branch and `orch verify --run {run.run_id} --task {task}`, "
-                f"or `orch verify --run {run.run_id} --supersede {task} --reason TEXT`, then `orch resume {run.run_id}`",
+                f"or `{orch_command('verify', '--run', run.run_id, '--supersede', task, '--reason', TEXT)}`, then `orch resume {run.run_id}`",
                 engine.clock.now(),
             )
             continue
@@ -384,7 +385,7 @@ def _stop_for_person(engine: Engine, run: Run, progress: Progress, waiting: Sequ
             )
             continue
         question = worker.pending_question or f"(see `orch inbox list --run {run.run_id}`)"
-        progress.note(f"{task} waits for you: {question} -> `orch answer --run {run.run_id} {task} TEXT`, then `orch resume {run.run_id}`", engine.clock.now())
+        progress.note(f"{task} waits for you: {question} -> `{orch_command('answer', '--run', run.run_id, task, text=True)}`, then `orch resume {run.run_id}`", engine.clock.now())
     stopped = "waiting for the person: " + ", ".join(w.task_label for w in waiting)
     ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)
     report, _ = write_report(engine, ledger.get_run(run.run_id))

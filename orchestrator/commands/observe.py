@@ -78,9 +78,12 @@ def _render_sent(sent: SentMessage) -> str:
 def answer(ctx: click.Context, run_id: str | None, as_json: bool, task: str, text: str) -> None:
     """Answer TASK's pending question or block with TEXT (to an idle or done worker).
 
+    TEXT that starts with `-` goes after `--`, as every command orch prints puts it.
+
     \b
     Example:
       orch answer fix-login "Keep English only."
+      orch answer fix-login -- "-1 means no limit; use 50."
     """
     engine = engine_from(ctx)
     run = engine.drive_run(run_id)

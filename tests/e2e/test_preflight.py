@@ -110,9 +110,10 @@ def test_happy_path_pins_checklist_registers_workers_and_labels_repo_tab(session
 
     result = world.orch("preflight", str(plan))
 
-    assert (result.returncode, result.stderr) == (0, "")
+    run_id = result.stdout.splitlines()[-1]  # the run id stays stdout's last line; the next step goes to stderr
+    assert (result.returncode, result.stderr) == (
+        0, f"Next: provision: the run is recorded: create its workers' tabs and start their agents: `orch provision --run {run_id}`\n")
     golden("preflight_happy.txt", world.normalize(result.stdout))
-    run_id = result.stdout.splitlines()[-1]
     with world.ledger() as ledger:
         run = ledger.get_run(run_id)
         workers = ledger.list_workers(run_id)
@@ -140,6 +141,11 @@ def test_json_output_has_checks_run_controller_and_repo(session_world: Callable[
 
     assert result.returncode == 0, result.stderr
     golden("preflight_happy.json", world.normalize(result.stdout))
+    # The next step, as every door command says it (`next[]`), in the caller's own form.
+    run_id = json.loads(result.stdout)["run_id"]
+    assert json.loads(result.stdout)["next"] == [{
+        "do": "provision", "task": None, "command": f"orch provision --run {run_id} --json",
+        "why": "the run is recorded: create its workers' tabs and start their agents"}]
 
 
 @pytest.mark.live_herdr

@@ -113,7 +113,7 @@ do = "result"
     assert world.engine().ledger.get_run(run_id).status is RunStatus.INTERRUPTED
     assert notes(normalise(world, stopped.stderr, run_id), "needs answer", "waits for you") == [
         "licence: needs answer: Which licence should the docs carry?",
-        "licence waits for you: Which licence should the docs carry? -> `orch answer --run <run> licence TEXT`, then `orch resume <run>`",
+        "licence waits for you: Which licence should the docs carry? -> `orch answer --run <run> licence -- TEXT`, then `orch resume <run>`",
     ]
     assert report(world, run_id) == (
         "Herdr: PARTIAL\n"
@@ -203,7 +203,7 @@ def test_blocked_worker_is_surfaced_with_its_decision_and_kept(world: Any) -> No
     assert json.loads(stopped.stdout)["stopped_at"] == "waiting for the person: deploy"
     assert notes(normalise(world, stopped.stderr, run_id), "deploy: blocked:", "waits for you") == [
         "deploy: blocked: Need a token for the staging API.",
-        "deploy waits for you: Need a token for the staging API. -> `orch answer --run <run> deploy TEXT`, then `orch resume <run>`",
+        "deploy waits for you: Need a token for the staging API. -> `orch answer --run <run> deploy -- TEXT`, then `orch resume <run>`",
     ]
     assert report(world, run_id) == (
         "Herdr: PARTIAL\n"

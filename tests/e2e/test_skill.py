@@ -68,7 +68,7 @@ _FINISH = (
 )
 DOCUMENTED: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     "plan check": (("", ("workers",)), ("workers", ("task", "kind", "placement", "branch", "tab_label", "worktree", "claim"))),
-    "preflight": (("", ("ok", "run_id", "controller", "checks", "failure")), ("controller", ("target",)), ("checks", ("name", "ok", "evidence", "notes"))),
+    "preflight": (("", ("ok", "run_id", "controller", "checks", "failure", "next")), ("controller", ("target",)), ("checks", ("name", "ok", "evidence", "notes"))),
     "provision": (("", ("workers", "next")), ("workers", ("task", "state", "pane_id", "tab_label", "worktree_path", "created", "reused", "notes", "error"))),
     "dispatch": (("", ("prompts_sent", "workers", "next")), ("workers", ("task", "outcome", "state", "detail", "diagnosis"))),
     "wait": (
@@ -175,6 +175,12 @@ def key_of(command: str) -> str:
     return f"{key} --abandon" if key == "finish" and "--abandon" in words else key
 
 
+def options(command: str) -> list[str]:
+    """The words of a printed command before its `-- TEXT` (the caller's words come last, whatever they look like)."""
+    words = shlex.split(command)
+    return words[: words.index("--")] if "--" in words else words
+
+
 def fill(command: str, values: dict[str, str]) -> str:
     """Replace the documented placeholders, shell-quoted (a <text> inside SKILL.md's double quotes as it is)."""
 
@@ -201,7 +207,7 @@ def test_every_orch_command_in_skill_md_parses_and_every_subcommand_exists() -> 
         argv = shlex.split(fill(command, DUMMY))
         assert argv[0] == "orch", command
         # --help is eager: click rejects unknown options and extra arguments first, then prints help and exits 0.
-        done = runner.invoke(cli, [*argv[1:], "--help"])
+        done = runner.invoke(cli, [*options(shlex.join(argv))[1:], "--help"])  # after `--`, --help would be TEXT
         assert done.exit_code == 0, f"{command}\n{done.output}"
         # Every command that works on a run names it (Conventions: pass --run anyway); a bare name in prose is no command.
         mention = len(argv) <= len(key_of(command).split(" --")[0].split()) + 1
@@ -233,6 +239,15 @@ def test_skill_md_conventions_match_the_code() -> None:
     assert "A run ends with `orch finish`" in conventions
     for read_only in re.findall(r"`orch ([a-z ]+?)`", conventions.split("Read-only:")[1].split("\n")[0]):
         assert read_only in ("plan check", "status", "inbox list", "report"), read_only
+
+
+def test_skill_md_says_once_when_to_run_doctor() -> None:
+    """doctor is no step of a run: SKILL.md names the two cases it is for, once, and leaves it out of the call budget."""
+    text = SKILL.read_text()
+    assert text.count("orch doctor <plan.toml> --json") == 1
+    assert "in exactly two cases: the user asks you to check the machine" in text
+    (calls,) = [line for line in text.splitlines() if line.startswith("The calls of a whole run:")]
+    assert "doctor" not in calls
 
 
 def _command(name: str) -> Any:
@@ -283,7 +298,7 @@ class SkillAgent:
 
     def follow(self, command: str, text: str | None = None, ok: tuple[int, ...] = (0,)) -> dict[str, Any]:
         """A command orch printed, run exactly as printed (TEXT replaced by the agent's words, quoted)."""
-        assert command.startswith("orch ") and command.endswith(" --json"), command  # it carries the caller's flags
+        assert command.startswith("orch ") and "--json" in options(command), command  # it carries the caller's flags
         if text is not None:
             command = command.replace(" TEXT", " " + shlex.quote(text), 1)
         assert "TEXT" not in command, command
@@ -344,7 +359,9 @@ def start_run(agent: SkillAgent, world: Any) -> str:
     pre = agent.run("preflight")
     assert (pre["ok"], pre["failure"], pre["controller"]["target"]) == (True, None, world.controller_pane)
     agent.values["run-id"] = run_id = pre["run_id"]
-    provisioned = agent.run("provision")
+    # Preflight's next step is SKILL.md's own provision, exactly: run it as printed.
+    assert [(n["do"], n["command"]) for n in pre["next"]] == [("provision", fill(agent.templates["provision"], agent.values))]
+    provisioned = agent.follow(pre["next"][0]["command"])
     assert [(w["task"], w["state"]) for w in provisioned["workers"]] == [(w["task"], "ready") for w in checked["workers"]]
     # The printed next step is SKILL.md's own dispatch, exactly: run it as printed.
     assert [(n["do"], n["command"]) for n in provisioned["next"]] == [("dispatch", fill(agent.templates["dispatch"], agent.values))]
@@ -566,7 +583,7 @@ def test_skill_md_drives_a_five_worker_run_to_partial_within_its_call_budget(wor
     # What waits on the user was surfaced in `next` as it came, with the exact command once they decide.
     decisions = {(n["do"], n["task"], n["command"]) for w in agent.waits for n in w["next"] if n["do"] in ("answer", "decide")}
     assert decisions == {
-        ("answer", "ask", f"orch answer --run {run_id} ask TEXT --json"), ("decide", "token", f"orch answer --run {run_id} token TEXT --json"),
+        ("answer", "ask", f"orch answer --run {run_id} ask --json -- TEXT"), ("decide", "token", f"orch answer --run {run_id} token --json -- TEXT"),
     }
     verdicts = {v["task"]: (v["verification"]["disposition"], v["verification"]["reasons"]) for w in agent.waits for v in (w["verify"] or {}).get("verdicts", [])}
     assert verdicts == {
@@ -596,7 +613,7 @@ def test_skill_md_drives_a_five_worker_run_to_partial_within_its_call_budget(wor
     # Every command finish prints for a decision runs as printed (the answer reaches ask, which is still waiting).
     for w in finished["waiting"]:
         for command in w["commands"]:
-            assert command.endswith(" --json") and shlex.split(command.replace("TEXT", "x"))[:2][0] == "orch", command
+            assert command.startswith("orch ") and "--json" in options(command), command
     # report.md was written after retire and says the same.
     markdown = (world.engine().run_dir(run_id) / "report.md").read_text()
     assert blockers in markdown.splitlines()
@@ -613,7 +630,7 @@ def test_skill_md_drives_a_five_worker_run_to_partial_within_its_call_budget(wor
     assert_waits_earned(agent)
     # A command finish printed for a decision runs as printed: the user's answer reaches ask, which still waits.
     (answer,) = [c for w in finished["waiting"] if w["task"] == "ask" for c in w["commands"] if c.startswith("orch answer ")]
-    sent = agent.follow(answer, "The --colour spelling, please.")
+    sent = agent.follow(answer, "--colour, the British spelling.")  # words that start with `-` are the answer, as printed
     assert (sent["kind"], sent["state"]) == ("answer", "working")
 
 
@@ -820,6 +837,8 @@ def test_skill_md_drives_the_six_worker_run_to_partial_in_its_call_budget_with_n
     # The owner's branch carries the rejected sibling's commit: the owner is accepted but never merged with it (said in
     # blockers, not waited on), and nothing of the sibling's reaches the integration branch.
     assert [(b["task"], b["kind"]) for b in report["blockers"]] == [("silent", "failed"), ("owner", "integration_held")], report["blockers"]
+    # One story: the call exits with the verdict, and the held integration says why, with nothing left to run.
+    assert (finished["integrate"]["failure"]["exit_code"], finished["integrate"]["failure"]["hint"]) == (10, None), finished["integrate"]
     assert "sibling" not in world.repo.git("log", "--format=%(trailers:key=Orch-Task,valueonly)", "chore/integrate-six").split()
     # ext started from the integration branch holding core (the chain), and the sibling's false claim was caught.
     assert world.repo.git("show", "feat/ext:src/ext/seen-core.txt") == "core"

@@ -97,7 +97,7 @@ CASES = {
     "answer to a worker that asked nothing": (
         ["answer", "--run", RUN, "busy", "yes"], 1,
         "orch: worker busy asked nothing to answer (state working)\n"
-        f"hint: `orch answer` replies to a pending question or block; `orch send --run {RUN} busy --kind follow-up TEXT` sends new instructions\n",
+        f"hint: `orch answer` replies to a pending question or block; `orch send --run {RUN} busy --kind follow-up -- TEXT` sends new instructions\n",
     ),
     "stop to a finished worker": (
         ["send", "--run", RUN, "done", "--kind", "stop", "Stop."], 1,
@@ -159,6 +159,19 @@ def test_preflight_with_herdr_missing_exits_3_like_every_command(home: Path) -> 
         "hint: install herdr 0.7.5, 0.8.2, 0.9.1 or 0.9.5, or point orch at it with `orch --herdr PATH` or ORCH_HERDR\n",
     )
     assert _ledger_dump(home / "orch-home" / "ledger.sqlite3") == before
+
+
+def test_preflight_json_failure_has_no_next_step_and_its_hint_in_the_callers_form(home: Path) -> None:
+    # Nothing was created, so nothing follows but the hint (then preflight again); its command carries --json.
+    done = CliRunner().invoke(cli, ["preflight", str(home / "nope.toml"), "--json"], prog_name="orch")
+    reason = f"{home}/nope.toml: no such file"
+    assert (done.exit_code, json.loads(done.stdout)) == (1, {
+        "ok": False, "run_id": None, "controller": None, "repo": None,
+        "checks": [{"name": "herdr env", "ok": True, "evidence": "HERDR_ENV=1", "notes": []},
+                   {"name": "plan", "ok": False, "evidence": reason, "notes": []}],
+        "failure": {"check": "plan", "reason": reason, "hint": f"`orch plan check {home}/nope.toml --json` shows every problem", "exit_code": 1},
+        "next": [],
+    })  # fmt: skip
 
 
 def test_status_and_report_on_an_empty_ledger_say_how_to_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

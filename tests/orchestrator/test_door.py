@@ -111,18 +111,18 @@ def test_finish_keeps_what_waits_on_the_person_and_leaves_the_run_open(tmp_path:
 
     assert (result.finished, result.exit_code, result.report.verdict.value) == (False, 10, "PARTIAL")
     assert [(w.task, w.kind, w.text, w.commands[0]) for w in result.waiting] == [
-        ("greeting", "blocked", "Need a token for the staging API.", f"orch answer --run {RUN_ID} greeting TEXT"),
-        ("survey", "question", "Which modules?", f"orch answer --run {RUN_ID} survey TEXT"),
+        ("greeting", "blocked", "Need a token for the staging API.", f"orch answer --run {RUN_ID} greeting -- TEXT"),
+        ("survey", "question", "Which modules?", f"orch answer --run {RUN_ID} survey -- TEXT"),
     ]
     assert [(w.task, w.outcome) for w in result.retire.workers] == [("api-docs", "retired"), ("greeting", "waiting"), ("survey", "waiting")]
     assert result.report_text.splitlines()[-1] == "Blockers: greeting blocked: Need a token for the staging API.; survey question: Which modules?"
     assert render_finished(result).endswith(
         f"Run {RUN_ID} waits for the person:\n"
         "  greeting (blocked): Need a token for the staging API.\n"
-        f"    `orch answer --run {RUN_ID} greeting TEXT`\n"
+        f"    `orch answer --run {RUN_ID} greeting -- TEXT`\n"
         f"    `orch finish --run {RUN_ID} --abandon greeting --reason TEXT`\n"
         "  survey (question): Which modules?\n"
-        f"    `orch answer --run {RUN_ID} survey TEXT`\n"
+        f"    `orch answer --run {RUN_ID} survey -- TEXT`\n"
         f"    `orch finish --run {RUN_ID} --abandon survey --reason TEXT`\n"
     )
     run = fleet.engine.ledger.get_run(RUN_ID)
@@ -143,13 +143,37 @@ def test_finish_ends_the_run_once_nothing_waits(tmp_path: Path, git_repo: Any) -
         fleet.engine.find_run(None)  # no unfinished run left
 
 
+def test_finish_tells_one_story_when_integration_holds_work_back_in_a_finished_run(tmp_path: Path, git_repo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # api-docs is accepted, but its branch carries a commit of survey, whose work was rejected: it is held, not merged.
+    # No decision in this run can change that, so the run finishes PARTIAL: the exit code, `exit_code` and the
+    # integration failure's `exit_code` are one number, and no hint offers commands for a run that is over.
+    fleet = Fleet(tmp_path, git_repo, integration='[integration]\nenabled = true\nbranch = "chore/integrate-widgets"\n')
+    for name, value in fleet.engine.env.items():
+        monkeypatch.setenv(name, value)
+    theirs = fleet.commit("api-docs", {"docs/notes.md": "notes\n"}, message="survey notes\n\nOrch-Task: survey")
+    docs = fleet.commit("api-docs", {"docs/api.md": "# API\n"}, message="api docs\n\nOrch-Task: api-docs")
+    fleet.result("api-docs", body([theirs, docs], ["docs/api.md", "docs/notes.md"], [("test -f docs/api.md", 0)]))
+    fleet.result("greeting", body([], [], []))
+    fleet.result("survey", body(["0123456789ab"], [], []))  # a false claim (no such commit): rejected
+    verify_run(fleet.engine, fleet.run)
+
+    shown = CliRunner().invoke(cli, ["finish", "--run", RUN_ID, "--json"])
+
+    doc = json.loads(shown.stdout)
+    assert (shown.exit_code, doc["finished"], doc["exit_code"], doc["report"]["verdict"]) == (10, True, 10, "PARTIAL"), shown.stderr
+    assert doc["integrate"]["failure"] == {
+        "reason": "integration paused for api-docs (shares docs/notes.md with survey): survey has commits on that branch and is not accepted",
+        "hint": None, "exit_code": 10}  # fmt: skip
+    assert [(b["task"], b["kind"]) for b in doc["report"]["blockers"]] == [("api-docs", "integration_held")]
+
+
 def test_finish_refuses_while_a_worker_works_or_a_result_is_unverified(tmp_path: Path, git_repo: Any) -> None:
     fleet = Fleet(tmp_path, git_repo)
     with pytest.raises(OrchError) as working:
         finish_run(fleet.engine, fleet.run)
     assert (working.value.message, working.value.hint) == (
         f"run {RUN_ID} is not done: api-docs (working), greeting (working), survey (working) still working",
-        f"wait for their callbacks (`orch wait --run {RUN_ID}`), or stop one: `orch send --run {RUN_ID} api-docs --kind stop TEXT`",
+        f"wait for their callbacks (`orch wait --run {RUN_ID}`), or stop one: `orch send --run {RUN_ID} api-docs --kind stop -- TEXT`",
     )
     for task in ("api-docs", "greeting", "survey"):
         fleet.result(task, body([], [], []))

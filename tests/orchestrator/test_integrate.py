@@ -159,7 +159,7 @@ def test_accepted_work_sharing_a_file_with_a_blocked_worker_is_held_back_and_exp
     )
     assert result.failure is not None and (result.failure.reason, result.failure.hint) == (
         "integration paused for api-docs (shares docs/api.md with greeting): greeting is blocked by verification",
-        f"ask the person, then `orch send --run {RUN_ID} greeting --kind follow-up TEXT` or "
+        f"ask the person, then `orch send --run {RUN_ID} greeting --kind follow-up -- TEXT` or "
         f"`orch verify --run {RUN_ID} --supersede greeting --reason TEXT`, and integrate again",
     )
     assert fleet.repo.git("branch", "--list", INTO) == ""

@@ -61,6 +61,20 @@ def test_answer_goes_to_the_reply_target_once_and_resumes_the_worker(engine: Eng
     assert len(prompts(herdr)) == 1
 
 
+def test_an_answer_says_the_state_orch_holds_now_apart_from_what_herdr_said_when_it_took_it(engine: Engine, herdr: FakeHerdr) -> None:
+    # herdr took the answer from an agent at rest (done); orch now holds the worker `working`: two fields, each named for
+    # what it is, never an `agent_status: done` beside `state: working` that reads as a contradiction.
+    herdr.set_status("feature-a", "done")
+    herdr.agent("feature-a").reacts = "later"  # herdr answers the prompt before the new turn shows
+    sent = send_message(engine, engine.ledger.get_run(RUN), "feature-a", "answer", "-1 is not allowed; use 50.")
+    assert sent.model_dump(mode="json") == {
+        "run_id": RUN, "task": "feature-a", "kind": "answer", "target": PANE,
+        "text": f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\n-1 is not allowed; use 50.",
+        "herdr_status_at_send": "done", "state": "working",
+    }  # fmt: skip
+    assert engine.ledger.get_worker(RUN, "feature-a").state is S.WORKING
+
+
 def test_an_answer_whose_worker_calls_back_before_the_send_is_recorded_counts_as_sent(engine: Engine, herdr: FakeHerdr) -> None:
     # The agent takes the answer, works and sends its result (`orch inbox add` moves it question -> result) before
     # this process records the send: the answer was submitted, and the worker stands where its result put it.

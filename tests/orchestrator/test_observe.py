@@ -799,7 +799,7 @@ def test_a_wait_hands_over_a_question_once_its_worker_ended_the_turn_it_asked_in
 
     assert (waited.woke, polls) == ("decision", [0.5] * 4)
     assert [(s.do, s.task, s.command) for s in waited.next] == [
-        ("answer", "feature-b", f"orch answer --run {RUN} feature-b TEXT --json"), ("wait", None, f"orch wait --run {RUN} --json")]
+        ("answer", "feature-b", f"orch answer --run {RUN} feature-b --json -- TEXT"), ("wait", None, f"orch wait --run {RUN} --json")]
     sent = messages.send_message(engine, run_of(engine), "feature-b", "answer", "Spaces.")
     assert (sent.kind, sent.state) == ("answer", S.WORKING)
 

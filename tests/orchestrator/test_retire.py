@@ -495,12 +495,12 @@ def test_workers_waiting_on_the_person_keep_their_agent_unless_abandoned(world: 
 
     assert render_retire(result) == (
         f"Retire {RUN}\n"
-        f"token (token): kept: waits on the person (a block: Need a token for the staging API.); decide with `orch answer --run {RUN} token TEXT`, "
+        f"token (token): kept: waits on the person (a block: Need a token for the staging API.); decide with `orch answer --run {RUN} token -- TEXT`, "
         f"or give it up with `orch retire --run {RUN} --abandon token --reason TEXT`\n"
-        f"ask (ask): kept: waits on the person (a question: Formal or casual?); decide with `orch answer --run {RUN} ask TEXT`, "
+        f"ask (ask): kept: waits on the person (a question: Formal or casual?); decide with `orch answer --run {RUN} ask -- TEXT`, "
         f"or give it up with `orch retire --run {RUN} --abandon ask --reason TEXT`\n"
         f"outside (outside): kept: waits on the person (a verification block: edited outside its claim: README.md); decide with "
-        f"`orch send --run {RUN} outside --kind follow-up TEXT` or `orch verify --run {RUN} --supersede outside --reason TEXT`, "
+        f"`orch send --run {RUN} outside --kind follow-up -- TEXT` or `orch verify --run {RUN} --supersede outside --reason TEXT`, "
         f"or give it up with `orch retire --run {RUN} --abandon outside --reason TEXT`\n"
     )
     assert [w.state for w in ledger.list_workers(RUN)] == [S.BLOCKED, S.QUESTION, S.BLOCKED]
