@@ -878,6 +878,8 @@ def _policy_value(value: object) -> str:
         return "(none)"
     if isinstance(value, tuple | list):
         return ", ".join(value) or "(none)"
+    if isinstance(value, bool):
+        return "true" if value else "false"  # as a policy file spells it, not Python's True
     return str(value)
 
 

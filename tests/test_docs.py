@@ -298,3 +298,49 @@ def test_every_delta_row_has_its_tests() -> None:
         pytest.skip(f"shared DELTA files not found under {SHARED}")
     expected = [key for release, path in DELTAS.items() for key in _delta_rows(release, path)]
     assert ([k for k in expected if k not in rows], [k for k in rows if k not in expected]) == ([], [])
+
+
+# --- the person's door, as the docs tell it (issue 23) --------------------------------------------------------------
+
+
+def test_the_readme_names_the_run_folder_as_orch_makes_it() -> None:
+    """README's `runs/<run>/` row: its rule and its example are what `orchestrator.locations.run_dir` makes."""
+    from orchestrator.locations import run_dir
+
+    readme = (ROOT / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| `$ORCH_HOME/runs/<run>/`")]
+    example = re.search(r"run `([^`]+)` is `runs/([^`/]+)/`", row)
+    assert example is not None, row
+    assert run_dir(Path("/h"), example.group(1)).name == example.group(2)
+    assert "any other character but A-Z a-z 0-9 . _ -, written `_`" in row
+    assert run_dir(Path("/h"), "w1:p1 x/y-1").name == "w1_p1_x_y-1"  # the rule as the row states it
+    # Every doc names the folder the same way: `runs/<run>/`, never a spelling of its own.
+    for doc in [ROOT / "README.md", ROOT / "SKILL.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        assert re.findall(r"runs/<(?!run>|run folder>)[^>]*>", doc.read_text()) == [], doc.name
+
+
+def test_troubleshooting_says_what_to_do_when_a_worker_is_stuck() -> None:
+    """docs/troubleshooting.md's "A worker is stuck": what orch does on its own, which command when, how to give it up;
+    every state it names is a worker state, every command parses as printed, the stall reason is the code's."""
+    import shlex
+
+    from orchestrator.cli import cli
+    from orchestrator.observe import STALL_LIMIT
+    from registry import WorkerState
+
+    text = GUIDE.read_text()
+    section = text[text.index("## A worker is stuck\n") :]
+    section = section[: section.index("\n## ", 1)]
+    assert [p for p in ("What orch does on its own", "What you do, by what `orch status` shows for it:", "To give one worker up") if p not in section] == []
+    assert f'"no change of state or output across {STALL_LIMIT} consecutive check-ins"' in section
+    rows = [line.split(" | ")[0].lstrip("| ") for line in section.splitlines() if line.startswith("| `")]
+    states = {s.value for s in WorkerState}
+    assert rows and [r for r in rows if not set(re.findall(r"`([a-z_]+)`", r)) <= states] == [], rows
+    commands = [c for c in re.findall(r"`(orch [^`]+)`", section) if len(c.split()) > 2]  # (`orch run` alone is prose)
+    assert len(commands) >= 8
+    for command in commands:
+        argv = shlex.split(command.replace("TASK", "api").replace("RUN", "w1:p1-20261202T060000Z"))[1:]
+        ctx = cli.make_context("orch", argv[:1])
+        name, sub, _ = cli.resolve_command(ctx, argv[:1])
+        assert sub is not None and name is not None, command
+        sub.make_context(name, argv[1:], parent=ctx)  # raises on an option or argument the command does not take

@@ -40,6 +40,15 @@ def test_check_example_plan(orch: CliRunner, golden: Callable[[str, str], None])
     golden("plan_check_example.txt", result.stdout)
 
 
+def test_check_example_plan_fits_an_80_column_terminal(orch: CliRunner, monkeypatch: pytest.MonkeyPatch, golden: Callable[[str, str], None]) -> None:
+    # Issue 23: the resolved-plan table was 252 columns wide whatever COLUMNS said; now it is one block per worker.
+    monkeypatch.setenv("COLUMNS", "80")
+    result = run(orch, ROOT, "plan", "check", "examples/plan.toml")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    golden("plan_check_example_80_columns.txt", result.stdout)
+
+
 def test_check_example_plan_json(orch: CliRunner, golden: Callable[[str, str], None]) -> None:
     result = run(orch, ROOT, "plan", "check", "examples/plan.toml", "--json")
     assert (result.exit_code, result.stderr) == (0, "")
@@ -104,3 +113,21 @@ def test_check_prints_warnings_under_the_verdict(orch: CliRunner, tmp_path: Path
     ]
     as_json = run(orch, tmp_path, "plan", "check", "plan.toml", "--json")
     assert json.loads(as_json.stdout)["warnings"] == ["plan.toml: defaults.concurrency: 5 is more than the 3 workers of this plan; at most 3 run at once"]
+
+
+ONE = 'organization = "acme"\nrepo = "widgets"\nbase = "main"\n\n[[workers]]\ntask = "a"\nobjective = "x"\ndeliverable = "y"\nbranch = "feat/a"\n'
+
+
+def test_plan_check_speaks_in_peoples_words(orch: CliRunner, tmp_path: Path, golden: Callable[[str, str], None]) -> None:
+    """Issue 23: `claim: must be a valid tuple`, `Illegal character '\\n'` and `valid, 1 workers` were library words."""
+    (tmp_path / "shape.toml").write_text(ONE + 'claim = "src/"\n')
+    (tmp_path / "newline.toml").write_text(ONE.replace('objective = "x"', 'objective = "x\nmore"'))
+    (tmp_path / "one.toml").write_text(ONE + 'claim = ["src/"]\nverify = ["true"]\n')
+
+    shape, newline, one = (run(orch, tmp_path, "plan", "check", f"{name}.toml") for name in ("shape", "newline", "one"))
+
+    assert (shape.exit_code, shape.stdout, shape.stderr) == (1, "", 'orch: shape.toml:10: workers[0] (a).claim: must be a list, like ["a", "b"], got "src/"\n')
+    assert (newline.exit_code, newline.stdout, newline.stderr) == (
+        1, "", "orch: newline.toml:7:15: invalid TOML: a line ends inside a quoted string (is a closing quote missing?)\n")
+    assert (one.exit_code, one.stderr) == (0, "")
+    golden("plan_check_one_worker.txt", one.stdout)  # "valid, 1 worker"

@@ -34,29 +34,44 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*")) if root.exists() else ["(absent)"]
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ("status",), ("status", "--all"), ("status", "--all", "--json"), ("report",), ("report", "--run", RUN),
-        ("inbox", "list"), ("packet", "show", "docs"), ("observe", "--once"), ("resume",), ("inbox", "add", "--run", RUN, CALLBACK),
-    ],
-    ids=lambda a: " ".join(a)[:40],
-)  # fmt: skip
+NO_RUN = ("orch: no run in {home}/ledger.sqlite3\nhint: start one with `orch run PLAN` (step by step: `orch preflight PLAN`)\n")
+NO_UNFINISHED = "orch: no unfinished run in the ledger\nhint: start one with `orch run PLAN` (step by step: `orch preflight PLAN`)\n"
+NO_SUCH_RUN = f"orch: no run {RUN} in {{home}}/ledger.sqlite3\nhint: `orch status --all` lists the runs\n"
+# Each read-only command (and each that finds nothing to act on) on an empty ORCH_HOME: exit code, stdout, stderr.
+EMPTY_HOME = {
+    ("status",): (1, "", NO_RUN),
+    ("status", "--all"): (0, "no runs\n", ""),
+    ("status", "--all", "--json"): (0, '{\n  "runs": []\n}\n', ""),
+    ("report",): (1, "", NO_RUN),
+    ("report", "--run", RUN): (1, "", NO_SUCH_RUN),
+    ("inbox", "list"): (1, "", NO_UNFINISHED),
+    ("packet", "show", "docs"): (1, "", NO_UNFINISHED),
+    ("observe", "--once"): (1, "", NO_UNFINISHED),
+    ("resume",): (1, "", "orch: no unfinished run in the ledger: a run stopped before it was recorded created nothing in herdr or git\n"
+                          "hint: re-run `orch run PLAN`: it starts from the beginning\n"),
+    ("inbox", "add", "--run", RUN, CALLBACK): (1, "", NO_SUCH_RUN),
+    ("plan", "check", "{plan}", "--json"): (0, None, ""),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("args", list(EMPTY_HOME), ids=lambda a: " ".join(a)[:40])
 def test_commands_on_an_empty_orch_home_create_nothing(tmp_path: Path, args: tuple[str, ...]) -> None:
     # Issue 23: `orch status` on a fresh ORCH_HOME created the ledger (and its folder) just to say there was no run.
     home = tmp_path / "state"
     home.mkdir()
     env = {**os.environ, "ORCH_HOME": str(home), "HERDR_ENV": "1", "HERDR_PANE_ID": "w1:p1", "ORCH_HERDR": "/nonexistent/herdr"}
+    plan = Path(__file__).resolve().parents[2] / "examples" / "plan.toml"
+    argv = [a.format(plan=plan) for a in args]
 
-    done = _orch(env, *args)
+    done = _orch(env, *argv)
 
+    code, stdout, stderr = EMPTY_HOME[args]
+    if stdout is None:  # plan check: its whole output is pinned by tests/orchestrator/test_cli_plan.py's goldens
+        stdout = done.stdout
+    assert (done.returncode, done.stdout, done.stderr) == (code, stdout, stderr.format(home=home))
     assert _files(home) == []
-    if args[:2] == ("status", "--all"):
-        assert done.returncode == 0
-    else:
-        assert done.returncode == 1 and done.stderr.startswith("orch: no "), done.stderr
     shutil.rmtree(home)
-    _orch(env, *args)
+    _orch(env, *argv)
     assert _files(home) == ["(absent)"]
 
 

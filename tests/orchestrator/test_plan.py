@@ -126,6 +126,9 @@ def test_overlay_for_the_checkout_changes_the_rules(tmp_path: Path, settings: Se
     with pytest.raises(ConfigError) as caught:
         load_plan(tmp_path / "plan.toml", settings, display="plan.toml")
     assert caught.value.message == 'plan.toml:16: workers[1] (b).kind: "codex" is not allowed by policy; use one of claude (allowed_kinds, from acme.toml)'
+    # A kind herdr does not know names the kinds this policy allows too, never herdr's whole list (issue 23).
+    assert problems(tmp_path, settings, HEAD + worker("a", "hotfix/login") + worker("b", "fix/x", 'kind = "gpt"')) == [
+        'plan.toml:16: workers[1] (b).kind: "gpt" is not an agent kind herdr knows; use one of claude (allowed_kinds, from acme.toml)']
     (tmp_path / "plan.toml").write_text(HEAD + worker("a", "hotfix/login"))
     assert load_plan(tmp_path / "plan.toml", settings).workers[0].kind == "claude"
 
