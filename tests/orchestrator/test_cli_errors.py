@@ -198,8 +198,10 @@ JSON_FAILURES = {
     "dispatch": (["dispatch", "--run", "nope"], 1),
     "doctor": (["doctor", "{tmp}/nope.toml"], 1),
     "finish": (["finish", "--run", "nope"], 1),
+    "inbox ack": (["inbox", "ack"], 2),  # (the controller's own calls over ssh: only a usage error is theirs to fail)
     "inbox add": (["inbox", "add", "--run", RUN], 1),
     "inbox list": (["inbox", "list", "--run", "nope"], 1),
+    "inbox spooled": (["inbox", "spooled"], 2),
     "integrate": (["integrate", "--run", "nope"], 1),
     "observe": (["observe", "--run", RUN, "--once"], 3),
     "packet show": (["packet", "show", "nope", "--run", "nope"], 1),
