@@ -17,6 +17,7 @@ from orchestrator.agents import facts
 from orchestrator.herdr import HerdrCli, argv_of, call_argv, record_call
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from orchestrator.retire import default_exit_command
+from registry.kinds import CONTROLLER_HOST
 
 Add = Callable[..., None]
 
@@ -41,8 +42,7 @@ class Command:
 
 
 def _host_commands(resolved: ResolvedPlan) -> list[Command]:
-    """Preflight of each host (orchestrator.hosts), in its order; then, while orch drives no worker on another host,
-    the refusal that ends a run placing any there."""
+    """Preflight of each host (orchestrator.hosts), in its order."""
     out: list[Command] = []
     kinds = {name: list(dict.fromkeys(w.kind for w in resolved.workers if w.host == name)) or [resolved.policy.policy.default_kind] for name in resolved.plan.hosts}
     for name, host in resolved.plan.hosts.items():
@@ -57,10 +57,6 @@ def _host_commands(resolved: ResolvedPlan) -> list[Command]:
             add(remote.ssh_argv(host.ssh, ["command", "-v", facts(kind).executable]), f"{kind} installed")
         add(remote.ssh_argv(host.ssh, ["git", "-C", host.checkout, "rev-parse", "--verify", "--quiet", f"{BASE}^{{commit}}"]), "the checkout has the base")
         add(remote.ssh_argv(host.ssh, [host.orch, "--version"]), "orch installed")
-    remote_workers = resolved.remote_workers
-    if remote_workers:
-        placed = "; ".join(f"{', '.join(tasks)} on {host}" for host, tasks in remote_workers.items())
-        out.append(Command("#", (), f"refused: orch does not start workers on another host yet ({placed}); preflight stops here, nothing is created"))
     return out
 
 
@@ -70,11 +66,20 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
     checkout = str(repo.checkout)
     out: list[Command] = []
 
-    def herdr(why: str, call: str, *args: object, **kwargs: object) -> None:
-        out.append(Command("herdr", argv_of(call, args, kwargs), why))
+    def herdr(why: str, call: str, *args: object, host: str = CONTROLLER_HOST, **kwargs: object) -> None:
+        if host == CONTROLLER_HOST:
+            out.append(Command("herdr", argv_of(call, args, kwargs), why))
+            return
+        # Another host's herdr, through the controller's saved machine: the argv HerdrCli builds for it.
+        there = HerdrCli("herdr", machine=resolved.plan.hosts[host].machine, runner=record_call, sleep=lambda _s: None)
+        out.append(Command("herdr", call_argv(there, call, args, kwargs)[1:], why))
 
-    def git(why: str, *argv: str, cwd: str = checkout) -> None:
-        out.append(Command("git", tuple(argv), why, cwd))
+    def git(why: str, *argv: str, cwd: str = checkout, host: str = CONTROLLER_HOST) -> None:
+        if host == CONTROLLER_HOST:
+            out.append(Command("git", tuple(argv), why, cwd))
+            return
+        ssh = remote.ssh_argv(resolved.plan.hosts[host].ssh, ["git", "-C", cwd, *argv])
+        out.append(Command(ssh[0], tuple(ssh[1:]), why))
 
     repo_ws = "<workspace:repo>"
     herdr("preflight: herdr version", "version")
@@ -88,8 +93,6 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
     git("preflight: its branch", "rev-parse", "--abbrev-ref", "HEAD")
     git("preflight: the base ref", "rev-parse", "--verify", "--quiet", f"{plan.base}^{{commit}}")
     out.extend(_host_commands(resolved))
-    if resolved.remote_workers:
-        return out
     herdr("preflight: workspaces", "workspace_list")
     herdr("preflight: panes", "pane_list")
     herdr("preflight: the repo workspace (new)", "workspace_create", cwd=checkout, label=repo.workspace)
@@ -107,13 +110,19 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
         herdr("provision: tabs", "tab_list", workspace=repo_ws)
         herdr("provision: panes", "pane_list", workspace=repo_ws)
         herdr("provision: agents", "agent_list")
+        for name in dict.fromkeys(w.host for w in workers if w.host != CONTROLLER_HOST):
+            there = resolved.plan.hosts[name].checkout
+            herdr(f"provision on {name}: worktrees", "worktree_list", cwd=there, host=name)
+            herdr(f"provision on {name}: tabs", "tab_list", host=name)
+            herdr(f"provision on {name}: panes", "pane_list", host=name)
+            herdr(f"provision on {name}: agents", "agent_list", host=name)
         git("provision: remotes (fetch gate)", "remote")
         for w in workers:
             _provision(w, resolved, herdr, git, repo_ws)
         for w in workers:
             _dispatch(w, herdr)
         for w in workers:
-            _verify(w, git)
+            _verify(w, git, resolved)
         if plan.integration.enabled and plan.integration.branch:
             for w in workers:
                 git(f"integrate: merge {w.task}", "merge", "--no-ff", "--no-edit", "-m", f"<merge message:{w.task}>", f"<head:{w.task}>",
@@ -128,16 +137,19 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
     out.append(Command("#", (), "retire"))
     for w in resolved.workers:
         pane = f"<pane:{w.task}>"
-        herdr(f"retire {w.task}: its pane", "pane_get", pane)
+        herdr(f"retire {w.task}: its pane", "pane_get", pane, host=w.host)
         if w.task not in exited:
             _exit_agent(w, herdr, f"retire {w.task}")
-        herdr(f"retire {w.task}: close its pane", "pane_close", pane)
+        herdr(f"retire {w.task}: close its pane", "pane_close", pane, host=w.host)
     for w in resolved.workers:
         if w.placement == "worktree":
-            git(f"retire {w.task}: anything uncommitted", "status", "--porcelain", "--untracked-files=all", cwd=str(w.worktree.path))
-            if plan.integration.enabled:
-                herdr(f"retire {w.task}: worktrees", "worktree_list", cwd=checkout)
-                herdr(f"retire {w.task}: remove its checkout (integrated)", "worktree_remove", f"<workspace:{w.task}>")
+            git(f"retire {w.task}: anything uncommitted", "status", "--porcelain", "--untracked-files=all", cwd=str(w.worktree.path), host=w.host)
+            if plan.integration.enabled or w.host != CONTROLLER_HOST:
+                # A remote worker's commits are held at home (refs/orch/…) once fetched: its checkout there may go.
+                there = checkout if w.host == CONTROLLER_HOST else resolved.plan.hosts[w.host].checkout
+                held = "integrated" if plan.integration.enabled else "its commits held at home"
+                herdr(f"retire {w.task}: worktrees", "worktree_list", cwd=there, host=w.host)
+                herdr(f"retire {w.task}: remove its checkout ({held})", "worktree_remove", f"<workspace:{w.task}>", host=w.host)
             else:
                 out.append(Command("#", (), f"retire {w.task}: its checkout is kept (integration off: its commits exist only on {w.worktree.branch})"))
     return out
@@ -145,11 +157,11 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
 
 def _exit_agent(w: ResolvedWorker, add: Add, why: str) -> None:
     pane = f"<pane:{w.task}>"
-    add(f"{why}: is its agent at rest", "agent_get", pane)
-    add(f"{why}: exit its agent", "pane_send_text", pane, _exit(w))
-    add(f"{why}: submit", "pane_send_keys", pane, "Enter")
-    add(f"{why}: the agent is gone", "agent_get", pane)
-    add(f"{why}: the shell is back", "pane_read", pane, source="recent", lines=40)
+    add(f"{why}: is its agent at rest", "agent_get", pane, host=w.host)
+    add(f"{why}: exit its agent", "pane_send_text", pane, _exit(w), host=w.host)
+    add(f"{why}: submit", "pane_send_keys", pane, "Enter", host=w.host)
+    add(f"{why}: the agent is gone", "agent_get", pane, host=w.host)
+    add(f"{why}: the shell is back", "pane_read", pane, source="recent", lines=40, host=w.host)
 
 
 def _exit(w: ResolvedWorker) -> str:
@@ -179,9 +191,22 @@ def _waves(resolved: ResolvedPlan, cap: int) -> list[list[str]]:
 
 
 def _provision(w: ResolvedWorker, resolved: ResolvedPlan, add_herdr: Add, add_git: Add, repo_ws: str) -> None:
-    layout, task = w.worktree, w.task
+    layout, task, on = w.worktree, w.task, w.host
     pane = f"<pane:{task}>"
-    if w.placement == "worktree":
+    if w.placement == "worktree" and on != CONTROLLER_HOST:
+        # No repo workspace on another host: the worker keeps the workspace `worktree create` opens there.
+        there = resolved.plan.hosts[on].checkout
+        add_git(f"provision {task}: the base is in {on}'s checkout", "rev-parse", "--verify", "--quiet", f"{BASE}^{{commit}}", cwd=there, host=on)
+        add_git(f"provision {task}: an existing branch", "rev-parse", "--verify", "--quiet", f"refs/heads/{layout.branch}^{{commit}}", cwd=there, host=on)
+        add_herdr(f"provision {task}: its worktree on {on}", "worktree_create", cwd=there, branch=layout.branch, base=BASE, path=layout.path,
+                  label=layout.label, host=on)
+        add_git(f"provision {task}: its branch holds the base", "rev-parse", "--verify", "--quiet", f"refs/heads/{layout.branch}^{{commit}}", cwd=there, host=on)
+        add_git(f"provision {task}: its branch holds the base", "merge-base", "--is-ancestor", BASE, f"<head:{task}>", cwd=there, host=on)
+        add_herdr(f"provision {task}: its pane", "pane_get", f"<root-pane:{task}>", host=on)
+        add_herdr(f"provision {task}: read back the tab", "tab_list", workspace=f"<workspace:{task}>", host=on)
+        add_git(f"provision {task}: read back the branch", "rev-parse", "--abbrev-ref", "HEAD", cwd=str(layout.path), host=on)
+        add_git(f"provision {task}: read back the checkout", "rev-parse", "--show-toplevel", cwd=str(layout.path), host=on)
+    elif w.placement == "worktree":
         add_git(f"provision {task}: fetch gate, base", "rev-parse", "--verify", "--quiet", f"{resolved.plan.base}^{{commit}}")
         add_herdr(f"provision {task}: its worktree tab", "worktree_create", workspace=repo_ws, branch=layout.branch, base=BASE,
                   path=layout.path, label=layout.label)
@@ -191,25 +216,34 @@ def _provision(w: ResolvedWorker, resolved: ResolvedPlan, add_herdr: Add, add_gi
         add_git(f"provision {task}: read back the checkout", "rev-parse", "--show-toplevel", cwd=str(layout.path))
     else:
         owner = f"<pane:{w.sibling_of}>"
-        add_herdr(f"provision {task}: the owner's pane size", "pane_layout", owner)
-        add_herdr(f"provision {task}: a sibling pane", "pane_split", owner, direction="right", cwd=str(layout.path))
-    add_herdr(f"provision {task}: start guard", "pane_get", pane)
-    add_git(f"provision {task}: start guard", "rev-parse", "--show-toplevel", cwd=str(layout.path))
+        add_herdr(f"provision {task}: the owner's pane size", "pane_layout", owner, host=on)
+        add_herdr(f"provision {task}: a sibling pane", "pane_split", owner, direction="right", cwd=str(layout.path), host=on)
+    add_herdr(f"provision {task}: start guard", "pane_get", pane, host=on)
+    add_git(f"provision {task}: start guard", "rev-parse", "--show-toplevel", cwd=str(layout.path), host=on)
     add_herdr(f"provision {task}: start {w.kind}", "agent_start", w.name, kind=w.kind, pane=pane,
-              timeout_ms=resolved.plan.defaults.agent_start_timeout_s * 1000, args=w.worker.agent_args)
+              timeout_ms=resolved.plan.defaults.agent_start_timeout_s * 1000, args=w.worker.agent_args, host=on)
 
 
 def _dispatch(w: ResolvedWorker, add: Add) -> None:
-    add(f"dispatch {w.task}: resolve its agent", "agent_get", w.name)
-    add(f"dispatch {w.task}: its packet", "agent_prompt", w.name, PACKET.format(task=w.task))
-    add(f"dispatch {w.task}: acceptance", "agent_wait", w.name, until=("working",), timeout_ms=5000)
-    add(f"check-in: {w.task}'s state", "agent_list")
-    add(f"check-in: {w.task}'s screen", "agent_read", w.name, source="recent-unwrapped", lines=60)
+    on = w.host
+    add(f"dispatch {w.task}: resolve its agent", "agent_get", w.name, host=on)
+    add(f"dispatch {w.task}: its packet", "agent_prompt", w.name, PACKET.format(task=w.task), host=on)
+    add(f"dispatch {w.task}: acceptance", "agent_wait", w.name, until=("working",), timeout_ms=5000, host=on)
+    add(f"check-in: {w.task}'s state", "agent_list", host=on)
+    add(f"check-in: {w.task}'s screen", "agent_read", w.name, source="recent-unwrapped", lines=60, host=on)
 
 
-def _verify(w: ResolvedWorker, add: Add) -> None:
+def _verify(w: ResolvedWorker, add: Add, resolved: ResolvedPlan) -> None:
     head = f"<head:{w.task}>"
-    add(f"verify {w.task}: its head", "rev-parse", "--verify", "--quiet", f"refs/heads/{w.worktree.branch}^{{commit}}")
+    if w.host != CONTROLLER_HOST:
+        # Its head read back on its host, then exactly that commit fetched home (orchestrator.fetch).
+        host = resolved.plan.hosts[w.host]
+        add(f"verify {w.task}: its head on {w.host}", "rev-parse", "--verify", "--quiet", f"refs/heads/{w.worktree.branch}^{{commit}}",
+            cwd=host.checkout, host=w.host)
+        add(f"verify {w.task}: that commit fetched home", "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--end-of-options",
+            f"{host.ssh}:{host.checkout}", f"+{head}:refs/orch/<run>/{w.task}")
+    else:
+        add(f"verify {w.task}: its head", "rev-parse", "--verify", "--quiet", f"refs/heads/{w.worktree.branch}^{{commit}}")
     add(f"verify {w.task}: its commits", "rev-list", "--reverse", f"{BASE}..{head}")
     add(f"verify {w.task}: its changed files", "diff", "--name-only", "--no-renames", "-z", BASE, head)
     if w.worker.verify:
