@@ -263,12 +263,16 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
     woke: Woke | None = None
     if taken_up_by_door(run):
         # The `orch wait` a herdr outage named: the world read back first, as `orch resume` does (take_up).
-        engine.drive(run.run_id)
         try:
-            run, notes = take_up(engine, run)
-        finally:
-            engine.let_go(run.run_id)
-        woke = _woke(notes, (), False) if notes else None  # a worker failed for what herdr lost wakes the controller
+            engine.drive(run.run_id)
+        except RunDriven:
+            pass  # another door command acts on the run and takes it up itself (or ends it): the check-ins wait for it
+        else:
+            try:
+                run, notes = take_up(engine, run)
+            finally:
+                engine.let_go(run.run_id)
+            woke = _woke(notes, (), False) if notes else None  # a worker failed for what herdr lost wakes the controller
     queued = bool(engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)))
     if woke is None and not any(s.do == "wait" for s in next_steps(engine, run)) and not queued and not check_in_due(engine, run, interval_s):
         woke = "finish"  # nothing to wait for: say so at once (next[] says what instead)
