@@ -17,7 +17,7 @@ from orchestrator.layout import quote
 from orchestrator.provision import Renamed
 from orchestrator.quirks import excerpt
 from orchestrator.transcripts import save_transcript
-from orchestrator.errors import HerdrError, HerdrMissing, HerdrNotFound, HerdrUnavailable, OrchError
+from orchestrator.errors import HerdrError, HerdrMissing, HerdrNotFound, HerdrUnavailable, HostUnreachable, OrchError
 from orchestrator.fleet import advance
 from orchestrator.herdr_models import AT_REST, AgentInfo
 from orchestrator.plan import Answer
@@ -162,6 +162,7 @@ class _Round:
         self.notes: list[Observation] = []
         # By (host, pane id or agent name): each host's herdr numbers its own panes, so an id alone means nothing.
         self.agents: dict[tuple[str, str], AgentInfo] = {}
+        self.unreachable: set[str] = set()  # hosts whose herdr could not be reached this round
         self.herdr_states: dict[str, str] = {}
         self.waiting: set[str] = set()
         self.prompted: set[str] = set()  # the round's agent snapshot predates these prompts
@@ -197,7 +198,17 @@ class _Round:
         try:
             hosts = dict.fromkeys([CONTROLLER_HOST, *(w.host for w in self.ledger.list_workers(self.run.run_id, states=OPEN))])
             for host in hosts:
-                for info in self.engine.herdr_at(self.run.run_id, host).agent_list():
+                try:
+                    listed = self.engine.herdr_at(self.run.run_id, host).agent_list()
+                except HostUnreachable as exc:
+                    if host == CONTROLLER_HOST:
+                        raise
+                    # Another host gone (asleep, off the network): its workers are not looked at this round (no
+                    # stall is counted against them); the controller's and other hosts' go on.
+                    self.unreachable.add(host)
+                    self.note(None, "host_unreachable", f"host {host}: {exc.message}; its workers are checked again next round")
+                    continue
+                for info in listed:
                     self.agents[(host, info.pane_id)] = info
                     if info.name:
                         self.agents[(host, info.name)] = info
@@ -218,7 +229,7 @@ class _Round:
             return True
         self.layout()
         for worker in self.ledger.list_workers(self.run.run_id, states=OPEN):
-            if worker.task_label not in self.prompted:
+            if worker.task_label not in self.prompted and worker.host not in self.unreachable:
                 self.check(worker)
         return True
 

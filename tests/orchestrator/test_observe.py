@@ -12,7 +12,7 @@ from fake_herdr import FakeAgent, FakeHerdr
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
-from orchestrator.errors import HerdrError, HerdrTimeout
+from orchestrator.errors import HerdrError, HerdrTimeout, HostUnreachable
 from orchestrator.herdr_models import AgentExplain, AgentStatus
 from orchestrator import messages
 from orchestrator.intake import Intake, add_message
@@ -880,8 +880,8 @@ def test_herdr_down_in_a_door_command_on_an_orch_run_run_says_orch_resume(engine
     assert shown.stderr.endswith(f"`orch resume {RUN}` once it is back\n")
 
 
-def test_a_worker_on_another_host_is_read_and_messaged_through_its_hosts_herdr_though_its_pane_id_is_a_local_ones(tmp_path: Path, engine: Engine, herdr: FakeHerdr) -> None:
-    # The build box's herdr numbers its panes from w1 too: its worker sits in w1:p2, the id of feature-a's pane here.
+def on_the_box(tmp_path: Path, engine: Engine) -> tuple[FakeHerdr, str]:
+    """The build box's herdr with feature-r's idle agent, the run's plan naming the box, and feature-r working there."""
     box = FakeHerdr(cwd=tmp_path / "box", version="0.8.2")
     pane = box.tab_create(workspace="w1").root_pane.pane_id
     box.add_agent(pane, "feature-r", "codex", status="idle", explain=NO_HOOK)
@@ -897,6 +897,12 @@ def test_a_worker_on_another_host_is_read_and_messaged_through_its_hosts_herdr_t
     for before, after in ((S.PROVISIONING, S.READY), (S.READY, S.DISPATCHED), (S.DISPATCHED, S.WORKING)):
         engine.ledger.transition(RUN, "feature-r", before, after)
     engine.ledger.transition(RUN, "feature-b", S.WORKING, S.FAILED)  # out of the way
+    return box, pane
+
+
+def test_a_worker_on_another_host_is_read_and_messaged_through_its_hosts_herdr_though_its_pane_id_is_a_local_ones(tmp_path: Path, engine: Engine, herdr: FakeHerdr) -> None:
+    # The build box's herdr numbers its panes from w1 too: its worker sits in w1:p2, the id of feature-a's pane here.
+    box, pane = on_the_box(tmp_path, engine)
 
     first, second = (observe(engine, run_of(engine), once=True) for _ in range(2))
 
@@ -907,3 +913,18 @@ def test_a_worker_on_another_host_is_read_and_messaged_through_its_hosts_herdr_t
     assert herdr.prompted == []
     asked = [e for e in engine.ledger.list_effects(RUN, task_label="feature-r") if e.kind == "agent_prompt"]
     assert [(e.request["target"], e.request["host"]) for e in asked] == [(PA, "buildbox")]
+
+
+def test_a_host_gone_at_a_check_in_is_said_and_its_workers_wait_while_the_controllers_go_on(tmp_path: Path, engine: Engine, herdr: FakeHerdr) -> None:
+    box, _ = on_the_box(tmp_path, engine)
+    gone = HostUnreachable("herdr --machine buildbox agent list: machine 'buildbox' (session acme): ssh: connect to host me@buildbox port 22: Connection refused")
+    for _ in range(3 * 3):  # three rounds, each read tried three times
+        box.fail_next("agent list", error=gone)
+    status(herdr, PA, "idle")
+
+    rounds = [observe(engine, run_of(engine), once=True) for _ in range(3)]
+
+    # feature-a (here) is asked for its result at its second settled round; feature-r is never looked at, never failed.
+    said = [[(o.task, o.what) for o in r.observations] for r in rounds]
+    assert said == [[(None, "host_unreachable")], [(None, "host_unreachable"), ("feature-a", "asked_for_result")], [(None, "host_unreachable")]]
+    assert (state(engine, "feature-r"), box.prompted) == (S.WORKING, [])
