@@ -30,7 +30,7 @@ from packets.validate import Accepted, KeptAside, LedgerView, RegisteredWorker, 
 from registry.facts import CallbackCause, FactKind
 from registry.core import Rows
 from registry.errors import StaleState
-from registry.kinds import InboxVerdict, RunStatus
+from registry.kinds import CONTROLLER_HOST, InboxVerdict, RunStatus
 from registry.machine import ACCEPTS, AT_WORK, OPEN, REOPENED_BY_PROMPT, WorkerState, accepted_kinds, is_legal
 
 if TYPE_CHECKING:
@@ -220,8 +220,11 @@ class Intake:
         """Close the ledger connection this intake opened itself."""
         self.rows.close()
 
-    def view(self) -> LedgerView:
-        """What validation needs from the ledger: this run, the other runs, registered workers, accepted fingerprints."""
+    def view(self, host: str = CONTROLLER_HOST) -> LedgerView:
+        """What validation needs from the ledger: this run, the other runs, registered workers, accepted fingerprints.
+
+        ``host``: where the message was sent from. Pane ids are that host's herdr's own, so only its workers' panes
+        are compared with the sender's (a worker on another host may hold the very same id)."""
         prompted = self.rows.prompted_tasks(self.run_id)
         workers = tuple(
             RegisteredWorker(
@@ -229,7 +232,7 @@ class Intake:
                 # Where the worker may write reports: the real paths of its checkout and report directory, pinned
                 # before it ran (`orchestrator.reportfiles`), so a root it later swaps for a symlink moves nothing.
                 report_roots=tuple(real for _named, real in pinned_roots(self.folder, row["task_label"], row["worktree_path"])),
-                panes=worker_panes(row["pane_id"], json.loads(row["created_pane_ids"])), state=str(row["state"]),
+                panes=worker_panes(row["pane_id"], json.loads(row["created_pane_ids"])) if row["host"] == host else (), state=str(row["state"]),
                 accepts=accepted_kinds(WorkerState(row["state"]), prompted=row["task_label"] in prompted),
             )  # fmt: skip
             for row in self.rows.workers(self.run_id)
@@ -244,16 +247,19 @@ class Intake:
             message_limit=self.limit,
         )
 
-    def add(self, inbound: Raw | str, *, source: str = "cli") -> Added:
-        """Judge and record one message (whichever door it came through); an accepted one updates its worker."""
-        view = self.view()
+    def add(self, inbound: Raw | str, *, source: str = "cli", host: str = CONTROLLER_HOST, pane: str | None = None) -> Added:
+        """Judge and record one message (whichever door it came through); an accepted one updates its worker.
+
+        ``host`` and ``pane``: a message collected from another host's spool, and the herdr pane it was sent from
+        there (else the caller's own pane, on the controller's machine)."""
+        view = self.view(host)
         if isinstance(inbound, str):
             inbound = read_text(inbound, view.message_limit)
         verdict: Accepted | KeptAside
         if not inbound.complete or inbound.size > view.message_limit:
             verdict = oversize(inbound.size, inbound.sha256, view.message_limit)
         else:
-            verdict = validate(inbound.text, view, resolve=os.path.realpath, pane=self.pane)
+            verdict = validate(inbound.text, view, resolve=os.path.realpath, pane=self.pane if host == CONTROLLER_HOST else pane)
         message = verdict.message
         # A finished run takes nothing: that says more than the worker's turn (its state is past every turn by then).
         finished_turn = isinstance(verdict, KeptAside) and verdict.reason is Reason.OUT_OF_TURN

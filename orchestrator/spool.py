@@ -52,6 +52,14 @@ ENTRY_ID = re.compile(r"[0-9]{20}-[0-9]{1,10}-[0-9a-f]{8}")
 SOURCE = "spool:{host}:{id}"
 
 
+_PANE = re.compile(r"[A-Za-z0-9:_.-]{1,64}")
+
+
+def pane_id(value: str | None) -> str | None:
+    """A sender's HERDR_PANE_ID as kept with its entry: a plausible herdr id, else none (it is the sender's own claim)."""
+    return value if value is not None and _PANE.fullmatch(value) else None
+
+
 def folder(orch_home: Path, run_id: str) -> Path:
     """A run's spool on this host: ``<ORCH_HOME>/spool/<run id, unsafe characters as _>``."""
     return orch_home / SPOOL / run_dir(orch_home, run_id).name
@@ -66,20 +74,23 @@ class Entry:
     sha256: str
     complete: bool
     data: bytes
+    pane: str | None = None  # the herdr pane it was sent from on its host (HERDR_PANE_ID there), if any
 
     def as_json(self) -> dict[str, Any]:
         """How `orch inbox spooled --json` hands it to the controller (the bytes in base64: a message is any bytes)."""
-        return {"id": self.id, "size": self.size, "sha256": self.sha256, "complete": self.complete,
+        return {"id": self.id, "size": self.size, "sha256": self.sha256, "complete": self.complete, "pane": self.pane,
                 "data": base64.b64encode(self.data).decode("ascii")}  # fmt: skip
 
     @classmethod
     def from_json(cls, item: Any) -> Entry:
         """The controller's reading of one listed entry; ValueError for anything that is not one."""
-        ident, size, digest, complete, data = (item.get(k) for k in ("id", "size", "sha256", "complete", "data")) if isinstance(item, dict) else [None] * 5
+        ident, size, digest, complete, data, pane = (
+            (item.get(k) for k in ("id", "size", "sha256", "complete", "data", "pane")) if isinstance(item, dict) else [None] * 6
+        )
         if not (isinstance(ident, str) and ENTRY_ID.fullmatch(ident) and isinstance(size, int) and size >= 0 and isinstance(digest, str)
-                and isinstance(complete, bool) and isinstance(data, str)):  # fmt: skip
+                and isinstance(complete, bool) and isinstance(data, str) and (pane is None or isinstance(pane, str))):  # fmt: skip
             raise ValueError("a spool entry is malformed")
-        return cls(ident, size, digest, complete, base64.b64decode(data.encode("ascii"), validate=True))
+        return cls(ident, size, digest, complete, base64.b64decode(data.encode("ascii"), validate=True), pane_id(pane))
 
 
 def _fsync_dir(path: Path) -> None:
@@ -101,7 +112,9 @@ def read_stream(stream: BinaryIO) -> tuple[bytes, int, str]:
     return bytes(kept), size, digest.hexdigest()
 
 
-def write(spool: Path, data: bytes, *, size: int | None = None, sha256: str | None = None, now_ns: int | None = None) -> str:
+def write(
+    spool: Path, data: bytes, *, size: int | None = None, sha256: str | None = None, pane: str | None = None, now_ns: int | None = None
+) -> str:
     """Spool one message durably and return its id: temp file, fsync, rename, fsync the folder (exactly one entry or none).
 
     ``data`` is the message, or its first bytes when ``size`` and ``sha256`` say it was longer (``read_stream``).
@@ -110,7 +123,7 @@ def write(spool: Path, data: bytes, *, size: int | None = None, sha256: str | No
     ident = f"{time.time_ns() if now_ns is None else now_ns:020d}-{os.getpid()}-{secrets.token_hex(4)}"
     size = len(data) if size is None else size
     complete = size <= KEEP_BYTES
-    header = {"size": size, "sha256": hashlib.sha256(data).hexdigest() if sha256 is None else sha256, "complete": complete}
+    header = {"size": size, "sha256": hashlib.sha256(data).hexdigest() if sha256 is None else sha256, "complete": complete, "pane": pane_id(pane)}
     body = json.dumps(header).encode("ascii") + b"\n" + (data if complete else data[:PREFIX_BYTES])
     tmp = spool / f".{ident}.tmp"  # never listed: a crash mid-write leaves no entry, only this
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -183,7 +196,7 @@ def spool_message(env: Mapping[str, str], run_id: str, text: str, stdin: BinaryI
         size, digest = len(data), hashlib.sha256(data).hexdigest()
     if size <= KEEP_BYTES and not data.decode("utf-8", errors="replace").strip():
         raise OrchError("the message is empty", hint="pass the envelope as TEXT, or pipe it in: `orch inbox add --spool --run RUN_ID - < callback.txt`")
-    return write(folder(locations(env)["orch_home"], run_id), data, size=size, sha256=digest)
+    return write(folder(locations(env)["orch_home"], run_id), data, size=size, sha256=digest, pane=env.get("HERDR_PANE_ID"))
 
 
 def render_spooled(ident: str, run_id: str) -> str:
@@ -274,8 +287,6 @@ def collect(engine: Engine, run: Run, *, hosts: Mapping[str, Host] | None = None
         seen = {m.source for m in engine.ledger.list_inbox(run.run_id)}
         if intake is None:
             intake = Intake.of(engine, run)
-            # Pane ids are a host's own: the controller's pane (or the host's) is never compared with another host's.
-            intake.pane = None
         added: list[Added] = []
         done: list[str] = []
         already = 0
@@ -284,7 +295,8 @@ def collect(engine: Engine, run: Run, *, hosts: Mapping[str, Host] | None = None
             if source in seen:
                 already += 1  # recorded by a collection cut short before its acknowledgement
             else:
-                added.append(intake.add(to_raw(entry, intake.limit), source=source))
+                # Judged as sent from its pane on that host: compared only with that host's workers' panes.
+                added.append(intake.add(to_raw(entry, intake.limit), source=source, host=name, pane=entry.pane))
             done.append(entry.id)  # only once the ledger holds it
         acked = remote.run_remote(host.ssh, [*host_orch(host), "inbox", "ack", "--run", run.run_id, *done], runner=runner)
         problem = None if acked.returncode == 0 else f"cannot acknowledge its spool entries (collected again next time, recorded once): {acked.detail()}"

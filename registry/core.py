@@ -324,9 +324,9 @@ class Rows:
         return None if row is None else dict(row)
 
     def workers(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's workers in registration order (task_label, name, state, reply_target, pane_id, created_pane_ids, worktree_path)."""
+        """The run's workers in registration order (task_label, name, state, reply_target, pane_id, created_pane_ids, worktree_path, host)."""
         sql = (
-            "SELECT task_label, name, state, reply_target, pane_id, created_pane_ids, worktree_path FROM workers"
+            "SELECT task_label, name, state, reply_target, pane_id, created_pane_ids, worktree_path, host FROM workers"
             " WHERE run_id = ? ORDER BY id"
         )
         return [dict(row) for row in self._db.execute(sql, (run_id,))]

@@ -79,11 +79,12 @@ def world(tmp_path: Path) -> Iterator[tuple[Engine, LocalRemote, Path, dict[str,
     engine.close()
 
 
-def _send(box_home: Path, text: str) -> str:
-    """What the worker's packet runs on its host: `orch inbox add --spool --run RUN TEXT` (the console script)."""
+def _send(box_home: Path, text: str, pane: str | None = None) -> str:
+    """What the worker's packet runs on its host: `orch inbox add --spool --run RUN TEXT` (the console script), from
+    herdr pane ``pane`` there (its HERDR_PANE_ID) when given."""
     prefix = spool.callback_prefix(Host(machine="box", ssh="me@box", checkout="/srv/x", orch=ORCH, orch_home=str(box_home)), RUN)
-    done = subprocess.run([*prefix, text], env={"HOME": str(box_home.parent / "box"), "PATH": os.environ["PATH"]},
-                          capture_output=True, text=True, timeout=60, check=True)  # fmt: skip
+    env = {"HOME": str(box_home.parent / "box"), "PATH": os.environ["PATH"], **({"HERDR_PANE_ID": pane} if pane else {})}
+    done = subprocess.run([*prefix, text], env=env, capture_output=True, text=True, timeout=60, check=True)
     return done.stdout
 
 
@@ -300,3 +301,25 @@ def test_a_flooded_spool_is_listed_in_batches_oldest_first(tmp_path: Path) -> No
     assert [e.id for e in spool.pending(tmp_path, most=3)] == ids[:3]
     assert [e.id for e in spool.pending(tmp_path, budget=25)] == ids[:3]  # past 25 bytes after the third
     assert [e.id for e in spool.pending(tmp_path, budget=1)] == ids[:1]  # one always
+
+
+def test_the_pane_check_compares_a_sender_only_with_its_own_hosts_workers(world: tuple[Engine, LocalRemote, Path, dict[str, Host]]) -> None:
+    # box: fix-login in w1:p2 and api in w1:p5; the controller: docs-readme in w1:p3. Ids of two servers collide.
+    engine, _runner, box_home, hosts = world
+    engine.ledger.add_worker(RUN, "api", name="api", kind="codex", objective="x", pane_id="w1:p5", reply_target="w1:p5", host="box")
+    engine.ledger.transition(RUN, "docs-readme", S.PROVISIONING, S.READY)
+    engine.ledger.transition(RUN, "docs-readme", S.READY, S.DISPATCHED)
+    _send(box_home, hostile.env(body="from api's pane"), pane="w1:p5")  # another worker's pane on the same host
+    _send(box_home, hostile.env(body="from a pane docs-readme has on the controller"), pane="w1:p3")
+    (found,) = spool.collect(engine, engine.ledger.get_run(RUN), hosts=hosts)
+    assert [(a.verdict, a.reason_code) for a in found.added] == [(InboxVerdict.KEPT_ASIDE, "wrong_pane"), (InboxVerdict.ACCEPTED, None)]
+    assert found.added[0].reason == 'sent from pane "w1:p5", worker "api"\'s pane, not from worker "fix-login"\'s (w1:p2)'
+
+    # A local callback run from a pane id orch never saw here (herdr renumbers a moved pane) that a box worker holds
+    # there is no impersonation: that id is the box's.
+    from orchestrator.intake import Intake
+
+    intake = Intake.of(engine, engine.ledger.get_run(RUN))
+    intake.pane = "w1:p2"
+    added = intake.add(hostile.env(body="docs done", task="docs-readme", sender="docs", reply_to="w1:p3"))
+    assert (added.verdict, added.reason_code) == (InboxVerdict.ACCEPTED, None)
