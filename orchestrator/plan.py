@@ -215,7 +215,7 @@ class Worker(_Model):
     answers: tuple[Answer, ...] = Field(default=(), max_length=LIST_MAX)
     """Answers the controller may give to expected questions."""
     host: StrictStr | None = None
-    """The `[hosts.<name>]` this worker runs on; unset means the controller's machine. A sibling runs where its branch's first worker runs."""
+    """The `[hosts.<name>]` this worker runs on; unset means the controller's machine. A sibling runs where its branch's first worker runs. A worker on another host has no `setup` or `after` yet."""
     after: _Items = ()
     """Tasks this worker waits for: it starts only once each is accepted (and, with integration on, integrated, its new worktree then starting from the integration branch); one that ends rejected, failed or superseded skips it, never started."""
 
