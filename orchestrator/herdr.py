@@ -266,6 +266,12 @@ class HerdrCli:
     def features(self) -> HerdrFeatures:
         """What this herdr can do, from the running server's version (the client's when none runs); asked once."""
         if self._features is None:
+            if self.machine is not None:
+                # `herdr --machine` does not forward `status --json`, only `status server` (0.9.1 DELTA "What is
+                # forwarded"): another host's server says its own version there.
+                server = self.server_status()
+                self._features = features_of(server.version or "unknown")
+                return self._features
             status = self.status()
             self._features = features_of((status.server.version if status.server.running else None) or status.client.version)
         return self._features

@@ -743,3 +743,13 @@ def test_a_machine_that_cannot_be_reached_is_host_unreachable_and_a_remote_serve
         "`herdr machine status buildbox` says whether herdr can reach it",
         3,
     )
+
+
+def test_another_hosts_features_come_from_its_server_through_the_one_status_form_herdr_forwards() -> None:
+    server = json.dumps({"status": "running", "running": True, "version": "0.9.5", "protocol": 22, "compatible": True, "socket": "/r/herdr.sock"})
+    runner = FakeRunner(ok(server))
+    cli = make_cli(runner, machine="buildbox")
+
+    # `status --json` is not forwarded (herdr exits 2 for it): the resume commands and --trust-repository depend on this.
+    assert (cli.features().version, cli.features().resume_commands, cli.features().trust_repository) == ("0.9.5", True, True)
+    assert runner.argvs == [["herdr", "--machine", "buildbox", "status", "server", "--json"]]
