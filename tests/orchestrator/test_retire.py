@@ -585,3 +585,31 @@ def test_a_worktrees_folder_the_run_did_not_create_stays_even_when_empty(world: 
     retire(world.engine, run_of(world))
 
     assert not path.exists() and path.parent.is_dir()
+
+
+def test_a_worker_on_another_host_is_retired_through_its_hosts_herdr_and_a_local_pane_of_the_same_id_is_untouched(world: Any) -> None:
+    world.engine.run_dir(RUN).mkdir(parents=True)
+    (world.engine.run_dir(RUN) / "plan.toml").write_text(
+        'organization = "acme"\nrepo = "widgets"\nbase = "main"\n\n[hosts.buildbox]\nmachine = "buildbox"\nssh = "me@buildbox"\n'
+        'checkout = "/srv/acme/widgets"\n\n[[workers]]\ntask = "feature-r"\nobjective = "o"\ndeliverable = "d"\nbranch = "feat/r"\n'
+        'claim = ["src/r/**"]\nhost = "buildbox"\n'
+    )
+    box = FakeHerdr(cwd=world.tmp)
+    world.engine.host_herdrs["buildbox"] = box
+    # Every herdr numbers its panes from w1: the build box's worker and a person's local agent both sit in w1:p2.
+    remote = str(box.tab_create(workspace="w1").root_pane.pane_id)
+    box.add_agent(remote, "feature-r", "codex")
+    box.pane(remote).screen = "› \n"
+    local = new_pane(world)
+    world.herdr.add_agent(local, "bystander", "codex")
+    add_worker(world, "feature-r", S.ACCEPTED, pane_id=remote, created_pane_ids=(remote,), host="buildbox")
+    box.calls.clear()
+
+    result = retire(world.engine, run_of(world))
+
+    assert (remote, local) == ("w1:p2", "w1:p2")
+    assert render_retire(result) == f"Retire {RUN}\nfeature-r (feature-r): retired\n  agent w1:p2: exited\n  pane w1:p2: closed\n"
+    assert calls(box) == [("send-text", "w1:p2", "/exit"), ("send-keys", "w1:p2", "Enter"), ("pane-close", "w1:p2")]
+    assert calls(world.herdr) == [] and world.herdr.pane(local).agent is not None
+    closes = [e.request for e in world.engine.ledger.list_effects(RUN) if e.kind == "pane_close"]
+    assert closes == [{"pane": "w1:p2", "host": "buildbox"}]
