@@ -36,7 +36,7 @@ POLL_S = 0.5
 # Blocker kinds that are a decision the person owes: while one is open the run is not over.
 DECISIONS = frozenset({"question", "blocked", "verification_blocked", "integration_paused"})
 
-Do = Literal["provision", "dispatch", "wait", "answer", "decide", "verify", "finish", "resume"]
+Do = Literal["provision", "dispatch", "wait", "answer", "decide", "finish", "resume"]
 
 # `orch wait` returns at the latest after this: an agent's tool call must not be cut off (claude's Bash tool stops one
 # at 120 s by default), and the check-in it wakes for may add the settle window and verification on top.
@@ -234,7 +234,7 @@ def _woke(notes: Sequence[Observation], steps: Sequence[NextStep], verified: boo
         return "verified"
     if whats:
         return "callback"
-    if any(s.do in ("verify", "finish") for s in steps):
+    if any(s.do == "finish" for s in steps):
         return "finish"
     return None
 

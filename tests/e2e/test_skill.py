@@ -241,6 +241,16 @@ def test_skill_md_conventions_match_the_code() -> None:
         assert read_only in ("plan check", "status", "inbox list", "report"), read_only
 
 
+def test_skill_md_says_what_to_do_for_every_next_step_orch_prints() -> None:
+    from typing import get_args
+
+    from orchestrator.door import Do
+
+    text = SKILL.read_text()
+    table = text[text.index("| `next[].do` | Do |") :].split("\n\n")[0]
+    assert re.findall(r"^\| `(\w+)` \|", table, re.M) == list(get_args(Do))
+
+
 def test_skill_md_says_once_when_to_run_doctor() -> None:
     """doctor is no step of a run: SKILL.md names the two cases it is for, once, and leaves it out of the call budget."""
     text = SKILL.read_text()
