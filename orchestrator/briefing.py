@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
@@ -35,10 +34,9 @@ READ_ONLY_EVIDENCE: tuple[str, ...] = (
 _MOVABLE = ("objective", "deliverable")
 
 
-class Briefing(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Briefing:
     """A worker's packet, its exact text and where that text is (or would be) saved."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     task: str
     packet: Packet
@@ -47,7 +45,7 @@ class Briefing(BaseModel):
     sha256: str
     size: int
     # Large fields moved out of the prompt: field name -> file the packet references instead.
-    moved: dict[str, Path] = {}
+    moved: dict[str, Path] = field(default_factory=dict)
 
 
 def default_verification(base_sha: str) -> tuple[str, ...]:

@@ -43,9 +43,9 @@ if TYPE_CHECKING:
         validate,
     )
 
-# Loaded lazily (PEP 562): `from packets import Packet` works as ever, and only the packet model and its renderer
-# (`packets.model`, `packets.render`) import pydantic; the Message Contract (`packets.envelope`, `packets.screen`,
-# `packets.validate`, `packets.result`, `packets.inert`) is pure, so a worker's callback never loads pydantic.
+# Loaded lazily (PEP 562): `from packets import Packet` works as ever, and a worker's callback loads only the Message
+# Contract (`packets.envelope`, `packets.screen`, `packets.validate`, `packets.result`, `packets.inert`), never the
+# packet and its renderer. Nothing in `packets` imports pydantic.
 _HOMES = {
     **dict.fromkeys(
         ("CONTROLLER_KINDS", "WORKER_KINDS", "DEFAULT_MESSAGE_LIMIT", "MESSAGE_LIMIT_RANGE", "classify_prompt", "normalise", "Header", "Message",

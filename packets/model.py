@@ -1,26 +1,22 @@
-"""The delegation packet model: every section the spec requires, with values checked so the rendered text stays parseable and shell-safe."""
+"""The delegation packet: every section the spec requires, a frozen dataclass whose values are checked so the rendered text stays parseable and shell-safe."""
 
 from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping
-from typing import Annotated, Literal
-
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
 
 from packets.errors import PacketError
 from packets.envelope import DEFAULT_MESSAGE_LIMIT, MESSAGE_LIMIT_RANGE, check_task_label, check_token
 
 # herdr 0.7.5 `agent start --kind` accepts exactly these (CONTRACT.md §8.4).
-AGENT_KINDS: tuple[str, ...] = (
-    "pi", "claude", "codex", "gemini", "cursor", "devin", "agy", "cline", "omp", "mastracode", "opencode",
-    "copilot", "kimi", "kiro", "droid", "amp", "grok", "hermes", "kilo", "qodercli", "maki",
-)
 AgentKind = Literal[
     "pi", "claude", "codex", "gemini", "cursor", "devin", "agy", "cline", "omp", "mastracode", "opencode",
     "copilot", "kimi", "kiro", "droid", "amp", "grok", "hermes", "kilo", "qodercli", "maki",
 ]
+AGENT_KINDS: tuple[str, ...] = get_args(AgentKind)
 ExecutionMode = Literal["direct", "plan-first"]
 
 _WORKER_NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -121,62 +117,144 @@ def _non_empty(values: tuple[str, ...]) -> tuple[str, ...]:
     return values
 
 
-Token = Annotated[str, AfterValidator(check_token)]
-TaskLabel = Annotated[str, AfterValidator(check_task_label)]
-WorkerName = Annotated[str, AfterValidator(check_worker_name)]
-AbsPath = Annotated[str, AfterValidator(_check_abs_path)]
-RefName = Annotated[str, AfterValidator(_check_ref)]
-Sha = Annotated[str, AfterValidator(_check_sha)]
-Text = Annotated[str, AfterValidator(_check_text)]
-Item = Annotated[str, AfterValidator(_check_item)]
-Items = Annotated[tuple[Item, ...], AfterValidator(_non_empty)]
+# What each field takes, in the order they are checked and reported: a value of the wrong type is refused as such (no
+# coercion: the plan and the packet text are the only sources, and both give exact types), then the field's own rule.
+Check = Callable[[Any], Any]
 
 
-class Packet(BaseModel):
-    """One standalone delegation packet: everything a worker needs to start, and nothing by reference but large files."""
+def _text_of(rule: Callable[[str], str]) -> Check:
+    def check(value: Any) -> str:
+        if type(value) is not str:
+            raise ValueError(f"must be a string, not {type(value).__name__}")
+        return rule(value)
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    return check
 
-    run_id: Token
-    task_label: TaskLabel
-    worker_name: WorkerName
-    worker_target: Token
-    controller_target: Token
+
+def _tuple_of(rule: Callable[[str], str], *, required: bool = False) -> Check:
+    item = _text_of(rule)
+
+    def check(value: Any) -> tuple[str, ...]:
+        if type(value) is not tuple:
+            raise ValueError(f"must be a tuple, not {type(value).__name__}")
+        checked = []
+        for index, each in enumerate(value):
+            try:
+                checked.append(item(each))
+            except ValueError as error:
+                raise _At(index, str(error)) from None
+        return _non_empty(tuple(checked)) if required else tuple(checked)
+
+    return check
+
+
+def _one_of(choices: tuple[str, ...]) -> Check:
+    def check(value: Any) -> str:
+        if value not in choices or type(value) is not str:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return str(value)
+
+    return check
+
+
+def _limit(value: Any) -> int:
+    if type(value) is not int:
+        raise ValueError(f"must be a whole number, not {type(value).__name__}")
+    low, high = MESSAGE_LIMIT_RANGE
+    if not low <= value <= high:
+        raise ValueError(f"must be from {low} to {high} bytes")
+    return value
+
+
+def _optional(check: Check) -> Check:
+    return lambda value: None if value is None else check(value)
+
+
+class _At(ValueError):
+    """A bad item of a list field: which one, and what is wrong with it."""
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(message)
+        self.index = index
+
+
+_token, _path, _ref, _text, _items = _text_of(check_token), _text_of(_check_abs_path), _text_of(_check_ref), _text_of(_check_text), _tuple_of(_check_item, required=True)
+CHECKS: Mapping[str, Check] = {
+    "run_id": _token, "task_label": _text_of(check_task_label), "worker_name": _text_of(check_worker_name),
+    "worker_target": _token, "controller_target": _token, "worker_kind": _one_of(AGENT_KINDS), "repo_path": _path,
+    "workdir": _path, "branch": _ref, "base_ref": _ref, "base_sha": _text_of(_check_sha),
+    "execution_mode": _one_of(get_args(ExecutionMode)), "objective": _text, "deliverable": _text, "scope": _items,
+    "exclusions": _tuple_of(_check_exclusion), "file_claim": _tuple_of(_check_claim), "evidence": _items,
+    "verification": _tuple_of(_check_command, required=True), "stop_conditions": _items,
+    "context_files": _tuple_of(_check_abs_path), "callback_prefix": _tuple_of(_check_arg, required=True),
+    "report_dir": _optional(_path), "message_limit": _limit,
+}  # fmt: skip
+# Optional sections, and their value when not given.
+DEFAULTS: Mapping[str, object] = {"exclusions": (), "context_files": (), "report_dir": None, "message_limit": DEFAULT_MESSAGE_LIMIT}
+
+
+@dataclass(frozen=True, kw_only=True)
+class Packet:
+    """One standalone delegation packet: everything a worker needs to start, and nothing by reference but large files.
+
+    Built only by `build_packet` (and `packets.render.parse_packet`), which check every value (CHECKS)."""
+
+    run_id: str
+    task_label: str
+    worker_name: str
+    worker_target: str
+    controller_target: str
     worker_kind: AgentKind
-    repo_path: AbsPath
-    workdir: AbsPath
-    branch: RefName
-    base_ref: RefName
-    base_sha: Sha
+    repo_path: str
+    workdir: str
+    branch: str
+    base_ref: str
+    base_sha: str
     execution_mode: ExecutionMode
-    objective: Text
-    deliverable: Text
-    scope: Items
-    exclusions: tuple[Annotated[str, AfterValidator(_check_exclusion)], ...] = ()
+    objective: str
+    deliverable: str
+    scope: tuple[str, ...]
+    exclusions: tuple[str, ...] = ()
     # Empty: a read-only task (a review, an investigation): the worker may change no file at all.
-    file_claim: tuple[Annotated[str, AfterValidator(_check_claim)], ...]
-    evidence: Items
-    verification: Annotated[tuple[Annotated[str, AfterValidator(_check_command)], ...], AfterValidator(_non_empty)]
-    stop_conditions: Items
-    context_files: tuple[AbsPath, ...] = ()
-    callback_prefix: Annotated[tuple[Annotated[str, AfterValidator(_check_arg)], ...], AfterValidator(_non_empty)]
+    file_claim: tuple[str, ...]
+    evidence: tuple[str, ...]
+    verification: tuple[str, ...]
+    stop_conditions: tuple[str, ...]
+    context_files: tuple[str, ...] = ()
+    callback_prefix: tuple[str, ...]
     # Where the worker may write reports besides its working directory, and the inbound size limit it must respect.
-    report_dir: AbsPath | None = None
-    message_limit: Annotated[int, Field(ge=MESSAGE_LIMIT_RANGE[0], le=MESSAGE_LIMIT_RANGE[1])] = DEFAULT_MESSAGE_LIMIT
+    report_dir: str | None = None
+    message_limit: int = DEFAULT_MESSAGE_LIMIT
 
 
-def describe_validation_error(error: ValidationError, what: str) -> str:
-    """Turn a pydantic error into the one line this package promises instead of a traceback."""
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    message = str(first["msg"]).removeprefix("Value error, ")
-    more = error.error_count() - 1
-    return f"invalid {what}: " + (f"{where}: " if where else "") + message + (f" (and {more} more)" if more else "")
+def problems(fields: Mapping[str, object]) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The checked values of fields, and each problem as (field, `where: what`), in field order, unknown fields last."""
+    values: dict[str, Any] = {}
+    found: list[tuple[str, str]] = []
+    for name, check in CHECKS.items():
+        if name not in fields:
+            if name not in DEFAULTS:
+                found.append((name, f"{name}: missing"))
+            continue
+        try:
+            values[name] = check(fields[name])
+        except _At as error:
+            found.append((name, f"{name}.{error.index}: {error}"))
+        except ValueError as error:
+            found.append((name, f"{name}: {error}"))
+    found += [(name, f"{name}: not a packet field") for name in fields if name not in CHECKS]
+    return values, found
+
+
+def describe(found: list[tuple[str, str]], what: str) -> str:
+    """The one line this package promises instead of a traceback: the first problem, and how many more there are."""
+    more = len(found) - 1
+    return f"invalid {what}: {found[0][1]}" + (f" (and {more} more)" if more else "")
 
 
 def build_packet(fields: Mapping[str, object]) -> Packet:
-    """Validate fields into a Packet, raising PacketError with one line instead of a pydantic error."""
-    try:
-        return Packet.model_validate(dict(fields))
-    except ValidationError as error:
-        raise PacketError(describe_validation_error(error, "packet")) from None
+    """Check fields into a Packet, raising PacketError with one line naming the first bad one."""
+    values, found = problems(fields)
+    if found:
+        raise PacketError(describe(found, "packet"))
+    return Packet(**values)

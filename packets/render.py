@@ -5,10 +5,8 @@ from __future__ import annotations
 import re
 import shlex
 
-from pydantic import ValidationError
-
 from packets.errors import PacketSyntaxError
-from packets.model import Packet, describe_validation_error
+from packets.model import Packet, describe, problems
 from packets.result import RESULT_FORMAT
 
 TITLE_PREFIX = "Delegation packet for task "
@@ -318,11 +316,10 @@ def parse_packet(text: str) -> Packet:
     except ValueError as error:
         r.index -= 1
         raise r.fail(f"callback command is not valid shell words: {error}") from None
-    try:
-        packet = Packet.model_validate(fields)
-    except ValidationError as error:
-        field = str(error.errors()[0]["loc"][0])
-        raise PacketSyntaxError(r.where.get(field, r.index), describe_validation_error(error, "packet value")) from None
+    values, found = problems(fields)
+    if found:
+        raise PacketSyntaxError(r.where.get(found[0][0], r.index), describe(found, "packet value"))
+    packet = Packet(**values)
     # Everything else (title, callback header, closing lines) is derived from the fields: compare the whole rendering.
     canonical = render_packet(packet).split("\n")
     for number, (got, want) in enumerate(zip(text.split("\n"), canonical, strict=False), start=1):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import click
@@ -65,7 +66,7 @@ def packet_show(ctx: click.Context, task: str, run_id: str | None, as_json: bool
     briefing = brief(engine, run, task, save=False)
     if as_json:
         doc = {"task": task, "path": str(briefing.path), "bytes": briefing.size, "sha256": briefing.sha256,
-               "moved": {k: str(v) for k, v in briefing.moved.items()}, "packet": briefing.packet.model_dump(mode="json"), "text": briefing.text}
+               "moved": {k: str(v) for k, v in briefing.moved.items()}, "packet": dataclasses.asdict(briefing.packet), "text": briefing.text}
         echo_json(doc)
     else:
         click.echo(briefing.text, nl=False)

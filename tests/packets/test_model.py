@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from packets import Packet, PacketError, build_packet
@@ -41,21 +43,21 @@ BAD = [
     ("run_id", 'r"1', f"invalid packet: run_id: 'r\"1' {TOKEN_RULE}"),
     ("worker_target", "w1:p2;rm", f"invalid packet: worker_target: 'w1:p2;rm' {TOKEN_RULE}"),
     ("controller_target", "`w1`", f"invalid packet: controller_target: '`w1`' {TOKEN_RULE}"),
-    ("worker_kind", "gpt", "invalid packet: worker_kind: Input should be 'pi', 'claude', 'codex', 'gemini', 'cursor', 'devin', 'agy', 'cline', 'omp', 'mastracode', 'opencode', 'copilot', 'kimi', 'kiro', 'droid', 'amp', 'grok', 'hermes', 'kilo', 'qodercli' or 'maki'"),
+    ("worker_kind", "gpt", "invalid packet: worker_kind: must be one of pi, claude, codex, gemini, cursor, devin, agy, cline, omp, mastracode, opencode, copilot, kimi, kiro, droid, amp, grok, hermes, kilo, qodercli, maki"),
     ("repo_path", "src/acme/api", "invalid packet: repo_path: 'src/acme/api' must be an absolute, normalised path"),
     ("workdir", "/home/me/../me/api", "invalid packet: workdir: '/home/me/../me/api' must be an absolute, normalised path"),
     ("workdir", "/home/me/api/", "invalid packet: workdir: '/home/me/api/' must be an absolute, normalised path"),
     ("branch", "fix login", "invalid packet: branch: 'fix login' is not a valid git ref name"),
     ("branch", "fix..login", "invalid packet: branch: 'fix..login' is not a valid git ref name"),
     ("base_sha", "3f2a9c1", "invalid packet: base_sha: '3f2a9c1' must be a full lowercase hex commit id (40 or 64 digits)"),
-    ("execution_mode", "plan", "invalid packet: execution_mode: Input should be 'direct' or 'plan-first'"),
+    ("execution_mode", "plan", "invalid packet: execution_mode: must be one of direct, plan-first"),
     ("objective", "   \n  ", "invalid packet: objective: must not be empty"),
     ("objective", "Fix it.\n## Scope\nall", "invalid packet: objective: line '## Scope' looks like a packet section heading; lines starting with '## ' are reserved"),
     ("objective", "Run:\n```sh\nmake test", "invalid packet: objective: has an unclosed ``` code fence"),
     ("deliverable", "A\x1b[31m commit", "invalid packet: deliverable: must not contain control characters other than tab and newline"),
     ("scope", (), "invalid packet: scope: must list at least one item"),
     ("scope", ("a\nb",), "invalid packet: scope.0: list item 'a\\nb' must be one line without control characters"),
-    ("scope", ["src/login.py"], "invalid packet: scope: Input should be a valid tuple"),
+    ("scope", ["src/login.py"], "invalid packet: scope: must be a tuple, not list"),
     ("exclusions", ("none",), "invalid packet: exclusions.0: the exclusion 'none' is reserved for an empty list; pass no exclusions instead"),
     ("file_claim", ("/etc/passwd",), "invalid packet: file_claim.0: file claim '/etc/passwd' must be relative to the working directory, without '..'"),
     ("file_claim", ("src/../../x",), "invalid packet: file_claim.0: file claim 'src/../../x' must be relative to the working directory, without '..'"),
@@ -64,7 +66,7 @@ BAD = [
     ("context_files", ("notes.md",), "invalid packet: context_files.0: 'notes.md' must be an absolute, normalised path"),
     ("callback_prefix", (), "invalid packet: callback_prefix: must list at least one item"),
     ("callback_prefix", ("herdr", ""), "invalid packet: callback_prefix.1: callback argument '' must be non-empty, one line, without control characters"),
-    ("unknown_field", "x", "invalid packet: unknown_field: Extra inputs are not permitted"),
+    ("unknown_field", "x", "invalid packet: unknown_field: not a packet field"),
 ]
 
 
@@ -80,7 +82,7 @@ def test_missing_field_is_refused_with_one_line() -> None:
     del fields["stop_conditions"]
     with pytest.raises(PacketError) as caught:
         build_packet(fields)
-    assert str(caught.value) == "invalid packet: stop_conditions: Field required"
+    assert str(caught.value) == "invalid packet: stop_conditions: missing"
 
 
 def test_free_text_may_hold_closed_code_fences() -> None:
@@ -96,6 +98,6 @@ def test_free_text_and_items_are_normalised() -> None:
 def test_packet_is_frozen_and_optional_sections_default_to_empty() -> None:
     packet = build_packet(GOOD)
     assert (packet.exclusions, packet.context_files) == ((), ())
-    with pytest.raises(Exception, match="frozen"):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         packet.task_label = "other"  # type: ignore[misc]
     assert isinstance(packet, Packet)
