@@ -7,8 +7,8 @@ Every herdr side effect underneath is an ``Engine.once`` effect of provisioning,
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
 
 from orchestrator.dispatch import dispatch
 from orchestrator.engine import Engine
@@ -22,10 +22,9 @@ from registry.machine import FREEABLE, LIVE_STATES
 S = WorkerState
 
 
-class Step(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Step:
     """One thing ``advance`` did, for the check-in output and the live display."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     task: str | None
     what: str  # started, skipped, queued, freed, kept, integrated, provision_failed, dispatch

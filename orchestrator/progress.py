@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TextIO
 
-from pydantic import BaseModel, ConfigDict
 
 from packets import inert
 
@@ -14,10 +14,9 @@ from packets import inert
 _UP_AND_CLEAR = "\x1b[1A\x1b[2K"
 
 
-class Row(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Row:
     """What the view shows of one worker."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     task: str
     state: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from dataclasses import dataclass
 
 from packets import WORKER_KINDS, Header, headers_in
 from registry import Effect, InboxVerdict, Ledger, Run, Worker
@@ -17,10 +17,9 @@ REPEAT_REQUEST = (
 )
 
 
-class PossibleMerge(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class PossibleMerge:
     """A kept-aside message holding more than one header, and the registered workers its headers name, in order."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     inbox_id: int
     tasks: tuple[str, ...]
