@@ -8,10 +8,10 @@ provisioning and dispatch, through ``Engine.once`` like any other effect; freein
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from graphlib import TopologicalSorter
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
 
 from orchestrator.engine import Engine
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
@@ -29,11 +29,8 @@ S = WorkerState
 Decision = Literal["start", "wait", "skip"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Queued(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Queued:
     """A worker the scheduler did not start, and why (waiting for a slot or a predecessor, or skipped for good)."""
 
     task: str
@@ -41,7 +38,8 @@ class Queued(_Model):
     chain: tuple[str, ...] = ()  # skipped: the predecessors from the one that ended back to this worker's own
 
 
-class Schedule(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Schedule:
     """One scheduling pass: the slots in use, who was admitted, who was skipped, who still waits."""
 
     run_id: str

@@ -243,7 +243,7 @@ PYDANTIC_EDGES: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("orchestrator/agents.py", "orchestrator/checks.py", "orchestrator/dialogs.py", "orchestrator/engine.py", "orchestrator/evidence.py",
-         "orchestrator/layout.py", "orchestrator/messages.py", "orchestrator/schedule.py"),
+         "orchestrator/layout.py", "orchestrator/messages.py"),
         "inside: effect responses and phase records still pydantic (issue 25 follow-up: plain typed records)",
     ),
 }  # fmt: skip
