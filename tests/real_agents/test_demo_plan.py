@@ -11,6 +11,7 @@ from real_world import RealWorld, lane_kinds, demo_plan, stable_report
 from herdr_sim.detect import app_title, explain
 from herdr_sim.model.brains import Spec
 from orchestrator.quirks import quirks
+from registry.facts import FactKind
 
 pytestmark = pytest.mark.real_agents
 
@@ -18,6 +19,8 @@ pytestmark = pytest.mark.real_agents
 # plan's [[workers.answers]] answer, and writes the answer into its guide.
 BRAINS = {"usage-docs": Spec(brain="question", question="Which Python version should the guide name as the minimum?")}
 TASKS = ("greeting", "area-tests", "usage-docs")
+# The keys that accept each kind's trust dialog from where it opens (claude's cursor starts on "No, exit").
+TRUST_KEYS = {"claude": ("down", "enter"), "codex": ("enter",)}
 
 
 @pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex", "opencode"))
@@ -47,6 +50,15 @@ def test_demo_plan_passes_with_three_real_workers(real_world: Callable[..., Real
         "run worktree <home>/runs/<run>/integration removed (chore/demo-integration keeps its merges)\n"
         "Blockers: none\n"
     ), world.diagnose(done)
+    # Each agent's trust dialog was answered per policy (the plan's default: on), with the keys read from its screen;
+    # pi and opencode show none. Each launch has a HOME of its own, so every worker's agent met it, area-tests too.
+    engine = world.engine()
+    try:
+        dialogs = {(e.task_label, e.detail["dialog"], e.detail["answered"], tuple(e.detail.get("keys", ())))
+                   for e in engine.ledger.events(run_id) if e.kind == FactKind.DIALOG}  # fmt: skip
+    finally:
+        engine.close()
+    assert dialogs == {(task, "trust folder", True, TRUST_KEYS[kind]) for task in TASKS if kind in TRUST_KEYS}, dialogs
     # Every real agent exited by its own exit command (`/quit` for pi, `/exit` for the others), typed once it was at
     # rest, and orch saw its shell come back (a kill, or an exit never seen, would have left the pane retained).
     command = quirks(kind).exit_command
