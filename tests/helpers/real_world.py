@@ -70,9 +70,18 @@ def agent(kind: str) -> Path:
 REAL_CHECKIN_S = 30
 
 
-def paced(plan: str) -> str:
-    """``plan`` (which checks in every second) checking in at a real agent's pace instead."""
-    text = re.sub(r"^checkin_interval_s = 1\b", f"checkin_interval_s = {REAL_CHECKIN_S}", plan, count=1, flags=re.MULTILINE)
+# opencode 1.18 draws `Ask anything` 80-95 s after its start on a loaded 2-CPU machine, and later than the ready wait's
+# 120 s floor when three start at once beside another lane test: its plans take the longest start wait a plan allows,
+# as a person's would on such a machine (orch's own wait, read from the plan: no delay of the lane's).
+START_TIMEOUT_S = {"opencode": 300}
+
+
+def paced(plan: str, kind: str | None = None) -> str:
+    """``plan`` (which checks in every second) checking in at a real agent's pace instead, with ``kind``'s start wait."""
+    line = f"checkin_interval_s = {REAL_CHECKIN_S}"
+    if kind in START_TIMEOUT_S:
+        line += f"\nagent_start_timeout_s = {START_TIMEOUT_S[kind]}"
+    text = re.sub(r"^checkin_interval_s = 1\b", line, plan, count=1, flags=re.MULTILINE)
     assert text != plan, "the plan no longer sets checkin_interval_s = 1"
     return text
 
@@ -82,7 +91,7 @@ def demo_plan(kind: str) -> str:
     text = demo_data("plan.toml")
     for other in KINDS:
         text = text.replace(f'kind = "{other}"', f'kind = "{kind}"')
-    return paced(text)
+    return paced(text, kind)
 
 
 @dataclass

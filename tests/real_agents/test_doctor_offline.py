@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 
 import pytest
-from real_world import RealWorld, lane_kinds
+from real_world import START_TIMEOUT_S, RealWorld, lane_kinds
 
 from herdr_sim import integrations
 from herdr_sim.model.agents import AGENTS
@@ -44,7 +44,7 @@ def as_installed(world: RealWorld, kind: str) -> None:
 def test_doctor_offline_passes_with_the_installed_agent_on_the_scripted_model(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind)
     as_installed(world, kind)
-    plan = world.write_plan(PLAN.format(kind=kind))
+    plan = world.write_plan(PLAN.format(kind=kind).replace("[[workers]]", f"[defaults]\nagent_start_timeout_s = {START_TIMEOUT_S[kind]}\n\n[[workers]]") if kind in START_TIMEOUT_S else PLAN.format(kind=kind))
 
     done = world.orch("doctor", str(plan), "--offline")
 

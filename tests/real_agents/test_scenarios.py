@@ -41,7 +41,7 @@ def one_worker(kind: str) -> str:
     on one frame, and it takes 30-60 s from a prompt to its first model request on a loaded machine, longer than three
     one-second check-ins, which would read a stall (tests/helpers/real_world.py, REAL_CHECKIN_S)."""
     plan = ONE_WORKER.format(kind=kind)
-    return paced(plan) if kind == "opencode" else plan
+    return paced(plan, kind) if kind == "opencode" else plan
 
 
 def exited(world: RealWorld, done: subprocess.CompletedProcess[str], run_id: str, kind: str, *tasks: str) -> None:
@@ -133,7 +133,7 @@ def test_a_question_the_person_answers_through_orch_answer(real_world: Callable[
     question = "Which Python version should the guide name as the minimum?"
     world = real_world(kind, {"usage-docs": Spec(brain="question", question=question)})
 
-    done = world.orch("run", str(world.write_plan(paced(ONE_WORKER.format(kind=kind)))), "--json")
+    done = world.orch("run", str(world.write_plan(paced(ONE_WORKER.format(kind=kind), kind))), "--json")
 
     # The plan has no answer for it: the run stops, resumable, and names the door the person uses.
     outcome = json.loads(done.stdout)
@@ -221,7 +221,7 @@ DIALOG_REPORT = {kind: (
 @pytest.mark.parametrize("kind", lane_kinds("pi", "claude", "codex", "opencode"))
 def test_a_slow_worker_with_long_output_and_a_large_report_pass(real_world: Callable[..., RealWorld], kind: str) -> None:
     world = real_world(kind, {"usage-docs": Spec(brain="report"), "build-notes": Spec(brain="slow")})
-    plan = paced(ONE_WORKER.format(kind=kind)) + SLOW_WORKER.format(kind=kind)
+    plan = paced(ONE_WORKER.format(kind=kind), kind) + SLOW_WORKER.format(kind=kind)
 
     done = world.orch("run", str(world.write_plan(plan)), "--json")
 
