@@ -547,6 +547,11 @@ def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: M
     retired = retire(engine, run, keep=keep, abandon=abandon)
     report, _ = write_report(engine, engine.ledger.get_run(run.run_id))
     waiting = _waiting(run, report.blockers, as_json=as_json)
+    if not any(w.commands for w in waiting):
+        # Only work held back with no command to decide it (a merge conflict, an unrelated history: its worker's agent
+        # is retired, nothing in this run can send it back): the run finishes, as `orch run` finishes it, and the
+        # report's blockers say what was not merged. Held-back work waits only while another worker's decision is open.
+        waiting = ()
     if waiting:
         stopped = "waiting for the person: " + ", ".join(dict.fromkeys(w.task for w in waiting if w.task))
         engine.ledger.set_run_status(run.run_id, RunStatus.INTERRUPTED, stopped_at=stopped)

@@ -167,6 +167,36 @@ def test_finish_tells_one_story_when_integration_holds_work_back_in_a_finished_r
     assert [(b["task"], b["kind"]) for b in doc["report"]["blockers"]] == [("api-docs", "integration_held")]
 
 
+def test_a_merge_conflict_at_finish_ends_the_run_partial_instead_of_waiting_with_no_command(tmp_path: Path, git_repo: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Before: `finished: false` and one waiting entry with no command (its worker retired by this very call), so every
+    # later finish met the same conflict: an agent controller could never end the run. `orch run` finishes it PARTIAL.
+    into = "chore/integrate-widgets"
+    fleet = Fleet(tmp_path, git_repo, integration=f'[integration]\nenabled = true\nbranch = "{into}"\n')
+    for name, value in fleet.engine.env.items():
+        monkeypatch.setenv(name, value)
+    git_repo.git("branch", into, fleet.base)  # someone already put another greeting on the integration branch
+    side = tmp_path / "side"
+    git_repo.git("worktree", "add", "--quiet", str(side), into)
+    git_repo.commit("other greeting", {"src/greet.py": "print('hey')\n"}, cwd=side)
+    git_repo.git("worktree", "remove", str(side))
+    docs = fleet.commit("api-docs", {"docs/api.md": "# API\n"})
+    fleet.result("api-docs", body([docs], ["docs/api.md"], [("test -f docs/api.md", 0)]))
+    greeting = fleet.commit("greeting", {"src/greet.py": "print('hello')\n"})
+    fleet.result("greeting", body([greeting], ["src/greet.py"], [("grep -q hello src/greet.py", 0)]))
+    fleet.result("survey", body([], [], []))
+    verify_run(fleet.engine, fleet.run)
+
+    shown = CliRunner().invoke(cli, ["finish", "--run", RUN_ID, "--json"])
+
+    doc = json.loads(shown.stdout)
+    assert (shown.exit_code, doc["finished"], doc["waiting"], doc["exit_code"], doc["report"]["verdict"]) == (10, True, [], 10, "PARTIAL")
+    assert doc["integrate"]["failure"] == {
+        "reason": f"merging greeting into {into} conflicts in src/greet.py: merge aborted, integration stopped there", "hint": None, "exit_code": 10}
+    assert [(b["task"], b["kind"], b["text"]) for b in doc["report"]["blockers"]] == [
+        ("greeting", "integration_paused", "merge conflict in src/greet.py: integration stopped here")]
+    assert fleet.engine.ledger.get_run(RUN_ID).status is RunStatus.FINISHED
+
+
 def test_finish_refuses_while_a_worker_works_or_a_result_is_unverified(tmp_path: Path, git_repo: Any) -> None:
     fleet = Fleet(tmp_path, git_repo)
     with pytest.raises(OrchError) as working:
