@@ -43,6 +43,7 @@ class Subject(BaseModel):
     task: str | None = None  # the worker's task label: on a shared branch, its commits are those whose trailer names it
     pinned_sha: str | None = None  # the run's base as preflight pinned it: the worker's history must hold it
     head_ref: str | None = None  # a remote worker's head as fetched home by SHA (orchestrator.fetch); else its branch here
+    reports_found: tuple[str, ...] | None = None  # a remote worker's cited reports its host could read; None: look here
 
     @property
     def requires_changes(self) -> bool:
@@ -184,7 +185,7 @@ def verify(subject: Subject, claim: ResultReport, runner: CheckRunner = run_chec
             rejecting.append(f"claimed changed file {path} is not in the diff")
     for report in claim.reports:
         # Only whether it is there, as a file of its own: a symlink is not followed (its target says nothing of the work).
-        if not _plain_file(report):
+        if not (report in subject.reports_found if subject.reports_found is not None else _plain_file(report)):
             missing.append(report)
             rejecting.append(f"cited report {report} cannot be opened")
 

@@ -15,6 +15,7 @@ cleanly (``orchestrator.checks``), and the integration the checks vouch for happ
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +24,12 @@ from typing import TYPE_CHECKING
 from orchestrator import git, remote
 from orchestrator.errors import one_line
 from orchestrator.locations import run_dir
+from orchestrator.reportfiles import Opened
 
 if TYPE_CHECKING:
+    from orchestrator.engine import Engine
     from orchestrator.plan import Host
+    from registry import Worker
 
 FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -75,6 +79,31 @@ def bring_home(repo: Path | str, run_id: str, task: str, name: str, host: Host, 
     if git.rev_parse(repo, ref) != sha:  # what git stored is checked, not what it said
         return Fetched(None, None, f"fetching {sha[:12]} from host {name} left {ref} elsewhere")
     return Fetched(sha, ref)
+
+
+def open_report_of(engine: Engine, worker: Worker, path: str, *, limit: int | None = None) -> Opened:
+    """A report the worker named, read where it was written: on the controller from its pinned roots, or on the
+    worker's host by that host's orch (`orch inbox report`: the same reader, its roots resolved there), over ssh."""
+    from orchestrator.reportfiles import REPORT_LIMIT_BYTES, named_roots, open_report, pinned_roots
+    from registry.kinds import CONTROLLER_HOST
+
+    limit = REPORT_LIMIT_BYTES if limit is None else limit
+    folder = engine.run_dir(worker.run_id)
+    if worker.host == CONTROLLER_HOST:
+        return open_report(path, pinned_roots(folder, worker.task_label, worker.worktree_path), limit=limit)
+    from orchestrator.spool import host_orch
+
+    host = engine.host_config(worker.run_id, worker.host)
+    roots = [word for root in named_roots(folder, worker.task_label, worker.worktree_path) for word in ("--root", root)]
+    answer = remote.run_remote(host.ssh, [*host_orch(host), "inbox", "report", "--limit", str(limit), *roots, "--json", "--", path],
+                               runner=engine.remote_runner or remote.run_process)  # fmt: skip
+    try:
+        said = json.loads(answer.stdout) if answer.returncode == 0 else None
+        if isinstance(said, dict) and (isinstance(said.get("text"), str) or isinstance(said.get("reason"), str)):
+            return Opened(text=said.get("text"), reason=said.get("reason"))
+    except ValueError:
+        pass
+    return Opened(reason=f"not read on host {worker.host}: {answer.detail()}")
 
 
 def head_at_home(repo: Path | str, run_id: str, task: str, branch: str, name: str, host: Host, *, runner: remote.Runner = remote.run_process) -> Fetched:

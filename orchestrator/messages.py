@@ -14,7 +14,6 @@ from orchestrator.herdr_models import AT_REST, AgentInfo, AgentPrompted
 from orchestrator.hints import TEXT, orch_command
 from orchestrator.intake import catch_up
 from orchestrator.reportfiles import REPORT_LIMIT_BYTES as REPORT_LIMIT_BYTES  # its home is reportfiles; named here as before
-from orchestrator.reportfiles import open_report, pinned_roots
 
 # The request key of a prompt's completion_seq baseline (herdr 0.9.2+, ../herdr-0.9.5/DELTA.md row 1), recorded only
 # where herdr has the counter: a turn started by that prompt is finished once completion_seq moved past it
@@ -289,5 +288,7 @@ class ReportRead(BaseModel):
 def read_report(engine: Engine, run: Run, worker: Worker, path: str, *, limit: int = REPORT_LIMIT_BYTES) -> ReportRead:
     """Read a report path from a message, only inside the worker's pinned roots, following no symlink, up to ``limit``
     bytes, from a regular file, with a deadline (`orchestrator.reportfiles.open_report`); else say why not."""
-    opened = open_report(path, pinned_roots(engine.run_dir(run.run_id), worker.task_label, worker.worktree_path), limit=limit)
+    from orchestrator.fetch import open_report_of  # a remote worker's report is read on its host
+
+    opened = open_report_of(engine, worker, path, limit=limit)
     return ReportRead(path=path, text=opened.text, reason=opened.reason)

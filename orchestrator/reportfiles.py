@@ -36,7 +36,8 @@ def report_dir(folder: Path, task: str) -> Path:
     return folder / "reports" / task
 
 
-def _named_roots(folder: Path, task: str, worktree_path: str | None) -> list[str]:
+def named_roots(folder: Path, task: str, worktree_path: str | None) -> list[str]:
+    """Where a worker may write reports, as its packet names them: its checkout, then its report directory."""
     found = [str(report_dir(folder, task))]
     if worktree_path:
         found.insert(0, worktree_path)
@@ -58,7 +59,7 @@ def pin_roots(folder: Path, task: str, worktree_path: str | None) -> None:
         pinned = _load(path)
         if task in pinned:
             return
-        pinned[task] = [[root, os.path.realpath(root)] for root in _named_roots(folder, task, worktree_path)]
+        pinned[task] = [[root, os.path.realpath(root)] for root in named_roots(folder, task, worktree_path)]
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(pinned, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, path)
@@ -83,7 +84,7 @@ def pinned_roots(folder: Path, task: str, worktree_path: str | None) -> tuple[tu
     pinned = _load(folder / ROOTS_FILE).get(task)
     if pinned:
         return tuple((named, real) for named, real in pinned)
-    return tuple((root, os.path.realpath(root)) for root in _named_roots(folder, task, worktree_path))
+    return tuple((root, os.path.realpath(root)) for root in named_roots(folder, task, worktree_path))
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,6 @@ from orchestrator.checks import CheckRun
 from orchestrator.engine import Engine
 from orchestrator.errors import OrchError
 from orchestrator.evidence import CheckRunner, PeerClaim, Subject, Verification
-from orchestrator.reportfiles import open_report, pinned_roots
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import ResultReport, parse_result
 from registry import Run, StaleState, Worker, WorkerState
@@ -81,7 +80,9 @@ def read_result(engine: Engine, worker: Worker) -> ResultReport:
     lines = body.strip().splitlines()
     if len(lines) == 1 and lines[0].startswith("/") and lines[0].endswith(".md"):
         # Read as every report is: inside the worker's pinned roots, no symlink followed, bounded (reportfiles).
-        opened = open_report(lines[0], pinned_roots(engine.run_dir(worker.run_id), worker.task_label, worker.worktree_path))
+        from orchestrator.fetch import open_report_of  # a remote worker's report is read on its host
+
+        opened = open_report_of(engine, worker, lines[0])
         if opened.text is None:
             return ResultReport(reports=(lines[0],), problems=(f"the result is a report path that cannot be opened: {lines[0]} ({opened.reason})",))
         body = opened.text
@@ -172,6 +173,11 @@ def verify_run(engine: Engine, run: Run, tasks: Iterable[str] | None = None, *, 
             found = _unverifiable(subject)
         else:
             claim = read_result(engine, worker)
+            if worker.host != CONTROLLER_HOST:
+                # Its reports are files on its host: read there (the same reader), never looked for here.
+                from orchestrator.fetch import open_report_of
+
+                subject = subject.model_copy(update={"reports_found": tuple(r for r in claim.reports if open_report_of(engine, worker, r).text is not None)})
             found = evidence.verify(subject, claim, runner or evidence.run_check)
         verdict = WorkerVerdict(
             task=worker.task_label, branch=worker.branch, base_sha=worker.base_sha or run.base_sha, decided_by="evidence", verification=found,

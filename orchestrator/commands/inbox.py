@@ -174,3 +174,27 @@ def inbox_ack(run_id: str, as_json: bool, ids: tuple[str, ...]) -> None:
         echo_json({"run_id": run_id, "acknowledged": removed, "named": len(ids)})
     else:
         click.echo(f"acknowledged {removed} of {len(ids)}")
+
+
+@inbox.command("report")
+@click.option("--root", "roots", multiple=True, required=True, help="A folder the worker may write reports in (repeatable).")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="At most this many bytes (default 262144).")
+@json_option
+@click.argument("path")
+def inbox_report(roots: tuple[str, ...], limit: int | None, as_json: bool, path: str) -> None:
+    """Read a report file a remote worker named, on its host, as the controller reads a local one (run over ssh).
+
+    The same reader as on the controller (inside the given roots, no symlink followed, a regular file, bounded, with
+    a deadline); the roots are resolved on this host. `--json`: `{"text": ...}` or `{"reason": ...}`.
+
+    \b
+    Example:
+      orch inbox report --root /srv/acme/widgets.worktrees/feat-a --json -- /srv/acme/widgets.worktrees/feat-a/REPORT.md
+    """
+    from orchestrator.reportfiles import REPORT_LIMIT_BYTES, open_report
+
+    opened = open_report(path, [(root, os.path.realpath(root)) for root in roots], limit=REPORT_LIMIT_BYTES if limit is None else limit)
+    if as_json:
+        echo_json({"path": path, "text": opened.text, "reason": opened.reason})
+    else:
+        click.echo(opened.text if opened.text is not None else f"not read: {opened.reason}", nl=opened.text is None)

@@ -200,16 +200,19 @@ def test_a_remote_workers_commits_are_fetched_home_by_sha_verified_and_integrate
     _git(box, "commit", "--quiet", "-m", "feat: cursor pages")
     head = _git(box, "rev-parse", "HEAD")
     box_refs = _git(box, "for-each-ref", "--format=%(refname) %(objectname)")
+    (box / "REPORT.md").write_text("# Pages\nCursor pagination, 50 a page.\n")  # a report file on the box, in its checkout
     fleet.call_back(fleet.envelope(
-        f"Status: done\nCommits: {head}\nChanged files: src/api/pages.py\nChecks:\n- test -f src/api/pages.py => exit 0\nResidual risk: none",
+        f"Status: done\nCommits: {head}\nChanged files: src/api/pages.py\nChecks:\n- test -f src/api/pages.py => exit 0\n"
+        f"Report: {box / 'REPORT.md'}\nResidual risk: none",
         kind="result",
     ))
 
     # The check-in collects the result, reads the head back on the box, fetches that SHA home and verifies it here.
     waited = fleet.world.orch("wait", "--run", fleet.run_id, "--timeout", "0", "--json")
     assert waited.returncode == 0, waited.stderr
-    verified = [(o["what"], o["task"], o["text"]) for o in json.loads(waited.stdout)["observations"] if o["what"] == "verified"]
-    assert verified == [("verified", TASK, "accepted")]
+    observed = [(o["what"], o["task"], o["text"]) for o in json.loads(waited.stdout)["observations"] if o["what"] in ("report", "verified")]
+    # Its report is a file on the box: read there by the box's orch (the same reader), never looked for here.
+    assert observed == [("report", TASK, f"{box / 'REPORT.md'} recorded (38 characters)"), ("verified", TASK, "accepted")]
     home = fleet.world.repo.path
     assert _git(home, "rev-parse", f"refs/orch/{fleet.run_id.replace(':', '_')}/{TASK}") == head
     assert _git(home, "for-each-ref", "--format=%(refname)", "refs/heads") == "refs/heads/main"  # no branch of the worker's at home

@@ -201,6 +201,7 @@ JSON_FAILURES = {
     "inbox ack": (["inbox", "ack"], 2),  # (the controller's own calls over ssh: only a usage error is theirs to fail)
     "inbox add": (["inbox", "add", "--run", RUN], 1),
     "inbox list": (["inbox", "list", "--run", "nope"], 1),
+    "inbox report": (["inbox", "report", "/x.md"], 2),  # (no --root: the controller's own call over ssh)
     "inbox spooled": (["inbox", "spooled"], 2),
     "integrate": (["integrate", "--run", "nope"], 1),
     "observe": (["observe", "--run", RUN, "--once"], 3),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
 import subprocess
 import sys
@@ -323,3 +324,21 @@ def test_the_pane_check_compares_a_sender_only_with_its_own_hosts_workers(world:
     intake.pane = "w1:p2"
     added = intake.add(hostile.env(body="docs done", task="docs-readme", sender="docs", reply_to="w1:p3"))
     assert (added.verdict, added.reason_code) == (InboxVerdict.ACCEPTED, None)
+
+
+def test_a_remote_workers_report_is_read_on_its_host_by_the_same_reader(tmp_path: Path) -> None:
+    # `orch inbox report`, as the controller runs it over ssh: inside the roots only, no symlink followed.
+    root = tmp_path / "wt"
+    root.mkdir()
+    (root / "REPORT.md").write_text("# Done\n")
+    (root / "link.md").symlink_to(root / "REPORT.md")
+    (tmp_path / "secret.md").write_text("secret\n")
+
+    def read(path: Path) -> dict[str, object]:
+        done = subprocess.run([ORCH, "inbox", "report", "--root", str(root), "--json", "--", str(path)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return dict(json.loads(done.stdout))
+
+    assert read(root / "REPORT.md") == {"path": str(root / "REPORT.md"), "text": "# Done\n", "reason": None}
+    assert read(root / "link.md")["reason"] == "a symbolic link (orch follows none)"
+    assert read(tmp_path / "secret.md")["reason"] == "outside the worker's checkout and its report directory"
