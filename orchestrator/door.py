@@ -159,14 +159,17 @@ def settled_check_in(engine: Engine, run: Run, *, lifecycle: bool = True) -> tup
         clock.sleep(POLL_S)
     verified = verify_received(engine, run, rounds, notes)
     if verified is not None:
-        _advance(engine, run, rounds, notes)  # an accepted or rejected worker frees its slot, an accepted one its dependants
+        # An accepted worker frees its slot and starts its dependants; one rejected right now keeps its slot through
+        # this call (the controller learns of it here and may send it back), and is freed at a later check-in.
+        rejected = [v.task for v in verified.verdicts if v.verification.disposition == "rejected"]
+        _advance(engine, run, rounds, notes, hold=rejected)
     return observed_now(engine, run, rounds, notes, states), verified
 
 
-def _advance(engine: Engine, run: Run, rounds: int, notes: list[Observation]) -> None:
+def _advance(engine: Engine, run: Run, rounds: int, notes: list[Observation], *, hold: Sequence[str] = ()) -> None:
     # As `orch run` does: the agent controller's check-in is where queued workers start as slots free.
     if engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)):
-        for step in advance(engine, run):
+        for step in advance(engine, run, hold=hold):
             notes.append(Observation(round=rounds, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
 
 

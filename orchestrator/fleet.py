@@ -21,6 +21,9 @@ from registry.machine import FREEABLE, LIVE_STATES
 
 S = WorkerState
 
+# The one wording of a just-rejected worker keeping its slot (README "How many run at once", SKILL.md say the same).
+HELD_FOR_SEND_BACK = "rejected: agent kept with its slot until the next check-in, so it can be sent back (`orch send`); then its slot is freed unless it was"
+
 
 @dataclass(frozen=True, kw_only=True)
 class Step:
@@ -31,9 +34,13 @@ class Step:
     text: str
 
 
-def advance(engine: Engine, run: Run, *, keep: Iterable[str] = ()) -> list[Step]:
+def advance(engine: Engine, run: Run, *, keep: Iterable[str] = (), hold: Iterable[str] = ()) -> list[Step]:
     """Integrate predecessors a queued worker waits for, exit finished agents when the queue needs their slots,
-    admit queued workers, then provision and dispatch them. Returns what it did, in order."""
+    admit queued workers, then provision and dispatch them. Returns what it did, in order.
+
+    ``keep`` are workers whose agents stay (the person's `--keep`); ``hold`` are rejected workers the agent controller
+    has not been told of yet: their agents keep their slots through the door call that reports the rejection, so the
+    controller can still send them back (`orch send` makes them working again); a later check-in frees them."""
     ledger = engine.ledger
     steps: list[Step] = []
     queued = ledger.list_workers(run.run_id, states=(S.QUEUED,))
@@ -62,11 +69,14 @@ def advance(engine: Engine, run: Run, *, keep: Iterable[str] = ()) -> list[Step]
         ]  # fmt: skip
         holders = slot_holders(engine, run)
         short = len(startable) - max(0, plan.plan.defaults.concurrency - len(holders))
-        kept = set(keep)
+        kept, held = set(keep), set(hold)
         for holder in holders:
             if short <= 0:
                 break
             if holder.state in LIVE_STATES or holder.state not in FREEABLE or holder.task_label in kept:
+                continue
+            if holder.state is S.REJECTED and holder.task_label in held:
+                steps.append(Step(task=holder.task_label, what="kept", text=HELD_FOR_SEND_BACK))
                 continue
             why = exit_for_slot(engine, run, holder)
             if why is None:

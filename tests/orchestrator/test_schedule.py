@@ -147,3 +147,23 @@ def test_a_sibling_whose_owner_is_admitted_in_the_same_pass_keeps_its_place_in_p
         "sibling: started (slot 3 of 3)",
         "later: queued: waiting for a slot (3 of 3 in use: a, owner, sibling)",
     ]
+
+
+def test_a_worker_rejected_in_this_door_call_keeps_its_slot_so_it_can_be_sent_back(tmp_path: Path) -> None:
+    # The agent controller learns of a rejection from the call that made it: until its next check-in the rejected
+    # worker's agent stays (and its slot with it), so `orch send` can still send it back; e waits meanwhile.
+    from orchestrator.fleet import advance
+
+    engine = _engine(tmp_path)
+    run = engine.ledger.get_run(RUN)
+    admit(engine, run)
+    _walk(engine, "a", S.READY, S.DISPATCHED, S.WORKING)
+    _walk(engine, "d", S.READY, S.DISPATCHED, S.WORKING, S.RESULT, S.VERIFYING, S.REJECTED)
+
+    steps = advance(engine, run, hold=["d"])
+
+    assert [(s.task, s.what, s.text) for s in steps] == [
+        ("d", "kept", "rejected: agent kept with its slot until the next check-in, so it can be sent back (`orch send`); then its slot is freed unless it was"),
+    ]
+    assert [w.task_label for w in slot_holders(engine, run)] == ["a", "d"]
+    assert engine.ledger.get_worker(RUN, "e").state is S.QUEUED
