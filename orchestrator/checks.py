@@ -57,3 +57,23 @@ def run_command(command: str, *, cwd: Path, timeout: float = CHECK_TIMEOUT_S, en
         out, _ = proc.communicate()
         return CheckRun(command=command, exit_code=None, seconds=time.monotonic() - started, output_tail=_tail(out or ""), error=f"timed out after {timeout:g}s")
     return CheckRun(command=command, exit_code=proc.returncode, seconds=time.monotonic() - started, output_tail=_tail(out))
+
+
+def run_command_on(command: str, *, ssh: str, cwd: str, timeout: float = CHECK_TIMEOUT_S) -> CheckRun:
+    """``run_command`` on another host, over ssh, in ``cwd`` there: ``bash -c`` under ``timeout`` on that host, since
+    ending the local ssh would not end the remote process group. ssh's own failure raises HostUnreachable."""
+    from orchestrator import remote
+    from orchestrator.errors import HostUnreachable
+
+    # The command line is one argv word to `bash -c` there (quoted for the remote shell by remote.ssh_argv); `cd` and
+    # `eval` happen in that bash, never in the login shell that reads the quoted string.
+    argv = ["timeout", "--kill-after=10", f"{timeout:g}", "bash", "-c", 'cd -- "$1" && eval "$2"', "orch-setup", cwd, command]
+    started = time.monotonic()
+    done = remote.run_remote(ssh, argv, timeout=timeout + 30)
+    seconds = time.monotonic() - started
+    if done.unreachable:
+        raise HostUnreachable(f"ssh {ssh} {command}: ssh failed: {done.detail()}", hint=f"orch needs `ssh -o BatchMode=yes {ssh} true` to work without a prompt")
+    out = _tail(done.stdout + done.stderr)
+    if done.returncode in (124, 137):  # timeout(1): the command ran out of time (137: killed after the grace period)
+        return CheckRun(command=command, exit_code=None, seconds=seconds, output_tail=out, error=f"timed out after {timeout:g}s")
+    return CheckRun(command=command, exit_code=done.returncode, seconds=seconds, output_tail=out)

@@ -21,7 +21,7 @@ from tabulate import tabulate
 
 from orchestrator import git
 from orchestrator.agents import facts, plan_mode_problem
-from orchestrator.checks import CheckRun, run_command
+from orchestrator.checks import CheckRun, run_command, run_command_on
 from orchestrator.dialogs import READY_TIMEOUT_FLOOR_S, DialogStop, NotReady, answer_trust_dialog, await_ready_sign
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.errors import (
@@ -325,9 +325,10 @@ def settle_tab_rename(engine: Engine, run: Run, effect: Effect) -> Settlement[An
 
 
 def settle_setup(engine: Engine, run: Run, effect: Effect) -> Settlement[SetupRun]:
-    """Setup is never re-run by guess: not done only while the checkout is exactly as created."""
-    cwd = effect.request["cwd"]
-    if not git.status_porcelain(cwd):
+    """Setup is never re-run by guess: not done only while the checkout is exactly as created (on its host)."""
+    cwd, host = effect.request["cwd"], effect.request.get("host")
+    ssh = str(engine.host_config(run.run_id, host).ssh) if host else None
+    if not git.status_porcelain(cwd, on=ssh):
         return NotDone(f"{cwd} has no changes: the setup commands left no trace")
     return CannotTell(
         f"the setup of {effect.task_label} was cut short and {cwd} has changes: did setup finish?",
@@ -762,14 +763,15 @@ def _read_back(rnd: _Round, job: _Job, tab_id: str) -> None:
         raise _Fail("read-back", f"{path} belongs to the checkout {top}, not its own worktree; no agent started there")
 
 
-def _setup(rnd: _Round, job: _Job, path: str) -> None:
-    """The plan's setup commands, in the fresh checkout, before the agent starts; replayed, never re-run."""
+def _setup(rnd: _Round, job: _Job, path: str, *, ssh: str | None = None) -> None:
+    """The plan's setup commands, in the fresh checkout (on its host: ``ssh``), before the agent starts; replayed,
+    never re-run."""
     commands = job.planned.worker.setup
 
     def act() -> SetupRun:
         runs: list[CheckRun] = []
         for command in commands:
-            run = run_command(command, cwd=layout_path)
+            run = run_command(command, cwd=layout_path) if ssh is None else run_command_on(command, ssh=ssh, cwd=path)
             runs.append(run)
             if not run.passed:
                 return SetupRun(runs=tuple(runs), failed=command)
@@ -805,7 +807,7 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
     host = engine.host_config(run.run_id, job.planned.host)
     herdr, snap, path, ssh = rnd.herdr(job), rnd.snap(job), str(layout.path), str(host.ssh)
     where = f"on host {job.planned.host}"
-    # `after` and `setup` on another host are refused by the plan check (orchestrator.plan): neither reaches here.
+    # `after` on another host is refused by the plan check (orchestrator.plan): it never reaches here.
     base_sha = run.base_sha or ""
     try:
         held = bool(base_sha) and git.rev_parse(host.checkout, base_sha, on=ssh) is not None
@@ -871,6 +873,8 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
     rnd.update(job, pane_id=info.pane_id, tab_id=info.tab_id, workspace_id=info.workspace_id,
                **({"created_pane_ids": _add(worker.created_pane_ids, info.pane_id)} if ours else {}))  # fmt: skip
     _remote_read_back(rnd, job, herdr, info.tab_id, info.workspace_id, ssh)
+    if job.planned.worker.setup and _confirmed(rnd, job, "worktree_create") is not None:
+        _setup(rnd, job, path, ssh=ssh)  # in a checkout this run made there, as on the controller
 
 
 def _remote_starts_from(rnd: _Round, host: Any, branch: str, base_sha: str, what: str, *, then: str) -> None:

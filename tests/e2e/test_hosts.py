@@ -46,6 +46,7 @@ deliverable = "Commits."
 branch = "feat/ui-theme"
 claim = ["src/ui/**"]
 verify = ["true"]
+setup = ['git config orch.setup-ran "$(pwd)"']
 host = "buildbox"
 """
         if local_worker:  # api-pagination runs on the controller, ui-theme on the build box
@@ -149,6 +150,9 @@ def test_a_plan_with_a_worker_on_each_of_two_hosts_ends_pass_integrated_and_reti
     on_box = box_herdr(two_hosts, "worktree", "list", "--cwd", str(two_hosts.box_checkout), "--json")["result"]["worktrees"]
     assert [w["path"] for w in on_box if w.get("branch") == "feat/ui-theme"] == [remote_path]
     assert [a["name"] for a in box_herdr(two_hosts, "agent", "list")["result"]["agents"]] == ["ui-theme"]
+    # Its setup ran there, in its fresh checkout, before its agent started.
+    ran = subprocess.run(["git", "-C", remote_path, "config", "orch.setup-ran"], capture_output=True, text=True, check=True).stdout.strip()
+    assert ran == remote_path
 
     dispatch = world.orch("dispatch", "--run", run_id)
     assert dispatch.returncode == 0, dispatch.stdout + dispatch.stderr

@@ -42,7 +42,6 @@ class LoopbackSshd:
         self.port = _free_port()
         self.bin_dir = root / "bin"
         self.proc: subprocess.Popen[bytes] | None = None
-        self._made_privsep = False
 
     def start(self) -> LoopbackSshd:
         """Write keys and configs, start sshd, and wait until it accepts connections."""
@@ -74,8 +73,10 @@ class LoopbackSshd:
         """Run sshd with the config ``start`` wrote (again, after ``stop``: the host comes back on the same port)."""
         privsep = Path("/run/sshd")
         if os.geteuid() == 0 and not privsep.exists():
-            privsep.mkdir(mode=0o755)
-            self._made_privsep = True
+            # sshd's privilege-separation directory, shared by every sshd of the machine. It is left in place when
+            # the test ends: removed under another test's running sshd (xdist), every new connection there was
+            # reset (`kex_exchange_identification: read: Connection reset by peer`), a flaky HostUnreachable.
+            privsep.mkdir(mode=0o755, exist_ok=True)
         with open(self.root / "sshd.log", "ab") as log:  # Popen keeps its own copy of the descriptor
             self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(self.root / "sshd_config")], stdout=subprocess.DEVNULL,
                                          stderr=log, start_new_session=True)
@@ -98,6 +99,3 @@ class LoopbackSshd:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(timeout=10)
-        if self._made_privsep:
-            shutil.rmtree("/run/sshd", ignore_errors=True)
-            self._made_privsep = False

@@ -321,14 +321,13 @@ def test_each_problem_carries_its_location_so_its_file_line_does_not_depend_on_t
                        tmp_path / "plan.toml", "plan.toml") == "plan.toml: no place\nplan.toml:16: the after list of b names nope"  # fmt: skip
 
 
-def test_a_worker_on_another_host_may_have_neither_setup_nor_after_yet(tmp_path: Path, settings: Settings) -> None:
+def test_a_worker_on_another_host_may_not_have_after_yet(tmp_path: Path, settings: Settings) -> None:
     host = '\n[hosts.buildbox]\nmachine = "buildbox"\nssh = "me@buildbox"\ncheckout = "/srv/acme/widgets"\n'
     text = HEAD + host + worker("a", "feat/a", 'claim = ["a/**"]') + worker(
         "b", "feat/b", 'claim = ["b/**"]', 'host = "buildbox"', 'setup = ["make deps"]', 'after = ["a"]'
     )
 
     assert [line.split(": ", 2)[1:] for line in problems(tmp_path, settings, text)] == [
-        ["workers[1] (b).setup", "it runs on host \"buildbox\", and orch does not run setup commands on another host yet; run them in that host's checkout, or drop `host`"],
         ["workers[1] (b).after", "it runs on host \"buildbox\", and a dependant starts from the integration branch, which lives on the controller; "
          "orch does not bring it to another host yet: drop `host` or `after`"],
     ]
