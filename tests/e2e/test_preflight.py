@@ -227,7 +227,9 @@ def test_the_checklist_names_each_releases_client_and_server(
     world = session_world()
     world.env["HERDR_SIM_VERSION"] = version
     result = world.orch("preflight", str(world.plan()))
-    assert (result.returncode, result.stderr) == (0, "")
+    run_id = result.stdout.splitlines()[-1]
+    assert (result.returncode, result.stderr) == (
+        0, f"Next: provision: the run is recorded: create its workers' tabs and start their agents: `orch provision --run {run_id}`\n")
     golden(f"preflight_{version}.txt", world.normalize(result.stdout, keep_version=True))
 
 
