@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable
 
 import pytest
@@ -139,7 +140,15 @@ def test_a_question_the_person_answers_through_orch_answer(real_world: Callable[
     outcome = json.loads(done.stdout)
     run_id = outcome["run_id"]
     assert (outcome["finished"], outcome["stopped_at"]) == (False, "waiting for the person: usage-docs"), world.diagnose(done)
-    answered = world.orch("answer", "--run", run_id, "usage-docs", "Python 3.11 or newer.")
+    # The worker asked from inside its turn, and the agent may still be ending that turn (opencode's footer says so for
+    # seconds after its last request on a loaded machine): `orch answer` goes only to a worker at rest, and says so,
+    # changing nothing. As the person would, answer again once it rests (bounded).
+    deadline = time.monotonic() + 120
+    while True:
+        answered = world.orch("answer", "--run", run_id, "usage-docs", "Python 3.11 or newer.")
+        if answered.returncode == 0 or " is working in herdr" not in answered.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(2)
     assert answered.returncode == 0, answered.stderr
     done = world.orch("resume", run_id, "--json")
 
