@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
@@ -18,10 +19,9 @@ if TYPE_CHECKING:
     from registry import Effect, Run, Worker
 
 
-class AgentFacts(BaseModel):
-    """What orch knows about one herdr agent kind."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, kw_only=True)
+class AgentFacts:
+    """What orch knows about one herdr agent kind (a table orch writes, AGENTS: nothing to validate)."""
 
     kind: str
     executable: str

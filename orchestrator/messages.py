@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -275,10 +276,9 @@ def _landmark(text: str) -> str:
     return max(lines, key=len)[:60] if lines else _squash(text)
 
 
-class ReportRead(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ReportRead:
     """A report path a worker sent: its text when it is in an allowed place and small enough, else why it was not read."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
     text: str | None = None
