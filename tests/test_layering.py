@@ -69,7 +69,7 @@ PROCESS_RUNNERS = {"orchestrator/git.py", "orchestrator/herdr.py", "orchestrator
 PROCESS_MODULES = {"subprocess", "pexpect", "asyncio.subprocess"}
 PROCESS_CALLS = {"os.system", "os.popen", "os.spawnl", "os.spawnlp", "os.spawnv", "os.spawnvp", "os.execv", "os.execvp", "os.execl", "os.execlp", "os.fork", "os.posix_spawn", "os.posix_spawnp", "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell"}  # fmt: skip
 # tests that drive real processes may poll, but only in a loop bounded by a deadline; unit tests inject a clock.
-POLLING_TEST_DIRS = ("tests/e2e/", "tests/herdr_sim/")
+POLLING_TEST_DIRS = ("tests/e2e/", "tests/herdr_sim/", "tests/real_agents/")  # real processes: they poll, with a deadline
 # Sleeps that wait for something no command can be asked about, each with its reason (none left).
 SLEEP_EXCEPTIONS: dict[str, int] = {}
 
