@@ -166,6 +166,8 @@ class Engine:
             return
         self.world.state_change_seq += 1
         pane.state_change_seq = self.world.state_change_seq
+        if new in ("working", "blocked"):
+            pane.active_seq = pane.state_change_seq
         if new == "idle" and old in ("working", "blocked"):
             pane.completion_seq += 1  # 0.9.5 row 1: a finished turn (shown only from 0.9.2: agent_info)
         if new != "idle":

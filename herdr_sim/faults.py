@@ -20,15 +20,17 @@ def die(when: str) -> None:
 
     The call log (HERDR_SIM_CALL_LOG, herdr_sim.forks.run_call) still gets its line, with rc -9 and ``died``
     saying whether herdr had acted ("after") or not ("before")."""
+    from herdr_sim import forks
+
     log = os.environ.get("HERDR_SIM_CALL_LOG")
     if log:
-        line = json.dumps({"pid": os.getppid(), "argv": list(sys.argv), "rc": -9, "stdout": "", "died": when}) + "\n"
+        line = json.dumps({"pid": forks.caller(), "argv": list(sys.argv), "rc": -9, "stdout": "", "died": when}) + "\n"
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, line.encode())
         finally:
             os.close(fd)
-    os.kill(os.getpid(), signal.SIGKILL)
+    forks.killed(signal.SIGKILL)  # this process, or under the call zygote its client too
     time.sleep(60)  # SIGKILL lands at once; never run on
 
 

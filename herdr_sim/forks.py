@@ -15,7 +15,9 @@ import contextlib
 # tiny C program (compiled with the machine's `cc` when the server starts; ~1 ms a call) or, without a compiler, this
 # Python script (-S, ~10 ms). Anything that prevents the hand-over (no zygote, a vanished cwd) runs the call in the
 # client's own process instead, exactly as the plain executable does. Once sent, a request runs to its end even if
-# the client dies (as a request that reached real herdr's server does).
+# the client dies (as a request that reached real herdr's server does). The answer is the call's exit code, or minus a
+# signal: a fault that kills the `herdr` process (herdr_sim.faults.die) kills the client with it, so the caller sees
+# what it sees of a cold call, a process killed by that signal, not an exit code.
 PY_CLIENT = """import os, sys
 sys.dont_write_bytecode = False
 def local():
@@ -49,7 +51,10 @@ while len(answer) < 4:
         os.write(2, b"herdr-sim: the call ended without an exit code\\n")
         sys.exit(1)
     answer += chunk
-sys.exit(int.from_bytes(answer, "little", signed=True))
+code = int.from_bytes(answer, "little", signed=True)
+if code < 0:
+    os.kill(os.getpid(), -code)
+sys.exit(code)
 """
 
 # The same client in C: the request is the same bytes (8-byte little-endian length, then NUL-separated fields);
@@ -60,6 +65,7 @@ FIELD = 4096
 C_CLIENT = r"""#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,6 +155,11 @@ int main(int argc, char **argv) {
             got += (size_t)n;
         }
         int32_t code = (int32_t)((uint32_t)answer[0] | (uint32_t)answer[1] << 8 | (uint32_t)answer[2] << 16 | (uint32_t)answer[3] << 24);
+        if (code < 0 && code > -NSIG) {  /* the call's process died of signal -code: so does this one */
+            signal(-code, SIG_DFL);
+            kill(getpid(), -code);
+            for (;;) pause();
+        }
         return code & 0xff;
     }
     return 1;
@@ -228,6 +239,31 @@ def _replace(target: Path, content: bytes) -> None:
     os.replace(tmp, target)
 
 
+# The call this process runs: who ran `herdr` (the client's parent, not the zygote), and under the zygote the client's
+# connection, on which a call that must die as a killed `herdr` process says so (killed).
+_caller: int | None = None
+_client: object | None = None
+
+
+def caller() -> int:
+    """The pid of the process that ran this `herdr` call (what the call log names)."""
+    return os.getppid() if _caller is None else _caller
+
+
+def killed(signum: int) -> None:
+    """The `herdr` process of this call dies of ``signum`` now, and its caller gets no answer.
+
+    A cold call is that process; under the zygote it is the client, told so before this child dies: the caller must
+    see a process killed by a signal (orch reads it as a call whose outcome is unknown), never an exit code."""
+    if _client is not None:
+        import socket
+
+        assert isinstance(_client, socket.socket)
+        with contextlib.suppress(OSError):
+            _client.sendall((-signum).to_bytes(4, "little", signed=True))
+    os.kill(os.getpid(), signum)
+
+
 def run_call(argv: list[str], caller: int) -> int:
     """One herdr call in this process: `herdr_sim.cli.main`, logged to HERDR_SIM_CALL_LOG when that names a file.
 
@@ -236,6 +272,8 @@ def run_call(argv: list[str], caller: int) -> int:
     """
     from herdr_sim.cli import main
 
+    global _caller
+    _caller = caller
     sys.argv = list(argv)
     log = os.environ.get("HERDR_SIM_CALL_LOG")
     if not log:
@@ -364,6 +402,8 @@ def _call(conn: object) -> int:
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace",
                                   line_buffering=True)
+    global _client
+    _client = conn
     try:
         code = run_call(argv, caller)
     except BaseException:

@@ -57,6 +57,10 @@ class Pane:
     detected_at: float | None = None
     seen: bool = True
     state_change_seq: int = 0
+    # The state_change_seq of the last change to working or blocked. herdr's `agent prompt --wait` gate observes every
+    # lifecycle event (0.9.1 DELTA row 2); the simulator's call polls, so a turn that went working and back to idle
+    # between two of its looks is found here.
+    active_seq: int = 0
     detected: str | None = None
     name: str | None = None
     launch_kind: str | None = None

@@ -52,9 +52,18 @@ def private_tmpdir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     os.environ["TMPDIR"] = str(root)
     tempfile.tempdir = str(root)
+    # Every simulator of the session answers `herdr` from its call zygote (herdr_sim/forks.py): the same answers, exit
+    # codes and effects as the cold executable (tests/herdr_sim/test_forks.py), at a fraction of the CPU of a cold
+    # Python start per call, which was most of the e2e tests' CPU (README, "Tests and CI"). Its C client is built once
+    # per session process, in this folder. HERDR_SIM_FORKSERVER=0 in the outer environment runs the cold executable.
+    zygote = {"HERDR_SIM_FORKSERVER": "1", "HERDR_SIM_CLIENT_CACHE": str(root / "herdr-client")}
+    zygote = {name: value for name, value in zygote.items() if name not in os.environ}
+    os.environ.update(zygote)
     try:
         yield root
     finally:
+        for name in zygote:
+            os.environ.pop(name, None)
         if previous[0] is None:
             os.environ.pop("TMPDIR", None)
         else:

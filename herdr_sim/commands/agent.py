@@ -273,6 +273,16 @@ class AgentCommands:
 
     def _observe(self, e: Engine, pin: dict[str, Any]) -> dict[str, Any] | None:
         """The pinned agent's current info, or None when it is no longer running there."""
+        pane = self._pinned(e, pin)
+        return None if pane is None else e.agent_info(pane)
+
+    def _active_seq(self, e: Engine, pin: dict[str, Any]) -> int:
+        """The seq of the pinned agent's last change to working or blocked (0: none, or it is gone)."""
+        pane = self._pinned(e, pin)
+        return 0 if pane is None else pane.active_seq
+
+    def _pinned(self, e: Engine, pin: dict[str, Any]) -> Pane | None:
+        """The pinned agent's pane, or None when it is no longer running there."""
         pane = next((p for p in e.world.panes.values() if p.terminal_id == pin["terminal_id"]), None)
         if pane is None or pane.pane_id != pin["pane_id"] or not e.is_agent(pane):
             return None
@@ -280,7 +290,7 @@ class AgentCommands:
             return None
         if pin["name"] and pane.name != pin["name"]:
             return None
-        return e.agent_info(pane)
+        return pane
 
     def _wait_status(self, rid: str, target: str, pin: dict[str, Any], until: tuple[str, ...],
                      deadline: float | None, baseline: int | None, result_type: str = "agent_info") -> int:
@@ -352,12 +362,13 @@ class AgentCommands:
         if pin["status"] != "working":
             gate = time.monotonic() + min(timeout if timeout is not None else 5000, 5000) / 1000
             while True:
-                info = self.poll(lambda e: self._observe(e, pin))
+                info, active_seq = self.poll(lambda e: (self._observe(e, pin), self._active_seq(e, pin)))
                 if info is None:
                     return self.error(rid, "agent_not_running", "agent is no longer running in the target pane")
                 # 0.9: only an observed working or blocked passes the gate; an unrelated idle/done change does not.
+                # herdr sees every event, so one that came and went since the submission counts (Pane.active_seq).
                 passes = info["state_change_seq"] > baseline and (
-                    not profile.strict_prompt_gate or info["agent_status"] in ("working", "blocked"))
+                    not profile.strict_prompt_gate or info["agent_status"] in ("working", "blocked") or active_seq > baseline)
                 if passes:
                     if info["agent_status"] in until:
                         emit({"id": rid, "result": {"type": "agent_prompted", "agent": info}})

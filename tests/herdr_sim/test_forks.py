@@ -15,6 +15,8 @@ from herdr_sim.testing import SimServer
 
 pytestmark = pytest.mark.e2e
 
+COLD = {"HERDR_SIM_FORKSERVER": "0"}  # the test session turns the zygote on for every simulator (tests/conftest.py)
+
 # Each answered by both executables in turn; the state they change is the same, so the answers are too.
 CALLS = (
     ["--version"],
@@ -46,7 +48,7 @@ def same(answer: tuple[int, str, str], home: Path) -> tuple[int, str, str]:
 
 def test_the_zygote_client_answers_as_the_cold_executable_does(tmp_path: Path) -> None:
     cold_home, warm_home = tmp_path / "cold", tmp_path / "warm"
-    with SimServer(cold_home) as cold, SimServer(warm_home, {"HERDR_SIM_FORKSERVER": "1"}) as warm:
+    with SimServer(cold_home, COLD) as cold, SimServer(warm_home, {"HERDR_SIM_FORKSERVER": "1"}) as warm:
         assert (warm_home / "calls.sock").exists() and not (cold_home / "calls.sock").exists()
         for sim in (cold, warm):
             assert sim.run(["workspace", "create", "--cwd", str(tmp_path)]).returncode == 0
@@ -114,3 +116,25 @@ def test_the_client_carries_its_paths_in_fields_of_the_one_build(tmp_path: Path)
         forks._patch(patched, {"sock": "/tmp/y/calls.sock"})  # no marker left: never a half-patched client
     with pytest.raises(ValueError):
         forks._patch(binary, {"sock": "/" + "x" * forks.FIELD})
+
+
+@pytest.mark.parametrize("client", ["c", "python"])
+def test_a_call_killed_by_a_fault_kills_the_client_as_it_kills_the_cold_executable(tmp_path: Path, client: str) -> None:
+    # The zygote's call child died of the fault's SIGKILL and its client exited 1 ("the call ended without an exit
+    # code"): orch read a protocol error where a cold herdr's caller sees a killed process, an unknown outcome.
+    log = tmp_path / "calls.log"
+    answers = {}
+    for name, overrides in (("cold", COLD), ("warm", {"HERDR_SIM_FORKSERVER": "1"})):
+        with SimServer(tmp_path / name, overrides) as sim:
+            env = {**sim.env(), "HERDR_SIM_CALL_LOG": str(log)}
+            herdr = sim.paths.bin / ("herdr" if name == "cold" or client == "c" else ".herdr-client.py")
+            sim.add_fault("workspace create", die="after")
+            sim.add_fault("workspace list", die="before")
+            answers[name] = [run(herdr, ["workspace", "create", "--cwd", str(tmp_path)], env, tmp_path),
+                             run(herdr, ["workspace", "list"], env, tmp_path),
+                             same(run(herdr, ["workspace", "list"], env, tmp_path), sim.home)]
+    assert answers["warm"] == answers["cold"]
+    assert answers["cold"][:2] == [(-9, "", ""), (-9, "", "")]
+    assert len(json.loads(answers["cold"][2][1])["result"]["workspaces"]) == 1  # "after": herdr had acted
+    died = [(line["pid"], line["argv"][1:3], line["died"]) for line in map(json.loads, log.read_text().splitlines()) if "died" in line]
+    assert died == [(os.getpid(), ["workspace", "create"], "after"), (os.getpid(), ["workspace", "list"], "before")] * 2

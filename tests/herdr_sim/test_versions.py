@@ -263,10 +263,30 @@ def test_09_row2_the_wait_gate_needs_working_or_blocked(sim: SimServer, version:
         return None if info is None else {**info, "agent_status": "done", "state_change_seq": pin["seq"] + 1}
 
     monkeypatch.setattr(sim_cli.Cli, "_observe", unrelated_change)
+    monkeypatch.setattr(sim_cli.Cli, "_active_seq", lambda self, eng, pin: 0)  # nor any working or blocked since
     for key, value in sim.env().items():
         monkeypatch.setenv(key, value)
     code = sim_cli.main(["agent", "prompt", "gated", "hi", "--wait", "--timeout", "1000"])
     assert code == (1 if version in NINE else 0)
+
+
+def test_09_row2_a_turn_that_came_and_went_between_two_looks_passes_the_gate(sim: SimServer, version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # herdr observes every lifecycle event; the simulator's call looks every 0.1 s. A turn quicker than that (the call
+    # zygote's report-agent calls take milliseconds) was judged "no observed working" and the prompt stalled.
+    herdr = boundary(sim)
+    pane = workspace(sim, tmp_path)
+    herdr.agent_start("quick", kind="codex", pane=pane, timeout_ms=20000)
+    real = sim_cli.Cli._observe
+
+    def back_to_idle(self: Any, eng: Any, pin: dict[str, Any]) -> dict[str, Any] | None:
+        info = real(self, eng, pin)  # working, then idle again, both since the submission
+        return None if info is None else {**info, "agent_status": "idle", "state_change_seq": pin["seq"] + 2}
+
+    monkeypatch.setattr(sim_cli.Cli, "_observe", back_to_idle)
+    monkeypatch.setattr(sim_cli.Cli, "_active_seq", lambda self, eng, pin: pin["seq"] + 1)
+    for key, value in sim.env().items():
+        monkeypatch.setenv(key, value)
+    assert sim_cli.main(["agent", "prompt", "quick", "hi", "--wait", "--timeout", "1000"]) == 0
 
 
 def test_09_row3_a_long_codex_prompt_is_one_ordered_submission(sim: SimServer, version: str, tmp_path: Path) -> None:
