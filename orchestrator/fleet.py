@@ -69,13 +69,13 @@ def advance(engine: Engine, run: Run, *, keep: Iterable[str] = (), hold: Iterabl
         ]  # fmt: skip
         holders = slot_holders(engine, run)
         short = len(startable) - max(0, plan.plan.defaults.concurrency - len(holders))
-        kept, held = set(keep), set(hold)
+        kept, held_back = set(keep), set(hold)
         for holder in holders:
             if short <= 0:
                 break
             if holder.state in LIVE_STATES or holder.state not in FREEABLE or holder.task_label in kept:
                 continue
-            if holder.state is S.REJECTED and holder.task_label in held:
+            if holder.state is S.REJECTED and holder.task_label in held_back:
                 steps.append(Step(task=holder.task_label, what="kept", text=HELD_FOR_SEND_BACK))
                 continue
             why = exit_for_slot(engine, run, holder)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -281,6 +282,16 @@ def carried_work(repo: str, base: str, head: str, worker: Worker, workers: list[
     return (tuple(sorted(by)), tuple(sorted(files))) if by else None
 
 
+def held_why(by: Sequence[str], files: Sequence[str], paused: Iterable[str]) -> str:
+    """Why accepted work was held back, in the words `orch integrate`'s failure and the report's blocker share: it
+    shares files with a worker blocked by verification (held_back), or its branch carries commits of a worker whose
+    work is not accepted (carried_work: a sibling shares its owner's branch, not necessarily a file)."""
+    who = ", ".join(by)
+    if by and set(by) <= set(paused):
+        return f"shares {', '.join(files)} with {who}, blocked by verification" if files else f"held back by {who}, blocked by verification (its changes are unknown)"
+    return f"its branch carries commits of {who}, whose work was not accepted ({', '.join(files) or 'see its commits'})"
+
+
 def _failure(run: Run, into: str, items: list[IntegrationItem], stopped: str | None, paused: tuple[str, ...] = ()) -> IntegrateFailure | None:
     held = [i for i in items if i.outcome == "held"]
     unrelated = [i.task for i in items if i.outcome == "unrelated"]
@@ -298,15 +309,9 @@ def _failure(run: Run, into: str, items: list[IntegrationItem], stopped: str | N
         )
     if held:
         by = sorted({b for i in held for b in i.held_by})
-        listed = "; ".join(f"{i.task} (shares {', '.join(i.overlap)} with {', '.join(i.held_by)})" if i.overlap else f"{i.task} (held by {', '.join(i.held_by)})" for i in held)
         first = by[0]
-        blocked = [b for b in by if b in paused]
-        unaccepted = [b for b in by if b not in paused]
-        why = [f"{', '.join(blocked)} {'is' if len(blocked) == 1 else 'are'} blocked by verification"] if blocked else []
-        if unaccepted:
-            why.append(f"{', '.join(unaccepted)} {'has' if len(unaccepted) == 1 else 'have'} commits on that branch and {'is' if len(unaccepted) == 1 else 'are'} not accepted")
         return IntegrateFailure(
-            reason=f"integration paused for {listed}: {'; '.join(why)}",
+            reason="; ".join(f"{i.task} not merged into {into}: {held_why(i.held_by, i.overlap, paused)}" for i in held),
             hint=f"ask the person, then `{orch_command('send', '--run', run.run_id, first, '--kind', 'follow-up', text=True)}` or `{orch_command('verify', '--run', run.run_id, '--supersede', first, '--reason', TEXT)}`, and integrate again",
         )
     return None
@@ -402,8 +407,7 @@ def _item_line(item: IntegrationItem, width: int, result: IntegrateResult) -> st
     if item.outcome == "unrelated":
         return f"  {item.task:<{width}}  {where}  not merged: does not descend from the run's pinned base (unrelated histories)"
     if item.outcome == "held":
-        shares = f" (shares {', '.join(item.overlap)})" if item.overlap else ""
-        return f"  {item.task:<{width}}  {where}  held back by {', '.join(item.held_by)}{shares}"
+        return f"  {item.task:<{width}}  {where}  not merged: {held_why(item.held_by, item.overlap, result.paused_by)}"
     why = f"stopped at {result.stopped_at}" if result.stopped_at else "no verified head SHA"
     return f"  {item.task:<{width}}  {where}  not merged ({why})"
 
@@ -415,7 +419,7 @@ def render_integrate(result: IntegrateResult) -> str:
         head = f"integrate {result.run_id}: integration is off in the plan; nothing merged"
         lines = [head + (", accepted work:" if result.items else ", nothing accepted yet")]
     elif result.items and all(i.outcome == "held" for i in result.items):
-        lines = [f"integrate {result.run_id}: paused, nothing merged into {result.integration_branch}"]
+        lines = [f"integrate {result.run_id}: {'paused, ' if result.paused_by else ''}nothing merged into {result.integration_branch}"]
     else:
         lines = [f"integrate {result.run_id} into {result.integration_branch} (worktree {result.worktree or 'not created'}):"]
         if not result.items:

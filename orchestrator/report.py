@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model
 
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
+from orchestrator.integrate import held_why
 from orchestrator.repeats import named_workers
 from packets import inert_line
 from packets.inert import markdown_code, markdown_fence
@@ -664,8 +665,10 @@ def _integration_blockers(workers: Sequence[Worker], journal: _Journal) -> list[
         if holders and all((h := by_task.get(b)) is not None and h.final_disposition in UNACCEPTED for b in holders):
             # Held by a sibling whose work was turned down (its commits are on this branch): no decision in this run
             # can change that, so it is said, not waited on; the branch keeps both workers' commits.
-            text = (f"not merged: its branch carries commits of {by}, whose work was not accepted ({files or 'see its commits'}); "
-                    f"for the user to decide: have that work redone and accepted, or take those commits off the branch, then integrate again")
+            # `orch integrate` again merges nothing more (the verified head still carries those commits, and the
+            # verdicts are final): what the user can do is outside this run.
+            text = (f"not merged: {held_why(holders, [f for f in entry.get('files', []) if isinstance(f, str)], ())}; orch merges none of it in "
+                    f"this run: the user may merge {worker.task_label}'s own commits by hand, or have {by}'s work redone and accepted in a new run")
             out.append(Blocker(task=worker.task_label, name=worker.name, kind="integration_held", text=text, seqs=(last.seq,)))
             continue
         text = f"not merged: paused by {by}" + (f" (both change {files})" if files else "")

@@ -162,9 +162,15 @@ def test_finish_tells_one_story_when_integration_holds_work_back_in_a_finished_r
     doc = json.loads(shown.stdout)
     assert (shown.exit_code, doc["finished"], doc["exit_code"], doc["report"]["verdict"]) == (10, True, 10, "PARTIAL"), shown.stderr
     assert doc["integrate"]["failure"] == {
-        "reason": "integration paused for api-docs (shares docs/notes.md with survey): survey has commits on that branch and is not accepted",
+        "reason": "api-docs not merged into chore/integrate-widgets: its branch carries commits of survey, whose work was not accepted (docs/notes.md)",
         "hint": None, "exit_code": 10}  # fmt: skip
-    assert [(b["task"], b["kind"]) for b in doc["report"]["blockers"]] == [("api-docs", "integration_held")]
+    # The blocker says it in the same words, and promises no step that would not work once the run is over.
+    assert [(b["task"], b["kind"], b["text"]) for b in doc["report"]["blockers"]] == [("api-docs", "integration_held",
+        "not merged: its branch carries commits of survey, whose work was not accepted (docs/notes.md); orch merges none of it "
+        "in this run: the user may merge api-docs's own commits by hand, or have survey's work redone and accepted in a new run")]
+    # Integrating the finished run again changes nothing: the verified head still carries survey's commits.
+    again = CliRunner().invoke(cli, ["integrate", "--run", RUN_ID, "--json"])
+    assert [(i["task"], i["outcome"]) for i in json.loads(again.stdout)["items"]] == [("api-docs", "held")], again.stderr
 
 
 def test_a_merge_conflict_at_finish_ends_the_run_partial_instead_of_waiting_with_no_command(tmp_path: Path, git_repo: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -153,12 +153,12 @@ def test_accepted_work_sharing_a_file_with_a_blocked_worker_is_held_back_and_exp
 
     assert render_integrate(result) == (
         f"integrate {RUN_ID}: paused, nothing merged into {INTO}\n"
-        f"  api-docs  docs/api @ {docs[:12]}  held back by greeting (shares docs/api.md)\n"
+        f"  api-docs  docs/api @ {docs[:12]}  not merged: shares docs/api.md with greeting, blocked by verification\n"
         "not accepted: greeting (blocked), survey (working)\n"
         "blocked by verification: greeting; holds back api-docs\n"
     )
     assert result.failure is not None and (result.failure.reason, result.failure.hint) == (
-        "integration paused for api-docs (shares docs/api.md with greeting): greeting is blocked by verification",
+        f"api-docs not merged into {INTO}: shares docs/api.md with greeting, blocked by verification",
         f"ask the person, then `orch send --run {RUN_ID} greeting --kind follow-up -- TEXT` or "
         f"`orch verify --run {RUN_ID} --supersede greeting --reason TEXT`, and integrate again",
     )
@@ -278,7 +278,11 @@ def test_an_accepted_head_carrying_a_not_accepted_workers_commit_is_held_not_mer
 
     assert [(i.task, i.outcome, i.held_by, i.overlap) for i in result.items] == [("api-docs", "held", ("survey",), ("docs/notes.md",))]
     assert result.failure is not None and result.failure.reason == (
-        "integration paused for api-docs (shares docs/notes.md with survey): survey has commits on that branch and is not accepted"
+        f"api-docs not merged into {INTO}: its branch carries commits of survey, whose work was not accepted (docs/notes.md)"
     )
+    assert render_integrate(result).splitlines()[:2] == [
+        f"integrate {RUN_ID}: nothing merged into {INTO}",
+        f"  api-docs  docs/api @ {docs[:12]}  not merged: its branch carries commits of survey, whose work was not accepted (docs/notes.md)",
+    ]
     assert fleet.repo.git("branch", "--list", INTO) == ""
     assert fleet.engine.ledger.get_worker(RUN_ID, "api-docs").integrated_sha is None
