@@ -520,6 +520,10 @@ def _waiting(run: Run, blockers: Sequence[Blocker], *, as_json: bool = False) ->
 
 def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: Mapping[str, str] | None = None, as_json: bool = False) -> Finished:
     """Integrate, retire (keeping every worker that waits on the person), report; mark the run finished when nothing waits."""
+    # A remote worker's callback spooled after the last check-in is judged before the run is (orchestrator.spool):
+    # brought home, then acted on by a check-in of its own, so the refusals below see what it changed.
+    if spool.remote_hosts(engine, run) and spool.collect_last(engine, run)[0]:
+        settled_check_in(engine, run, lifecycle=False)
     workers = engine.ledger.list_workers(run.run_id)
     busy = [w for w in workers if w.state in AT_WORK and w.task_label not in (abandon or {})]
     if busy:
@@ -613,6 +617,7 @@ def render_waited(result: Waited) -> str:
 def render_finished(result: Finished) -> str:
     """Integration, retirement, the compact report, then what still waits on the person (or that the run is over)."""
     parts = [render_integrate(result.integrate), render_retire(result.retire), result.report_text]
+    parts += [f"Spool: {inert_line(text)}\n" for text in result.report.spools_kept]
     if result.finished:
         parts.append(f"Run {result.run_id} is finished.\n")
     else:

@@ -28,7 +28,7 @@ from registry import (
     Worker,
     WorkerState,
 )
-from registry.facts import LOST, BaseMoved, Dialog, FactKind, Integration, Lost, MessageSent, Retained, TabRenamed, Transcript, read_fact, read_facts
+from registry.facts import LOST, BaseMoved, Dialog, FactKind, Integration, Lost, MessageSent, Retained, SpoolLast, TabRenamed, Transcript, read_fact, read_facts
 from registry.machine import LADDER_DONE, NOT_DISPATCHED, RESOLVING, UNACCEPTED
 
 # --- what the report reads beyond the ledger's own journal kinds (the phases that write them must agree) ---------
@@ -211,6 +211,8 @@ class Report(_Model):
     retired: tuple[RetiredItem, ...]
     blockers: tuple[Blocker, ...]
     base_moves: tuple[str, ...] = ()  # each time the base was found moved since preflight pinned it, in words
+    # Each remote host the run's last collection of callbacks did not reach (orchestrator.spool.collect_last), in words.
+    spools_kept: tuple[str, ...] = ()
 
 
 # --- reading the journal -----------------------------------------------------------------------------------------
@@ -742,7 +744,16 @@ def build_report(ledger: Ledger, run_id: str, *, integration_required: bool = Fa
         retired=retired,
         blockers=blockers,
         base_moves=tuple(base_move_text(fact) for fact in read_facts(journal.events, BaseMoved)),
+        spools_kept=_spools_kept(journal.events),
     )
+
+
+def _spools_kept(events: Sequence[Event]) -> tuple[str, ...]:
+    """The hosts whose last spool collection failed (a later one that reached the host clears it), in words."""
+    from orchestrator.spool import kept_text
+
+    last = {fact["host"]: fact.get("problem") for fact in read_facts(events, SpoolLast)}
+    return tuple(kept_text(host, problem) for host, problem in sorted(last.items()) if problem is not None)
 
 
 # --- rendering ---------------------------------------------------------------------------------------------------
@@ -863,6 +874,8 @@ def render_markdown(report: Report, workers: Sequence[Worker], events: Sequence[
     out += [f"Run status: {report.run_status}. Exit code: {report.exit_code}.", ""]
     # orch's own words about the base (refs and commit ids): plain
     out += [f"Base: {text}" for text in report.base_moves] + ([""] if report.base_moves else [])
+    # orch's own words about a host and an ssh failure (the error text is the ssh client's, kept inert)
+    out += [f"Spool: {code(text)}" for text in report.spools_kept] + ([""] if report.spools_kept else [])
     if report.verdict_reasons:
         out += [f"## Why {report.verdict.value}", "", *(f"- {code(r)}" for r in report.verdict_reasons), ""]
     by_task = {w.task_label: w for w in workers}

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.effects import settle_in_flight, unsettled
 from orchestrator.engine import CannotTell, Engine, LedgerLost
-from orchestrator import git
+from orchestrator import git, spool
 from orchestrator.errors import ExitCode, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_queued
 from orchestrator.integrate import integrate_run
@@ -167,6 +167,14 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                 if any(w.state in MOVING for w in workers) or ledger.list_inbox(run.run_id, unhandled=True) or answers_owed(engine, run):
                     engine.clock.sleep(interval)
                     continue
+                # A remote worker's callback spooled after this check-in is judged before the run is: one more
+                # collection (orchestrator.spool), and what it brings home is acted on by another check-in at once.
+                if spool.remote_hosts(engine, run):
+                    added, kept = spool.collect_last(engine, run)
+                    for line in kept:
+                        progress.note(line, engine.clock.now())
+                    if added:
+                        continue
                 break
             # A run never goes on to integrate, retire and finish with an effect whose outcome is unknown: what
             # read-back settles now is settled, what it cannot is the person's one question.

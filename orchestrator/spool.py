@@ -12,6 +12,10 @@ host's entries, each goes through ``orchestrator.intake`` (the one acceptance ru
 collection cut short between the two finds the entry again next time, sees its source in the ledger and only
 acknowledges it: each message is recorded exactly once, and none is removed before it is in the ledger.
 
+The run's last step (`orch finish`, and `orch run`/`orch resume` before they integrate) collects once more
+(``collect_last``): a message sent after the last check-in is judged before the run is; a host that cannot be reached
+then keeps its messages and the report says so (a ``spool_last`` fact).
+
 The host side (``write``, ``pending``, ``ack``) imports nothing but the standard library and orch's locations: a
 worker's callback stays a short process (docs/PERFORMANCE.md).
 """
@@ -302,3 +306,25 @@ def collect(engine: Engine, run: Run, *, hosts: Mapping[str, Host] | None = None
         problem = None if acked.returncode == 0 else f"cannot acknowledge its spool entries (collected again next time, recorded once): {acked.detail()}"
         out.append(Collected(name, tuple(added), already, problem))
     return out
+
+
+def collect_last(engine: Engine, run: Run) -> tuple[int, list[str]]:
+    """The collection before a run is judged (``collect``, once more): how many messages it recorded, and a line for each
+    host it could not collect from (its messages are kept there). Each outcome is a ``spool_last`` fact for the report;
+    a host reached again after such a miss is recorded too, so the report says only what still waits on a host."""
+    from registry.facts import FactKind, SpoolLast, read_facts
+
+    found = collect(engine, run)
+    missed = {f.get("host"): f.get("problem") for f in read_facts(engine.ledger.events(run.run_id), SpoolLast)}
+    kept: list[str] = []
+    for one in found:
+        if one.problem is not None:
+            kept.append(kept_text(one.host, one.problem))
+        if one.problem is not None or missed.get(one.host) is not None:
+            engine.ledger.record_fact(run.run_id, FactKind.SPOOL_LAST, detail=SpoolLast(host=one.host, problem=one.problem))
+    return sum(len(one.added) for one in found), kept
+
+
+def kept_text(host: str, problem: str) -> str:
+    """What the report says of a host the last collection did not reach."""
+    return f"host {host} was not collected from before the run was judged ({problem}); messages its workers spooled after the last check-in are kept there"

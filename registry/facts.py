@@ -51,6 +51,8 @@ class FactKind(StrEnum):
     RESTARTED = "restarted"
     # Provisioning is about to create `<repo>.worktrees/` (it did not exist): retire removes it again once empty.
     WORKTREES_FOLDER = "worktrees_folder"
+    # A run's last collection of a remote host's spool (before it is judged) reached that host, or not (its messages wait there).
+    SPOOL_LAST = "spool_last"
 
 
 class CallbackCause(TypedDict):
@@ -290,6 +292,13 @@ class WorktreesFolder(TypedDict):
     path: str
 
 
+class SpoolLast(TypedDict):
+    """The last collection of a remote host's spool before the run was judged: ``problem`` when it was not collected."""
+
+    host: str
+    problem: str | None
+
+
 # The detail record of each kind: what a writer builds and a reader may expect.
 DETAILS: Mapping[FactKind, type] = {
     FactKind.CALLBACK: CallbackCause,
@@ -318,6 +327,7 @@ DETAILS: Mapping[FactKind, type] = {
     FactKind.HERDR_LOST_PANES: HerdrLostPanes,
     FactKind.RESTARTED: Restarted,
     FactKind.WORKTREES_FOLDER: WorktreesFolder,
+    FactKind.SPOOL_LAST: SpoolLast,
 }
 
 

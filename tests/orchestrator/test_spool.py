@@ -232,11 +232,12 @@ def test_click_spools_what_the_console_script_spools(tmp_path: Path, text: str) 
     )
 
 
-def test_a_wait_collects_a_remote_spool_between_check_ins_and_wakes_for_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _controller_with_box(tmp_path: Path, path: Sequence[S] = (S.PROVISIONING, S.READY, S.DISPATCHED, S.WORKING)) -> tuple[Engine, LocalRemote, Path]:
+    """A controller (fake herdr, fake clock) whose run RUN has its worker fix-login on host "box" (its own fake herdr
+    and ORCH_HOME, reached through the local ssh seam), moved along ``path``, with the plan naming the host."""
     from fake_herdr import FakeHerdr
 
     from orchestrator.clock import FakeClock
-    from orchestrator.door import SPOOL_POLL_S, wait_run
 
     herdr = FakeHerdr(cwd=tmp_path, version="0.8.2")
     box_herdr = FakeHerdr(cwd=tmp_path, version="0.8.2")  # the box's own server: the worker's agent runs there
@@ -250,7 +251,7 @@ def test_a_wait_collects_a_remote_spool_between_check_ins_and_wakes_for_it(tmp_p
     engine.remote_runner = runner
     engine.ledger.create_run(RUN, controller_target="w1:p1")
     engine.ledger.add_worker(RUN, "fix-login", name="fix-login", kind="codex", objective="x", pane_id=pane, reply_target="w1:p2", host="box")
-    for before, after in ((S.PROVISIONING, S.READY), (S.READY, S.DISPATCHED), (S.DISPATCHED, S.WORKING)):
+    for before, after in zip(path, path[1:], strict=False):
         engine.ledger.transition(RUN, "fix-login", before, after)
     save_message_limit(engine, RUN, DEFAULT_MESSAGE_LIMIT)
     engine.run_dir(RUN).mkdir(parents=True, exist_ok=True)
@@ -273,6 +274,13 @@ branch = "fix/login"
 claim = ["src/**"]
 host = "box"
 """)
+    return engine, runner, box_home
+
+
+def test_a_wait_collects_a_remote_spool_between_check_ins_and_wakes_for_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator.door import SPOOL_POLL_S, wait_run
+
+    engine, runner, box_home = _controller_with_box(tmp_path)
     clock = engine.clock
     advance = clock.sleep
     polls: list[float] = []
@@ -295,6 +303,59 @@ host = "box"
     assert [(o.task, o.what, o.text) for o in waited.observations] == [("fix-login", "update", "Parser done")]
     listed = [c for c in runner.commands if " inbox spooled " in c]
     assert len(listed) == 4  # the first check-in's, the wait's at 1 s and at 6 s, the check-in's it made due
+
+
+class _Integrating(Exception):
+    """Stands for integration: the test stops `orch finish` there and looks at what it was about to judge."""
+
+
+def test_finish_collects_the_spools_once_more_before_it_judges_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator import door
+
+    # The worker's work was judged (rejected) at the last check-in; it calls back on its host after that check-in.
+    engine, runner, box_home = _controller_with_box(tmp_path, (S.PROVISIONING, S.READY, S.DISPATCHED, S.RESULT, S.VERIFYING, S.REJECTED))
+    _send(box_home, hostile.env(body="One more thing: the parser also needs the fix in lexer.py"))
+    assert len(spool.pending(spool.folder(box_home, RUN))) == 1
+    seen: list[list[tuple[str | None, str]]] = []
+
+    def integrate(engine: Engine, run: object) -> None:
+        seen.append([(m.task_label, m.source) for m in engine.ledger.list_inbox(RUN)])
+        raise _Integrating
+
+    monkeypatch.setattr(door, "integrate_run", integrate)
+    try:
+        with pytest.raises(_Integrating):
+            door.finish_run(engine, engine.ledger.get_run(RUN))
+        assert spool.pending(spool.folder(box_home, RUN)) == []  # brought home, acknowledged there
+    finally:
+        engine.close()
+    ((message,),) = seen
+    assert message[0] == "fix-login" and message[1].startswith("spool:box:")
+
+
+def test_a_host_the_last_collection_cannot_reach_is_named_in_the_report_until_it_is_reached(tmp_path: Path) -> None:
+    from orchestrator.report import build_report, render_markdown
+    from packets.inert import markdown_code
+
+    engine, runner, box_home = _controller_with_box(tmp_path, (S.PROVISIONING, S.READY, S.DISPATCHED, S.FAILED))
+    _send(box_home, hostile.env(body="late word"))
+    runner.fail = {1}
+    try:
+        run = engine.ledger.get_run(RUN)
+        assert spool.collect_last(engine, run) == (0, [spool.kept_text("box", "cannot list its spool: ssh: connect to host box port 22: Connection refused")])
+        report = build_report(engine.ledger, RUN)
+        assert report.spools_kept == (
+            "host box was not collected from before the run was judged (cannot list its spool: ssh: connect to host box port 22: Connection refused); "
+            "messages its workers spooled after the last check-in are kept there",
+        )
+        assert f"Spool: {markdown_code(report.spools_kept[0])}" in render_markdown(report, engine.ledger.list_workers(RUN))
+        assert len(spool.pending(spool.folder(box_home, RUN))) == 1  # kept there
+
+        assert spool.collect_last(engine, run) == (1, [])  # reached at last: collected, and the report says no more
+        assert build_report(engine.ledger, RUN).spools_kept == ()
+        assert spool.collect_last(engine, run) == (0, [])
+    finally:
+        engine.close()
 
 
 def test_a_flooded_spool_is_listed_in_batches_oldest_first(tmp_path: Path) -> None:
