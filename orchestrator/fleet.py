@@ -105,7 +105,7 @@ def give_up_queued(engine: Engine, run: Run, reason: str) -> list[Step]:
     steps = []
     reasons = waiting_reasons(engine, run)
     for worker in engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)):
-        why = f"{reason}: it was {reasons.get(worker.task_label, 'queued')}"
+        why = f"{reason}: it was queued" + (f", {reasons[worker.task_label]}" if worker.task_label in reasons else "")
         engine.ledger.transition(run.run_id, worker.task_label, S.QUEUED, S.SKIPPED, cause={"phase": "schedule", "reason": why})
         steps.append(Step(task=worker.task_label, what="skipped", text=f"never started: {why}"))
     return steps

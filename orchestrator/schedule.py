@@ -97,10 +97,10 @@ def _wait_reason(planned: ResolvedWorker, by_task: Mapping[str, Worker], integra
     for task in planned.after:
         pred = by_task[task]
         if pred.final_disposition is not S.ACCEPTED:
-            pending.append(f"{task} ({pred.state.value})")
+            pending.append(f"{task} ({task} is {pred.state.value})")
         elif integration and not pred.integrated_sha:
-            pending.append(f"{task} (accepted, not integrated yet)")
-    return f"after {', '.join(pending)}" if pending else None
+            pending.append(f"{task} ({task} is accepted, not integrated yet)")
+    return f"waits for {' and '.join(pending)}" if pending else None
 
 
 def _ended_unaccepted(pred: Worker) -> str | None:
@@ -160,7 +160,7 @@ def admit(engine: Engine, run: Run, plan: ResolvedPlan | None = None) -> Schedul
         why = _wait_reason(p, by_task, integration)
         owner = by_task.get(p.sibling_of) if p.sibling_of else None
         if why is None and owner is not None and owner.state is S.QUEUED:
-            why = f"after {owner.task_label}, whose pane it splits (queued)"
+            why = f"waits for {owner.task_label}, whose pane it splits ({owner.task_label} is queued)"
         if why is None and len(holding) >= cap:
             why = f"waiting for a slot ({len(holding)} of {cap} in use: {', '.join(holding)})"
         if why is not None:
@@ -197,5 +197,5 @@ def render_schedule(schedule: Schedule) -> list[str]:
     """One line per admitted, skipped or waiting worker (empty when nothing was queued)."""
     lines = [f"{task}: started (slot {schedule.holding.index(task) + 1} of {schedule.concurrency})" for task in schedule.started]
     lines += [f"{q.task}: skipped, never started: {q.reason}" for q in schedule.skipped]
-    lines += [f"{q.task}: queued: {q.reason}" for q in schedule.waiting]
+    lines += [f"{q.task}: queued, {q.reason}" for q in schedule.waiting]
     return lines

@@ -91,7 +91,7 @@ def test_orch_provision_starts_only_as_many_as_the_cap_and_status_shows_the_rest
         f"provision {run_id} (workspace w1): 2 ready, 0 failed, 4 queued",
         "schedule: part-1: started (slot 1 of 2)",
         "schedule: part-2: started (slot 2 of 2)",
-        *(f"schedule: part-{n}: queued: waiting for a slot (2 of 2 in use: part-1, part-2)" for n in range(3, 7)),
+        *(f"schedule: part-{n}: queued, waiting for a slot (2 of 2 in use: part-1, part-2)" for n in range(3, 7)),
     ]
     rows = [line.split()[:4] for line in status.splitlines() if line.startswith("part-")]
     assert rows == [*([f"part-{n}", f"part-{n}", "codex", "ready"] for n in (1, 2)), *([f"part-{n}", f"part-{n}", "codex", "queued"] for n in range(3, 7))]

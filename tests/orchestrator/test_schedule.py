@@ -66,13 +66,13 @@ def test_admission_holds_the_cap_and_says_why_each_worker_waits(tmp_path: Path) 
     assert render_schedule(first) == [
         "a: started (slot 1 of 2)",
         "d: started (slot 2 of 2)",
-        "b: queued: after a (provisioning)",  # as it stands once this pass admitted a
-        "c: queued: after b (queued)",
-        "e: queued: waiting for a slot (2 of 2 in use: a, d)",
+        "b: queued, waits for a (a is provisioning)",  # as it stands once this pass admitted a
+        "c: queued, waits for b (b is queued)",
+        "e: queued, waiting for a slot (2 of 2 in use: a, d)",
     ]
     # Nothing changes on a second pass while both slots are held.
     assert admit(engine, run).started == ()
-    assert waiting_reasons(engine, run) == {"b": "after a (provisioning)", "c": "after b (queued)", "e": "waiting for a slot (2 of 2 in use)"}
+    assert waiting_reasons(engine, run) == {"b": "waits for a (a is provisioning)", "c": "waits for b (b is queued)", "e": "waiting for a slot (2 of 2 in use)"}
 
 
 def test_a_finished_worker_holds_its_slot_until_its_agent_exited(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_a_finished_worker_holds_its_slot_until_its_agent_exited(tmp_path: Path)
     engine.ledger.record_fact(RUN, FactKind.AGENT_EXITED, task_label="a", detail={"how": "/exit"})
     second = admit(engine, run)
 
-    assert render_schedule(second) == ["b: started (slot 2 of 2)", "c: queued: after b (provisioning)", "e: queued: waiting for a slot (2 of 2 in use: d, b)"]
+    assert render_schedule(second) == ["b: started (slot 2 of 2)", "c: queued, waits for b (b is provisioning)", "e: queued, waiting for a slot (2 of 2 in use: d, b)"]
 
 
 def test_a_worker_that_failed_before_its_agent_started_frees_its_slot_at_once(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_a_sibling_whose_owner_is_admitted_in_the_same_pass_keeps_its_place_in_p
         "a: started (slot 1 of 3)",
         "owner: started (slot 2 of 3)",
         "sibling: started (slot 3 of 3)",
-        "later: queued: waiting for a slot (3 of 3 in use: a, owner, sibling)",
+        "later: queued, waiting for a slot (3 of 3 in use: a, owner, sibling)",
     ]
 
 
