@@ -358,6 +358,63 @@ def test_a_host_the_last_collection_cannot_reach_is_named_in_the_report_until_it
         engine.close()
 
 
+def test_orch_run_collects_the_spools_once_more_before_it_integrates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator import run as person
+    from orchestrator.progress import Progress
+
+    engine, runner, box_home = _controller_with_box(tmp_path, (S.PROVISIONING, S.READY, S.DISPATCHED, S.FAILED))
+    listed: list[str] = []
+
+    def late(argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        done = runner(argv, env=env, timeout=timeout)
+        if " inbox spooled " in argv[-1] and not listed:
+            listed.append(argv[-1])  # the worker calls back on its host just after the check-in's collection
+            _send(box_home, hostile.env(body="Late word from the box"))
+        return done
+
+    engine.remote_runner = late
+    seen: list[list[tuple[str | None, str]]] = []
+
+    def integrate(engine: Engine, run: object) -> None:
+        seen.append([(m.task_label, m.source) for m in engine.ledger.list_inbox(RUN)])
+        raise _Integrating
+
+    monkeypatch.setattr(person, "integrate_run", integrate)
+    try:
+        with pytest.raises(_Integrating):
+            person.drive(engine, engine.ledger.get_run(RUN), Progress(io.StringIO(), live=False), interval_s=0)
+        assert spool.pending(spool.folder(box_home, RUN)) == []
+    finally:
+        engine.close()
+    ((message,),) = seen
+    assert message[0] == "fix-login" and message[1].startswith("spool:box:")
+
+
+def test_resume_accepts_once_a_callback_spooled_while_orch_run_was_stopped(tmp_path: Path) -> None:
+    from orchestrator.progress import Progress
+    from orchestrator.run import resume_run
+    from registry import RunStatus
+
+    # `orch run` was interrupted (Ctrl-C) while its worker on the box worked; the worker asks while nothing runs.
+    engine, runner, box_home = _controller_with_box(tmp_path)
+    made = engine.herdr.workspace_create(label="acme/widgets")
+    engine.ledger.update_run(RUN, controller_kind="run", workspace_id=made.workspace.workspace_id, repo_tab_id=made.tab.tab_id)
+    engine.ledger.set_run_status(RUN, RunStatus.INTERRUPTED, stopped_at="interrupted during observe")
+    _send(box_home, hostile.env(kind="question", body="Which parser: the old or the new one?"))
+    try:
+        outcome = resume_run(engine, RUN, Progress(io.StringIO(), live=False), interval_s=0)
+        inbox = engine.ledger.list_inbox(RUN)
+        worker = engine.ledger.get_worker(RUN, "fix-login")
+    finally:
+        engine.close()
+
+    # Accepted once through the one intake, acted on (the worker waits on the person), and gone from the box's spool.
+    assert [(m.task_label, m.kind, m.verdict, m.source.startswith("spool:box:")) for m in inbox] == [("fix-login", "question", InboxVerdict.ACCEPTED, True)]
+    assert (worker.state, worker.pending_question) == (S.QUESTION, "Which parser: the old or the new one?")
+    assert outcome.finished is False
+    assert spool.pending(spool.folder(box_home, RUN)) == []
+
+
 def test_a_flooded_spool_is_listed_in_batches_oldest_first(tmp_path: Path) -> None:
     ids = [spool.write(tmp_path, bytes([65 + n]) * 10, now_ns=n) for n in range(5)]
     assert [e.id for e in spool.pending(tmp_path, most=3)] == ids[:3]
