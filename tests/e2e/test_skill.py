@@ -835,6 +835,9 @@ def test_skill_md_drives_the_six_worker_run_to_partial_in_its_call_budget_with_n
     assert sorted(decided) == [("answer", "owner"), ("approve", "cli")]
     assert [(n["do"], n["command"]) for n in result["next"]] == [("finish", f"orch finish --run {run_id} --json")]
     assert agent.verdicts == {"core": "accepted", "owner": "accepted", "sibling": "rejected", "cli": "accepted", "ext": "accepted"}, agent.waits
+    # The wait that reports the sibling's rejection keeps its agent (it could be sent back); only a later one frees it.
+    [told] = [w for w in agent.waits if any((o["task"], o["what"]) == ("sibling", "verified") for o in w["observations"])]
+    assert ("sibling", "slot_freed") not in [(o["task"], o["what"]) for o in told["observations"]], told["observations"]
     failed = [o for w in agent.waits for o in w["observations"] if o["what"] == "failed"]
     assert [(o["task"], o["text"]) for o in failed] == [
         ("silent", "done without a result after being asked for it once; no change of state or output across 3 consecutive check-ins")]
