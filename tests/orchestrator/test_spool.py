@@ -390,6 +390,30 @@ def test_orch_run_collects_the_spools_once_more_before_it_integrates(tmp_path: P
     assert message[0] == "fix-login" and message[1].startswith("spool:box:")
 
 
+def test_orch_run_says_which_host_its_last_collection_could_not_reach(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from orchestrator import run as person
+    from orchestrator.progress import Progress
+    from orchestrator.report import build_report
+
+    engine, runner, box_home = _controller_with_box(tmp_path, (S.PROVISIONING, S.READY, S.DISPATCHED, S.FAILED))
+    runner.fail = {2}  # the check-in's listing answers; the last collection's does not
+    said = io.StringIO()
+
+    def integrate(engine: Engine, run: object) -> None:
+        raise _Integrating
+
+    monkeypatch.setattr(person, "integrate_run", integrate)
+    try:
+        with pytest.raises(_Integrating):
+            person.drive(engine, engine.ledger.get_run(RUN), Progress(said, live=False), interval_s=0)
+        kept = build_report(engine.ledger, RUN).spools_kept
+    finally:
+        engine.close()
+    refused = "cannot list its spool: ssh: connect to host box port 22: Connection refused"
+    assert kept == (spool.kept_text("box", refused),)
+    assert spool.kept_text("box", refused) in said.getvalue()
+
+
 def test_resume_accepts_once_a_callback_spooled_while_orch_run_was_stopped(tmp_path: Path) -> None:
     from orchestrator.progress import Progress
     from orchestrator.run import resume_run
