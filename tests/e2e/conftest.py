@@ -43,11 +43,32 @@ NO_SCRIPTED_AGENTS = ("the live herdr's panes do not find the scripted agents ({
                       "README says (`python3 -m herdr_sim.agent.bin DIR`, then the `PATH=DIR:$PATH herdr --session acme` it prints)")
 
 
+# The e2e files the older releases' lane runs again (.ci/run: `HERDR_SIM_VERSION=0.7.5|0.8.2 pytest -m every_release
+# tests/e2e`; the whole suite plays the newest). What differs by release is what herdr answers and when (docs/simulator.md,
+# "herdr releases"; orch's side of it is orchestrator/herdr.py), so these are the files that drive orch's phases through
+# herdr and read its answers: the live lane's (each phase against a herdr of any release), preflight and doctor (the
+# release checks, integration hooks), the agents' quirks (dialogs, blocked prompts), lost calls and outages (read-back,
+# a restart). The rest check orch's own logic (verification, schedule, claims, the ledger, hosts, the demo, hands on the
+# layout) over the same herdr calls these make: run on an older release they would prove nothing these do not.
+EVERY_RELEASE = (
+    "test_world.py", "test_live_herdr.py", "test_read_only.py", "test_dispatch.py", "test_provision.py", "test_retire.py", "test_run.py",
+    "test_run_verify.py", "test_run_observe.py", "test_preflight.py", "test_doctor.py", "test_agent_quirks.py", "test_herdr_outage.py",
+    "test_lost_calls.py", "test_skill.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In the live lane, skip every e2e test that is not marked live_herdr, saying why."""
+    """Mark the files of EVERY_RELEASE every_release; in the live lane, skip every e2e test not marked live_herdr, saying why."""
+    here = Path(__file__).resolve().parent
+    missing = [name for name in EVERY_RELEASE if not (here / name).is_file()]
+    if missing:  # a renamed file must not drop out of the older releases' lane unnoticed
+        raise pytest.UsageError(f"tests/e2e/conftest.py EVERY_RELEASE names files that are not there: {', '.join(missing)}")
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        if path.parent == here and path.name in EVERY_RELEASE:
+            item.add_marker(pytest.mark.every_release)
     if LIVE is None:
         return
-    here = Path(__file__).resolve().parent
     for item in items:
         if Path(str(item.path)).resolve().parent == here and item.get_closest_marker("live_herdr") is None:
             item.add_marker(pytest.mark.skip(reason=SIMULATOR_ONLY))
