@@ -220,9 +220,14 @@ def upstream_of(repo: Path | str, ref: str) -> str | None:
 
 def fetch_branch(repo: Path | str, remote: str, branch: str, *, timeout: float = GIT_TIMEOUT_S) -> GitResult:
     """``git fetch <remote> <branch>`` that never waits for a password: a prompt becomes a failure (check the result)."""
+    return _fetch(repo, (remote, branch), ssh="ssh -o BatchMode=yes", timeout=timeout)
+
+
+def _fetch(repo: Path | str, args: tuple[str, ...], *, ssh: str, timeout: float) -> GitResult:
+    """``git -C repo fetch --quiet ARGS`` with no prompt ever (``ssh`` unless GIT_SSH_COMMAND is set); check the result."""
     # The controller runs in a terminal, so git would otherwise ask for credentials on /dev/tty and hang the run.
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")}
-    argv = ("git", "-C", str(repo), "fetch", "--quiet", remote, branch)
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", ssh)}
+    argv = ("git", "-C", str(repo), "fetch", "--quiet", *args)
     started = time.monotonic()
     try:
         proc = run_child(argv, env=env, timeout=timeout)
@@ -242,20 +247,10 @@ _UPLOAD_PACK_BY_SHA = "git -c uploadpack.allowAnySHA1InWant=true upload-pack"
 def fetch_commit(repo: Path | str, url: str, sha: str, ref: str, *, timeout: float = GIT_TIMEOUT_S) -> GitResult:
     """``git fetch URL SHA`` into ``ref`` of ``repo``: exactly that commit (and its history), whatever any remote branch
     is called or now points at; never prompts (BatchMode ssh, no terminal prompt). Check the result."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", "ssh -o BatchMode=yes -o ConnectTimeout=10")}
     # `--end-of-options` ends git's options: neither URL nor refspec is ever read as one; `+SHA:REF` only ever creates
     # or moves orch's own ref, never a branch.
-    argv = ("git", "-C", str(repo), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", f"--upload-pack={_UPLOAD_PACK_BY_SHA}",
-            "--end-of-options", url, f"+{sha}:{ref}")  # fmt: skip
-    started = time.monotonic()
-    try:
-        proc = run_child(argv, env=env, timeout=timeout)
-    except FileNotFoundError as exc:
-        _told(GitResult(argv, 127, "", str(exc), time.monotonic() - started))
-        raise GitError("git is not installed or not on PATH") from exc
-    except subprocess.TimeoutExpired:
-        return _told(GitResult(argv, -1, "", f"git fetch timed out after {timeout:g}s", time.monotonic() - started))
-    return _told(GitResult(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started))
+    args = ("--no-tags", "--no-write-fetch-head", f"--upload-pack={_UPLOAD_PACK_BY_SHA}", "--end-of-options", url, f"+{sha}:{ref}")
+    return _fetch(repo, args, ssh="ssh -o BatchMode=yes -o ConnectTimeout=10", timeout=timeout)
 
 
 def missing_remote_ref(stderr: str) -> bool:

@@ -732,21 +732,30 @@ def _materialize(rnd: _Round, job: _Job, pane: str, side: str | None) -> tuple[s
     return moved.pane_id, moved.tab_id
 
 
-def _read_back(rnd: _Round, job: _Job, tab_id: str) -> None:
-    """The mandatory gate: tab label exactly $label (mended once by rename), branch and toplevel of the checkout."""
-    herdr, layout = rnd.engine.herdr, job.planned.worktree
+def _read_back(rnd: _Round, job: _Job, tab_id: str, *, herdr: Herdr | None = None, workspace: str | None = None, ssh: str | None = None) -> None:
+    """The mandatory gate: tab label exactly $label (mended once by rename), branch and toplevel of the checkout.
+
+    On the controller (``ssh`` None) the tab list is the round's shared one and the checkout is read here; on another
+    host, its ``herdr`` lists ``workspace``'s tabs and git reads the checkout over ``ssh``.
+    """
+    layout = job.planned.worktree
+    where = "" if ssh is None else f" on host {job.planned.host}"
+    if herdr is None:
+        herdr, workspace = rnd.engine.herdr, rnd.ws
     for attempt in (1, 2):
-        # Shared with workers reading back at the same time; always a list begun after this worker's move or rename.
-        tab = next((t for t in rnd.tabs.get() if t.tab_id == tab_id), None)
+        # On the controller, shared with workers reading back at the same time; always a list begun after this
+        # worker's move or rename.
+        tabs = rnd.tabs.get() if ssh is None else herdr.tab_list(workspace=workspace)
+        tab = next((t for t in tabs if t.tab_id == tab_id), None)
         if tab is None:
-            raise _Fail("read-back", f"tab {tab_id} is not in workspace {rnd.ws}")
+            raise _Fail("read-back", f"tab {tab_id} is not in workspace {workspace}{where}")
         if tab.label == layout.label:
             break
         if attempt == 2:
-            raise _Fail("read-back", f"tab {tab_id} is labelled {tab.label!r} after a rename to {layout.label!r}")
+            raise _Fail("read-back", f"tab {tab_id}{where} is labelled {tab.label!r} after a rename to {layout.label!r}")
         observed = tab.label
 
-        def rename() -> Renamed:
+        def rename(herdr: Herdr = herdr) -> Renamed:
             renamed = herdr.tab_rename(tab_id, layout.label)
             return Renamed(tab_id=renamed.tab_id, label=renamed.label)
 
@@ -754,13 +763,15 @@ def _read_back(rnd: _Round, job: _Job, tab_id: str) -> None:
         job.notes.append(f"tab label {observed!r} mended to {layout.label!r}")
     path = str(layout.path)
     try:
-        branch, top = git.current_branch(path), git.toplevel(path)
+        branch, top = git.current_branch(path, on=ssh), git.toplevel(path, on=ssh)
     except git.GitError as exc:
-        raise _Fail("read-back", f"cannot read the checkout {path}: {exc.message}") from None
+        raise _Fail("read-back", f"cannot read the checkout {path}{where}: {exc.message}") from None
     if branch != layout.branch:
-        raise _Fail("read-back", f"{path} is on branch {branch}, not {layout.branch}; no agent started there")
-    if not _same_path(top, path):
-        raise _Fail("read-back", f"{path} belongs to the checkout {top}, not its own worktree; no agent started there")
+        raise _Fail("read-back", f"{path}{where} is on branch {branch}, not {layout.branch}; no agent started there")
+    # Another host's paths cannot be resolved here: they are compared as that host's git prints them.
+    same = _same_path(top, path) if ssh is None else top.rstrip("/") == path.rstrip("/")
+    if not same:
+        raise _Fail("read-back", f"{path}{where} belongs to the checkout {top}, not its own worktree; no agent started there")
 
 
 def _setup(rnd: _Round, job: _Job, path: str, *, ssh: str | None = None) -> None:
@@ -872,7 +883,7 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
     ours = workspace in worker.created_workspace_ids
     rnd.update(job, pane_id=info.pane_id, tab_id=info.tab_id, workspace_id=info.workspace_id,
                **({"created_pane_ids": _add(worker.created_pane_ids, info.pane_id)} if ours else {}))  # fmt: skip
-    _remote_read_back(rnd, job, herdr, info.tab_id, info.workspace_id, ssh)
+    _read_back(rnd, job, info.tab_id, herdr=herdr, workspace=info.workspace_id, ssh=ssh)
     if job.planned.worker.setup and _confirmed(rnd, job, "worktree_create") is not None:
         _setup(rnd, job, path, ssh=ssh)  # in a checkout this run made there, as on the controller
 
@@ -885,36 +896,6 @@ def _remote_starts_from(rnd: _Round, host: Any, branch: str, base_sha: str, what
         return
     at = f"at {head[:12]}" if head else "with no commit"
     raise _Fail("create", f"{what} is {at}, which does not descend from the base {base_sha[:12]} this run starts every worker from; {then}")
-
-
-def _remote_read_back(rnd: _Round, job: _Job, herdr: Herdr, tab_id: str, workspace: str, ssh: str) -> None:
-    """The mandatory gate on another host: the tab label (mended once by rename), branch and toplevel over ssh."""
-    layout = job.planned.worktree
-    for attempt in (1, 2):
-        tab = next((t for t in herdr.tab_list(workspace=workspace) if t.tab_id == tab_id), None)
-        if tab is None:
-            raise _Fail("read-back", f"tab {tab_id} is not in workspace {workspace} on host {job.planned.host}")
-        if tab.label == layout.label:
-            break
-        if attempt == 2:
-            raise _Fail("read-back", f"tab {tab_id} on host {job.planned.host} is labelled {tab.label!r} after a rename to {layout.label!r}")
-        observed = tab.label
-
-        def rename() -> Renamed:
-            renamed = herdr.tab_rename(tab_id, layout.label)
-            return Renamed(tab_id=renamed.tab_id, label=renamed.label)
-
-        rnd.once(job, "tab_rename", f"tab_rename:{tab_id}", {"tab": tab_id, "label": layout.label}, rename, Renamed)
-        job.notes.append(f"tab label {observed!r} mended to {layout.label!r}")
-    path = str(layout.path)
-    try:
-        branch, top = git.current_branch(path, on=ssh), git.toplevel(path, on=ssh)
-    except git.GitError as exc:
-        raise _Fail("read-back", f"cannot read the checkout {path} on host {job.planned.host}: {exc.message}") from None
-    if branch != layout.branch:
-        raise _Fail("read-back", f"{path} on host {job.planned.host} is on branch {branch}, not {layout.branch}; no agent started there")
-    if top.rstrip("/") != path.rstrip("/"):
-        raise _Fail("read-back", f"{path} on host {job.planned.host} belongs to the checkout {top}, not its own worktree; no agent started there")
 
 
 # --- siblings ---

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from collections.abc import Callable
 
 import pytest
 from real_world import RealWorld, lane_kinds, paced, stable_report
 
+from orchestrator.herdr_models import AT_REST
 from orchestrator.quirks import quirks
 
 from herdr_sim.model.brains import Spec
@@ -141,14 +141,15 @@ def test_a_question_the_person_answers_through_orch_answer(real_world: Callable[
     run_id = outcome["run_id"]
     assert (outcome["finished"], outcome["stopped_at"]) == (False, "waiting for the person: usage-docs"), world.diagnose(done)
     # The worker asked from inside its turn, and the agent may still be ending that turn (opencode's footer says so for
-    # seconds after its last request on a loaded machine): `orch answer` goes only to a worker at rest, and says so,
-    # changing nothing. As the person would, answer again once it rests (bounded).
-    deadline = time.monotonic() + 120
-    while True:
-        answered = world.orch("answer", "--run", run_id, "usage-docs", "Python 3.11 or newer.")
-        if answered.returncode == 0 or " is working in herdr" not in answered.stderr or time.monotonic() > deadline:
-            break
-        time.sleep(2)
+    # seconds after its last request on a loaded machine): `orch answer` goes only to a worker at rest. As the person
+    # would, answer once it rests: herdr's own `agent wait` until idle or done.
+    engine = world.engine()
+    try:
+        asking = next(w for w in engine.ledger.list_workers(run_id) if w.task_label == "usage-docs")
+        engine.herdr_of(asking).agent_wait(asking.name, until=AT_REST, timeout_ms=120_000)
+    finally:
+        engine.close()
+    answered = world.orch("answer", "--run", run_id, "usage-docs", "Python 3.11 or newer.")
     assert answered.returncode == 0, answered.stderr
     done = world.orch("resume", run_id, "--json")
 
