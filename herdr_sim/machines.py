@@ -63,11 +63,15 @@ def resolve(home: Path, selector: str) -> dict[str, Any] | str:
     return found[0]
 
 
+def targets() -> dict[str, Any]:
+    """The simulated network's SSH targets (``$HERDR_SIM_NETWORK``), as saved machines and the stand-in `ssh` see them."""
+    path = os.environ.get(NETWORK_ENV)
+    return dict(json.loads(Path(path).read_text()).get("targets", {})) if path and Path(path).is_file() else {}
+
+
 def _target(machine: dict[str, Any]) -> dict[str, Any] | str:
     """Where the simulated network takes this machine's SSH target, or why it cannot get there."""
-    path = os.environ.get(NETWORK_ENV)
-    targets = json.loads(Path(path).read_text()).get("targets", {}) if path and Path(path).is_file() else {}
-    target = targets.get(machine["ssh_target"])
+    target = targets().get(machine["ssh_target"])
     if target is None:
         return f"ssh: Could not resolve hostname {machine['ssh_target']}: Name or service not known"
     if target.get("down"):

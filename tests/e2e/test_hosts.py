@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fake_ssh import install
 
 from herdr_sim import versions
+from herdr_sim.ssh import install
 from herdr_sim.testing import SimServer, eventually
 
 pytestmark = pytest.mark.e2e
