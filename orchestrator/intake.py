@@ -155,6 +155,8 @@ class Added:
     sender: str | None
     state_before: WorkerState | None = None
     state_after: WorkerState | None = None
+    # A spool delivery the ledger already held (another collection recorded it first): nothing recorded or applied now.
+    already_recorded: bool = False
 
     def as_json(self) -> dict[str, Any]:
         """Its `--json` form: every field, enums by value."""
@@ -163,12 +165,15 @@ class Added:
             "reason": self.reason, "task": self.task, "kind": self.kind, "sender": self.sender,
             "state_before": None if self.state_before is None else str(self.state_before),
             "state_after": None if self.state_after is None else str(self.state_after),
+            "already_recorded": self.already_recorded,
         }  # fmt: skip
 
 
 def render_added(added: Added) -> str:
     """One line: the verdict and what it changed."""
     who = f"{added.kind or '?'} from {added.sender or '?'} for task {added.task or '?'}"
+    if added.already_recorded:
+        return f"already recorded as #{added.inbox_id} ({added.verdict}): nothing recorded again\n"
     if added.verdict is InboxVerdict.ACCEPTED:
         moved = f"{added.state_before} -> {added.state_after}" if added.state_before != added.state_after else f"stays {added.state_after}"
         return f"accepted #{added.inbox_id}: {who} (worker {moved})\n"
@@ -281,11 +286,14 @@ class Intake:
             )  # fmt: skip
         recorded = InboxVerdict(row["verdict"])
         before = after = None
-        if recorded is InboxVerdict.ACCEPTED and row["task_label"] is not None:
+        if row["already_recorded"]:
+            pass  # another collection recorded this delivery first, and applied it: never twice
+        elif recorded is InboxVerdict.ACCEPTED and row["task_label"] is not None:
             before, after = self._apply(row["id"], row["task_label"], row["kind"] or "", message.body if message else "")
         return Added(
             inbox_id=row["id"], run_id=self.run_id, verdict=recorded, reason_code=row["reason_code"], reason=row["reason"],
             task=row["task_label"], kind=row["kind"], sender=row["sender"], state_before=before, state_after=after,
+            already_recorded=row["already_recorded"],
         )  # fmt: skip
 
     def _apply(self, inbox_id: int, task: str, kind: str, body: str) -> tuple[WorkerState, WorkerState]:

@@ -9,8 +9,9 @@ The controller collects at each check-in (``collect``, from ``orchestrator.obser
 every other check-in alike), over ssh (``orchestrator.remote``): `orch inbox spooled --run RUN --json` lists the
 host's entries, each goes through ``orchestrator.intake`` (the one acceptance rule, the one ledger) with the source
 ``spool:<host>:<id>``, and only after that ledger write `orch inbox ack --run RUN ID...` removes them there. A
-collection cut short between the two finds the entry again next time, sees its source in the ledger and only
-acknowledges it: each message is recorded exactly once, and none is removed before it is in the ledger.
+collection cut short between the two finds the entry again next time, and the ledger, which records a source once per
+run (migration 6), says it is already recorded: it is only acknowledged. Each message is recorded exactly once, even
+by two collections at once, and none is removed before it is in the ledger.
 
 The run's last step (`orch finish`, and `orch run`/`orch resume` before they integrate) collects once more
 (``collect_last``): a message sent after the last check-in is judged before the run is; a host that cannot be reached
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from orchestrator.locations import run_dir
+from registry.kinds import SPOOL_SOURCE
 
 if TYPE_CHECKING:
     from orchestrator.engine import Engine
@@ -53,7 +55,7 @@ BATCH_ENTRIES = 200
 BATCH_BYTES = 8 * 1024 * 1024
 # `<ns since the epoch, 20 digits>-<pid>-<8 hex>`: sorts in the order sent, unique without any coordination.
 ENTRY_ID = re.compile(r"[0-9]{20}-[0-9]{1,10}-[0-9a-f]{8}")
-SOURCE = "spool:{host}:{id}"
+SOURCE = SPOOL_SOURCE + "{host}:{id}"  # one delivery: the ledger records it once per run (migration 6)
 
 
 _PANE = re.compile(r"[A-Za-z0-9:_.-]{1,64}")
@@ -257,8 +259,9 @@ def collect(engine: Engine, run: Run, *, hosts: Mapping[str, Host] | None = None
     """Bring every spooled callback of the run home: list over ssh, record each through the intake, then acknowledge.
 
     ``hosts``: the plan's `[hosts]` (default: the run's plan snapshot). Runs under the run's driver lock (every
-    check-in holds it), so no two collections of a run interleave. A host that cannot be reached keeps its entries
-    (durable there) and is collected at a later check-in.
+    check-in holds it); should two collections of a run still interleave, the ledger records each entry once (its
+    source is unique per run). A host that cannot be reached keeps its entries (durable there) and is collected at a
+    later check-in.
     """
     names = remote_hosts(engine, run)
     if not names:
@@ -288,19 +291,20 @@ def collect(engine: Engine, run: Run, *, hosts: Mapping[str, Host] | None = None
         if not entries:
             out.append(Collected(name))
             continue
-        seen = {m.source for m in engine.ledger.list_inbox(run.run_id)}
         if intake is None:
             intake = Intake.of(engine, run)
         added: list[Added] = []
         done: list[str] = []
         already = 0
         for entry in entries:
-            source = SOURCE.format(host=name, id=entry.id)
-            if source in seen:
-                already += 1  # recorded by a collection cut short before its acknowledgement
+            # Judged as sent from its pane on that host: compared only with that host's workers' panes. The ledger
+            # records an entry once per run: one a collection cut short before its acknowledgement recorded, or another
+            # collection recorded since this one listed it, is "already recorded" and nothing more.
+            one = intake.add(to_raw(entry, intake.limit), source=SOURCE.format(host=name, id=entry.id), host=name, pane=entry.pane)
+            if one.already_recorded:
+                already += 1
             else:
-                # Judged as sent from its pane on that host: compared only with that host's workers' panes.
-                added.append(intake.add(to_raw(entry, intake.limit), source=source, host=name, pane=entry.pane))
+                added.append(one)
             done.append(entry.id)  # only once the ledger holds it
         acked = remote.run_remote(host.ssh, [*host_orch(host), "inbox", "ack", "--run", run.run_id, *done], runner=runner)
         problem = None if acked.returncode == 0 else f"cannot acknowledge its spool entries (collected again next time, recorded once): {acked.detail()}"

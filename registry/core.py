@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from registry.errors import LedgerMissing, RegistryError, RunNotFound, SchemaTooNew, WorkerNotFound
-from registry.kinds import EventKind, InboxVerdict
+from registry.kinds import SPOOL_SOURCE, EventKind, InboxVerdict
 from registry.machine import WorkerState, check_transition, disposition_after
 from registry.schema import MIGRATIONS
 
@@ -162,8 +162,15 @@ def insert_inbound(
     task_label: str | None,
     kind: str | None,
     sender: str | None,
-) -> int:
-    """Inside a write transaction: record one inbound message once (an accepted copy of an accepted one is kept aside)."""
+) -> tuple[int, bool]:
+    """Inside a write transaction: record one inbound message once (an accepted copy of an accepted one is kept aside).
+
+    Its row id, and whether this call recorded it: a delivery from a spool (source ``spool:…``) already in the run's
+    inbox is not recorded again (migration 6's unique index enforces it; here it is a no-op, "already recorded")."""
+    if source.startswith(SPOOL_SOURCE):
+        delivered = db.execute("SELECT id FROM inbox WHERE run_id = ? AND source = ?", (run_id, source)).fetchone()
+        if delivered is not None:
+            return int(delivered["id"]), False
     if verdict is InboxVerdict.ACCEPTED:
         first = db.execute(
             "SELECT id FROM inbox WHERE run_id = ? AND fingerprint = ? AND verdict = 'accepted'",
@@ -199,7 +206,7 @@ def insert_inbound(
         },
         at=at,
     )  # fmt: skip
-    return inbox_id
+    return inbox_id, True
 
 
 # An `agent_prompt` effect intended (and not failed or abandoned) after the worker's last transition: the packet, an
@@ -358,7 +365,9 @@ class Rows:
         sender: str | None = None,
         received_at: datetime | None = None,
     ) -> dict[str, Any]:
-        """Record one inbound message once; its row as recorded (an accepted copy of an accepted one is kept aside)."""
+        """Record one inbound message once; its row as recorded (an accepted copy of an accepted one is kept aside).
+
+        A spool delivery already in the inbox is not recorded again: its first row, with ``already_recorded`` true."""
         if not fingerprint:
             raise RegistryError("an inbound message needs a fingerprint")
         at = utc_stamp(self._now)
@@ -366,11 +375,11 @@ class Rows:
         with write(self._db) as db:
             if db.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is None:
                 raise RunNotFound(run_id)
-            inbox_id = insert_inbound(
+            inbox_id, new = insert_inbound(
                 db, run_id, raw, at=at, received_at=stamp, source=source, verdict=verdict, fingerprint=fingerprint,
                 reason_code=reason_code, reason=reason, task_label=task_label, kind=kind, sender=sender,
             )  # fmt: skip
-        return dict(self._db.execute("SELECT * FROM inbox WHERE id = ?", (inbox_id,)).fetchone())
+        return {**dict(self._db.execute("SELECT * FROM inbox WHERE id = ?", (inbox_id,)).fetchone()), "already_recorded": not new}
 
     def worker_state(self, run_id: str, task_label: str) -> WorkerState:
         """The worker's state."""

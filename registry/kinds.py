@@ -68,3 +68,7 @@ class EventKind(StrEnum):
 # The plan's name for the controller's own machine (issue 26): a worker there has host "local", as every worker
 # recorded before hosts existed had.
 CONTROLLER_HOST = "local"
+
+# A message collected from another host's spool has the source `spool:<host>:<entry id>`: one delivery, which the
+# ledger records once per run (migration 6's unique index; `registry.core.insert_inbound` says "already recorded").
+SPOOL_SOURCE = "spool:"

@@ -149,4 +149,14 @@ MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE workers ADD COLUMN host TEXT NOT NULL DEFAULT 'local';
     """,
+    # 6: a message collected from another host's spool names its one delivery in its source (`spool:<host>:<entry id>`),
+    # and is recorded once per run, whatever process collects it: until now only the run's driver lock kept two
+    # collections apart. A file written before could hold a twin only if two collections overlapped outside that lock;
+    # such a twin is kept (never deleted), its source marked with its own id so that the index can be built.
+    """
+    UPDATE inbox SET source = source || ' (again: #' || id || ')'
+        WHERE substr(source, 1, 6) = 'spool:'
+          AND id > (SELECT MIN(f.id) FROM inbox f WHERE f.run_id = inbox.run_id AND f.source = inbox.source);
+    CREATE UNIQUE INDEX inbox_spooled_once ON inbox (run_id, source) WHERE substr(source, 1, 6) = 'spool:';
+    """,
 )

@@ -485,7 +485,8 @@ class Ledger:
         sender: str | None = None,
         received_at: datetime | None = None,
     ) -> InboxMessage:
-        """Record one inbound message once (`Rows.record_inbound`); an accepted copy of an accepted one is kept aside."""
+        """Record one inbound message once (`Rows.record_inbound`); an accepted copy of an accepted one is kept aside, and
+        a spool delivery already recorded is not recorded again (its first row is returned)."""
         row = self.rows.record_inbound(
             run_id, raw, source=source, verdict=verdict, fingerprint=fingerprint, reason_code=reason_code, reason=reason,
             task_label=task_label, kind=kind, sender=sender, received_at=received_at,

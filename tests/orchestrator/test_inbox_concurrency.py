@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import multiprocessing
-import traceback
+from collections.abc import Callable
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
-from typing import Any
+
+from racing import race, reporting
 
 from orchestrator.config import Settings
 from orchestrator.engine import Engine
@@ -30,8 +30,8 @@ def _settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
 
 
-def _sender(tmp_path: Path, index: int, barrier: Barrier, results: Any) -> None:
-    try:
+def _sender(tmp_path: Path) -> Callable[[int, Barrier], tuple[list[str]]]:
+    def body(index: int, barrier: Barrier) -> tuple[list[str]]:
         engine = Engine(settings=_settings(tmp_path), herdr=None, env={})  # type: ignore[arg-type]
         run = engine.ledger.get_run(RUN)
         barrier.wait(WAIT_S)
@@ -42,9 +42,9 @@ def _sender(tmp_path: Path, index: int, barrier: Barrier, results: Any) -> None:
             task = TASKS[(index + n) % len(TASKS)]
             verdicts.append(add_message(engine, run, _callback(task, f"process {index} step {n}")).verdict)
         engine.close()
-        results.put((index, [str(v) for v in verdicts], None))
-    except BaseException:
-        results.put((index, [], traceback.format_exc()))
+        return ([str(v) for v in verdicts],)
+
+    return body
 
 
 def test_1000_callbacks_from_8_processes_are_each_recorded_exactly_once(tmp_path: Path) -> None:
@@ -56,17 +56,8 @@ def test_1000_callbacks_from_8_processes_are_each_recorded_exactly_once(tmp_path
                 ledger.transition(RUN, task, current, new)
         setup_events = len(ledger.events(RUN))
 
-    # fork: no connection is open across it (each process opens its own engine and ledger).
-    context = multiprocessing.get_context("fork")
-    barrier, results = context.Barrier(PROCESSES), context.Queue()
-    senders = [context.Process(target=_sender, args=(tmp_path, index, barrier, results)) for index in range(PROCESSES)]
-    for process in senders:
-        process.start()
-    outcomes = sorted(results.get(timeout=WAIT_S * 4) for _ in senders)
-    for process in senders:
-        process.join(WAIT_S)
-    assert [(index, error) for index, _, error in outcomes] == [(index, None) for index in range(PROCESSES)]
-    assert [process.exitcode for process in senders] == [0] * PROCESSES
+    # Each process opens its own engine and ledger.
+    race(reporting(_sender(tmp_path)), PROCESSES, WAIT_S * 2)
 
     with Ledger.open(tmp_path / "orch" / "ledger.sqlite3") as ledger:
         inbox = ledger.list_inbox(RUN)

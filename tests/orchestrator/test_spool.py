@@ -173,6 +173,37 @@ def test_a_collection_stopped_after_the_ledger_write_records_nothing_twice(world
     assert spool.pending(spool.folder(box_home, RUN)) == []
 
 
+def test_two_collectors_racing_on_one_spool_entry_record_it_once(world: tuple[Engine, LocalRemote, Path, dict[str, Host]]) -> None:
+    # The ledger, not the run's driver lock, keeps a spooled message recorded once: collector A lists the entry, then
+    # collector B (another process's ledger connection, holding no lock of A's) lists, records and acknowledges it
+    # before A records it. A's recording is a no-op that says "already recorded"; its acknowledgement finds it gone.
+    engine, runner, box_home, hosts = world
+    _send(box_home, hostile.env(kind="result", body="Done.\nChecks: none"))
+    other = Engine(settings=engine.settings, herdr=None, env={"HERDR_PANE_ID": "w1:p3"})  # type: ignore[arg-type]
+    other.remote_runner = LocalRemote(runner.env)
+    raced: list[list[spool.Collected]] = []
+    listing = runner.__call__
+
+    def first_lists_then_the_other_collects(argv: Sequence[str], *, env: Mapping[str, str], timeout: float) -> subprocess.CompletedProcess[str]:
+        done = listing(argv, env=env, timeout=timeout)
+        if len(runner.commands) == 1:
+            raced.append(spool.collect(other, other.ledger.get_run(RUN), hosts=hosts))
+        return done
+
+    engine.remote_runner = first_lists_then_the_other_collects
+    try:
+        (mine,) = spool.collect(engine, engine.ledger.get_run(RUN), hosts=hosts)
+    finally:
+        other.close()
+
+    ((theirs,),) = raced
+    assert [(a.verdict, a.task, a.kind, a.already_recorded) for a in theirs.added] == [(InboxVerdict.ACCEPTED, "fix-login", "result", False)]
+    assert (mine.added, mine.already, mine.problem) == ((), 1, None)
+    assert [(m.id, m.verdict) for m in engine.ledger.list_inbox(RUN)] == [(theirs.added[0].inbox_id, InboxVerdict.ACCEPTED)]
+    assert [(e.kind, e.to_state) for e in engine.ledger.events(RUN, task_label="fix-login")][-2:] == [("inbox_recorded", None), ("transition", S.RESULT)]
+    assert spool.pending(spool.folder(box_home, RUN)) == []
+
+
 def test_an_unreachable_host_keeps_its_messages_for_the_next_check_in(world: tuple[Engine, LocalRemote, Path, dict[str, Host]]) -> None:
     engine, runner, box_home, hosts = world
     _send(box_home, hostile.env(body="one"))

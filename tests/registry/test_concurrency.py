@@ -1,12 +1,12 @@
-"""Two real processes write one ledger at once (facts, inbox, transitions, CAS and intend races); nothing is lost or doubled."""
+"""Two real processes write one ledger at once (facts, inbox, transitions, CAS and intend races, one spool entry); nothing is lost or doubled."""
 
 from __future__ import annotations
 
-import multiprocessing
-import traceback
+from collections.abc import Callable
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
-from typing import Any
+
+from racing import race, reporting
 
 from registry import InboxVerdict, Ledger, StaleState, WorkerState
 
@@ -17,8 +17,8 @@ PROCESSES = 2
 WAIT_S = 60  # a barrier that is never reached fails the test instead of hanging it
 
 
-def _writer(path: Path, index: int, barrier: Barrier, results: Any) -> None:
-    try:
+def _writer(path: Path) -> Callable[[int, Barrier], tuple[list[int], list[int], list[int]]]:
+    def body(index: int, barrier: Barrier) -> tuple[list[int], list[int], list[int]]:
         ledger = Ledger.open(path)
         won, lost, owned = [], [], []
         barrier.wait(WAIT_S)
@@ -40,9 +40,9 @@ def _writer(path: Path, index: int, barrier: Barrier, results: Any) -> None:
             if ledger.intend(RUN_ID, f"race-{i}", "agent_prompt", f"race-{i}:dispatch:1", {"round": i}).is_new:
                 owned.append(i)
         ledger.close()
-        results.put((index, won, lost, owned, None))
-    except BaseException:
-        results.put((index, [], [], [], traceback.format_exc()))
+        return won, lost, owned
+
+    return body
 
 
 def test_two_processes_share_one_ledger_without_losing_anything(tmp_path: Path) -> None:
@@ -58,19 +58,7 @@ def test_two_processes_share_one_ledger_without_losing_anything(tmp_path: Path) 
             ledger.transition(RUN_ID, f"race-{i}", S.PROVISIONING, S.READY)
         setup_events = len(ledger.events(RUN_ID))
 
-    # fork: the target need not be importable; no connection is open across the fork (SQLite forbids that).
-    context = multiprocessing.get_context("fork")
-    barrier = context.Barrier(PROCESSES)
-    results = context.Queue()
-    workers = [context.Process(target=_writer, args=(path, index, barrier, results)) for index in range(PROCESSES)]
-    for process in workers:
-        process.start()
-    outcomes = sorted(results.get(timeout=WAIT_S * 2) for _ in workers)
-    for process in workers:
-        process.join(WAIT_S)
-    assert [(index, error) for index, *_, error in outcomes] == [(0, None), (1, None)]
-    assert [process.exitcode for process in workers] == [0, 0]
-
+    outcomes = race(reporting(_writer(path)), PROCESSES, WAIT_S)
     won = [set(w) for _, w, _, _, _ in outcomes]
     lost = [set(lo) for _, _, lo, _, _ in outcomes]
     owned = [set(o) for _, _, _, o, _ in outcomes]
@@ -105,3 +93,32 @@ def test_two_processes_share_one_ledger_without_losing_anything(tmp_path: Path) 
         assert len(ledger.in_flight(RUN_ID)) == ROUNDS
 
         assert len(new) == PROCESSES * ROUNDS * 5 + 2 * ROUNDS
+
+
+
+def test_two_collectors_racing_on_one_spool_entry_record_it_once(tmp_path: Path) -> None:
+    # The ledger itself, not the run's driver lock, keeps a spooled message (source spool:<host>:<id>) recorded once.
+    path = tmp_path / "ledger.sqlite3"
+    with Ledger.open(path) as ledger:
+        ledger.create_run(RUN_ID, controller_target="w1:p1")
+        setup_events = len(ledger.events(RUN_ID))
+
+    def collector(index: int, barrier: Barrier) -> tuple[list[int]]:
+        first = []
+        with Ledger.open(path) as ledger:
+            for i in range(ROUNDS):
+                barrier.wait(WAIT_S)  # both collectors listed and judged the same spool entry: now both record it
+                row = ledger.rows.record_inbound(
+                    RUN_ID, f"entry {i}", source=f"spool:box:{i:020d}-1-deadbeef", verdict=InboxVerdict.ACCEPTED, fingerprint=f"entry-{i}"
+                )
+                if not row["already_recorded"]:
+                    first.append(i)
+        return (first,)
+
+    first = [set(f) for _, f, _ in race(reporting(collector), PROCESSES, WAIT_S)]
+    assert first[0] | first[1] == set(range(ROUNDS)) and first[0] & first[1] == set()
+    with Ledger.open(path) as ledger:
+        assert sorted((m.source, m.verdict) for m in ledger.list_inbox(RUN_ID)) == [
+            (f"spool:box:{i:020d}-1-deadbeef", InboxVerdict.ACCEPTED) for i in range(ROUNDS)
+        ]
+        assert len([e for e in ledger.events(RUN_ID)[setup_events:] if e.kind == "inbox_recorded"]) == ROUNDS

@@ -86,7 +86,7 @@ def drive(ledger: Ledger, task: str, target: WorkerState) -> Worker:
 
 def test_open_creates_and_migrates_an_empty_file(ledger_path: Path, clock: Clock) -> None:
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == len(MIGRATIONS) == 5
+        assert ledger.schema_version == len(MIGRATIONS) == 6
     db = sqlite3.connect(ledger_path)
     names = db.execute("SELECT type, name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name").fetchall()
     assert names == [
@@ -94,6 +94,7 @@ def test_open_creates_and_migrates_an_empty_file(ledger_path: Path, clock: Clock
         ("index", "events_by_run"),
         ("index", "inbox_accepted_once"),
         ("index", "inbox_by_run"),
+        ("index", "inbox_spooled_once"),
         ("table", "effects"),
         ("table", "events"),
         ("table", "inbox"),
@@ -109,7 +110,7 @@ def test_reopening_keeps_data_and_does_not_migrate_again(ledger_path: Path, cloc
     with Ledger.open(ledger_path, now=clock) as ledger:
         created = ledger.create_run(RUN_ID, controller_target="w1:p1")
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == 5
+        assert ledger.schema_version == 6
         assert ledger.list_runs() == [created]
 
 
@@ -126,7 +127,7 @@ def test_migration_4_lets_an_existing_ledger_hold_queued_and_skipped_workers(led
     old.execute("PRAGMA user_version = 3")
     old.close()
     with Ledger.open(ledger_path, now=clock) as ledger:
-        assert ledger.schema_version == 5
+        assert ledger.schema_version == 6
         ledger.create_run(RUN_ID, controller_target="w1:p1")
         ledger.add_worker(RUN_ID, "a", name="a", kind="codex", objective="x", initial=WorkerState.QUEUED)
         skipped = ledger.transition(RUN_ID, "a", WorkerState.QUEUED, WorkerState.SKIPPED, cause={"after": "b"})
@@ -155,6 +156,60 @@ def test_migration_5_puts_every_earlier_worker_on_the_controller_and_a_new_one_w
         assert [e.detail["changes"] for e in ledger.events(RUN_ID, task_label="there")] == [{"name": "there", "kind": "codex", "host": "buildbox"}]
         with pytest.raises(RegistryError, match="worker fields not settable here: host"):
             ledger.update_worker(RUN_ID, "there", host="local")
+
+
+def test_migration_6_keeps_a_twin_spool_delivery_and_records_each_delivery_once_after(
+    ledger_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before migration 6 only the run's driver lock kept two collections of one spool entry apart: a file may hold a
+    # twin. The migration keeps both rows (nothing that was recorded is deleted) and marks the later one's source.
+    import registry.core
+
+    source = "spool:box:00000000000000000001-7-deadbeef"
+    with monkeypatch.context() as before:
+        before.setattr(registry.core, "MIGRATIONS", MIGRATIONS[:5])
+        with Ledger.open(ledger_path, now=clock) as ledger:
+            ledger.create_run(RUN_ID, controller_target="w1:p1")
+            for verdict in ("accepted", "kept_aside", "kept_aside"):  # as that release's code recorded them
+                ledger._db.execute(
+                    "INSERT INTO inbox (run_id, received_at, source, raw, verdict, fingerprint) VALUES (?, '2026-01-01T00:00:00.000000+00:00', ?, 'm', ?, 'f')",
+                    (RUN_ID, source, verdict),
+                )
+            ledger._db.execute("INSERT INTO inbox (run_id, received_at, source, raw, verdict, fingerprint) VALUES (?, '2026-01-01T00:00:00.000000+00:00', 'cli', 'm', 'kept_aside', 'f')", (RUN_ID,))
+    with Ledger.open(ledger_path, now=clock) as ledger:
+        assert ledger.schema_version == 6
+        assert [(m.id, m.source, m.verdict) for m in ledger.list_inbox(RUN_ID)] == [
+            (1, source, InboxVerdict.ACCEPTED),
+            (2, f"{source} (again: #2)", InboxVerdict.KEPT_ASIDE),
+            (3, f"{source} (again: #3)", InboxVerdict.KEPT_ASIDE),
+            (4, "cli", InboxVerdict.KEPT_ASIDE),
+        ]
+        first = ledger.get_inbound(1)
+        journal = len(ledger.events(RUN_ID))
+        again = ledger.record_inbound(RUN_ID, "m", source=source, verdict=InboxVerdict.KEPT_ASIDE, fingerprint="f")
+        assert again == first  # already recorded: its first row, nothing written
+        assert (len(ledger.list_inbox(RUN_ID)), len(ledger.events(RUN_ID))) == (4, journal)
+        with pytest.raises(sqlite3.IntegrityError):  # the index itself, under any code that skips the check
+            ledger._db.execute(
+                "INSERT INTO inbox (run_id, received_at, source, raw, verdict, fingerprint) VALUES (?, 'x', ?, 'm', 'kept_aside', 'g')",
+                (RUN_ID, source),
+            )
+
+
+def test_a_spool_delivery_is_recorded_once_and_other_sources_as_often_as_they_come(ledger: Ledger) -> None:
+    ledger.create_run(RUN_ID, controller_target="w1:p1")
+    other = ledger.create_run("w1:p9-20261130T090000Z", controller_target="w1:p9")
+    source = "spool:box:00000000000000000002-7-deadbeef"
+    first = ledger.rows.record_inbound(RUN_ID, "m", source=source, verdict=InboxVerdict.ACCEPTED, fingerprint="f")
+    again = ledger.rows.record_inbound(RUN_ID, "m", source=source, verdict=InboxVerdict.ACCEPTED, fingerprint="f")
+    assert (first["already_recorded"], again["already_recorded"], again["id"]) == (False, True, first["id"])
+    # Per run: another run's spool may hold an entry of the same id; and a plain source names no delivery.
+    elsewhere = ledger.rows.record_inbound(other.run_id, "m", source=source, verdict=InboxVerdict.ACCEPTED, fingerprint="f")
+    plain = [ledger.rows.record_inbound(RUN_ID, "m", source="cli", verdict=InboxVerdict.ACCEPTED, fingerprint="f") for _ in range(2)]
+    assert (elsewhere["already_recorded"], [p["already_recorded"] for p in plain]) == (False, [False, False])
+    assert [(m.source, m.verdict) for m in ledger.list_inbox(RUN_ID)] == [
+        (source, InboxVerdict.ACCEPTED), ("cli", InboxVerdict.KEPT_ASIDE), ("cli", InboxVerdict.KEPT_ASIDE),
+    ]  # fmt: skip
 
 
 def test_migration_3_keeps_older_runs_resumable_unless_their_inbox_shows_an_agent_controller(ledger_path: Path, clock: Clock) -> None:
@@ -192,7 +247,7 @@ def test_a_newer_ledger_is_refused(ledger_path: Path, clock: Clock) -> None:
     sqlite3.connect(ledger_path).execute("PRAGMA user_version = 7").connection.close()
     with pytest.raises(SchemaTooNew) as raised:
         Ledger.open(ledger_path, now=clock)
-    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (5)"
+    assert str(raised.value) == "ledger schema version 7 is newer than this orch understands (6)"
 
 
 def test_a_naive_clock_is_refused(ledger_path: Path) -> None:
