@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 CHECK_TIMEOUT_S = 600.0
 TAIL_LINES = 20
 
 
-class CheckRun(BaseModel):
-    """One command run by the controller; ``exit_code`` is None when it could not run or timed out."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CheckRun:
+    """One command run by the controller; ``exit_code`` is None when it could not run or timed out.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A plain record (stored as JSON inside a verification and a setup effect's result: `registry.records.plain` writes
+    it, `registry.records.build` reads it back checked)."""
 
     command: str
     exit_code: int | None

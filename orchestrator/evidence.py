@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator import claims, git
 from orchestrator.checks import CheckRun, run_command
@@ -19,20 +18,24 @@ from packets.result import ResultReport
 Disposition = Literal["accepted", "rejected", "superseded", "blocked"]
 
 
-class PeerClaim(BaseModel):
-    """Another worker of the same run: its branch and file claim (to attribute changes and name whose surface was touched)."""
+# Plain records (docs/ARCHITECTURE.md: pydantic only at the edges): a Subject is built by orchestrator.verify from the
+# ledger's checked records, a Verification by `verify` below; a stored Verification is read back checked by
+# `registry.records.build` (orchestrator.verify.stored_verification), and `orch verify --json` prints it through its
+# result model.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PeerClaim:
+    """Another worker of the same run: its branch and file claim (to attribute changes and name whose surface was touched)."""
 
     task: str
     branch: str
     claim: tuple[str, ...]
 
 
-class Subject(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Subject:
     """What the controller knows independently of the worker: where its work lives and what it was allowed to do."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     repo: Path
     branch: str
@@ -55,13 +58,12 @@ class Subject(BaseModel):
         return [pattern for peer in self.peers if peer.branch == self.branch for pattern in peer.claim]
 
 
-class Verification(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Verification:
     """The controller's own evidence and the disposition it supports."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     disposition: Disposition
-    reasons: tuple[str, ...] = Field(description="why the disposition is not 'accepted' (empty when accepted); blocking reasons first")
+    reasons: tuple[str, ...]  # why the disposition is not 'accepted' (empty when accepted); blocking reasons first
     head_sha: str | None
     commits: tuple[str, ...]
     changed_files: tuple[str, ...]

@@ -5,14 +5,14 @@ Pure rules plus one git call (`git check-ref-format --branch`, through orchestra
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Collection
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from orchestrator.git import run_git
+from registry.records import build
 
 STANDARD_BRANCH_TYPES: tuple[str, ...] = ("build", "chore", "ci", "docs", "feat", "fix", "perf", "refactor", "revert", "style", "test")
 # The spec allows these only "when they match an established repository workflow", i.e. when a policy enables them.
@@ -32,10 +32,13 @@ NAME_MAX_BYTES = 255
 PATH_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 
-class RepoLayout(BaseModel):
-    """Where a repository lives and what its herdr objects are called."""
+# Plain records (pydantic only at the edges): each is built in one function below, checked by `registry.records.build`;
+# the plan's resolved workers carry them (orchestrator.plan.ResolvedWorker).
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RepoLayout:
+    """Where a repository lives and what its herdr objects are called."""
 
     organization: str
     repo: str
@@ -46,10 +49,9 @@ class RepoLayout(BaseModel):
     worktrees_dir: Path
 
 
-class WorktreeLayout(BaseModel):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorktreeLayout:
     """One target branch's worktree: the label is derived once here and carried everywhere as this value."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     branch: str
     branch_folder: str
@@ -60,15 +62,18 @@ class WorktreeLayout(BaseModel):
 def repo_layout(src_root: Path, organization: str, repo: str, checkout: Path | None = None) -> RepoLayout:
     """The Layout Contract for one repo: session=organization, workspace=first tab=repo, checkout under src_root."""
     checkout = checkout if checkout is not None else src_root / organization / repo
-    return RepoLayout(
-        organization=organization,
-        repo=repo,
-        session=organization,
-        workspace=repo,
-        first_tab=repo,
-        checkout=checkout,
-        # `<repo>.worktrees` beside the checkout; equal to `<src_root>/<org>/<repo>.worktrees` for the default checkout.
-        worktrees_dir=checkout.parent / f"{checkout.name}.worktrees",
+    return build(
+        RepoLayout,
+        {
+            "organization": organization,
+            "repo": repo,
+            "session": organization,
+            "workspace": repo,
+            "first_tab": repo,
+            "checkout": checkout,
+            # `<repo>.worktrees` beside the checkout; equal to `<src_root>/<org>/<repo>.worktrees` for the default checkout.
+            "worktrees_dir": checkout.parent / f"{checkout.name}.worktrees",
+        },
     )
 
 
@@ -81,7 +86,7 @@ def worktree_layout(repo: RepoLayout, branch: str) -> WorktreeLayout:
     """The one place a worktree tab label and path are computed: `<repo>-<branch-folder>` under `<repo>.worktrees/`."""
     folder = branch_folder(branch)
     label = f"{repo.repo}-{folder}"
-    return WorktreeLayout(branch=branch, branch_folder=folder, label=label, path=repo.worktrees_dir / label)
+    return build(WorktreeLayout, {"branch": branch, "branch_folder": folder, "label": label, "path": repo.worktrees_dir / label})
 
 
 def worktree_folder_problem(layout: WorktreeLayout) -> str | None:

@@ -16,7 +16,7 @@ from orchestrator.errors import OrchError
 from orchestrator.evidence import CheckRunner, PeerClaim, Subject, Verification
 from packets import EnvelopeError, inert_line, parse_message
 from packets.result import ResultReport, parse_result
-from registry import Run, StaleState, Worker, WorkerState
+from registry import Run, StaleState, Worker, WorkerState, records
 from registry.kinds import CONTROLLER_HOST
 from registry.machine import LIVE_STATES, SUPERSEDABLE, UNVERIFIED
 
@@ -177,14 +177,14 @@ def verify_run(engine: Engine, run: Run, tasks: Iterable[str] | None = None, *, 
                 # Its reports are files on its host: read there (the same reader), never looked for here.
                 from orchestrator.fetch import open_report_of
 
-                subject = subject.model_copy(update={"reports_found": tuple(r for r in claim.reports if open_report_of(engine, worker, r).text is not None)})
+                subject = records.replace(subject, reports_found=tuple(r for r in claim.reports if open_report_of(engine, worker, r).text is not None))
             found = evidence.verify(subject, claim, runner or evidence.run_check)
         verdict = WorkerVerdict(
             task=worker.task_label, branch=worker.branch, base_sha=worker.base_sha or run.base_sha, decided_by="evidence", verification=found,
         )
         ledger.transition(
             run.run_id, worker.task_label, S.VERIFYING, S(found.disposition), cause=_cause(verdict),
-            controller_verification=found.model_dump_json(), head_sha=found.head_sha,
+            controller_verification=stored_json(found), head_sha=found.head_sha,
         )  # fmt: skip
         verdicts.append(verdict)
     return _result(engine, run, verdicts, others)
@@ -214,7 +214,7 @@ def supersede(engine: Engine, run: Run, task: str, reason: str) -> VerifyResult:
     )  # fmt: skip
     verdict = WorkerVerdict(task=task, branch=worker.branch, base_sha=worker.base_sha or run.base_sha, decided_by="person", verification=found)
     engine.ledger.transition(
-        run.run_id, task, worker.state, S.SUPERSEDED, cause=_cause(verdict), controller_verification=found.model_dump_json(),
+        run.run_id, task, worker.state, S.SUPERSEDED, cause=_cause(verdict), controller_verification=stored_json(found),
         head_sha=head,
     )  # fmt: skip
     others = [w for w in engine.workers(run) if w.task_label != task]
@@ -237,11 +237,16 @@ def _result(engine: Engine, run: Run, verdicts: list[WorkerVerdict], others: lis
     )
 
 
+def stored_json(found: Verification) -> str:
+    """The evidence as the worker's ``controller_verification`` column holds it: compact JSON of every field."""
+    return json.dumps(records.plain(found), ensure_ascii=False, separators=(",", ":"))
+
+
 def stored_verification(worker: Worker) -> Verification | None:
-    """The evidence verify stored for a worker (None before any verification)."""
+    """The evidence verify stored for a worker (None before any verification), read back checked."""
     if not worker.controller_verification:
         return None
-    return Verification.model_validate(json.loads(worker.controller_verification))
+    return records.build(Verification, json.loads(worker.controller_verification))
 
 
 # --- rendering -----------------------------------------------------------------------------------------------------

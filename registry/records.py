@@ -1,4 +1,9 @@
-"""The records the ledger hands out (runs, workers, events, inbox messages, effects): frozen dataclasses, checked when built."""
+"""The records the ledger hands out (runs, workers, events, inbox messages, effects): frozen dataclasses, checked when built.
+
+Also the one codec of plain records to and from JSON: `build(Record, data)` checks a JSON object into any frozen
+dataclass of the field types below (records inside records included), `plain(record)` gives it back as JSON holds it.
+The engine's other stored records (a verification, a check's run) go through it too, so no second codec is needed.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import typing
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from enum import Enum
+from pathlib import Path
 from types import NoneType, UnionType
 from typing import Any, Literal, TypeVar
 
@@ -153,14 +159,16 @@ class Effect:
 
 Record = Run | Worker | Event | InboxMessage | Effect
 R = TypeVar("R", Run, Worker, Event, InboxMessage, Effect)
+D = TypeVar("D")  # any record `build` checks: the ledger's, or another plain frozen dataclass stored as JSON
 
 
 class _Bad(ValueError):
     """One value that does not fit its field: where inside it (`.0` for a tuple's first item) and what was expected."""
 
-    def __init__(self, expected: str, value: object, where: str = "") -> None:
+    def __init__(self, expected: str, value: object, where: str = "", inner: list[str] | None = None) -> None:
         super().__init__(f"must be {expected}, not {type(value).__name__}")
         self.where = where
+        self.inner = inner or []  # a record inside a record: its own `field: what is wrong` lines
 
 
 Check = Callable[[Any], Any]
@@ -178,7 +186,7 @@ def _check_of(annotation: Any) -> tuple[Check, str]:
             try:
                 return inner(value)
             except _Bad as bad:
-                raise bad if bad.where else _Bad(f"{name} | None", value) from None
+                raise bad if bad.where or bad.inner else _Bad(f"{name} | None", value) from None
 
         return optional, f"{name} | None"
     if origin is tuple:
@@ -192,7 +200,8 @@ def _check_of(annotation: Any) -> tuple[Check, str]:
                 try:
                     checked.append(item(each))
                 except _Bad as bad:
-                    raise _Bad(f"{name}", each, f".{index}{bad.where}") from None
+                    bad.where = f".{index}{bad.where}"
+                    raise bad from None
             return tuple(checked)
 
         return items, f"tuple[{name}, ...]"
@@ -238,6 +247,39 @@ def _check_of(annotation: Any) -> tuple[Check, str]:
             return value.astimezone(UTC)
 
         return stamp, "datetime"
+    if isinstance(annotation, type) and dataclasses.is_dataclass(annotation):
+        inner_record = annotation
+
+        def nested(value: Any) -> Any:
+            # A record inside a record (a verification's checks): its own fields checked the same way.
+            if isinstance(value, inner_record):
+                return value
+            if not isinstance(value, dict):
+                raise _Bad(f"a {inner_record.__name__} (a JSON object)", value)
+            values, found = _checked(inner_record, value)
+            if found:
+                raise _Bad(inner_record.__name__, value, inner=found)
+            return inner_record(**values)
+
+        return nested, inner_record.__name__
+    if annotation is float:
+
+        def real(value: Any) -> float:
+            # JSON writes a whole float as it likes (1 or 1.0); a bool is not a number here.
+            if type(value) not in (int, float):
+                raise _Bad("float", value)
+            return float(value)
+
+        return real, "float"
+    if annotation is Path:
+
+        def path(value: Any) -> Path:
+            # JSON holds a path as its text.
+            if not isinstance(value, (str, Path)):
+                raise _Bad("a path", value)
+            return Path(value)
+
+        return path, "Path"
     if annotation is bool:
 
         def flag(value: Any) -> bool:
@@ -269,7 +311,7 @@ def _check_of(annotation: Any) -> tuple[Check, str]:
 _FIELDS: dict[type, Mapping[str, tuple[Check, bool]]] = {}
 
 
-def fields_of(record: type[Record]) -> Mapping[str, tuple[Check, bool]]:
+def fields_of(record: type[Any]) -> Mapping[str, tuple[Check, bool]]:
     """Each field of a record with its check and whether it must be given (it has no default)."""
     if record not in _FIELDS:
         hints = typing.get_type_hints(record)
@@ -280,7 +322,7 @@ def fields_of(record: type[Record]) -> Mapping[str, tuple[Check, bool]]:
     return _FIELDS[record]
 
 
-def problems(record: type[Record], data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def problems(record: type[Any], data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The checked values of data's fields of record, and one `field: what is wrong` line per bad or unknown field."""
     checks = fields_of(record)
     values: dict[str, Any] = {}
@@ -290,34 +332,45 @@ def problems(record: type[Record], data: Mapping[str, Any]) -> tuple[dict[str, A
             try:
                 values[name] = checks[name][0](value)
             except _Bad as bad:
-                found.append(f"{name}{bad.where}: {bad}")
+                found += [f"{name}{bad.where}.{line}" for line in bad.inner] if bad.inner else [f"{name}{bad.where}: {bad}"]
     return values, found
 
 
-def build(record: type[R], data: Mapping[str, Any]) -> R:
-    """A record from data, every field checked (lists become tuples, enum values their enums, ISO text aware datetimes);
-    anything else is one RegistryError line naming each bad field (a ledger error, never a traceback)."""
+def _checked(record: type[Any], data: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``problems``, and one `field: missing` line per field without a default that data lacks."""
     values, found = problems(record, data)
-    found += [f"{name}: missing" for name, (_, required) in fields_of(record).items() if required and name not in data]
+    return values, found + [f"{name}: missing" for name, (_, required) in fields_of(record).items() if required and name not in data]
+
+
+def build(record: type[D], data: Mapping[str, Any]) -> D:
+    """A record (the ledger's, or any plain frozen dataclass of the same field types) from data, every field checked
+    (lists become tuples, enum values their enums, ISO text aware datetimes, text paths, objects the records they
+    hold); anything else is one RegistryError line naming each bad field (a ledger error, never a traceback)."""
+    values, found = _checked(record, data)
     if found:
         raise RegistryError(f"invalid {record.__name__.lower()}: {'; '.join(found)}")
     return record(**values)
 
 
-def replace(record: R, **changes: Any) -> R:
+def replace(record: D, **changes: Any) -> D:
     """The record with ``changes`` (checked as `build` checks them)."""
     return build(type(record), {**as_dict(record), **changes})
 
 
-def as_dict(record: Record) -> dict[str, Any]:
+def as_dict(record: Any) -> dict[str, Any]:
     """Every field of the record by name, values as they are (shallow: no copy of tuples or details)."""
     return {field.name: getattr(record, field.name) for field in dataclasses.fields(record)}
 
 
 def plain(value: Any) -> Any:
-    """A field value as JSON holds it: enums by value, tuples as lists (what the journal records of a change)."""
+    """A field value as JSON holds it: enums by value, tuples as lists, paths as text, a record as its fields (what the
+    journal records of a change, and what the engine stores of a record; `build` reads it back)."""
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, tuple):
         return [plain(each) for each in value]
+    if isinstance(value, Path):
+        return str(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {field.name: plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
     return value

@@ -242,8 +242,7 @@ PYDANTIC_EDGES: dict[str, str] = {
         "a command's --json result",
     ),
     **dict.fromkeys(
-        ("orchestrator/agents.py", "orchestrator/checks.py", "orchestrator/dialogs.py", "orchestrator/engine.py", "orchestrator/evidence.py",
-         "orchestrator/layout.py", "orchestrator/messages.py"),
+        ("orchestrator/agents.py", "orchestrator/dialogs.py", "orchestrator/engine.py", "orchestrator/messages.py"),
         "inside: effect responses and phase records still pydantic (issue 25 follow-up: plain typed records)",
     ),
 }  # fmt: skip

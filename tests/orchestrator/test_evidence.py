@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from packets.result import ReportedCheck, ResultReport
 
 
 def _summary(result: Any) -> dict[str, Any]:
-    data = result.model_dump()
+    data = dataclasses.asdict(result)
     data["head_sha"] = data["head_sha"] and data["head_sha"][:7]
     data["commits"] = [c[:7] for c in data["commits"]]
     data["checks"] = [(c["command"], c["exit_code"], c["error"]) for c in data["checks"]]
@@ -257,7 +258,7 @@ def test_a_branch_on_another_history_than_the_pinned_base_is_blocked(worker_bran
     sha = repo.commit("docs: api", {"docs/api.md": "# API\n"}, cwd=worktree)
     repo.git("branch", "--quiet", "-f", "feat/api-docs", "rewritten")
     repo.git("checkout", "--quiet", "feat/api-docs", cwd=worktree)
-    subject = _subject(repo, base, verification=()).model_copy(update={"pinned_sha": base})
+    subject = dataclasses.replace(_subject(repo, base, verification=()), pinned_sha=base)
 
     result = verify(subject, ResultReport())
 

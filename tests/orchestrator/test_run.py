@@ -15,6 +15,7 @@ from orchestrator.config import Settings
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
 from orchestrator.evidence import Verification
+from orchestrator.verify import stored_json
 from orchestrator.herdr import HerdrCli, RetryPolicy
 from orchestrator.progress import Progress
 from orchestrator.git import GitError
@@ -84,7 +85,7 @@ def test_a_run_stopped_by_a_verification_block_says_what_the_person_decides(tmp_
         engine.ledger.transition(RUN, "docs", before, after, cause={"test": True})
     found = Verification(disposition="blocked", reasons=("edited outside its claim: README.md (integration paused for a decision)",),
                          head_sha="b" * 40, commits=(), changed_files=(), outside_claim=("README.md",), checks=())  # fmt: skip
-    worker = engine.ledger.transition(RUN, "docs", S.VERIFYING, S.BLOCKED, cause={"phase": "verify"}, controller_verification=found.model_dump_json())
+    worker = engine.ledger.transition(RUN, "docs", S.VERIFYING, S.BLOCKED, cause={"phase": "verify"}, controller_verification=stored_json(found))
     stream = io.StringIO()
 
     outcome = _stop_for_person(engine, run, Progress(stream, live=False), [worker])

@@ -212,3 +212,46 @@ def test_the_cli_prints_the_report_or_json_and_refuses_a_stray_reason(fleet: Fle
         f"  api-docs  docs/api  {sha}\n"
         "not accepted: greeting (working), survey (working)\n",
     )
+
+
+# A worker's controller_verification exactly as orch wrote it before evidence was a plain record (pydantic's compact
+# JSON, on 2026-12-02), and as a ledger from before `missing_files` and a check's `error` were recorded.
+STORED_TODAY = (
+    '{"disposition":"rejected","reasons":["check `pytest -q` failed on re-run (exit 1)"],"head_sha":"' + "a" * 40 + '",'
+    '"commits":["' + "a" * 40 + '"],"changed_files":["src/é.py"],"outside_claim":[],"missing_files":["docs/x.md"],'
+    '"checks":[{"command":"pytest -q","exit_code":1,"seconds":2.5,"output_tail":"1 failed","error":null},'
+    '{"command":"make","exit_code":null,"seconds":600.0,"output_tail":"","error":"timed out after 600s"}]}'
+)
+STORED_OLDER = '{"disposition":"accepted","reasons":[],"head_sha":null,"commits":[],"changed_files":[],"outside_claim":[],"checks":[{"command":"true","exit_code":0,"seconds":1,"output_tail":""}]}'
+
+
+def test_evidence_stored_by_todays_orch_reads_back_and_is_written_the_same(fleet: Fleet) -> None:
+    from orchestrator.checks import CheckRun
+    from orchestrator.evidence import Verification
+    from orchestrator.verify import stored_json, stored_verification
+
+    ledger = fleet.engine.ledger
+    found = stored_verification(ledger.update_worker(RUN_ID, "api-docs", controller_verification=STORED_TODAY))
+    assert found == Verification(
+        disposition="rejected", reasons=("check `pytest -q` failed on re-run (exit 1)",), head_sha="a" * 40, commits=("a" * 40,),
+        changed_files=("src/é.py",), outside_claim=(), missing_files=("docs/x.md",),
+        checks=(CheckRun(command="pytest -q", exit_code=1, seconds=2.5, output_tail="1 failed"),
+                CheckRun(command="make", exit_code=None, seconds=600.0, output_tail="", error="timed out after 600s")),
+    )  # fmt: skip
+    assert found is not None and stored_json(found) == STORED_TODAY
+    older = stored_verification(ledger.update_worker(RUN_ID, "api-docs", controller_verification=STORED_OLDER))
+    assert older is not None and (older.missing_files, older.checks[0].error, older.checks[0].seconds) == ((), None, 1.0)
+    assert stored_verification(ledger.get_worker(RUN_ID, "greeting")) is None
+
+
+def test_a_stored_verification_of_another_shape_is_one_line_naming_the_field(fleet: Fleet) -> None:
+    from orchestrator.verify import stored_verification
+    from registry import RegistryError
+
+    bad = STORED_TODAY.replace('"seconds":2.5', '"seconds":"slow"').replace('"disposition":"rejected"', '"disposition":"maybe"')
+    with pytest.raises(RegistryError) as raised:
+        stored_verification(fleet.engine.ledger.update_worker(RUN_ID, "api-docs", controller_verification=bad))
+    assert str(raised.value) == (
+        "invalid verification: disposition: must be 'accepted' or 'rejected' or 'superseded' or 'blocked', not str; "
+        "checks.0.seconds: must be float, not str"
+    )

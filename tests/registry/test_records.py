@@ -106,3 +106,32 @@ def test_the_fields_a_callback_sets_are_checked_with_the_worker_records_types() 
 
     hints = typing.get_type_hints(Worker)
     assert {key: typing.get_args(hints[key])[0] for key in CALLBACK_FIELDS} == dict(CALLBACK_FIELDS)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Step:
+    command: str
+    seconds: float
+    error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class _Stored:
+    where: Path
+    steps: tuple[_Step, ...]
+    state: WorkerState
+
+
+def test_any_plain_record_goes_to_json_and_back_checked() -> None:
+    """The one codec of the engine's stored records: `plain` writes JSON's shape, `build` reads it back into the record."""
+    record = _Stored(where=Path("/src/r"), steps=(_Step(command="make", seconds=1.5), _Step(command="true", seconds=2.0, error="x")), state=WorkerState.READY)
+    data = plain(record)
+    assert data == {"where": "/src/r", "steps": [{"command": "make", "seconds": 1.5, "error": None}, {"command": "true", "seconds": 2.0, "error": "x"}], "state": "ready"}
+    assert build(_Stored, data) == record
+    assert build(_Stored, {**data, "steps": [{"command": "make", "seconds": 2}]}).steps == (_Step(command="make", seconds=2.0),)
+    with pytest.raises(RegistryError) as raised:
+        build(_Stored, {"where": 3, "steps": [{"command": "make", "seconds": 1}, {"seconds": True, "colour": 1}], "state": "ready"})
+    assert str(raised.value) == (
+        "invalid _stored: where: must be a path, not int; steps.1.colour: not a field; steps.1.seconds: must be float, not bool; "
+        "steps.1.command: missing"
+    )
