@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict
-
 from orchestrator.errors import OrchError
 from orchestrator.layout import HERDR_AGENT_KINDS
 from orchestrator.quirks import PlanMode, quirks
@@ -62,10 +60,9 @@ def plan_mode_problem(kind: str, features: HerdrFeatures | None = None) -> str |
     return None
 
 
-class KeysSent(BaseModel):
-    """A key press sent to an agent through ``agent send-keys``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, kw_only=True)
+class KeysSent:
+    """A key press sent to an agent through ``agent send-keys`` (an effect's stored result)."""
 
     target: str
     key: str

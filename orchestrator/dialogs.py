@@ -8,9 +8,8 @@ its screen text and nothing is typed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
-
-from pydantic import BaseModel, ConfigDict
 
 from orchestrator.herdr_models import AT_REST
 from orchestrator.errors import HerdrError, OrchError
@@ -26,10 +25,9 @@ if TYPE_CHECKING:
 
 
 
-class DialogKeys(BaseModel):
-    """Keys sent to a pane to answer a dialog."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, kw_only=True)
+class DialogKeys:
+    """Keys sent to a pane to answer a dialog (an effect's stored result)."""
 
     pane_id: str
     dialog: str
@@ -233,10 +231,9 @@ def answer_approval(engine: Engine, worker: Worker, decision: Decision, number: 
     return form, sent
 
 
-class Approved(BaseModel):
-    """What `orch approve` did: the form, the decision, the keys sent, the worker's state after."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, kw_only=True)
+class Approved:
+    """What `orch approve` did: the form, the decision, the keys sent, the worker's state after (`--json` prints its fields)."""
 
     run_id: str
     task: str

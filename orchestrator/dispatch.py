@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator import tables
 from orchestrator.agents import enter_plan_mode
 from orchestrator.dialogs import flat
+from orchestrator.effects import from_json, to_json
 from orchestrator.briefing import Briefing, brief
 from orchestrator.engine import Engine, InFlightEffect
 from orchestrator.errors import (
@@ -61,10 +62,9 @@ Outcome = Literal["accepted", "stalled", "unknown", "skipped", "blocked", "faile
 Suggestion = Literal["approval_prompt", "shell_prompt", "agent_prompt", "nothing", "unrecognised"]
 
 
-class PromptOutcome(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class PromptOutcome:
     """The stored response of one `agent prompt` effect: submitted (or unknown), and whether acceptance was seen."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     submitted: Literal["yes", "unknown"]
     accepted: bool
@@ -77,11 +77,10 @@ class PromptOutcome(BaseModel):
     via: str | None = None
 
 
-class Acceptance(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Acceptance:
     """Evidence that the worker took its packet: a state after submission, a state_change_seq past the baseline, or
     (herdr 0.9.2+) a completion_seq past its baseline: a turn already finished since the packet was sent."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     via: str
     status: str
@@ -92,10 +91,9 @@ class Acceptance(BaseModel):
     baseline_completion_seq: int | None = None
 
 
-class Diagnosis(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Diagnosis:
     """What one pane read after a stalled prompt shows (the packet is never sent again)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     suggests: Suggestion
     summary: str
@@ -195,7 +193,7 @@ def dispatch(engine: Engine, run: Run, tasks: Sequence[str] | None = None, *, ga
             candidates.append(item)
         elif item.worker.state is WorkerState.DISPATCHED and item.effect is not None and item.effect.status is EffectStatus.CONFIRMED:
             item.request = dict(item.effect.request)
-            item.outcome = PromptOutcome.model_validate(item.effect.response)
+            item.outcome = from_json(PromptOutcome, item.effect.response or {})
         else:
             item.report = _report(item, "skipped", _not_sendable(item.worker))
 
@@ -393,7 +391,7 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
             raise  # herdr unreachable or broken: the whole dispatch stops here
         item.report = _report(item, "skipped", f"not sent: {exc.message}")
         return
-    cause: dict[str, object] = {"phase": "dispatch", "effect": item.key, **item.request, "outcome": item.outcome.model_dump(mode="json")}
+    cause: dict[str, object] = {"phase": "dispatch", "effect": item.key, **item.request, "outcome": to_json(item.outcome)}
     try:
         worker = engine.ledger.transition(run.run_id, item.task, WorkerState.READY, WorkerState.DISPATCHED, cause=cause, reply_target=name)
         item.worker = worker
@@ -519,7 +517,7 @@ def _diagnose(engine: Engine, item: _Item) -> Diagnosis:
 
 
 def _mark_working(engine: Engine, run: Run, item: _Item, acceptance: Acceptance) -> None:
-    cause = {"phase": "dispatch", "effect": item.key, "acceptance": acceptance.model_dump(mode="json")}
+    cause = {"phase": "dispatch", "effect": item.key, "acceptance": to_json(acceptance)}
     try:
         worker = engine.ledger.transition(run.run_id, item.task, WorkerState.DISPATCHED, WorkerState.WORKING, cause=cause)
         detail = f"accepted: {acceptance.status} (seq {acceptance.state_change_seq}{_past(acceptance.baseline_seq)}) via {acceptance.via}"
@@ -537,7 +535,7 @@ def _mark_stalled(engine: Engine, run: Run, item: _Item, diagnosis: Diagnosis) -
     engine.ledger.record_fact(
         run.run_id, FactKind.DISPATCH_DIAGNOSIS, task_label=item.task,
         detail=DispatchDiagnosis(
-            effect=item.key, outcome=item.outcome.model_dump(mode="json"),
+            effect=item.key, outcome=to_json(item.outcome),
             suggests=diagnosis.suggests, summary=diagnosis.summary, last_lines=list(diagnosis.last_lines),
         ),
     )

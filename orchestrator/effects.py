@@ -1,11 +1,13 @@
-"""Every side-effect kind `Engine.once` may make: its request, how it is made, how read-back settles it, what is left."""
+"""Every side-effect kind `Engine.once` may make: its request, how it is made, how read-back settles it, what is left,
+and how its result is stored in the ledger."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from orchestrator.hints import TEXT, orch_command
 
@@ -142,6 +144,37 @@ _KINDS = (
 )
 
 EFFECTS: dict[str, EffectKind] = {k.kind: k for k in _KINDS}
+
+# --- an effect's result <-> the JSON object the ledger stores as its response (written once, for every kind) ---
+#
+# A result is one of two kinds. orch's own records (what a step made, e.g. provision's Checkout) are plain frozen
+# dataclasses, stored by their fields and checked when read back by `registry.records.build`, the ledger's own check.
+# herdr's response models (orchestrator.herdr_models, e.g. AgentPrompted) stay pydantic: they are the herdr-JSON edge,
+# stored as their JSON dump and read back by their own validation. Either reads back a row stored by any orch version
+# (tests/orchestrator/test_effects.py), and neither kind imports pydantic here.
+
+M = TypeVar("M")
+
+
+def to_json(result: Any) -> dict[str, Any]:
+    """The JSON object the ledger stores for an effect's result (a record's fields, or a herdr model's JSON dump);
+    also what `--json` prints of a command's result that is such a record (orchestrator.commands.base.emit)."""
+    if dataclasses.is_dataclass(result) and not isinstance(result, type):
+        from registry.records import plain
+
+        stored: dict[str, Any] = plain(result)
+        return stored
+    return dict(result.model_dump(mode="json"))
+
+
+def from_json(model: type[M], response: Mapping[str, Any]) -> M:
+    """The result an effect's stored response stands for, as ``model`` (a record, checked; or a herdr model, validated)."""
+    if dataclasses.is_dataclass(model):
+        from registry.records import build
+
+        return build(model, response)
+    validated: M = model.model_validate(response)  # type: ignore[attr-defined]
+    return validated
 
 
 Settler = Callable[["Engine", "Run", "Effect"], Any]

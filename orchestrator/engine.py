@@ -18,8 +18,6 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, Union, cast
 
-from pydantic import BaseModel
-
 from orchestrator import git
 from orchestrator.clock import Clock, SystemClock
 from orchestrator.config import Settings
@@ -34,7 +32,8 @@ if TYPE_CHECKING:  # imported where used: a command that reads only the ledger (
     from orchestrator.herdr import Herdr, HerdrCli
     from orchestrator.plan import ResolvedPlan, ResolvedWorker
 
-M = TypeVar("M", bound=BaseModel)
+# An effect's result: a plain record of orch's own, or one of herdr's response models (orchestrator.effects.to_json).
+M = TypeVar("M")
 
 RUN_LOG_FILE = "orch.log"
 
@@ -641,7 +640,7 @@ class Engine:
         it is settled here, in this process, by the same read-back (``settle_lost``); done returns its result, not
         done makes it again under the next attempt key, and what read-back cannot tell raises InFlightEffect.
         """
-        from orchestrator.effects import EFFECTS  # the table imports nothing of the engine, but names its kinds
+        from orchestrator.effects import EFFECTS, to_json, from_json  # the table imports nothing of the engine
 
         if kind not in EFFECTS:
             raise OrchError(f"effect kind {kind} is not in orchestrator.effects.EFFECTS; say there how read-back settles it")
@@ -656,13 +655,13 @@ class Engine:
             if effect.status in (EffectStatus.FAILED, EffectStatus.ABANDONED):
                 continue
             if effect.status is EffectStatus.CONFIRMED:
-                return model.model_validate(effect.response)
+                return from_json(model, effect.response or {})
             if not effect.is_new:
                 answer = self._apply(effect, settle() if settle is not None else self._read_back(run_id, effect))
                 if isinstance(answer, NotDone):
                     continue
                 if isinstance(answer, Done):
-                    return model.model_validate(answer.result.model_dump(mode="json"))
+                    return from_json(model, to_json(answer.result))
                 raise self._cannot_tell(effect, answer)
             try:
                 result = act()
@@ -674,11 +673,11 @@ class Engine:
                 settled = self.settle_lost(run_id, effect, settle, exc)
                 if isinstance(settled, NotDone):
                     continue  # proven not made: made now under the next attempt key
-                return model.model_validate(settled.result.model_dump(mode="json"))
+                return from_json(model, to_json(settled.result))
             except Exception as exc:
                 ledger.fail(effect, one_line(str(exc)) or type(exc).__name__)
                 raise
-            ledger.confirm(effect, result.model_dump(mode="json"))
+            ledger.confirm(effect, to_json(result))
             return result
 
     def settle_lost(self, run_id: str, effect: Effect, settle: Callable[[], Settlement[Any]] | None, lost: Exception) -> Done[Any] | NotDone:
@@ -741,7 +740,9 @@ class Engine:
             return answer
         done = answer if isinstance(answer, Done) else Done(answer, "read back")
         self._settled(effect, "done", done.how)
-        self.ledger.confirm(effect, done.result.model_dump(mode="json"))
+        from orchestrator.effects import to_json
+
+        self.ledger.confirm(effect, to_json(done.result))
         return done
 
     @staticmethod

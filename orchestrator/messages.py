@@ -5,9 +5,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, Literal
 
 from orchestrator.engine import CannotTell, Done, Engine, NotDone, Settlement
 from orchestrator.errors import HerdrError, HerdrNotFound, OrchError
@@ -37,10 +35,9 @@ _AFTER: dict[str, dict[WorkerState, WorkerState]] = {
 }
 
 
-class SentMessage(BaseModel):
-    """A message submitted to a worker (exit 0 of `herdr agent prompt`: submitted, nothing more)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, kw_only=True)
+class SentMessage:
+    """A message submitted to a worker (exit 0 of `herdr agent prompt`: submitted, nothing more; `--json` prints its fields)."""
 
     run_id: str
     task: str
@@ -195,7 +192,7 @@ def left_unknown(engine: Engine, effect: Effect) -> str | None:
     return None
 
 
-def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseModel]:
+def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[Any]:
     """Did an in-flight `agent prompt` land? Never guessed, since a second packet would be a second turn.
 
     Done on any of: the person said so; a callback of the worker arrived after the send was intended; the agent's
@@ -210,7 +207,7 @@ def settle_prompt(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseMo
     baseline = req.get("baseline_seq") if isinstance(req.get("baseline_seq"), int) else None
     kind = "packet" if ":dispatch:" in effect.key else str(req.get("kind") or "message")
 
-    def done(info: AgentInfo, how: str, via: str = "agent get") -> Done[BaseModel]:
+    def done(info: AgentInfo, how: str, via: str = "agent get") -> Done[Any]:
         # How it was decided is journalled (effect_settled); `via` names the read that saw it, as dispatch does.
         if kind == "packet":
             moved = baseline is not None and info.state_change_seq > baseline

@@ -227,23 +227,18 @@ def test_one_callback_path_records_and_judges_every_inbound_message() -> None:
 
 # Where pydantic may be imported, and why (docs/ARCHITECTURE.md, "pydantic at the edges"). What orch reads from outside
 # and what its commands print with `--json` are pydantic; the ledger (`registry/`) and `packets/` (the Message Contract,
-# the delegation packet) are plain.
-# The last group is what is still pydantic inside the engine: each should become a plain typed record, never grow.
+# the delegation packet) are plain, and so is everything inside the engine: its records and effects' results are frozen
+# dataclasses (registry/records.py checks them; orchestrator.effects.to_json/from_json stores an effect's result).
 PYDANTIC_EDGES: dict[str, str] = {
     **dict.fromkeys(("orchestrator/plan.py", "orchestrator/policy.py", "orchestrator/config.py"), "plan TOML, policy overlays, settings"),
     "orchestrator/quirks.py": "the quirk table, a data file",
     **dict.fromkeys(("orchestrator/herdr_models.py", "orchestrator/herdr.py"), "herdr's JSON"),
-    "orchestrator/commands/base.py": "prints results with --json",
     **dict.fromkeys(
         ("orchestrator/cancel.py", "orchestrator/demo.py", "orchestrator/dispatch.py", "orchestrator/doctor.py",
          "orchestrator/door.py", "orchestrator/inbox.py", "orchestrator/integrate.py", "orchestrator/observe.py", "orchestrator/preflight.py",
          "orchestrator/provision.py", "orchestrator/report.py", "orchestrator/retire.py", "orchestrator/run.py", "orchestrator/status.py",
          "orchestrator/verify.py"),
         "a command's --json result",
-    ),
-    **dict.fromkeys(
-        ("orchestrator/agents.py", "orchestrator/dialogs.py", "orchestrator/engine.py", "orchestrator/messages.py"),
-        "inside: effect responses and phase records still pydantic (issue 25 follow-up: plain typed records)",
     ),
 }  # fmt: skip
 

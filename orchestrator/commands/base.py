@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 if TYPE_CHECKING:  # imported when a command first needs an engine: `orch --version` stays cheap
-    from pydantic import BaseModel
-
     from orchestrator.engine import Engine
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -77,24 +75,29 @@ def echo_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=2))
 
 
-def emit_next(engine: Engine, run_id: str, result: BaseModel, as_json: bool, render: Callable[[Any], str]) -> None:
+def emit_next(engine: Engine, run_id: str, result: Any, as_json: bool, render: Callable[[Any], str]) -> None:
     """Print a door command's result and what the controller does next (`next[]`, every command exact, with `--json`
     when the caller used it): the agent controller never has to work out which command comes after this one."""
     from orchestrator.door import next_after, render_next
 
     steps = next_after(engine, engine.ledger.get_run(run_id), as_json=as_json)
     if as_json:
-        echo_json({**result.model_dump(mode="json"), "next": [s.model_dump(mode="json") for s in steps]})
+        from orchestrator.effects import to_json
+
+        echo_json({**to_json(result), "next": [to_json(s) for s in steps]})
     else:
         from packets.inert import inert
 
         click.echo(inert(render(result) + "".join(line + "\n" for line in render_next(steps))), nl=False)
 
 
-def emit(result: BaseModel, as_json: bool, render: Callable[[Any], str]) -> None:
-    """Print a result: its JSON (stable, for agents) or its human rendering, with any worker text made inert."""
+def emit(result: Any, as_json: bool, render: Callable[[Any], str]) -> None:
+    """Print a result (a --json result model, or a plain record: ``orchestrator.effects.to_json``): its JSON (stable,
+    for agents) or its human rendering, with any worker text made inert."""
     if as_json:
-        echo_json(result.model_dump(mode="json"))
+        from orchestrator.effects import to_json
+
+        echo_json(to_json(result))
     else:
         from packets.inert import inert
 

@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import importlib
+import json
 from pathlib import Path
 
-from orchestrator.effects import EFFECTS, settler
+import pytest
+
+from orchestrator.effects import EFFECTS, from_json, settler, to_json
+from orchestrator.herdr_models import AgentPrompted
+from registry import RegistryError
 
 SOURCES = Path(__file__).resolve().parents[2] / "orchestrator"
 
@@ -31,3 +38,62 @@ def test_every_kind_names_a_settle_function_that_exists() -> None:
         assert spec.settle.startswith("orchestrator."), kind
         assert callable(settler(kind)), kind
         assert settler(kind).__doc__, f"{spec.settle} says in one line what read-back proves"
+
+
+# --- an effect's stored response <-> its result (orchestrator.effects.to_json / from_json) ---
+
+# Responses exactly as orch wrote them into the ledger before its effect results were plain records (pydantic's
+# `model_dump(mode="json")`, stored as JSON text): each must read back as the same result, and be written again byte
+# for byte, so a run recorded by an earlier orch resumes unchanged. A row from before a field existed reads back with
+# the field's default.
+STORED_TODAY = [
+    ("orchestrator.agents:KeysSent", '{"target": "w1:p2", "key": "shift+tab"}'),
+    ("orchestrator.dialogs:DialogKeys", '{"pane_id": "w1:p2", "dialog": "trust", "keys": ["Enter"]}'),
+    ("orchestrator.dispatch:PromptOutcome",
+     '{"submitted": "yes", "accepted": true, "status": "working", "state_change_seq": 4, "completion_seq": null, "error_code": null, '
+     '"error": null, "via": "agent get"}'),
+    ("orchestrator.dispatch:PromptOutcome",
+     '{"submitted": "unknown", "accepted": false, "status": null, "state_change_seq": null, "completion_seq": 2, '
+     '"error_code": "agent_prompt_stalled", "error": "no state change", "via": null}'),
+]
+STORED_BEFORE_A_FIELD = [
+    ("orchestrator.dispatch:PromptOutcome", '{"submitted": "yes", "accepted": false, "status": "idle", "state_change_seq": 3}',
+     {"completion_seq": None, "error_code": None, "error": None, "via": None}),
+]
+
+
+def _model(name: str) -> type:
+    module, _, attr = name.partition(":")
+    found: type = getattr(importlib.import_module(module), attr)
+    return found
+
+
+@pytest.mark.parametrize(("name", "stored"), STORED_TODAY, ids=[name.partition(":")[2] for name, _ in STORED_TODAY])
+def test_a_response_stored_by_an_earlier_orch_reads_back_as_its_record_and_is_stored_again_byte_for_byte(name: str, stored: str) -> None:
+    model = _model(name)
+    result = from_json(model, json.loads(stored))
+    assert dataclasses.is_dataclass(result) and type(result) is model
+    assert json.dumps(to_json(result)) == stored
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(result, next(iter(json.loads(stored))), "changed")
+
+
+@pytest.mark.parametrize(("name", "stored", "defaults"), STORED_BEFORE_A_FIELD)
+def test_a_response_stored_before_a_field_existed_reads_back_with_its_default(name: str, stored: str, defaults: dict[str, object]) -> None:
+    assert to_json(from_json(_model(name), json.loads(stored))) == {**json.loads(stored), **defaults}
+
+
+def test_a_herdr_response_model_is_stored_as_its_json_and_validated_when_read_back() -> None:
+    stored = {"type": "agent_prompted", "agent": {
+        "terminal_id": "term_2", "agent_status": "working", "workspace_id": "w1", "tab_id": "w1:t2", "pane_id": "w1:p2",
+        "focused": False, "revision": 3, "state_change_seq": 7, "name": "feature-a", "agent": "claude"}}  # fmt: skip
+    prompted = from_json(AgentPrompted, stored)
+    assert isinstance(prompted, AgentPrompted) and prompted.agent.state_change_seq == 7
+    assert to_json(prompted) == prompted.model_dump(mode="json")
+    assert from_json(AgentPrompted, to_json(prompted)) == prompted
+
+
+def test_a_stored_response_that_does_not_fit_its_record_is_one_line_naming_each_field() -> None:
+    with pytest.raises(RegistryError) as raised:
+        from_json(_model("orchestrator.dialogs:DialogKeys"), {"pane_id": 2, "keys": "Enter", "colour": "red"})
+    assert str(raised.value) == "invalid dialogkeys: colour: not a field; pane_id: must be str, not int; keys: must be tuple[str, ...], not str; dialog: missing"

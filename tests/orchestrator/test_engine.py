@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel, ConfigDict
 
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
@@ -13,13 +13,15 @@ from orchestrator.effects import EFFECTS, settler
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, orch_executable
 from orchestrator.errors import HerdrCallLost, HerdrError, HerdrNotFound, HerdrProtocolError, HerdrTimeout, HerdrUnavailable
 from orchestrator.herdr import HerdrCli
+from orchestrator.herdr_models import AgentPrompted
 from registry import Effect, EffectStatus
 
 RUN_ID = "w1:p1-20261130T080000Z"
 
 
-class Made(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+@dataclass(frozen=True, kw_only=True)
+class Made:
+    """An effect's result as orch records its own: a plain frozen dataclass."""
 
     pane_id: str
 
@@ -67,6 +69,22 @@ def test_a_confirmed_effect_is_replayed_not_repeated(engine: Engine) -> None:
     assert once(engine, acts) == once(engine, acts) == Made(pane_id="w1:p1")
     assert (acts.acted, acts.settled) == (1, 0)
     assert statuses(engine) == [("split", "confirmed")]
+
+
+def test_a_response_an_earlier_orch_stored_is_replayed_as_the_same_result_of_either_kind(engine: Engine) -> None:
+    # Rows as earlier orch versions wrote them (pydantic's JSON dump of the result): a record of orch's own, and one of
+    # herdr's response models (still pydantic, the herdr-JSON edge).
+    agent = {"terminal_id": "term_2", "agent_status": "working", "workspace_id": "w1", "tab_id": "w1:t2", "pane_id": "w1:p2",
+             "focused": False, "revision": 3, "state_change_seq": 7, "name": "feature-a"}  # fmt: skip
+    for key, response in (("split", {"pane_id": "w1:p4"}), ("prompt", {"type": "agent_prompted", "agent": agent})):
+        engine.ledger.confirm(engine.ledger.intend(RUN_ID, None, "pane_split", key, {"pane": "w1:p1"}), response)
+    acts = Acts()
+
+    assert once(engine, acts) == Made(pane_id="w1:p4")
+    prompted = engine.once(RUN_ID, None, "pane_split", "prompt", {"pane": "w1:p1"}, acts.act, model=AgentPrompted)  # type: ignore[arg-type]
+    assert prompted == AgentPrompted.model_validate({"type": "agent_prompted", "agent": agent})
+    assert acts.acted == 0
+    assert [e.response for e in engine.ledger.list_effects(RUN_ID)] == [{"pane_id": "w1:p4"}, {"type": "agent_prompted", "agent": agent}]
 
 
 def test_a_failed_effect_is_retried_under_a_new_attempt_key(engine: Engine) -> None:

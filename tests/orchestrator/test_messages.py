@@ -12,6 +12,7 @@ from fake_herdr import FakeHerdr
 from orchestrator.clock import FakeClock
 from orchestrator.config import Settings
 from orchestrator.engine import CannotTell, Engine
+from orchestrator.effects import to_json
 from orchestrator.errors import HerdrError, OrchError
 from orchestrator.intake import add_message
 from orchestrator.messages import ReportRead, read_report, send_message, settle_prompt
@@ -67,7 +68,7 @@ def test_an_answer_says_the_state_orch_holds_now_apart_from_what_herdr_said_when
     herdr.set_status("feature-a", "done")
     herdr.agent("feature-a").reacts = "later"  # herdr answers the prompt before the new turn shows
     sent = send_message(engine, engine.ledger.get_run(RUN), "feature-a", "answer", "-1 is not allowed; use 50.")
-    assert sent.model_dump(mode="json") == {
+    assert to_json(sent) == {  # what `orch answer --json` prints
         "run_id": RUN, "task": "feature-a", "kind": "answer", "target": PANE,
         "text": f"[herdr-orchestration run={RUN} task=feature-a from=w1:p1 kind=answer reply-to=w1:p1]\n-1 is not allowed; use 50.",
         "herdr_status_at_send": "done", "state": "working",
