@@ -181,7 +181,7 @@ def _integrations(host: Host, over_ssh: HerdrCli, kinds: Sequence[str], found: l
         entries = over_ssh.integration_status()
     except HerdrFailure as exc:
         raise _Failed(
-            f"ssh {host.ssh}: {exc.message}",
+            exc.message,  # it names the ssh target and the command already
             f"cannot run herdr there over ssh ({exc.message})",
             f"orch needs `ssh -o BatchMode=yes {host.ssh} herdr --version` to work without a prompt",
         ) from None

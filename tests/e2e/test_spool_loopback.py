@@ -1,12 +1,14 @@
 """A remote worker through a real OpenSSH server on 127.0.0.1 (issue 26), with two git repositories (the controller's
-and the box's clone): its callback, sent while no controller runs, is kept in the box's spool and accepted exactly once
-when the controller checks in again (`orch wait`); its commits are fetched home by SHA, verified and integrated on the
-controller, and nothing is pushed to the box."""
+and the box's clone): preflight asks the box its host gate's ssh questions through that sshd (and, with the sshd gone,
+fails closed naming the box, creating nothing); the worker's callback, sent while no controller runs, is kept in the
+box's spool and accepted exactly once when the controller checks in again (`orch wait`); its commits are fetched home
+by SHA, verified and integrated on the controller, and nothing is pushed to the box."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -67,8 +69,22 @@ class Fleet:
             engine.close()
 
 
+@dataclass
+class Box:
+    """The controller's world, and a build box its herdr reaches as the saved machine `box` and orch's ssh and git reach
+    through the real sshd (the alias ``orch-box``), with a plan placing one worker there."""
+
+    world: Any
+    sshd: LoopbackSshd
+    box_home: Path  # ORCH_HOME on the box
+    checkout: Path  # the box's clone
+    plan: Path
+    sim: SimServer  # the box's own herdr server
+
+
 @pytest.fixture
-def fleet(make_world: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
+def box(make_world: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
+    """The build box, its sshd serving, its saved machine on the controller, and the plan (no run yet)."""
     if not versions.current().machine_status:
         pytest.skip("saved machines are simulated on the 0.9.5 profile only (herdr machine status is 0.9.2+)")
     world = make_world()
@@ -119,28 +135,35 @@ host = "box"
 enabled = true
 branch = "chore/integrate-fleet"
 """)
-        # The run as provisioning leaves it (orch does not start remote workers itself yet): its plan snapshot, its
-        # saved message limit, and the worker registered on the box, dispatched.
-        engine = world.engine()
-        run_id = f"{world.controller_pane}-20261202T070000Z"
-        base = world.repo.git("rev-parse", "main")
-        run = engine.ledger.create_run(run_id, controller_target=world.controller_pane, organization="acme", repo="widgets",
-                                       repo_path=world.repo.path, base_ref="main", base_sha=base, plan_path=plan)  # fmt: skip
-        engine.run_dir(run_id).mkdir(parents=True, exist_ok=True)
-        shutil.copy(plan, engine.run_dir(run_id) / "plan.toml")
-        save_message_limit(engine, run_id, 65536)
-        engine.ledger.add_worker(run_id, TASK, name=TASK, kind="codex", objective="x", pane_id=BOX_PANE, reply_target=BOX_PANE, host="box",
-                                 branch="feat/api-pagination", base_sha=base, claimed_files=("src/api/**",),
-                                 worktree_path=str(box_checkout))  # fmt: skip
-        engine.ledger.transition(run_id, TASK, S.PROVISIONING, S.READY)
-        engine.ledger.transition(run_id, TASK, S.READY, S.DISPATCHED)
-        prefix = engine.callback_prefix(run, "box")
-        engine.close()
-        yield Fleet(world, server, box_home, run_id, prefix, box_checkout)
+        yield Box(world, server, box_home, box_checkout, plan, box_sim)
     finally:
         server.stop()
         box_sim.__exit__(None, None, None)
         shutil.rmtree(sim_home, ignore_errors=True)
+
+
+@pytest.fixture
+def fleet(box: Box) -> Fleet:
+    """The box with a run whose worker is on it."""
+    world, plan, box_checkout = box.world, box.plan, box.checkout
+    # The run as provisioning leaves it (orch does not start remote workers itself yet): its plan snapshot, its
+    # saved message limit, and the worker registered on the box, dispatched.
+    engine = world.engine()
+    run_id = f"{world.controller_pane}-20261202T070000Z"
+    base = world.repo.git("rev-parse", "main")
+    run = engine.ledger.create_run(run_id, controller_target=world.controller_pane, organization="acme", repo="widgets",
+                                   repo_path=world.repo.path, base_ref="main", base_sha=base, plan_path=plan)  # fmt: skip
+    engine.run_dir(run_id).mkdir(parents=True, exist_ok=True)
+    shutil.copy(plan, engine.run_dir(run_id) / "plan.toml")
+    save_message_limit(engine, run_id, 65536)
+    engine.ledger.add_worker(run_id, TASK, name=TASK, kind="codex", objective="x", pane_id=BOX_PANE, reply_target=BOX_PANE, host="box",
+                             branch="feat/api-pagination", base_sha=base, claimed_files=("src/api/**",),
+                             worktree_path=str(box_checkout))  # fmt: skip
+    engine.ledger.transition(run_id, TASK, S.PROVISIONING, S.READY)
+    engine.ledger.transition(run_id, TASK, S.READY, S.DISPATCHED)
+    prefix = engine.callback_prefix(run, "box")
+    engine.close()
+    return Fleet(world, box.sshd, box.box_home, run_id, prefix, box_checkout)
 
 
 def test_a_callback_sent_while_the_controller_is_stopped_is_accepted_once_after_it_checks_in(fleet: Fleet) -> None:
@@ -253,3 +276,82 @@ def test_a_link_dropped_after_the_ledger_write_leaves_the_message_recorded_once(
     assert again.returncode == 0, again.stderr
     assert fleet.inbox() == [(f"spool:box:{ident}", "accepted", "update")]  # once, though collected twice
     assert fleet.spooled() == []
+
+
+
+def _what_exists(box: Box) -> dict[str, Any]:
+    """Everything preflight could create, on the controller and on the box."""
+    engine = box.world.engine()
+    try:
+        runs = [r.run_id for r in engine.ledger.list_runs()]
+    finally:
+        engine.close()
+    return {
+        "runs": runs, "run folders": sorted(p.name for p in (box.world.orch_home / "runs").glob("*")),
+        "controller workspaces": box.world.herdr("workspace", "list"), "controller tabs": box.world.herdr("tab", "list"),
+        "box workspaces": box.sim.run(["workspace", "list"]).stdout, "box checkouts": _git(box.checkout, "worktree", "list"),
+        "box orch home": box.box_home.exists(),
+    }  # fmt: skip
+
+
+
+CHECKLIST = """\
+ok   herdr env       HERDR_ENV=1
+ok   plan            acme/widgets, base main, 1 worker (codex)
+ok   herdr           herdr 0.9.5 client, protocol 22
+ok   capabilities    all 28 herdr commands the run uses are in herdr api schema
+ok   server          running herdr 0.9.5, protocol 22, compatible
+ok   features        completion_seq for finished turns, shift+tab for plan mode, resume commands for claude, opencode and pi sessions
+ok   session         acme serves organization acme
+ok   integrations    codex current (v8)
+ok   caller pane     w1:p1 in workspace w1, tab w1:t1: a shell, not an agent; controller target pinned to w1:p1
+ok   agents          none running
+ok   repo checkout   <tmp>/src/acme/widgets: primary checkout; default branch main (from the base main)
+ok   base ref        main is <base>
+"""
+
+
+def _said(box: Box, out: str, run_id: str = "<run>") -> str:
+    """Preflight's words with this test's paths, run id, base commit and sshd port as placeholders."""
+    text = out.replace(str(box.world.src_root.parent), "<tmp>").replace(box.world.repo.git("rev-parse", "main"), "<base>")
+    return re.sub(r"port [0-9]+:", "port <port>:", text.replace(run_id, "<run>").replace(run_id.replace(":", "_"), "<run>"))
+
+
+def test_preflight_passes_every_host_gate_through_the_real_sshd(box: Box) -> None:
+    # The saved machine and its server are asked through the controller's herdr (the simulator plays herdr's own SSH
+    # hop); the box's integrations, its agents' executables, its checkout holding the base and its orch are asked
+    # over ssh, here through the real sshd on 127.0.0.1.
+    result = box.world.orch("preflight", str(box.plan))
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_id = result.stdout.splitlines()[-1]
+    assert (_said(box, result.stdout, run_id), _said(box, result.stderr, run_id)) == (
+        CHECKLIST
+        + "ok   hosts           1 host ready: api-pagination on box\n"
+        "                     note: box: saved machine box reachable, herdr 0.9.5 in session acme, integrations codex current (v8), "
+        "codex installed, checkout <tmp>/box/src/acme/widgets has the base, orch 0.1.0\n"
+        'ok   repo workspace  w1 "widgets" (the caller\'s workspace) serves <tmp>/src/acme/widgets\n'
+        'ok   repo tab        w1:t1 renamed "1" -> "widgets"\n'
+        "ok   run             1 worker registered as queued (concurrency 4); plan snapshot <tmp>/orch-home/runs/<run>/plan.toml\n"
+        "<run>\n",
+        "Next: provision: the run is recorded: create its workers' tabs and start their agents: `orch provision --run <run>`\n",
+    )
+
+
+def test_preflight_fails_closed_naming_the_box_when_its_sshd_is_gone_and_creates_nothing(box: Box) -> None:
+    # herdr's saved machine still answers (its own link), but orch's ssh to the box is refused: the host gate fails at
+    # its first ssh question, before the run's workspace, tab, ledger row or anything on the box is made.
+    box.sshd.stop()
+    before = _what_exists(box)
+
+    result = box.world.orch("preflight", str(box.plan))
+
+    assert (result.returncode, _said(box, result.stdout), _said(box, result.stderr)) == (
+        1,
+        CHECKLIST + "FAIL hosts           box: ssh orch-box herdr integration status: ssh failed: ssh: connect to host "
+        "127.0.0.1 port <port>: Connection refused\n",
+        "orch: host box: cannot run herdr there over ssh (ssh orch-box herdr integration status: ssh failed: ssh: connect to host "
+        "127.0.0.1 port <port>: Connection refused)\nhint: orch needs `ssh -o BatchMode=yes orch-box herdr --version` to work without a prompt\n",
+    )
+    assert _what_exists(box) == before
+    assert (before["runs"], before["run folders"], before["box orch home"]) == ([], [], False)

@@ -171,7 +171,7 @@ def test_ssh_that_cannot_log_in_fails_closed_naming_the_host(tmp_path: Path, clo
     result, _, _, text = run_preflight(tmp_path, cloned, "buildbox", ssh=refused)
 
     assert text.splitlines()[-1] == (
-        "FAIL hosts           buildbox: ssh me@buildbox.lan: ssh me@buildbox.lan herdr integration status: ssh failed: "
+        "FAIL hosts           buildbox: ssh me@buildbox.lan herdr integration status: ssh failed: "
         "me@buildbox.lan: Permission denied (publickey)."
     )
     assert _failure(result) == (
