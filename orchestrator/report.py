@@ -76,6 +76,17 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+class _OnHost(_Model):
+    """An item of one machine: its ``host`` field is said (printed, in JSON) only when it is not the controller's."""
+
+    @model_serializer(mode="wrap")
+    def _host_when_remote(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if data.get("host") == CONTROLLER_HOST:
+            del data["host"]  # a report of a run on one machine reads as it did before hosts existed
+        return data
+
+
 class Controller(_Model):
     """Where the controller sits: session/workspace/tab/pane (unknown parts are '-')."""
 
@@ -86,7 +97,7 @@ class Controller(_Model):
     seqs: tuple[int, ...]
 
 
-class WorkerItem(_Model):
+class WorkerItem(_OnHost):
     """One worker's state and disposition; seqs: its last transition and integration facts."""
 
     task: str
@@ -98,6 +109,7 @@ class WorkerItem(_Model):
     seqs: tuple[int, ...]
     dialogs: tuple[str, ...] = ()  # start-up and approval dialogs: what was on screen and how it was answered (or not)
     transcript: str | None = None  # the terminal history saved before the pane closed
+    host: str = CONTROLLER_HOST  # the machine it ran on (a plan host name); said only when not the controller
 
 
 class WorkerCallbacks(_Model):
@@ -153,7 +165,7 @@ class VerificationItem(_Model):
     seqs: tuple[int, ...]
 
 
-class RetiredItem(_Model):
+class RetiredItem(_OnHost):
     """One pane, worktree or workspace the run created: closed, retained with a reason, or still open."""
 
     task: str | None
@@ -165,13 +177,6 @@ class RetiredItem(_Model):
     seqs: tuple[int, ...]
     # The machine the id belongs to (its herdr numbered it, or the path is there); said only when not the controller's.
     host: str = CONTROLLER_HOST
-
-    @model_serializer(mode="wrap")
-    def _host_when_remote(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        if data.get("host") == CONTROLLER_HOST:
-            del data["host"]  # a report of a run on one machine reads as it did before hosts existed
-        return data
 
 
 BlockerKind = Literal["run_failed", "question", "blocked", "verification_blocked", "integration_paused", "integration_held", "failed", "in_flight", "skipped", "base_moved", "layout"]
@@ -326,7 +331,7 @@ def _worker_item(worker: Worker, journal: _Journal) -> WorkerItem:
         task=worker.task_label, name=worker.name, kind=worker.kind, state=worker.state,
         disposition=worker.final_disposition, integrated_sha=worker.integrated_sha,
         seqs=_seqs(last, integrated, *dialogs, *transcripts[-1:]), dialogs=tuple(_dialog_text(d) for d in read_facts(dialogs, Dialog)),
-        transcript=str(transcript[0].get("path")) if transcript else None,
+        transcript=str(transcript[0].get("path")) if transcript else None, host=worker.host,
     )  # fmt: skip
 
 
@@ -773,7 +778,8 @@ def _worker_text(w: WorkerItem, skipped: bool = False) -> str:
     state = w.state.value if w.disposition is None or w.disposition is w.state else f"{w.state.value}/{w.disposition.value}"
     if skipped and w.state is not WorkerState.SKIPPED:
         state += "/skipped"  # retired since, but it never started
-    return f"{w.name}={state}" + ("+integrated" if w.integrated_sha else "")
+    where = f" on {w.host}" if w.host != CONTROLLER_HOST else ""
+    return f"{w.name}={state}" + ("+integrated" if w.integrated_sha else "") + where
 
 
 def _worker_callbacks_text(w: WorkerCallbacks) -> str:

@@ -374,9 +374,14 @@ def test_the_report_names_the_host_of_a_worker_off_the_controller(ledger: Ledger
     provision(ledger, FAIL_RUN, "api", "widgets-api", "codex", "w1:p2")
     ledger.add_worker(FAIL_RUN, "cli", name="widgets-cli", kind="codex", objective="Do the cli work.", host="buildbox")
 
-    kinds = [line for line in render_markdown(build_report(ledger, FAIL_RUN), ledger.list_workers(FAIL_RUN)).splitlines() if line.startswith("- Kind:")]
+    report = build_report(ledger, FAIL_RUN)
+    kinds = [line for line in render_markdown(report, ledger.list_workers(FAIL_RUN)).splitlines() if line.startswith("- Kind:")]
+    workers = [line for line in render_report(report).splitlines() if line.startswith("Workers:")]
 
     assert kinds == ["- Kind: codex", "- Kind: codex; host: ` buildbox `"]  # every value an inert code span
+    assert workers == ["Workers: widgets-api=working, widgets-cli=provisioning on buildbox"]
+    # --json says a worker's host only when it is not the controller's, as for retired items.
+    assert [w.get("host") for w in report.model_dump(mode="json")["workers"]] == [None, "buildbox"]
 
 
 def test_run_list(ledger: Ledger, golden: Callable[[str, str], None]) -> None:
