@@ -1,5 +1,8 @@
 """`orch demo`: a whole 3-worker plan run by the real engine on a private simulated herdr, then torn down.
 
+`orch demo --hosts` runs the same plan with one worker on a build box: a second simulated herdr reached as a saved
+machine, and the simulator's `ssh` (herdr_sim/ssh.py) for git and orch there, on a simulated network of two hosts.
+
 This is the only orchestrator module allowed to import `herdr_sim`: the simulator is the demo's stage (a server,
 tmux and scripted agents of its own), never something the engine depends on. The engine still talks to it only
 through `herdr` on PATH, exactly as it talks to a real herdr.
@@ -8,10 +11,12 @@ through `herdr` on PATH, exactly as it talks to a real herdr.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 import shutil
 import signal
+import string
 import subprocess
 import tempfile
 import time
@@ -25,10 +30,11 @@ from typing import TextIO
 
 from pydantic import BaseModel, ConfigDict
 
+from herdr_sim import machines, ssh, versions
 from herdr_sim.testing import SimServer
 from herdr_sim.tmux import Tmux
 from orchestrator.config import Settings
-from orchestrator.engine import Engine
+from orchestrator.engine import Engine, orch_executable
 from orchestrator.locations import LEDGER_FILE
 from orchestrator.errors import ExitCode, OrchError
 from orchestrator.git import run_git
@@ -46,12 +52,22 @@ DISCLAIMER = (
     "The agents are scripted stand-ins (herdr_sim), not real coding agents; your herdr, tmux and repositories are not touched.",
     "With a real herdr the same plan drives real agents: inside a herdr pane, run `orch run plan.toml`.",
 )
+HOSTS_DISCLAIMER = (
+    "orch demo --hosts: the real `orch run` engine drives a 3-worker plan across two simulated hosts, this machine and a build box.",
+    "The build box is a second private simulated herdr (its ids collide with this one's), reached as herdr's saved machine `buildbox`",
+    "and over a simulated ssh; its worker's callbacks wait in a spool there until the controller collects them, and its commit is",
+    "fetched home by SHA, verified and merged here. The agents are scripted stand-ins (herdr_sim); your herdr, tmux, ssh and",
+    "repositories are not touched. With real machines the same plan drives real agents: README \"Fleets across machines\".",
+)
+# The build box: its name in the plan, its herdr saved machine's label, and the ssh target both reach it by.
+BOX = "buildbox"
+BOX_TARGET = "me@buildbox"
 
 # Variables that would point the demo at the person's real herdr, tmux, git setup or simulator knobs.
 _LEAKY = (
     "HERDR_ENV", "HERDR_SOCKET_PATH", "HERDR_SESSION", "HERDR_WORKSPACE_ID", "HERDR_TAB_ID", "HERDR_PANE_ID",
     "HERDR_SIM_HOME", "HERDR_SIM_AGENT_START_DELAY_MS", "HERDR_SIM_AGENT_MODULE", "ORCH_HERDR", "TMUX", "TMUX_PANE",
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE",
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_SSH", "GIT_SSH_COMMAND", machines.NETWORK_ENV,
 )
 # A fixed identity and no global/system git config: the demo commits even on a machine with no git identity, and a
 # person's signing or hook settings cannot break (or be exercised by) the scripted agents' commits.
@@ -100,6 +116,13 @@ class DemoOutcome(BaseModel):
     report: Report
     exit_code: int
     cleanup: Cleanup
+
+
+class HostsOutcome(DemoOutcome):
+    """How `orch demo --hosts` ended: as the demo, and the build box's own simulated herdr (``cleanup`` covers every
+    process of both hosts)."""
+
+    buildbox: Cleanup
 
 
 def demo_data(name: str) -> str:
@@ -171,9 +194,14 @@ def sim_processes(sim_home: Path) -> list[int]:
 
 
 class Stage:
-    """The demo's world: a temp dir with the repository, plan and scenarios, and the simulated herdr server."""
+    """The demo's world: a temp dir with the repository, plan and scenarios, and the simulated herdr server.
 
-    def __init__(self, root: Path, organization: str) -> None:
+    With ``hosts``, a build box too: a checkout of its own (a clone of the repository), its own simulated herdr in the
+    same session (its ids collide with the controller's), a saved machine on the controller's herdr reaching it, and
+    the simulator's `ssh` first on the controller's PATH, both over one simulated network file.
+    """
+
+    def __init__(self, root: Path, organization: str, *, hosts: bool = False) -> None:
         self.root = root
         self.organization = organization
         self.src_root = root / "src"
@@ -181,9 +209,23 @@ class Stage:
         self.sim: SimServer | None = None
         self.server_pid: int | None = None
         self.seen: set[int] = set()
+        self.hosts = hosts
+        self.box_root = root / BOX  # the build box's HOME; its checkout is box_root/src/<organization>/<repo>
+        self.box_sim_home = root / "box-sim"
+        self.box: SimServer | None = None
+        self.box_server_pid: int | None = None
+        self.box_seen: set[int] = set()
+        self._path = f"{root / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"  # the simulated `ssh` first
 
     def overrides(self) -> dict[str, str]:
         """What the simulated server (and so every pane and agent) runs with."""
+        hosts = {
+            machines.NETWORK_ENV: str(self.root / "network.json"),
+            "PATH": self._path,
+            # Saved machines are played by the newest profile (`herdr machine status` is 0.9.2+), client and server.
+            versions.ENV: versions.NEWEST.name,
+            versions.SERVER_ENV: "",
+        } if self.hosts else {}
         return {
             "HERDR_SIM_SETTLE_MS": str(SETTLE_MS),
             "HERDR_SIM_SCENARIOS": str(self.root / "scenarios.toml"),
@@ -196,10 +238,31 @@ class Stage:
             # Running the tests must not leave __pycache__ in a worktree (untracked files count as changes).
             "PYTHONDONTWRITEBYTECODE": "1",
             **_GIT_ISOLATION,
+            **hosts,
         }
 
+    @property
+    def box_checkout(self) -> Path:
+        """The repository's primary checkout on the build box."""
+        return self.box_root / "src" / self.organization / "widgets"
+
+    def box_login(self) -> dict[str, str]:
+        """The build box's environment as its sshd gives it to a command: its own HOME, herdr and PATH (orch there)."""
+        assert self.box is not None
+        env = {name: value for name, value in self.overrides().items() if name not in (machines.NETWORK_ENV, "PATH")}
+        env.update(
+            HOME=str(self.box_root / "home"),
+            PATH=f"{self.box.paths.bin}:{Path(orch_executable()).parent}:{self._path.split(':', 1)[1]}",
+            HERDR_SIM_HOME=str(self.box.home),
+            HERDR_SOCKET_PATH=str(self.box.paths.socket_for(self.organization)),
+            HERDR_SESSION=self.organization,
+            LANG="C.UTF-8",
+        )
+        return env
+
     def start(self) -> dict[str, str]:
-        """Start the simulated herdr and open the controller's workspace; returns the controller pane's env."""
+        """Start the simulated herdr (and the build box's) and open the controller's workspace; returns the
+        controller pane's env."""
         (self.root / "tmp").mkdir()
         (self.root / "home").mkdir()
         (self.root / "policies").mkdir()
@@ -209,6 +272,8 @@ class Stage:
             self.sim.__enter__()
         finally:
             self.server_pid = self.sim.proc.pid if self.sim.proc is not None else None
+        if self.hosts:
+            self._start_box(self.sim)
         env = self.sim.env()
         herdr = HerdrCli(str(self.sim.paths.bin / "herdr"), env=env)
         created = herdr.workspace_create(cwd=self.src_root / self.organization / "widgets")
@@ -223,30 +288,62 @@ class Stage:
         )
         return env
 
+    def _start_box(self, controller: SimServer) -> None:
+        # The box's checkout is a clone of the controller's repository at the same base, as a person would make it.
+        (self.box_root / "home").mkdir(parents=True)
+        run_git(["clone", "--quiet", str(self.src_root / self.organization / "widgets"), str(self.box_checkout)], cwd=self.root)
+        self.box = SimServer(self.box_sim_home, {**self.overrides(), "HOME": str(self.box_root / "home")}, session=self.organization)
+        try:
+            self.box.__enter__()
+        finally:
+            self.box_server_pid = self.box.proc.pid if self.box.proc is not None else None
+        network = {"targets": {BOX_TARGET: {"home": str(self.box.home), "env": self.box_login(), "cwd": str(self.box_root)}}}
+        (self.root / "network.json").write_text(json.dumps(network, indent=2) + "\n", encoding="utf-8")
+        ssh.install(self.root / "bin")
+        saved = controller.run(["machine", "add", BOX_TARGET, "--label", BOX, "--remote-session", self.organization])
+        if saved.returncode != 0:
+            raise OrchError(f"the demo could not save its build box as a herdr machine: {saved.stderr.strip()}")
+
+    def plan_text(self) -> str:
+        """The plan this stage runs: the demo's, or with ``hosts`` the two-host one with the build box's paths."""
+        if not self.hosts:
+            return demo_data("plan.toml")
+        return string.Template(demo_data("plan-hosts.toml")).substitute(
+            checkout=self.box_checkout, orch=orch_executable(), orch_home=self.box_root / "orch-home")
+
+    def _servers(self) -> list[tuple[SimServer | None, Path, set[int]]]:
+        servers = [(self.sim, self.sim_home, self.seen)]
+        return [*servers, (self.box, self.box_sim_home, self.box_seen)] if self.hosts else servers
+
     def tear_down(self) -> Cleanup:
-        """Stop the server (and with it tmux, panes and agents), make sure nothing survived, remove the temp dir."""
+        """Stop the servers (and with them tmux, panes and agents), make sure nothing survived, remove the temp dir."""
         problems: list[str] = []
-        tmux = Tmux(self.sim.paths.tmux_socket) if self.sim is not None else None
-        self.seen.update(sim_processes(self.sim_home))
-        if self.sim is not None:
-            try:
-                self.sim.stop()
-            except (OSError, subprocess.SubprocessError) as exc:
-                problems.append(f"herdr-sim server stop failed ({exc}); killing what is left")
+        servers = self._servers()
+        tmuxes = [Tmux(sim.paths.tmux_socket) for sim, _, _ in servers if sim is not None]
+        for sim, home, seen in servers:
+            seen.update(sim_processes(home))
+            if sim is not None:
+                try:
+                    sim.stop()
+                except (OSError, subprocess.SubprocessError) as exc:
+                    problems.append(f"herdr-sim server stop failed ({exc}); killing what is left")
+
+        def left() -> list[int]:
+            return sorted(pid for _, home, _ in servers for pid in sim_processes(home))
+
         # Whatever outlived the orderly stop is still ours (it carries our simulator home): end it.
         deadline = time.monotonic() + 5
-        while (left := sim_processes(self.sim_home)) or (tmux is not None and tmux.alive()):
+        while (alive := left()) or any(tmux.alive() for tmux in tmuxes):
             if time.monotonic() > deadline:
-                for pid in left:
+                for pid in alive:
                     _kill(pid)
-                if tmux is not None:
+                for tmux in tmuxes:
                     tmux.kill()
                 time.sleep(0.2)
-                still = sim_processes(self.sim_home)
+                still = left()
                 if still:
                     problems.append(f"processes still running after the stop: {', '.join(map(str, still))}")
-                if tmux is not None and tmux.alive():
-                    problems.append(f"the tmux server at {tmux.socket} still answers")
+                problems.extend(f"the tmux server at {tmux.socket} still answers" for tmux in tmuxes if tmux.alive())
                 break
             time.sleep(0.05)
         shutil.rmtree(self.root, ignore_errors=True)
@@ -266,18 +363,26 @@ class Stage:
                 shutil.rmtree(dot_git.parent, ignore_errors=True)
 
     def cleanup(self, *, removed: bool, problems: list[str] | None = None) -> Cleanup:
-        """The clean-up record (also for a kept stage, then listing what still runs)."""
+        """The clean-up record (also for a kept stage, then listing what still runs); with ``hosts`` its processes
+        are both servers' (the build box's own record is ``box_cleanup``)."""
         if not removed:
-            self.seen.update(sim_processes(self.sim_home))
-        socket = self.sim.paths.tmux_socket if self.sim is not None else self.sim_home / "tmux.sock"
-        herdr_socket = self.sim.paths.socket_for(self.organization) if self.sim is not None else self.sim_home / "herdr.sock"
+            for _, home, seen in self._servers():
+                seen.update(sim_processes(home))
+        return self._record(self.sim, self.sim_home, self.server_pid, self.seen | self.box_seen, removed, problems)
+
+    def box_cleanup(self, *, removed: bool) -> Cleanup:
+        """The build box's simulated herdr: what it ran and where its sockets were (its problems are the stage's)."""
+        return self._record(self.box, self.box_sim_home, self.box_server_pid, self.box_seen, removed, None)
+
+    def _record(self, sim: SimServer | None, home: Path, pid: int | None, seen: set[int], removed: bool,
+                problems: list[str] | None) -> Cleanup:
         return Cleanup(
             temp_dir=str(self.root),
-            sim_home=str(self.sim_home),
-            tmux_socket=str(socket),
-            herdr_socket=str(herdr_socket),
-            server_pid=self.server_pid,
-            process_ids=tuple(sorted(self.seen)),
+            sim_home=str(home),
+            tmux_socket=str(sim.paths.tmux_socket if sim is not None else home / "tmux.sock"),
+            herdr_socket=str(sim.paths.socket_for(self.organization) if sim is not None else home / "herdr.sock"),
+            server_pid=pid,
+            process_ids=tuple(sorted(seen)),
             removed=removed,
             problems=tuple(problems or ()),
         )
@@ -293,22 +398,25 @@ def run_demo(
     out: Callable[[str], None],
     progress_stream: TextIO,
     keep_going: bool = False,
+    hosts: bool = False,
     env: Mapping[str, str] | None = None,
 ) -> DemoOutcome:
     """Build the stage, run the demo plan through `run_plan` as the controller pane would, tear the stage down.
 
     ``out`` receives the narrative lines (disclaimer first); live progress goes to ``progress_stream``.
     Teardown happens on every way out (failure, Ctrl-C, SIGTERM, SIGHUP) unless ``keep_going`` asked to keep
-    the stage after a run that reached its report.
+    the stage after a run that reached its report. ``hosts``: the two-host plan, one worker on a simulated build box.
     """
     base_env = dict(os.environ if env is None else env)
     home = state_dir(base_env)
-    for line in DISCLAIMER:
+    for line in HOSTS_DISCLAIMER if hosts else DISCLAIMER:
         out(line)
-    plan_text = demo_data("plan.toml")
-    organization = str(tomllib.loads(plan_text)["organization"])
-    stage = Stage(Path(tempfile.mkdtemp(prefix="orch-demo-")), organization)
-    out(f"Stage: {stage.root} (repository, worktrees, simulated herdr; removed at the end)")
+    organization = str(tomllib.loads(demo_data("plan.toml"))["organization"])
+    stage = Stage(Path(tempfile.mkdtemp(prefix="orch-demo-")), organization, hosts=hosts)
+    if hosts:
+        out(f"Stage: {stage.root} (both hosts' repositories, worktrees and simulated herdrs, the simulated network; removed at the end)")
+    else:
+        out(f"Stage: {stage.root} (repository, worktrees, simulated herdr; removed at the end)")
     out(f"State: {home} (the run's ledger and report stay here)")
     keep = False
 
@@ -321,9 +429,9 @@ def run_demo(
             repo = stage.src_root / organization / "widgets"
             repo.mkdir(parents=True)
             build_project(repo)
-            plan = stage.root / "plan.toml"
-            plan.write_text(plan_text, encoding="utf-8")
             pane_env = stage.start()
+            plan = stage.root / "plan.toml"
+            plan.write_text(stage.plan_text(), encoding="utf-8")
             pane_env["ORCH_HOME"] = str(home)
             engine = Engine.from_env(pane_env, herdr_binary=str(stage.sim_home / "bin" / "herdr"), log_calls=True)
             engine.controller = "run"
@@ -353,7 +461,7 @@ def run_demo(
         with _no_interrupts():
             cleanup = stage.tear_down()
             stage.drop_checkouts(home)
-    return DemoOutcome(
+    ended = DemoOutcome(
         run_id=outcome.run_id,
         finished=outcome.finished,
         state_dir=str(home),
@@ -364,6 +472,7 @@ def run_demo(
         exit_code=outcome.exit_code if not cleanup.problems else int(ExitCode.FAILURE),
         cleanup=cleanup,
     )
+    return HostsOutcome(**dict(ended), buildbox=stage.box_cleanup(removed=cleanup.removed)) if hosts else ended
 
 
 @contextmanager
@@ -375,6 +484,23 @@ def _no_interrupts() -> Iterator[None]:
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
+
+
+def _hosts_closing(c: Cleanup, box: Cleanup) -> list[str]:
+    """The clean-up lines of a two-host demo: both simulated herdrs, stopped or kept."""
+    if c.removed:
+        return [
+            f"Cleaned up: the simulated herdrs of both hosts (server pids {c.server_pid} and {box.server_pid}, "
+            f"{len(c.process_ids)} processes ended, {c.temp_dir} removed); tmux sockets {c.tmux_socket} and {box.tmux_socket} closed.",
+            *(f"Clean-up problem: {p}" for p in c.problems),
+        ]
+    here, there = (f"HERDR_SIM_HOME={shlex.quote(s.sim_home)} HERDR_SOCKET_PATH={shlex.quote(s.herdr_socket)}" for s in (c, box))
+    return [
+        f"Kept (--keep-going): the simulated herdrs (server pids {c.server_pid} and {box.server_pid}) and {c.temp_dir}.",
+        f"Look around: {here} herdr-sim pane list",
+        f"Look around the build box: {there} herdr-sim pane list",
+        f"Stop them: {here} herdr-sim server stop && {there} herdr-sim server stop && rm -rf {shlex.quote(c.temp_dir)}",
+    ]
 
 
 def _cleanup_words(cleanup: Cleanup) -> str:
@@ -390,6 +516,9 @@ def closing_lines(outcome: DemoOutcome) -> list[str]:
         f"Ledger: {outcome.ledger} (`ORCH_HOME={shlex.quote(outcome.state_dir)} orch report --run {outcome.run_id}`)",
         f"Plan: {outcome.plan} (inside a real herdr pane: `orch run plan.toml`)",
     ]
+    if isinstance(outcome, HostsOutcome):
+        return [*lines[:2], f"Plan: {outcome.plan} (with a real build box set up as README \"Fleets across machines\" says, "
+                            "inside a herdr pane: `orch run plan.toml`)", *_hosts_closing(c, outcome.buildbox)]
     if c.removed:
         lines.append(f"Cleaned up: the simulated herdr ({_cleanup_words(c)}); tmux socket {c.tmux_socket} closed.")
         lines.extend(f"Clean-up problem: {p}" for p in c.problems)

@@ -9,11 +9,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from interrupt import interruptible
+
+from registry import Ledger
 
 ORCH = [sys.executable, "-m", "orchestrator"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,6 +136,68 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
     assert tmux.returncode != 0
 
 
+def _state_listing(state: Path, run_folder: str) -> list[str]:
+    """What the README says `orch demo` leaves under $ORCH_HOME/demo for one run (besides the ledger)."""
+    run = f"runs/{run_folder}"
+    tasks = ("area-tests", "greeting", "usage-docs")
+    return [
+        "runs", run, f"{run}/driver.lock", f"{run}/limits.json", f"{run}/orch.log", f"{run}/packets",
+        *(f"{run}/packets/{task}.md" for task in tasks),
+        f"{run}/plan.toml", f"{run}/report.md", f"{run}/report_roots.json", f"{run}/reports",
+        *(f"{run}/reports/{task}" for task in tasks),
+        f"{run}/transcripts", *(f"{run}/transcripts/{task}.txt" for task in tasks),
+    ]
+
+
+def test_demo_hosts_runs_a_worker_on_a_simulated_build_box_and_leaves_only_its_ledger_and_report(
+    isolated_env: Path, short_tmpdir: Path, golden: Callable[[str, str], None],
+) -> None:
+    env = {**os.environ, "TMPDIR": str(short_tmpdir)}
+
+    done = subprocess.run([*ORCH, "demo", "--hosts"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    [stage_line] = [line for line in done.stdout.splitlines() if line.startswith("Stage: ")]
+    stage = Path(stage_line.split()[1])
+    assert stage.parent == short_tmpdir
+    state = isolated_env / ".local" / "state" / "orch" / "demo"
+    [run_dir] = (state / "runs").iterdir()
+    run_id = run_dir.name.replace("_", ":", 1)
+
+    def masked(text: str) -> str:
+        text = text.replace(str(stage), "<stage>").replace(str(state), "<state>").replace(run_dir.name, "<run folder>").replace(run_id, "<run>")
+        text = re.sub(r"\b[0-9a-f]{40}\b", "<sha>", re.sub(r"\b[0-9a-f]{7}\b", "<sha>", text))
+        text = re.sub(r"server pids \d+ and \d+, \d+ processes", "server pids P and Q, N processes", text)
+        # The controller's ids of its two workers depend on which was provisioned first; the build box's are its own.
+        text = re.sub(r"pane w1:p[2-9](?! on)", "pane w1:pN", re.sub(r"workspace w[2-9](?! on)", "workspace wN", text))
+        return re.sub(r"\borch \d+\.\d+\.\d+\b", "orch <version>", text)
+
+    # Everything the person reads on stdout: what the demo is, where things are, the report naming each host, the
+    # clean-up of both simulated herdrs; and on stderr the checklist with the build box checked before anything ran.
+    golden("demo_hosts.txt", masked(done.stdout))
+    checklist = done.stderr[:done.stderr.index(f"{run_id}\n")]
+    golden("demo_hosts_preflight.txt", masked(checklist))
+
+    # Its callbacks came through the build box's spool, collected over ssh, never through the controller's inbox.
+    with Ledger.open(state / "ledger.sqlite3", create=False) as ledger:
+        inbox = ledger.list_inbox(run_id)
+    sources = sorted((m.task_label, m.kind, m.verdict, m.source.rsplit(":", 1)[0] if m.source.startswith("spool:") else m.source) for m in inbox)
+    assert sources == [("area-tests", "result", "accepted", "cli"), ("greeting", "result", "accepted", "cli"), ("greeting", "update", "accepted", "cli"),
+                       ("usage-docs", "question", "accepted", "spool:buildbox"), ("usage-docs", "result", "accepted", "spool:buildbox")]
+    # Its commit was fetched home by SHA, asking the box's upload-pack for exactly that commit.
+    log = (run_dir / "orch.log").read_text()
+    fetched = re.findall(r"fetch .*? me@buildbox:(\S+) \+([0-9a-f]{40}):refs/orch/" + re.escape(run_dir.name) + r"/usage-docs", log)
+    assert [path for path, _ in fetched] == [f"{stage}/buildbox/src/acme/widgets"], log
+    assert sorted(str(p.relative_to(state)) for p in state.rglob("*") if not p.name.startswith("ledger.sqlite3")) == _state_listing(state, run_dir.name)
+
+    # Nothing it started is left on either host: both servers, tmux servers, panes and agents, the stage.
+    assert not stage.exists() and list(short_tmpdir.iterdir()) == []
+    assert _processes_mentioning(str(stage)) == []
+    for sim in ("sim", "box-sim"):
+        tmux = subprocess.run(["tmux", "-S", str(stage / sim / "tmux.sock"), "list-sessions"], capture_output=True, timeout=10)
+        assert tmux.returncode != 0
+
+
 def test_ctrl_c_mid_run_removes_everything_and_exits_130(isolated_env: Path, short_tmpdir: Path) -> None:
     env = {**os.environ, "TMPDIR": str(short_tmpdir)}
     demo = subprocess.Popen(interruptible([*ORCH, "demo"]), env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -184,7 +248,8 @@ def _snapshot(root: Path, skip: Path) -> dict[str, str]:
     return seen
 
 
-def test_demo_leaves_every_file_of_the_callers_home_byte_identical(tmp_path: Path, short_tmpdir: Path) -> None:
+@pytest.mark.parametrize("mode", [[], ["--hosts"]], ids=["one-host", "two-hosts"])
+def test_demo_leaves_every_file_of_the_callers_home_byte_identical(tmp_path: Path, short_tmpdir: Path, mode: list[str]) -> None:
     # Issue 21: the simulator's pane shells ran with the person's HOME, and bash's default HISTFILESIZE cut a
     # 5,000-line ~/.bash_history to its last 500 lines. Run the demo as a new user would (their HOME, no XDG or git
     # overrides, a .bashrc, a git config with a hook path) and require every file there unchanged but orch's own
@@ -207,7 +272,7 @@ def test_demo_leaves_every_file_of_the_callers_home_byte_identical(tmp_path: Pat
            if not name.startswith(("XDG_", "GIT_", "TMUX")) and name not in ("HISTFILE", "HISTSIZE", "HISTFILESIZE")}
     env.update(HOME=str(home), TMPDIR=str(short_tmpdir))
 
-    done = subprocess.run([*ORCH, "demo", "--json"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+    done = subprocess.run([*ORCH, "demo", *mode, "--json"], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
 
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["state_dir"] == str(state)
