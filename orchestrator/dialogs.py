@@ -15,7 +15,7 @@ from orchestrator.herdr_models import AT_REST
 from orchestrator.errors import HerdrError, OrchError
 from orchestrator.quirks import Screen, excerpt, quirks
 from packets import inert_line
-from registry.facts import Dialog, FactKind
+from registry.facts import Cause, Dialog, FactKind, cause_of
 from registry import EventKind, Ledger, Run, StaleState, WorkerState
 
 if TYPE_CHECKING:
@@ -243,14 +243,14 @@ class Approved:
     state: WorkerState
 
 
-def pending_approval(ledger: Ledger, worker: Worker) -> tuple[int, dict[str, object]] | None:
+def pending_approval(ledger: Ledger, worker: Worker) -> tuple[int, Cause] | None:
     """(journal seq, cause) of the approval form a blocked worker waits at, or None when it waits for something else."""
     if worker.state is not WorkerState.BLOCKED:
         return None
     for event in reversed(ledger.events(worker.run_id, task_label=worker.task_label)):
         if event.kind == EventKind.TRANSITION and event.to_state is WorkerState.BLOCKED:
-            cause = (event.detail or {}).get("cause") or {}
-            return (event.seq, cause) if isinstance(cause, dict) and cause.get("approval") else None
+            cause = cause_of(event)
+            return (event.seq, cause) if cause is not None and cause.get("approval") else None
     return None
 
 

@@ -32,7 +32,7 @@ from orchestrator.plan import ResolvedPlan, load_plan
 from orchestrator.preflight import integration_problems, describe_integration
 from orchestrator.quirks import excerpt, quirks
 from packets.render import CONTRACT_RULES_TAIL, SEND_INTRO
-from registry.facts import FactKind
+from registry.facts import Dialog, read_facts
 from registry import InboxVerdict, Run, Worker, WorkerState, make_run_id
 
 if TYPE_CHECKING:
@@ -363,7 +363,7 @@ def _answer_dialog(probe: Engine, plan: ResolvedPlan, worker: Worker, pane_id: s
 
 
 def _record_dialog(probe: Engine, worker: Worker, state: dict[str, KindCheck]) -> None:
-    seen = [e.detail or {} for e in probe.ledger.events(worker.run_id, task_label=worker.task_label) if e.kind == FactKind.DIALOG]
+    seen = read_facts(probe.ledger.events(worker.run_id, task_label=worker.task_label), Dialog)
     if seen:
         last = seen[-1]
         _update(state, dialog=last.get("dialog") or "unknown dialog", dialog_answered=bool(last.get("answered")), dialog_keys=tuple(last.get("keys") or ()))

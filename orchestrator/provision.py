@@ -42,7 +42,7 @@ from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, S
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from orchestrator.report import MOVED_OUT
 from orchestrator.schedule import admit, render_schedule
-from registry.facts import BaseMoved, FactKind, WorktreesFolder, read_facts
+from registry.facts import BaseMoved, FactKind, WorktreesFolder, cause_of, read_facts
 from registry import Effect, Run, Worker, WorkerState
 from registry.kinds import CONTROLLER_HOST
 from registry.machine import NOT_ADMITTED
@@ -1143,8 +1143,8 @@ _OUTCOMES: dict[WorkerState, OutcomeState] = {
 def _failure_reason(engine: Engine, worker: Worker) -> str | None:
     for event in reversed(engine.ledger.events(worker.run_id, task_label=worker.task_label)):
         if event.to_state == WorkerState.FAILED:
-            cause = (event.detail or {}).get("cause", {})
-            return str(cause.get("error")) if cause.get("error") else None
+            error = (cause_of(event) or {}).get("error")
+            return str(error) if error else None
     return None
 
 

@@ -28,7 +28,32 @@ from registry import (
     Worker,
     WorkerState,
 )
-from registry.facts import LOST, BaseMoved, Dialog, FactKind, Integration, Lost, MessageSent, Retained, SpoolLast, TabRenamed, Transcript, read_fact, read_facts
+from registry.facts import (
+    BaseMoved,
+    Cause,
+    Change,
+    Dialog,
+    EffectDecided,
+    EffectRow,
+    EffectSettled,
+    EffectUnknown,
+    FactKind,
+    InboxRow,
+    Integration,
+    LadderEntry,
+    Lost,
+    MessageSent,
+    Retained,
+    RunFailed,
+    SpoolLast,
+    TabRenamed,
+    Transcript,
+    Verification,
+    cause_of,
+    read_fact,
+    read_facts,
+    read_row,
+)
 from registry.machine import LADDER_DONE, NOT_DISPATCHED, RESOLVING, UNACCEPTED
 
 # --- what the report reads beyond the ledger's own journal kinds (the phases that write them must agree) ---------
@@ -223,20 +248,20 @@ class Report(_Model):
 # --- reading the journal -----------------------------------------------------------------------------------------
 
 
-def _reason(detail: Mapping[str, Any] | None) -> str | None:
-    """The evidence sentence of a cause or fact detail, looking one level into ``cause`` too."""
-    if not isinstance(detail, Mapping):
+def _reason(source: Cause | Retained | RunFailed | LadderEntry | None) -> str | None:
+    """The evidence sentence of a phase's cause, a fact or a ladder entry: the first of REASON_KEYS it has, else its list
+    of reasons (the records name the sentence under different keys; each is read typed, this only picks the key)."""
+    if not isinstance(source, Mapping):
         return None
-    for source in (detail, detail.get("cause")):
-        if isinstance(source, Mapping):
-            for key in REASON_KEYS:
-                value = source.get(key)
-                if isinstance(value, str) and value.strip():
-                    return " ".join(value.split())
-            # The verify phase records a list: a worker it blocked or rejected is explained by all of them.
-            listed = source.get(REASONS_KEY)
-            if isinstance(listed, list) and (texts := [" ".join(r.split()) for r in listed if isinstance(r, str) and r.strip()]):
-                return "; ".join(texts)
+    found: Mapping[str, object] = source
+    for key in REASON_KEYS:
+        value = found.get(key)
+        if isinstance(value, str) and value.strip():
+            return " ".join(value.split())
+    # The verify phase records a list: a worker it blocked or rejected is explained by all of them.
+    listed = found.get(REASONS_KEY)
+    if isinstance(listed, list) and (texts := [" ".join(r.split()) for r in listed if isinstance(r, str) and r.strip()]):
+        return "; ".join(texts)
     return None
 
 
@@ -259,11 +284,11 @@ class _Journal:
         self.by_effect: dict[int, list[int]] = {}
         self.by_inbox: dict[int, list[int]] = {}
         for event in events:
-            effect_id = event.detail.get("effect_id")
-            if event.kind.startswith("effect_") and isinstance(effect_id, int):
+            effect_id = _effect_of(event)
+            if isinstance(effect_id, int):
                 self.by_effect.setdefault(effect_id, []).append(event.seq)
-            inbox_id = event.detail.get("inbox_id")
-            if event.kind in (EventKind.INBOX_RECORDED, EventKind.INBOX_HANDLED) and isinstance(inbox_id, int):
+            inbox_id = row.get("inbox_id") if (row := read_row(event, InboxRow)) is not None else None
+            if isinstance(inbox_id, int):
                 self.by_inbox.setdefault(inbox_id, []).append(event.seq)
 
     def of(self, task: str | None, kind: str) -> list[Event]:
@@ -276,12 +301,17 @@ class _Journal:
 
     def last_change(self, task: str, field: str) -> Event | None:
         """The latest row (transition or update) that set ``field`` on the worker."""
-        found = [
-            e
-            for e in self.events
-            if e.task_label == task and isinstance(e.detail.get("changes"), dict) and field in e.detail["changes"]
-        ]
+        found = [e for e in self.events if e.task_label == task and (change := read_row(e, Change)) is not None and field in change["changes"]]
         return found[-1] if found else None
+
+
+def _effect_of(event: Event) -> int | None:
+    """The effect a row is about: the ledger's rows of an effect, and the facts of its read-back (unknown, settled, decided)."""
+    rows: list[EffectRow | EffectUnknown | EffectSettled | EffectDecided] = [
+        *filter(None, [read_row(event, EffectRow)]), *read_facts([event], EffectUnknown), *read_facts([event], EffectSettled),
+        *read_facts([event], EffectDecided),
+    ]  # fmt: skip
+    return rows[0].get("effect_id") if rows else None
 
 
 def open_wait(events: Sequence[Event], worker: Worker) -> Wait | None:
@@ -291,22 +321,22 @@ def open_wait(events: Sequence[Event], worker: Worker) -> Wait | None:
     for event in events:
         if event.task_label != worker.task_label:
             continue
-        if event.kind == EventKind.TRANSITION and event.to_state is not None:
-            cause = event.detail.get("cause")
-            changes = event.detail.get("changes")
+        change = read_row(event, Change)
+        if event.kind == EventKind.TRANSITION and event.to_state is not None and change is not None:
+            cause = change["cause"]
             if event.to_state is WorkerState.QUESTION or (event.to_state is WorkerState.BLOCKED and event.from_state is not WorkerState.VERIFYING):
-                asked = changes.get("pending_question") if isinstance(changes, Mapping) else None
+                asked = change["changes"].get("pending_question")
                 kind: Literal["question", "blocked"] = "question" if event.to_state is WorkerState.QUESTION else "blocked"
                 wait = Wait(kind=kind, text=asked if isinstance(asked, str) and asked.strip() else "no text recorded", seq=event.seq)
             elif event.to_state is WorkerState.BLOCKED:
-                wait = Wait(kind="verification_blocked", text=_reason(cause if isinstance(cause, Mapping) else None) or "no reason recorded", seq=event.seq)
+                wait = Wait(kind="verification_blocked", text=_reason(cause) or "no reason recorded", seq=event.seq)
             elif event.to_state in RESOLVING:
                 wait = None
         elif event.kind == FactKind.ABANDONED or (event.kind == FactKind.MESSAGE_SENT and read_fact(event, MessageSent).get("kind") == "stop"):
             wait = None
-        elif wait is not None and wait.kind != "verification_blocked" and isinstance(event.detail.get("changes"), Mapping):
+        elif wait is not None and wait.kind != "verification_blocked" and change is not None:
             # A second question or block while the first is open replaces its text (inbox: update_worker).
-            asked = event.detail["changes"].get("pending_question")
+            asked = change["changes"].get("pending_question")
             if isinstance(asked, str) and asked.strip():
                 wait = wait.model_copy(update={"text": asked})
     return None if wait is None else wait.model_copy(update={"text": " ".join(wait.text.split())})
@@ -348,7 +378,7 @@ def _controller(run: Run, journal: _Journal) -> Controller:
         e
         for e in journal.events
         if e.kind == EventKind.RUN_CREATED
-        or (e.kind == EventKind.RUN_UPDATED and {"session", "controller_workspace_id", "controller_tab_id"} & set(e.detail.get("changes", {})))
+        or (e.kind == EventKind.RUN_UPDATED and (change := read_row(e, Change)) is not None and {"session", "controller_workspace_id", "controller_tab_id"} & set(change["changes"]))
     ]
     return Controller(
         session=run.session, workspace=run.controller_workspace_id, tab=run.controller_tab_id, pane=run.controller_target,
@@ -381,8 +411,8 @@ def _callbacks(run: Run, workers: Sequence[Worker], inbox: Sequence[InboxMessage
     return Callbacks(run_id=run.run_id, workers=tuple(items), kept_aside=aside)
 
 
-def _checks(detail: Mapping[str, Any]) -> tuple[CheckItem, ...]:
-    raw = detail.get("checks")
+def _checks(found: Verification) -> tuple[CheckItem, ...]:
+    raw = found.get("checks")
     if not isinstance(raw, list):
         return ()
     out = []
@@ -400,26 +430,26 @@ def _checks(detail: Mapping[str, Any]) -> tuple[CheckItem, ...]:
     return tuple(out)
 
 
-def _verification_detail(event: Event) -> Mapping[str, Any] | None:
+def _verification_of(event: Event) -> Verification | None:
     if event.kind == FactKind.VERIFICATION:
-        return event.detail
-    cause = event.detail.get("cause")
-    if event.kind == EventKind.TRANSITION and isinstance(cause, Mapping) and cause.get("phase") == VERIFY_PHASE and "disposition" in cause:
+        return read_fact(event, Verification)
+    cause = cause_of(event) if event.kind == EventKind.TRANSITION else None
+    if cause is not None and cause.get("phase") == VERIFY_PHASE and "disposition" in cause:
         return cause
     return None
 
 
 def _verification(worker: Worker, journal: _Journal) -> VerificationItem:
-    found = [(e, d) for e in journal.events if e.task_label == worker.task_label and (d := _verification_detail(e)) is not None]
+    found = [(e, d) for e in journal.events if e.task_label == worker.task_label and (d := _verification_of(e)) is not None]
     if not found:
         return VerificationItem(
             task=worker.task_label, name=worker.name, verified=False, checks=(), disposition=None, reasons=(), seqs=()
         )
-    fact, detail = found[-1]
-    reasons = detail.get("reasons")
-    disposition = detail.get("disposition")
+    fact, verification = found[-1]
+    reasons = verification.get("reasons")
+    disposition = verification.get("disposition")
     return VerificationItem(
-        task=worker.task_label, name=worker.name, verified=True, checks=_checks(detail),
+        task=worker.task_label, name=worker.name, verified=True, checks=_checks(verification),
         disposition=disposition if isinstance(disposition, str) else None,
         reasons=tuple(r for r in reasons if isinstance(r, str)) if isinstance(reasons, list) else (),
         seqs=(fact.seq,),
@@ -458,8 +488,8 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
             items.append(RetiredItem(task=task, name=name, what=what, id=item, status="closed", reason=None, seqs=tuple(journal.by_effect.get(done[-1].id, []))))
             return
         lost = journal.last_into(worker.task_label, WorkerState.FAILED) if what == "pane" and worker is not None else None
-        cause = lost.detail.get("cause") if lost is not None else None
-        if lost is not None and isinstance(cause, Mapping) and cause.get("phase") == "resume" and cause.get(LOST) == Lost.PANE_CLOSED and cause.get("pane") == item:
+        cause = cause_of(lost)
+        if lost is not None and cause is not None and cause.get("phase") == "resume" and cause.get("lost") == Lost.PANE_CLOSED and cause.get("pane") == item:
             # `orch resume` found the worker's pane gone (herdr restarted, or it was closed, while orch was stopped,
             # orchestrator.run.reread_world): never "retained", whatever retire kept of the worker.
             why = "gone while orch was stopped (herdr restarted, or it was closed outside orch), not closed by this run"
@@ -467,7 +497,7 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
             return
         kept = [e for e in retained_facts if read_fact(e, Retained).get("item") == item]
         if kept:
-            items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=_reason(kept[-1].detail) or "no reason recorded", seqs=(kept[-1].seq,)))
+            items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=_reason(read_fact(kept[-1], Retained)) or "no reason recorded", seqs=(kept[-1].seq,)))
             return
         ladder = _ladder_item(journal, task, item)
         if ladder is not None:
@@ -485,11 +515,11 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
         if worker is None and item in (run.workspace_id, run.controller_workspace_id):
             # The retire ladder never closes the repo workspace or the controller's own workspace.
             why = "holds the controller" if item == run.controller_workspace_id else "the run's repo workspace"
-            seqs = _seqs(*(e for e in journal.events if e.kind == EventKind.RUN_UPDATED and _mentions(e.detail.get("changes"), item)))
+            seqs = _seqs(*(e for e in journal.events if e.kind == EventKind.RUN_UPDATED and (change := read_row(e, Change)) is not None and _mentions(change["changes"], item)))
             items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=why, seqs=seqs))
             return
         into = journal.last_into(worker.task_label, WorkerState.RETAINED) if worker is not None and worker.state is WorkerState.RETAINED else None
-        reason = _reason(into.detail) if into is not None else None
+        reason = _reason(cause_of(into))
         if into is not None and reason:
             items.append(RetiredItem(task=task, name=name, what=what, id=item, status="retained", reason=reason, seqs=(into.seq,)))
             return
@@ -544,7 +574,7 @@ def _integration_item(effects: Sequence[Effect], retained_facts: Sequence[Event]
     opened_at = min(journal.by_effect.get(last.id, [0]))
     kept = [e for e in retained_facts if read_fact(e, Retained).get("item") == path and e.seq > opened_at]
     if kept:
-        return item("retained", _reason(kept[-1].detail) or "no reason recorded", (kept[-1].seq,))
+        return item("retained", _reason(read_fact(kept[-1], Retained)) or "no reason recorded", (kept[-1].seq,))
     return item("open", INTEGRATION_KEPT.format(branch=branch), tuple(journal.by_effect.get(last.id, [])))
 
 
@@ -559,9 +589,9 @@ def pane_fates(ledger: Ledger, run_id: str) -> dict[str, str]:
     fates: dict[str, str] = {}
     for worker in workers:
         into = journal.last_into(worker.task_label, WorkerState.FAILED)
-        cause = into.detail.get("cause") if into is not None else None
-        if worker.host == CONTROLLER_HOST and isinstance(cause, Mapping) and cause.get(LOST) == Lost.PANE_CLOSED and isinstance(cause.get("pane"), str):
-            fates[cause["pane"]] = "closed outside orch"
+        cause = cause_of(into)
+        if worker.host == CONTROLLER_HOST and cause is not None and cause.get("lost") == Lost.PANE_CLOSED and isinstance(pane := cause.get("pane"), str):
+            fates[pane] = "closed outside orch"
     for item in _retired(run, workers, ledger.list_effects(run_id), journal):
         if item.what == "pane" and item.status in ("closed", "gone") and item.host == CONTROLLER_HOST:
             # The controller's panes only (status shows no fate for a remote pane: its id may be a local one's).
@@ -569,11 +599,11 @@ def pane_fates(ledger: Ledger, run_id: str) -> dict[str, str]:
     return fates
 
 
-def _ladder_item(journal: _Journal, task: str | None, item: str) -> tuple[Event, Mapping[str, Any]] | None:
+def _ladder_item(journal: _Journal, task: str | None, item: str) -> tuple[Event, LadderEntry] | None:
     """The retire ladder's last word on ``item``: an entry of its retired/retained transition's cause."""
     for event in reversed(journal.events):
-        cause = event.detail.get("cause")
-        if event.kind != EventKind.TRANSITION or event.task_label != task or not isinstance(cause, Mapping):
+        cause = cause_of(event)
+        if event.kind != EventKind.TRANSITION or event.task_label != task or cause is None:
             continue
         if event.to_state not in LADDER_DONE:
             continue
@@ -586,7 +616,7 @@ def _ladder_item(journal: _Journal, task: str | None, item: str) -> tuple[Event,
 
 def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Journal) -> tuple[Blocker, ...]:
     out = [
-        Blocker(task=None, name=None, kind="run_failed", text=_reason(e.detail) or "run failed (no reason recorded)", seqs=(e.seq,))
+        Blocker(task=None, name=None, kind="run_failed", text=_reason(read_fact(e, RunFailed)) or "run failed (no reason recorded)", seqs=(e.seq,))
         for e in journal.events
         if e.kind == FactKind.RUN_FAILED
     ]
@@ -600,10 +630,10 @@ def _blockers(workers: Sequence[Worker], effects: Sequence[Effect], journal: _Jo
         if worker.state is WorkerState.SKIPPED or (worker.state is WorkerState.RETIRED and journal.last_into(task, WorkerState.SKIPPED)):
             # Never started: the scheduler's cause names the predecessor and the chain back to the one that ended.
             into = journal.last_into(task, WorkerState.SKIPPED)
-            out.append(Blocker(task=task, name=worker.name, kind="skipped", text=_reason(into.detail if into else None) or "a predecessor ended unaccepted", seqs=_seqs(into)))
+            out.append(Blocker(task=task, name=worker.name, kind="skipped", text=_reason(cause_of(into)) or "a predecessor ended unaccepted", seqs=_seqs(into)))
         if WorkerState.FAILED in (worker.state, worker.final_disposition):
             into = journal.last_into(task, WorkerState.FAILED)
-            text = _reason(into.detail if into else None) or "no evidence recorded"
+            text = _reason(cause_of(into)) or "no evidence recorded"
             # The unchanged check-ins behind a liveness failure are evidence too.
             check_ins = journal.of(task, EventKind.CHECK_IN)[-worker.unchanged_check_ins :] if worker.unchanged_check_ins else []
             out.append(Blocker(task=task, name=worker.name, kind="failed", text=text, seqs=_seqs(into, *check_ins)))

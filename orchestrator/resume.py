@@ -14,7 +14,7 @@ from orchestrator.agents import facts
 from orchestrator.engine import Engine
 from orchestrator.errors import HerdrError
 from orchestrator.herdr_models import AgentInfo, AgentSession
-from registry.facts import FactKind, ResumeCommand
+from registry.facts import FactKind, ResumeCommand, read_facts
 from registry import Run, Worker
 
 # The source orch reports under: its own, so an agent's hook keeps its own reports.
@@ -46,7 +46,7 @@ def report_resume(engine: Engine, run: Run, worker: Worker, info: AgentInfo, arg
     herdr = engine.herdr_of(worker)
     if argv is None or not herdr.features().resume_commands:
         return None
-    done = [e.detail for e in engine.ledger.events(run.run_id, task_label=worker.task_label) if e.kind == FactKind.RESUME_COMMAND]
+    done = read_facts(engine.ledger.events(run.run_id, task_label=worker.task_label), ResumeCommand)
     if any(d.get("session") == session.value for d in done):
         return None  # reported (or refused) for this session already: a report is never repeated
     detail = ResumeCommand(session=session.value, argv=list(argv), pane_id=worker.pane_id)

@@ -13,7 +13,7 @@ from orchestrator.repeats import named_workers
 from orchestrator.report import pane_fates
 from orchestrator.transcripts import transcript_of
 from packets import inert_line
-from registry.facts import FactKind
+from registry.facts import BaseMoved, read_facts
 from registry import CONTROLLER_HOST, Event, InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
 
 
@@ -144,7 +144,7 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
 
 def _base_moved(events: Sequence[Event]) -> str | None:
     """The last move of the base the fetch gate noticed, in a few words: ``rewritten, now <sha>``."""
-    moves = [e.detail for e in events if e.kind == FactKind.BASE_MOVED]
+    moves = read_facts(events, BaseMoved)
     if not moves:
         return None
     how, now = str(moves[-1].get("how") or "moved"), str(moves[-1].get("now") or "")

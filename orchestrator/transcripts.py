@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import HerdrError
-from registry.facts import FactKind, Transcript
+from registry.facts import FactKind, Transcript, read_facts
 
 if TYPE_CHECKING:
     from orchestrator.engine import Engine
@@ -35,7 +35,7 @@ def save_transcript(engine: Engine, run: Run, worker: Worker, pane: str) -> str 
     path = transcript_path(engine, run, worker.task_label)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    known = any(e.kind == FactKind.TRANSCRIPT and (e.detail or {}).get("path") == str(path) for e in engine.ledger.events(run.run_id, task_label=worker.task_label))
+    known = any(fact.get("path") == str(path) for fact in read_facts(engine.ledger.events(run.run_id, task_label=worker.task_label), Transcript))
     if not known:
         engine.ledger.record_fact(run.run_id, FactKind.TRANSCRIPT, task_label=worker.task_label, detail=Transcript(path=str(path), pane=pane, lines=TRANSCRIPT_LINES))
     return str(path)
@@ -43,5 +43,5 @@ def save_transcript(engine: Engine, run: Run, worker: Worker, pane: str) -> str 
 
 def transcript_of(events: Iterable[Event], task: str) -> str | None:
     """The last transcript path the journal records for a task."""
-    found = [e for e in events if e.kind == FactKind.TRANSCRIPT and e.task_label == task]
-    return str((found[-1].detail or {}).get("path")) if found else None
+    found = read_facts((e for e in events if e.task_label == task), Transcript)
+    return str(found[-1].get("path")) if found else None

@@ -7,6 +7,11 @@ they are built, and read back typed through one reader, `read_fact(event, Record
 every fact of that kind), never by string-indexing `Event.detail`. Older ledgers may lack a field added later: such
 fields are `NotRequired` and read with `.get`. `tests/registry/test_facts.py` keeps the table whole: every kind has
 its record and none is a journal kind the ledger writes itself.
+
+The ledger's own journal rows (`registry.kinds.EventKind`) have their records here too (`ROWS`), read with
+`read_row(event, Record)`: a change of a run's or worker's fields (`Change`: the phase's `Cause` and the new values),
+an effect's row, an inbox message's row, a run's status, a check-in. No module reads `Event.detail` by string keys
+(`tests/registry/test_facts.py`).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from enum import StrEnum
 from typing import Any, NotRequired, Protocol, TypedDict, TypeVar, cast
 
 from registry.errors import RegistryError
+from registry.kinds import EventKind
 
 
 class FactKind(StrEnum):
@@ -86,6 +92,46 @@ class Verification(TypedDict, total=False):
     disposition: str
     reasons: list[str]
     checks: list[Check]
+
+
+class LadderEntry(TypedDict):
+    """What the retire ladder did with one thing (its retired or retained transition's cause lists them as ``items``)."""
+
+    kind: str  # agent, pane, worktree, workspace
+    id: str
+    action: str  # closed, removed, gone, kept, exited…
+    reason: NotRequired[str | None]
+
+
+class Cause(TypedDict, total=False):
+    """Why a phase changed a run's or a worker's fields (a `Change`'s cause): each phase sets the keys it has, and an
+    older ledger may lack any, so every key is read with `.get`."""
+
+    phase: str
+    step: str
+    # The evidence sentence, under the key its phase uses (orchestrator.report.REASON_KEYS reads them in order).
+    reason: str
+    evidence: str
+    decision: str
+    error: str
+    question: str
+    # An accepted callback (CallbackCause).
+    inbox_id: int
+    kind: str
+    # The verify phase (a VERIFICATION fact's keys, and who decided).
+    decided_by: str
+    disposition: str
+    reasons: list[str]
+    head_sha: str | None
+    checks: list[Check]
+    # The retire ladder.
+    items: list[LadderEntry]
+    # A worker lost from outside orch: how (LOST, a `Lost`), and the pane it had.
+    lost: str
+    pane: str
+    # An approval form a blocked worker waits at: its name in the quirk table, and the screen that showed it.
+    approval: str
+    screen: str
 
 
 class Retained(TypedDict):
@@ -299,6 +345,64 @@ class SpoolLast(TypedDict):
     problem: str | None
 
 
+# --- the ledger's own journal rows (registry.kinds.EventKind) ---------------------------------------------------------
+
+
+class Change(TypedDict):
+    """A row that changed a run's or a worker's fields: why (the phase's cause) and the new values as JSON holds them."""
+
+    cause: Cause
+    changes: dict[str, Any]
+
+
+class EffectRow(TypedDict):
+    """An effect's row: intended (with its request), confirmed, failed or abandoned (with the settled columns)."""
+
+    effect_id: int
+    kind: str
+    key: str
+
+
+class InboxRow(TypedDict):
+    """An inbound message's row: recorded (with its verdict, task, kind, sender and source) or handled."""
+
+    inbox_id: int
+    verdict: NotRequired[str]
+    task: NotRequired[str | None]
+    kind: NotRequired[str | None]
+    sender: NotRequired[str | None]
+    source: NotRequired[str]
+
+
+class RunCreated(TypedDict):
+    """A run's first row."""
+
+    controller_target: str
+
+
+# A run's status moved: from and to are status values (keywords of Python, hence this spelling of the record).
+RunStatusChanged = TypedDict("RunStatusChanged", {"from": str, "to": str, "stopped_at": str | None, "verdict": str | None})
+
+
+class CheckIn(TypedDict):
+    """One check-in of a worker that saw no state change since ``state_change_seq``."""
+
+    state_change_seq: int | None
+    unchanged_check_ins: int
+
+
+# The record of each of the ledger's own kinds, and the facts written with `update_worker(fact=…)` (their row is a
+# Change too): what `read_row` reads.
+ROWS: Mapping[type, frozenset[str]] = {
+    Change: frozenset({EventKind.TRANSITION, EventKind.WORKER_ADDED, EventKind.WORKER_UPDATED, EventKind.RUN_UPDATED, FactKind.CALLBACK, FactKind.INTEGRATED}),
+    EffectRow: frozenset({EventKind.EFFECT_INTENDED, EventKind.EFFECT_CONFIRMED, EventKind.EFFECT_FAILED, EventKind.EFFECT_ABANDONED}),
+    InboxRow: frozenset({EventKind.INBOX_RECORDED, EventKind.INBOX_HANDLED}),
+    RunCreated: frozenset({EventKind.RUN_CREATED}),
+    RunStatusChanged: frozenset({EventKind.RUN_STATUS}),
+    CheckIn: frozenset({EventKind.CHECK_IN}),
+}
+
+
 # The detail record of each kind: what a writer builds and a reader may expect.
 DETAILS: Mapping[FactKind, type] = {
     FactKind.CALLBACK: CallbackCause,
@@ -359,6 +463,22 @@ def read_facts(events: Iterable[Journalled], record: type[T]) -> list[T]:
     """The detail of every fact of ``record``'s kind among events, in their order."""
     kind = _KIND_OF[record]
     return [read_fact(event, record) for event in events if event.kind == kind]
+
+
+def read_row(event: Journalled | None, record: type[T]) -> T | None:
+    """The row's detail as ``record`` (one of ROWS) when the row is of one of its kinds, else None. A Change always has
+    its ``cause`` and ``changes`` (empty when an older row lacks them)."""
+    if event is None or event.kind not in ROWS[record]:
+        return None
+    if record is Change:
+        return cast(T, {"cause": event.detail.get("cause") or {}, "changes": event.detail.get("changes") or {}})
+    return cast(T, event.detail)
+
+
+def cause_of(event: Journalled | None) -> Cause | None:
+    """The cause of a row that changed a run's or a worker's fields (a transition, an update), else None."""
+    change = read_row(event, Change)
+    return change["cause"] if change is not None else None
 
 
 # A worker failed because something outside orch took its pane, agent or worktree (a person's hands, a herdr restart):

@@ -55,6 +55,56 @@ def test_no_module_keeps_its_own_name_for_a_fact_kind() -> None:
     assert found == []
 
 
+# `.detail` read in orchestrator/ that is no journal row's detail, each with why (source text of the expression).
+NOT_A_JOURNAL_DETAIL = {
+    ("orchestrator/dispatch.py", "w.detail"): "a dispatch result row's text (dispatch.WorkerDispatch.detail), rendered as a table cell",
+    ("orchestrator/fleet.py", "sent.detail"): "the same dispatch result row's text, in a fleet step",
+}
+
+
+def test_no_phase_reads_a_journal_rows_detail_by_string_keys() -> None:
+    """`event.detail.get("…")`, `event.detail["…"]` or `(event.detail or {}).get(…)` is a second, untyped reading of a
+    fact or row: every read goes through `read_fact`/`read_facts` (facts) or `read_row`/`cause_of` (the ledger's rows)."""
+    found = []
+    for path in sorted(ROOT.glob("orchestrator/**/*.py")):
+        name = str(path.relative_to(ROOT))
+        tree = ast.parse(path.read_text())
+        called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+        for node in ast.walk(tree):
+            attribute = isinstance(node, ast.Attribute) and node.attr == "detail" and isinstance(node.ctx, ast.Load) and id(node) not in called
+            if attribute and (name, ast.unparse(node)) not in NOT_A_JOURNAL_DETAIL:
+                found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+            # A value or parameter named `detail` read by key is the same reading, one step removed.
+            read = node.value if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) else None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+                read = node.func.value
+            if isinstance(read, ast.Name) and read.id == "detail":
+                found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+    assert found == []
+    # Each allowed read is still there (an entry that no longer matches goes from the list).
+    sources = {str(p.relative_to(ROOT)): p.read_text() for p in ROOT.glob("orchestrator/**/*.py")}
+    assert [key for key in NOT_A_JOURNAL_DETAIL if key[1] not in sources.get(key[0], "")] == []
+
+
+def test_every_journal_kind_of_the_ledger_has_its_row_record_and_a_row_is_read_as_it() -> None:
+    from registry.facts import ROWS, Change, EffectRow, cause_of, read_row
+
+    kinds = [kind for record_kinds in ROWS.values() for kind in record_kinds]
+    assert sorted(set(EventKind)) == sorted(k for k in kinds if k in set(EventKind)) and len(kinds) == len(set(kinds))
+    assert sorted(k for k in kinds if k not in set(EventKind)) == sorted({FactKind.CALLBACK, FactKind.INTEGRATED})  # update_worker(fact=…)
+
+    class Row:
+        def __init__(self, kind: str, detail: dict[str, object]) -> None:
+            self.kind, self.detail = kind, detail
+
+    moved = Row(EventKind.TRANSITION, {"cause": {"phase": "verify", "reasons": ["r"]}, "changes": {"head_sha": "a"}})
+    assert read_row(moved, Change) == {"cause": {"phase": "verify", "reasons": ["r"]}, "changes": {"head_sha": "a"}}
+    assert read_row(Row(EventKind.WORKER_UPDATED, {}), Change) == {"cause": {}, "changes": {}}  # an older row: both there, empty
+    assert (read_row(moved, EffectRow), read_row(None, Change), cause_of(moved), cause_of(Row(FactKind.BASE_MOVED, {"base": "m"}))) == (
+        None, None, {"phase": "verify", "reasons": ["r"]}, None
+    )
+
+
 def test_a_fact_is_read_back_as_its_kinds_record_and_only_as_that() -> None:
     """One reader for every fact: the kind's record (the cause, for facts written with `update_worker(fact=…)`)."""
     import pytest
