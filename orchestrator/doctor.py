@@ -16,6 +16,7 @@ import shutil
 import tempfile
 import shlex
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
@@ -50,28 +51,25 @@ _STEP = (
 )
 
 
-class ProbeStarted(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class ProbeStarted:
     """`agent start` of a probe: the agent's name, pane and status (``blocked`` when it waits at a dialog)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     pane_id: str
     agent_status: str
 
 
-class Sent(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Sent:
     """Text or keys typed into a probe's pane."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     pane_id: str
 
 
-class Closed(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class Closed:
     """A probe's workspace closed."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     workspace_id: str
 

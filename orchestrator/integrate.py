@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,19 +32,17 @@ class MergeConflict(OrchError):
         self.paths = tuple(paths)
 
 
-class MergeDone(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class MergeDone:
     """A merge that landed: the worker's verified head and the integration branch commit that holds it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     head_sha: str
     integrated_sha: str
 
 
-class WorktreeReady(BaseModel):
+@dataclass(frozen=True, kw_only=True)
+class WorktreeReady:
     """The integration worktree exists at ``path`` on ``branch``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
     branch: str

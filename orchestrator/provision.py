@@ -12,7 +12,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from graphlib import TopologicalSorter
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
@@ -23,6 +23,7 @@ from orchestrator import git
 from orchestrator.agents import facts, plan_mode_problem
 from orchestrator.checks import CheckRun, run_command, run_command_on
 from orchestrator.dialogs import READY_TIMEOUT_FLOOR_S, DialogStop, NotReady, answer_trust_dialog, await_ready_sign
+from orchestrator.effects import from_json
 from orchestrator.engine import CannotTell, Done, Engine, InFlightEffect, NotDone, Settlement
 from orchestrator.errors import (
     HerdrAgentNotReady,
@@ -99,13 +100,11 @@ class ProvisionResult(BaseModel):
 
 
 # --- effect results kept in the ledger (our own shapes: what later steps and a resumed run need) ---
+# Plain frozen dataclasses, stored and read back through orchestrator.effects.to_json/from_json.
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Checkout(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Checkout:
     """A checkout herdr opened in a workspace of its own (``worktree create`` or ``worktree open``)."""
 
     path: str
@@ -115,7 +114,8 @@ class Checkout(_Model):
     already_open: bool = False
 
 
-class Moved(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Moved:
     """``pane move --new-tab``: the pane's new id and tab, and the side-effect workspace herdr closed, if any."""
 
     pane_id: str
@@ -124,20 +124,23 @@ class Moved(_Model):
     closed_workspace_id: str | None = None
 
 
-class Closed(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Closed:
     """A workspace closed by ``workspace close``."""
 
     workspace_id: str
 
 
-class Renamed(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Renamed:
     """A tab label mended by ``tab rename``."""
 
     tab_id: str
     label: str
 
 
-class Split(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Split:
     """A sibling pane made by ``pane split``."""
 
     pane_id: str
@@ -146,7 +149,8 @@ class Split(_Model):
     direction: SplitDirection | None = None  # None: settled by read-back (the direction is not observable)
 
 
-class Started(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Started:
     """An agent herdr reported interactive-ready."""
 
     name: str
@@ -156,7 +160,8 @@ class Started(_Model):
     reused: bool = False
 
 
-class SetupRun(_Model):
+@dataclass(frozen=True, kw_only=True)
+class SetupRun:
     """The plan's setup commands run in a fresh checkout; ``failed`` names the first one that failed."""
 
     runs: tuple[CheckRun, ...]
@@ -791,7 +796,7 @@ def _setup(rnd: _Round, job: _Job, path: str, *, ssh: str | None = None) -> None
     layout_path = job.planned.worktree.path
     key = rnd.engine.start_key(rnd.run.run_id, job.task, "setup")
     ran = next((e for e in rnd.engine.ledger.list_effects(rnd.run.run_id, task_label=job.task) if e.kind == "setup" and e.status == "confirmed" and e.key != key), None)
-    if ran is not None and SetupRun.model_validate(ran.response).failed is None:
+    if ran is not None and from_json(SetupRun, ran.response or {}).failed is None:
         # A worker started again (herdr lost its first pane): the checkout is the same one its setup already ran in.
         job.notes.append("setup: ran at its first start, not run again")
         return
@@ -1076,7 +1081,7 @@ def _agent_stage(rnd: _Round, job: _Job) -> None:
     if note:
         job.notes.append(note)
     if started.agent_status == "blocked":
-        started = started.model_copy(update={"agent_status": "idle", "interactive_ready": True})
+        started = replace(started, agent_status="idle", interactive_ready=True)
     if not started.interactive_ready:
         raise _Fail("agent", f"herdr did not report {job.planned.name} interactive-ready (status {started.agent_status})")
     (job.reused if started.reused else job.created).append("agent")

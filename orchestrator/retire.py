@@ -103,19 +103,22 @@ class RetireResult(_Model):
     integration: Item | None = None
 
 
-class Sent(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Sent:
     """Effect record: text or keys went into a pane."""
 
     pane_id: str
 
 
-class Closed(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Closed:
     """Effect record: a pane was closed."""
 
     pane_id: str
 
 
-class Removed(_Model):
+@dataclass(frozen=True, kw_only=True)
+class Removed:
     """Effect record: a checkout was removed (by herdr for a tracked workspace, else by git); its branch stays."""
 
     path: str

@@ -55,10 +55,30 @@ STORED_TODAY = [
     ("orchestrator.dispatch:PromptOutcome",
      '{"submitted": "unknown", "accepted": false, "status": null, "state_change_seq": null, "completion_seq": 2, '
      '"error_code": "agent_prompt_stalled", "error": "no state change", "via": null}'),
+    ("orchestrator.provision:Checkout", '{"path": "/src/w.worktrees/a", "branch": "feat/a", "workspace_id": "w2", "root_pane_id": "w2:p1", "already_open": false}'),
+    ("orchestrator.provision:Moved", '{"pane_id": "w1:p3", "tab_id": "w1:t2", "workspace_id": "w1", "closed_workspace_id": null}'),
+    ("orchestrator.provision:Closed", '{"workspace_id": "w2"}'),
+    ("orchestrator.provision:Renamed", '{"tab_id": "w1:t2", "label": "feature-a"}'),
+    ("orchestrator.provision:Split", '{"pane_id": "w1:p4", "tab_id": "w1:t2", "workspace_id": "w1", "direction": "right"}'),
+    ("orchestrator.provision:Started", '{"name": "feature-a", "pane_id": "w1:p3", "agent_status": "idle", "interactive_ready": true, "reused": false}'),
+    ("orchestrator.provision:SetupRun",
+     '{"runs": [{"command": "make deps", "exit_code": 0, "seconds": 1.5, "output_tail": "ok", "error": null}, '
+     '{"command": "make gen", "exit_code": null, "seconds": 600.0, "output_tail": "", "error": "timed out"}], "failed": "make gen"}'),
+    ("orchestrator.retire:Sent", '{"pane_id": "w1:p3"}'),
+    ("orchestrator.retire:Closed", '{"pane_id": "w1:p3"}'),
+    ("orchestrator.retire:Removed", '{"path": "/src/w.worktrees/a", "via": "herdr", "workspace_id": "w2"}'),
+    ("orchestrator.retire:Removed", '{"path": "/src/w.worktrees/a", "via": "git", "workspace_id": null}'),
+    ("orchestrator.doctor:ProbeStarted", '{"name": "doctor-claude", "pane_id": "w3:p1", "agent_status": "blocked"}'),
+    ("orchestrator.doctor:Sent", '{"pane_id": "w3:p1"}'),
+    ("orchestrator.doctor:Closed", '{"workspace_id": "w3"}'),
+    ("orchestrator.integrate:WorktreeReady", '{"path": "/orch/runs/r/integration", "branch": "orch/integration"}'),
+    ("orchestrator.integrate:MergeDone", '{"head_sha": "' + "a" * 40 + '", "integrated_sha": "' + "b" * 40 + '"}'),
 ]
 STORED_BEFORE_A_FIELD = [
     ("orchestrator.dispatch:PromptOutcome", '{"submitted": "yes", "accepted": false, "status": "idle", "state_change_seq": 3}',
      {"completion_seq": None, "error_code": None, "error": None, "via": None}),
+    ("orchestrator.provision:Split", '{"pane_id": "w1:p4", "tab_id": "w1:t2", "workspace_id": "w1"}', {"direction": None}),
+    ("orchestrator.provision:Checkout", '{"path": "/p", "branch": null, "workspace_id": null, "root_pane_id": null}', {"already_open": False}),
 ]
 
 
