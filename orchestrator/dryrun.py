@@ -195,13 +195,24 @@ def _provision(w: ResolvedWorker, resolved: ResolvedPlan, add_herdr: Add, add_gi
     pane = f"<pane:{task}>"
     if w.placement == "worktree" and on != CONTROLLER_HOST:
         # No repo workspace on another host: the worker keeps the workspace `worktree create` opens there.
-        there = resolved.plan.hosts[on].checkout
-        add_git(f"provision {task}: the base is in {on}'s checkout", "rev-parse", "--verify", "--quiet", f"{BASE}^{{commit}}", cwd=there, host=on)
+        host = resolved.plan.hosts[on]
+        there, into = host.checkout, resolved.plan.integration
+        base = BASE
+        if w.after and into.enabled and into.branch:
+            # A dependant starts from the integration branch, which lives on the controller: that commit is sent into
+            # orch's ref of the host's checkout, and read back there, before the worktree is made from it.
+            base, ref = f"<tip:{into.branch}>", f"refs/orch/<run>/base/{task}"
+            add_git(f"provision {task}: its start, the integration branch", "rev-parse", "--verify", "--quiet", f"refs/heads/{into.branch}^{{commit}}")
+            add_git(f"provision {task}: that commit sent to {on}'s checkout", "push", "--quiet", "--no-verify", "--end-of-options",
+                    f"{host.ssh}:{there}", f"+{base}:{ref}")
+            add_git(f"provision {task}: read back on {on}", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=there, host=on)
+        else:
+            add_git(f"provision {task}: the base is in {on}'s checkout", "rev-parse", "--verify", "--quiet", f"{BASE}^{{commit}}", cwd=there, host=on)
         add_git(f"provision {task}: an existing branch", "rev-parse", "--verify", "--quiet", f"refs/heads/{layout.branch}^{{commit}}", cwd=there, host=on)
-        add_herdr(f"provision {task}: its worktree on {on}", "worktree_create", cwd=there, branch=layout.branch, base=BASE, path=layout.path,
+        add_herdr(f"provision {task}: its worktree on {on}", "worktree_create", cwd=there, branch=layout.branch, base=base, path=layout.path,
                   label=layout.label, host=on)
         add_git(f"provision {task}: its branch holds the base", "rev-parse", "--verify", "--quiet", f"refs/heads/{layout.branch}^{{commit}}", cwd=there, host=on)
-        add_git(f"provision {task}: its branch holds the base", "merge-base", "--is-ancestor", BASE, f"<head:{task}>", cwd=there, host=on)
+        add_git(f"provision {task}: its branch holds the base", "merge-base", "--is-ancestor", base, f"<head:{task}>", cwd=there, host=on)
         add_herdr(f"provision {task}: its pane", "pane_get", f"<root-pane:{task}>", host=on)
         add_herdr(f"provision {task}: read back the tab", "tab_list", workspace=f"<workspace:{task}>", host=on)
         add_git(f"provision {task}: read back the branch", "rev-parse", "--abbrev-ref", "HEAD", cwd=str(layout.path), host=on)

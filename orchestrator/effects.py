@@ -54,6 +54,14 @@ _KINDS = (
         settle="orchestrator.provision:settle_worktree_create",
     ),
     EffectKind(
+        "base_push", "provision (a dependant on another host)",
+        "the host, its checkout, the integration branch's commit and orch's ref there (refs/orch/RUN/base/TASK)",
+        "git push SSH:CHECKOUT SHA:REF (into that checkout only, never a remote or branch)",
+        "done if the ref in the host's checkout names exactly the commit (git rev-parse over ssh); not done if it names another "
+        "or none; a host that does not answer leaves it in flight (read back again later)",
+        settle="orchestrator.provision:settle_base_push",
+    ),
+    EffectKind(
         "worktree_open", "provision", "checkout path and label", "herdr worktree open",
         "done if a workspace holds a pane in the checkout; else not done",
         settle="orchestrator.provision:settle_worktree_open",

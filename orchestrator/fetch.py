@@ -5,8 +5,14 @@ from that host (``git rev-parse`` of its branch in the host's checkout, over ssh
 exactly that commit into its own repository under a ref of orch's own, ``refs/orch/<run folder>/<task>`` (git over
 ssh, ``orchestrator.git.fetch_commit``). Everything after is worked out at home from those objects, as for a local
 worker: the commits and changed paths against the claim, the checks re-run in a scratch checkout of the controller,
-the merge into the integration branch. Nothing is ever pushed, and no branch of the home repository is created or
-moved: a name on the worker's host can change between the read-back and the fetch, a SHA cannot.
+the merge into the integration branch. No branch of the home repository is created or moved: a name on the worker's
+host can change between the read-back and the fetch, a SHA cannot.
+
+The other way, one commit only: a dependant (`after`) on another host starts from the integration branch, which lives
+here. Provisioning sends exactly that commit into the host's checkout under orch's ref ``refs/orch/<run folder>/base/
+<task>`` (``git push <ssh>:<checkout> SHA:REF``, ``base_ref``) and reads the ref back there before the worktree is made
+from it (``orchestrator.provision._send_base``, effect ``base_push``). Nothing is ever pushed to a remote, nor to any
+branch.
 
 Decided (issue 26 leaves it open): checks are re-run on the controller, never on the worker's host. The agent had a
 shell there and could have changed its toolchain, the controller's re-run is the one that stops a run's processes
@@ -37,6 +43,12 @@ FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 def home_ref(run_id: str, task: str) -> str:
     """Where a remote worker's fetched head is kept at home: ``refs/orch/<run folder>/<task>`` (`:` is no ref character)."""
     return f"refs/orch/{run_dir(Path('/'), run_id).name}/{task}"
+
+
+def base_ref(run_id: str, task: str) -> str:
+    """Where a dependant on another host finds the commit it starts from, in that host's checkout:
+    ``refs/orch/<run folder>/base/<task>``."""
+    return f"refs/orch/{run_dir(Path('/'), run_id).name}/base/{task}"
 
 
 def ssh_url(host: Host) -> str:

@@ -223,11 +223,11 @@ def fetch_branch(repo: Path | str, remote: str, branch: str, *, timeout: float =
     return _fetch(repo, (remote, branch), ssh="ssh -o BatchMode=yes", timeout=timeout)
 
 
-def _fetch(repo: Path | str, args: tuple[str, ...], *, ssh: str, timeout: float) -> GitResult:
-    """``git -C repo fetch --quiet ARGS`` with no prompt ever (``ssh`` unless GIT_SSH_COMMAND is set); check the result."""
+def _fetch(repo: Path | str, args: tuple[str, ...], *, ssh: str, timeout: float, verb: str = "fetch") -> GitResult:
+    """``git -C repo fetch --quiet ARGS`` (or ``push``) with no prompt ever (``ssh`` unless GIT_SSH_COMMAND is set); check the result."""
     # The controller runs in a terminal, so git would otherwise ask for credentials on /dev/tty and hang the run.
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_SSH_COMMAND": os.environ.get("GIT_SSH_COMMAND", ssh)}
-    argv = ("git", "-C", str(repo), "fetch", "--quiet", *args)
+    argv = ("git", "-C", str(repo), verb, "--quiet", *args)
     started = time.monotonic()
     try:
         proc = run_child(argv, env=env, timeout=timeout)
@@ -251,6 +251,16 @@ def fetch_commit(repo: Path | str, url: str, sha: str, ref: str, *, timeout: flo
     # or moves orch's own ref, never a branch.
     args = ("--no-tags", "--no-write-fetch-head", f"--upload-pack={_UPLOAD_PACK_BY_SHA}", "--end-of-options", url, f"+{sha}:{ref}")
     return _fetch(repo, args, ssh="ssh -o BatchMode=yes -o ConnectTimeout=10", timeout=timeout)
+
+
+def push_commit(repo: Path | str, url: str, sha: str, ref: str, *, timeout: float = GIT_TIMEOUT_S) -> GitResult:
+    """``git push URL +SHA:REF``: exactly that commit (and what it needs) into ``ref`` of the checkout at ``URL``, an
+    orch ref there (``refs/orch/…``), never a branch and never a shared remote; never prompts. Check the result."""
+    # --no-verify: no pre-push hook of the person's runs for it (it hands a base to one of the run's own checkouts,
+    # it publishes nothing); `--end-of-options` ends git's options, as for fetch_commit.
+    assert ref.startswith("refs/orch/"), ref  # orch's own refs only, never a branch
+    args = ("--no-verify", "--end-of-options", url, f"+{sha}:{ref}")
+    return _fetch(repo, args, ssh="ssh -o BatchMode=yes -o ConnectTimeout=10", timeout=timeout, verb="push")
 
 
 def missing_remote_ref(stderr: str) -> bool:

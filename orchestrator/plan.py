@@ -215,7 +215,7 @@ class Worker(_Model):
     answers: tuple[Answer, ...] = Field(default=(), max_length=LIST_MAX)
     """Answers the controller may give to expected questions."""
     host: StrictStr | None = None
-    """The `[hosts.<name>]` this worker runs on; unset means the controller's machine. A sibling runs where its branch's first worker runs. A worker on another host has no `after` yet; its `setup` runs there, over ssh."""
+    """The `[hosts.<name>]` this worker runs on; unset means the controller's machine. A sibling runs where its branch's first worker runs. Its `setup` runs there, over ssh. With `after` and integration on, the integration branch's commit it starts from is sent to that host's checkout first (`git push SSH:CHECKOUT SHA:refs/orch/RUN/base/TASK`, read back there; never to a remote or branch)."""
     after: _Items = ()
     """Tasks this worker waits for: it starts only once each is accepted (and, with integration on, integrated, its new worktree then starting from the integration branch); one that ends rejected, failed or superseded skips it, never started."""
 
@@ -619,9 +619,6 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
             add("branch", f"{quote(worker.branch)} gives tab label {quote(layout.label)}, already used by branch {quote(labels[layout.label])}")
         if first is not None and worker.setup:
             add("setup", f"a sibling shares the checkout of workers[{first.index}] ({first.task}); put setup commands on that first worker")
-        if host != CONTROLLER_HOST and worker.after:
-            add("after", f"it runs on host {quote(host)}, and a dependant starts from the integration branch, which lives on the controller; "
-                "orch does not bring it to another host yet: drop `host` or `after`")
         entry = ResolvedWorker(
             index=index,
             task=worker.task,

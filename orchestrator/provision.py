@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
-from orchestrator import git
+from orchestrator import fetch, git
 from orchestrator.agents import facts, plan_mode_problem
 from orchestrator.checks import CheckRun, run_command, run_command_on
 from orchestrator.dialogs import READY_TIMEOUT_FLOOR_S, DialogStop, NotReady, answer_trust_dialog, await_ready_sign
@@ -36,6 +36,7 @@ from orchestrator.errors import (
     HerdrWaitExpired,
     HerdrWorktreeCreateFailed,
     OrchError,
+    one_line,
 )
 from orchestrator.hints import TEXT, orch_command
 from orchestrator.layout import quote
@@ -166,6 +167,13 @@ class SetupRun:
 
     runs: tuple[CheckRun, ...]
     failed: str | None = None
+
+
+class BaseSent(_Model):
+    """The commit a dependant on another host starts from, held by orch's ref in that host's checkout (read back there)."""
+
+    sha: str
+    ref: str
 
 
 class _Fail(Exception):
@@ -339,6 +347,18 @@ def settle_setup(engine: Engine, run: Run, effect: Effect) -> Settlement[SetupRu
         f"the setup of {effect.task_label} was cut short and {cwd} has changes: did setup finish?",
         f"run the plan's setup in {cwd} by hand, or give the worker up with `{orch_command('retire', '--run', effect.run_id, '--abandon', effect.task_label or 'TASK', '--reason', TEXT)}`",
     )
+
+
+def settle_base_push(engine: Engine, run: Run, effect: Effect) -> Settlement[BaseSent]:
+    """Done if orch's ref in the host's checkout names exactly the commit sent (git over ssh); else not done. A host
+    that does not answer raises HostUnreachable: the effect stays in flight, read back again later."""
+    req = effect.request
+    ssh = str(engine.host_config(run.run_id, str(req["host"])).ssh)
+    held = git.rev_parse(req["checkout"], req["ref"], on=ssh)
+    where = f"{req['ref']} in {req['checkout']} on host {req['host']}"
+    if held is None or held != req["sha"]:
+        return NotDone(f"{where} is {held[:12] if held else 'absent'}, not {req['sha'][:12]}")
+    return Done(BaseSent(sha=held, ref=req["ref"]), f"{where} is {held[:12]}")
 
 
 def settle_pane_split(engine: Engine, run: Run, effect: Effect) -> Settlement[Split]:
@@ -518,15 +538,24 @@ class _Round:
                 elif not git.missing_remote_ref(result.stderr):
                     raise _Fail("fetch", _fetch_error(result, remote, branch))
         sha = self._pinned(job, repo, base)
+        return self.dependant_base(job) or sha
+
+    def dependant_base(self, job: _Job) -> str | None:
+        """The commit a dependant starts from: the integration branch as the controller has it (its predecessors'
+        accepted work), or, once this run made its checkout, the commit that checkout was made from (a worker started
+        again keeps its start while the integration branch moves on). None: no `after`, or a plan that does not integrate."""
         into = self.plan.plan.integration
-        if job.planned.after and into.enabled and into.branch:
-            # A dependant starts from the integration branch, which holds its predecessors' accepted work.
-            tip = git.rev_parse(repo, f"refs/heads/{into.branch}")
-            if tip is None:
-                raise _Fail("fetch", f"integration branch {into.branch} names no commit in {repo}; its predecessors were recorded as integrated")
-            job.notes.append(f"starts from {into.branch} at {tip[:12]} (after {', '.join(job.planned.after)})")
-            return tip
-        return sha
+        if not (job.planned.after and into.enabled and into.branch):
+            return None
+        made = _confirmed(self, job, "worktree_create")
+        if made is not None and isinstance(made.request.get("base"), str):
+            return str(made.request["base"])
+        # A dependant starts from the integration branch, which holds its predecessors' accepted work.
+        tip = git.rev_parse(self.repo_path, f"refs/heads/{into.branch}")
+        if tip is None:
+            raise _Fail("fetch", f"integration branch {into.branch} names no commit in {self.repo_path}; its predecessors were recorded as integrated")
+        job.notes.append(f"starts from {into.branch} at {tip[:12]} (after {', '.join(job.planned.after)})")
+        return tip
 
     def _pinned(self, job: _Job, repo: str, base: str) -> str:
         """The commit preflight pinned for the base, never the ref resolved again: a base moved since is noticed.
@@ -823,14 +852,19 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
     host = engine.host_config(run.run_id, job.planned.host)
     herdr, snap, path, ssh = rnd.herdr(job), rnd.snap(job), str(layout.path), str(host.ssh)
     where = f"on host {job.planned.host}"
-    # `after` on another host is refused by the plan check (orchestrator.plan): it never reaches here.
-    base_sha = run.base_sha or ""
-    try:
-        held = bool(base_sha) and git.rev_parse(host.checkout, base_sha, on=ssh) is not None
-    except git.GitError as exc:
-        raise _Fail("fetch", f"cannot read the checkout {host.checkout} {where}: {exc.message}") from None
-    if not held:
-        raise _Fail("fetch", f"the checkout {host.checkout} {where} lacks the base commit {base_sha[:12]} pinned at preflight; nothing was created")
+    # A dependant starts from the integration branch, which lives on the controller: that very commit is sent to
+    # the host's checkout first (``_send_base``); any other worker from the base preflight found there.
+    tip = rnd.dependant_base(job)
+    base_sha = tip or run.base_sha or ""
+    if tip is None:
+        try:
+            held = bool(base_sha) and git.rev_parse(host.checkout, base_sha, on=ssh) is not None
+        except git.GitError as exc:
+            raise _Fail("fetch", f"cannot read the checkout {host.checkout} {where}: {exc.message}") from None
+        if not held:
+            raise _Fail("fetch", f"the checkout {host.checkout} {where} lacks the base commit {base_sha[:12]} pinned at preflight; nothing was created")
+    elif _confirmed(rnd, job, "worktree_create") is None:
+        _send_base(rnd, job, host, tip)
     found = snap.worktree_for(layout.branch)
     if found is not None and not _same_path(found.path, path):
         raise _Fail("reuse", f"branch {layout.branch} is already checked out at {found.path} {where}, not at the Layout Contract path {path}; orch never uses another path")
@@ -891,6 +925,28 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
     _read_back(rnd, job, info.tab_id, herdr=herdr, workspace=info.workspace_id, ssh=ssh)
     if job.planned.worker.setup and _confirmed(rnd, job, "worktree_create") is not None:
         _setup(rnd, job, path, ssh=ssh)  # in a checkout this run made there, as on the controller
+
+
+def _send_base(rnd: _Round, job: _Job, host: Any, sha: str) -> None:
+    """Send the commit a dependant starts from into orch's ref of its host's checkout (``fetch.base_ref``), by git push
+    over the plan's ssh target, and read it back there: the worktree is made from that ref's commit only once the
+    host's checkout holds exactly that SHA. Nothing goes to any remote or branch."""
+    ref, checkout, ssh = fetch.base_ref(rnd.run.run_id, job.task), str(host.checkout), str(host.ssh)
+    where = f"{checkout} on host {job.planned.host}"
+
+    def act() -> BaseSent:
+        pushed = git.push_commit(rnd.repo_path, fetch.ssh_url(host), sha, ref)
+        # What the host's checkout holds decides, not what push said: a link dropped after the push landed is done;
+        # a host that does not answer now leaves the outcome unknown (HostUnreachable), settled by read-back.
+        held = git.rev_parse(checkout, ref, on=ssh)
+        if held != sha:
+            said = one_line(pushed.stderr) or one_line(pushed.stdout) or f"exit {pushed.returncode}"
+            raise _Fail("base", f"cannot send {sha[:12]} to {ref} in {where} (git push: {said}); {ref} there is {held[:12] if held else 'absent'}; nothing was created")
+        return BaseSent(sha=sha, ref=ref)
+
+    request = {"sha": sha, "ref": ref, "checkout": checkout}
+    rnd.once(job, "base_push", "base_push", request, act, BaseSent)
+    job.notes.append(f"sent {sha[:12]} to {ref} in {where}")
 
 
 def _remote_starts_from(rnd: _Round, host: Any, branch: str, base_sha: str, what: str, *, then: str) -> None:

@@ -2,7 +2,8 @@
 preflight checks the host through the controller's saved machine and ssh; a plan with a worker on each host ends PASS,
 integrated on the controller, each provisioned, dispatched and retired on its own host with ids colliding across the
 two; a link dropped after a remote `worktree create` is settled by read-back; a host gone at retire keeps its checkout;
-an unreachable host fails closed at preflight, named (issue 26)."""
+an unreachable host fails closed at preflight, named; `after` across hosts starts each dependant from the integration
+commit holding its predecessor's work (issue 26)."""
 
 from __future__ import annotations
 
@@ -251,3 +252,74 @@ def test_an_unreachable_host_fails_closed_naming_it(two_hosts: TwoHosts) -> None
         "orch: host buildbox: herdr cannot reach the saved machine \"buildbox\" (ssh: connect to host me@buildbox port 22: Connection refused)\n"
         "hint: `herdr machine reconnect buildbox` finishes its SSH sign-in in a terminal; then preflight again\n",
     )
+
+
+# core on the controller; ui-theme after it on the build box; docs after that on the controller. Each writes into its
+# claim what it finds in the checkout it starts from (core: its own text): the file is there only if its worktree
+# started from the integration branch's commit holding its predecessor's merged work.
+CHAIN = (("core", "src/core", "", "echo from core > src/core/core.txt"),
+         ("ui-theme", "src/ui", "buildbox", "cp src/core/core.txt src/ui/seen-core.txt"),
+         ("docs", "docs", "", "cp src/ui/seen-core.txt docs/seen-ui.txt"))
+
+
+def after_plan(hosts: TwoHosts) -> str:
+    """The chain's plan: integration on, each worker after the one before it, the middle one on the build box."""
+    head = (f'organization = "acme"\nrepo = "widgets"\nbase = "main"\n\n[defaults]\ncheckin_interval_s = 1\n\n'
+            f'[integration]\nenabled = true\nbranch = "chore/integration"\n\n[hosts.buildbox]\nmachine = "buildbox"\n'
+            f'ssh = "me@buildbox"\ncheckout = "{hosts.box_checkout}"\norch = "{ORCH_BIN / "orch"}"\n'
+            f'orch_home = "{hosts.root / "buildbox" / "orch-home"}"\n')
+    workers = [
+        f'\n[[workers]]\ntask = "{task}"\nobjective = "Write {folder}."\ndeliverable = "{folder}/ committed."\nbranch = "feat/{task}"\n'
+        f'claim = ["{folder}/"]\nverify = ["test -f {command.split()[-1]}"]\n' + (f'host = "{host}"\n' if host else "")
+        + (f'after = ["{CHAIN[i - 1][0]}"]\n' if i else "")
+        for i, (task, folder, host, command) in enumerate(CHAIN)
+    ]
+    return head + "".join(workers)
+
+
+def after_scenarios() -> str:
+    """Each worker runs its command, commits, verifies and sends its result."""
+    return "".join(
+        f'\n[[task.{task}]]\ndo = "{do}"\n' + (f'command = "mkdir -p {folder} && {command}"\n' if do == "run" else "")
+        for task, folder, _host, command in CHAIN for do in ("run", "commit", "verify", "result")
+    )
+
+
+def test_after_across_hosts_each_dependant_starts_from_the_integration_commit_holding_its_predecessors_work(two_hosts: TwoHosts) -> None:
+    """core on the controller, ui-theme after it on the build box, docs after that on the controller: the build box's
+    worker starts from the integration branch's commit, sent into orch's ref of its checkout; the controller's
+    dependant starts from the commit that merged the remote work, fetched home by SHA."""
+    world = two_hosts.world
+    world.write_scenarios(after_scenarios())
+    (two_hosts.box.home / "scenarios.toml").write_text(after_scenarios())
+    plan = world.write_plan(after_plan(two_hosts))
+
+    done = world.orch("run", str(plan), "--json", timeout=600)
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome = json.loads(done.stdout)
+    assert (outcome["finished"], outcome["report"]["verdict"]) == (True, "PASS"), outcome["report"]["verdict_reasons"]
+    engine = world.engine()
+    run_id = outcome["run_id"]
+    workers = {w.task_label: w for w in engine.ledger.list_workers(run_id)}
+    # Each dependant's start is the integration commit that merged its predecessor, wherever either ran.
+    assert workers["ui-theme"].base_sha == workers["core"].integrated_sha
+    assert workers["docs"].base_sha == workers["ui-theme"].integrated_sha
+    # On the build box, exactly that commit under orch's own ref, the worker's branch made from it and no other branch
+    # moved; the worker's checkout held core's file when it started (it copied it), and docs then held the remote work.
+    ref = f"refs/orch/{engine.run_dir(run_id).name}/base/ui-theme"
+    box = two_hosts.box_checkout
+    assert subprocess.run(["git", "-C", str(box), "rev-parse", ref], capture_output=True, text=True, check=True).stdout.strip() == workers["core"].integrated_sha
+    branches = subprocess.run(["git", "-C", str(box), "for-each-ref", "--format=%(refname)", "refs/heads"], capture_output=True, text=True, check=True).stdout.split()
+    assert branches == ["refs/heads/feat/ui-theme", "refs/heads/main"]
+    assert subprocess.run(["git", "-C", str(box), "merge-base", "--is-ancestor", workers["core"].integrated_sha, "feat/ui-theme"]).returncode == 0
+    assert subprocess.run(["git", "-C", str(box), "rev-parse", "main"], capture_output=True, text=True, check=True).stdout.strip() == world.repo.git("rev-parse", "main")
+    assert world.repo.git("show", "chore/integration:src/ui/seen-core.txt") == "from core"
+    assert world.repo.git("show", "chore/integration:docs/seen-ui.txt") == "from core"
+    sent = [(e.key, e.status, e.request["sha"], e.request["host"]) for e in engine.ledger.list_effects(run_id) if e.kind == "base_push"]
+    assert sent == [("ui-theme:base_push", "confirmed", workers["core"].integrated_sha, "buildbox")]
+    order = [line.split(" ", 1)[1] for line in done.stderr.splitlines() if ": started: " in line or ": integrated: " in line]
+    assert [":".join(line.split(":")[:2]) for line in order] == [
+        "core: started", "core: integrated", "ui-theme: started", "ui-theme: integrated", "docs: started",
+    ]
+    engine.close()

@@ -69,6 +69,14 @@ def test_check_plan_with_hosts_shows_each_workers_host(orch: CliRunner, golden: 
     golden("plan_check_hosts_commands.txt", result.stdout)
 
 
+def test_check_plan_with_after_across_hosts_lists_the_commit_sent_to_the_dependants_host(orch: CliRunner, golden: Callable[[str, str], None]) -> None:
+    # ui on the build box starts from the integration branch: its commit is pushed into orch's ref of the box's
+    # checkout and read back there before the worktree is made from it; docs on the controller starts from it at home.
+    result = run(orch, GOLDEN, "plan", "check", "hosts_after.toml", "--commands")
+    assert (result.exit_code, result.stderr) == (0, "")
+    golden("plan_check_hosts_after_commands.txt", result.stdout)
+
+
 @pytest.mark.parametrize("name", ["broken_placement", "broken_structure", "broken_syntax", "missing", "broken_hosts"])
 def test_check_broken_plan_prints_one_line_per_problem(orch: CliRunner, name: str, golden: Callable[[str, str], None]) -> None:
     result = run(orch, GOLDEN, "plan", "check", f"{name}.toml")

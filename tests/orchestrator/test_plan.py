@@ -321,13 +321,15 @@ def test_each_problem_carries_its_location_so_its_file_line_does_not_depend_on_t
                        tmp_path / "plan.toml", "plan.toml") == "plan.toml: no place\nplan.toml:16: the after list of b names nope"  # fmt: skip
 
 
-def test_a_worker_on_another_host_may_not_have_after_yet(tmp_path: Path, settings: Settings) -> None:
+def test_a_worker_on_another_host_may_wait_for_one_on_the_controller_and_the_other_way_round(tmp_path: Path, settings: Settings) -> None:
+    # A dependant on another host starts from the integration commit provisioning sends to that host's checkout
+    # (orchestrator.provision._send_base); one on the controller starts from it at home, where the remote work was fetched.
     host = '\n[hosts.buildbox]\nmachine = "buildbox"\nssh = "me@buildbox"\ncheckout = "/srv/acme/widgets"\n'
     text = HEAD + host + worker("a", "feat/a", 'claim = ["a/**"]') + worker(
         "b", "feat/b", 'claim = ["b/**"]', 'host = "buildbox"', 'setup = ["make deps"]', 'after = ["a"]'
-    )
+    ) + worker("c", "feat/c", 'claim = ["c/**"]', 'after = ["b"]')
+    (tmp_path / "plan.toml").write_text(text)
 
-    assert [line.split(": ", 2)[1:] for line in problems(tmp_path, settings, text)] == [
-        ["workers[1] (b).after", "it runs on host \"buildbox\", and a dependant starts from the integration branch, which lives on the controller; "
-         "orch does not bring it to another host yet: drop `host` or `after`"],
-    ]
+    plan = load_plan(tmp_path / "plan.toml", settings, display="plan.toml")
+
+    assert [(w.task, w.host, w.after) for w in plan.workers] == [("a", "local", ()), ("b", "buildbox", ("a",)), ("c", "local", ("b",))]

@@ -3,6 +3,7 @@ against the shared fake herdr with real git worktrees (the simulator's walk is t
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -194,7 +195,7 @@ def fake_run(tmp_path: Path, repo: Any, herdr: FakeHerdr, plan_text: str = THREE
     ledger.create_run(RUN_ID, controller_target="w1:p1", organization="acme", repo="widgets", repo_path=str(repo.path), base_ref="main", plan_path=str(snapshot))
     ledger.update_run(RUN_ID, workspace_id="w1", repo_tab_id="w1:t1", default_branch="main", base_sha=repo.head())
     for w in engine.plan_for(ledger.get_run(RUN_ID)).workers:
-        ledger.add_worker(RUN_ID, w.task, name=w.name, kind=w.kind, objective=w.worker.objective, claimed_files=w.worker.claim)
+        ledger.add_worker(RUN_ID, w.task, name=w.name, kind=w.kind, objective=w.worker.objective, claimed_files=w.worker.claim, host=w.host)
     return engine, ledger.get_run(RUN_ID)
 
 
@@ -375,3 +376,147 @@ def test_provision_records_that_its_checkouts_create_the_worktrees_folder_only_w
     facts = [e.detail for e in engine.ledger.events(RUN_ID) if e.kind == "worktrees_folder"]
     assert facts == ([] if existed else [{"path": str(folder)}])
     assert folder.is_dir()
+
+
+# --- a dependant on another host: the integration branch's commit sent to its checkout first ---
+
+# ssh's options skipped, one reachable target whose command string runs as sshd would run it; `down` (a file beside
+# the script) refuses every connection, `down-after-push` lets one push land and then takes the host away. Each
+# remote command is logged, one per line.
+BOX_SSH = """#!/bin/sh
+here=$(dirname "$0")
+while [ $# -gt 0 ]; do case "$1" in -[BbcDEeFIiJLlmOoPpQRSWw]) shift 2;; -*) shift;; *) break;; esac; done
+[ "$1" = me@box ] || { echo "ssh: Could not resolve hostname $1: Name or service not known" >&2; exit 255; }
+shift; [ "$1" = -- ] && shift
+[ -e "$here/down" ] && { echo "ssh: connect to host box port 22: Connection refused" >&2; exit 255; }
+echo "$*" >> "$here/log"
+case "$*" in git-receive-pack*) [ -e "$here/down-after-push" ] && { sh -c "$*"; touch "$here/down"; exit 255; };; esac
+exec sh -c "$*"
+"""
+
+DEPENDANT = """\
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[integration]
+enabled = true
+branch = "chore/integration"
+
+[hosts.box]
+machine = "box"
+ssh = "me@box"
+checkout = "{box}"
+
+[[workers]]
+task = "core"
+objective = "Build the core."
+deliverable = "Commits."
+branch = "feat/core"
+claim = ["src/core/**"]
+
+[[workers]]
+task = "ui"
+objective = "Build the UI on the core."
+deliverable = "Commits."
+branch = "feat/ui"
+claim = ["src/ui/**"]
+host = "box"
+after = ["core"]
+"""
+
+
+@pytest.fixture
+def box_world(tmp_path: Path, git_repo: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The controller's repository with core accepted and integrated, and the box's clone from before that commit."""
+    from types import SimpleNamespace
+
+    box = tmp_path / "box" / "src" / "acme" / "widgets"
+    git.run_git(["clone", "--quiet", str(git_repo.path), str(box)])
+    git_repo.git("switch", "--quiet", "-c", "chore/integration")
+    tip = git_repo.commit("core: the core", {"src/core/core.py": "core = 1\n"})
+    git_repo.git("switch", "--quiet", "main")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(BOX_SSH)
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(bin_dir / "ssh"))
+    here, there = FakeHerdr(cwd=git_repo.path, ready_screens=READY_SCREENS), FakeHerdr(cwd=box, ready_screens=READY_SCREENS)
+    engine, run = fake_run(tmp_path, git_repo, here, DEPENDANT.replace("{box}", str(box)))
+    engine.host_herdrs["box"] = there
+    ledger = engine.ledger
+    for state in (WorkerState.READY, WorkerState.DISPATCHED, WorkerState.WORKING, WorkerState.RESULT, WorkerState.VERIFYING, WorkerState.ACCEPTED):
+        ledger.transition(RUN_ID, "core", ledger.get_worker(RUN_ID, "core").state, state, cause={"test": True})
+    ledger.update_worker(RUN_ID, "core", integrated_sha=tip)
+    return SimpleNamespace(engine=engine, run=run, box=box, tip=tip, herdr=there, bin=bin_dir, ref="refs/orch/w1_p1-20261130T080000Z/base/ui")
+
+
+def _pushes(box_world: Any) -> int:
+    log = box_world.bin / "log"
+    return sum(line.startswith("git-receive-pack") for line in log.read_text().splitlines()) if log.exists() else 0
+
+
+def test_a_dependant_on_another_host_starts_from_the_integration_commit_sent_to_its_checkout_and_read_back_there(box_world: Any) -> None:
+    engine, box, tip = box_world.engine, box_world.box, box_world.tip
+    assert git.rev_parse(box, tip) is None  # the box's clone predates core's integration
+
+    result = provision(engine, box_world.run)
+
+    ui = next(w for w in result.workers if w.task == "ui")
+    assert (ui.state, ui.error, ui.base_sha) == ("ready", None, tip), ui
+    assert ui.notes[:2] == (f"starts from chore/integration at {tip[:12]} (after core)", f"sent {tip[:12]} to {box_world.ref} in {box} on host box")
+    # Exactly that commit, under orch's own ref there; no branch of the box moved, and the worker's branch starts on it.
+    assert git.rev_parse(box, box_world.ref) == tip
+    assert git.run_git(["for-each-ref", "--format=%(refname)", "refs/heads"], cwd=box).stdout.split() == ["refs/heads/feat/ui", "refs/heads/main"]
+    assert git.rev_parse(box, "refs/heads/feat/ui") == tip
+    sent = [(e.key, e.status, e.request) for e in engine.ledger.list_effects(RUN_ID) if e.kind == "base_push"]
+    assert sent == [("ui:base_push", "confirmed", {"sha": tip, "ref": box_world.ref, "checkout": str(box), "host": "box"})]
+    created = [e.request["base"] for e in engine.ledger.list_effects(RUN_ID) if e.kind == "worktree_create"]
+    assert created == [tip] and box_world.herdr.count("worktree create") == 1
+    # Again: nothing is sent or made twice.
+    provision(engine, box_world.run)
+    assert (_pushes(box_world), box_world.herdr.count("worktree create")) == (1, 1)
+
+
+def test_a_base_push_whose_host_goes_away_after_it_landed_is_settled_by_read_back_never_pushed_twice(box_world: Any) -> None:
+    from orchestrator.errors import HostUnreachable
+
+    engine = box_world.engine
+    (box_world.bin / "down-after-push").touch()
+
+    with pytest.raises(HostUnreachable):
+        provision(engine, box_world.run)
+
+    # The push landed, the read-back got no answer: in flight, with the unknown outcome journalled; nothing created.
+    [effect] = [e for e in engine.ledger.list_effects(RUN_ID) if e.kind == "base_push"]
+    assert effect.status == "intended" and box_world.herdr.count("worktree create") == 0
+    assert [e.detail["error"] for e in engine.ledger.events(RUN_ID, task_label="ui") if e.kind == "effect_unknown"] == ["HostUnreachable"]
+    (box_world.bin / "down-after-push").unlink()
+    (box_world.bin / "down").unlink()
+
+    result = provision(engine, box_world.run)
+
+    assert next(w for w in result.workers if w.task == "ui").state == "ready"
+    assert [(e.status, e.key) for e in engine.ledger.list_effects(RUN_ID) if e.kind == "base_push"] == [("confirmed", "ui:base_push")]
+    settled = [e.detail for e in engine.ledger.events(RUN_ID, task_label="ui") if e.kind == "effect_settled"]
+    assert settled == [{"effect_id": effect.id, "kind": "base_push", "key": "ui:base_push", "answer": "done",
+                        "how": f"{box_world.ref} in {box_world.box} on host box is {box_world.tip[:12]}"}]
+    assert _pushes(box_world) == 1 and git.rev_parse(box_world.box, "refs/heads/feat/ui") == box_world.tip
+
+
+def test_a_base_push_the_host_refuses_fails_the_dependant_closed_with_gits_words(box_world: Any) -> None:
+    hook = box_world.box / ".git" / "hooks" / "pre-receive"
+    hook.write_text("#!/bin/sh\necho 'refs are frozen here' >&2\nexit 1\n")
+    hook.chmod(0o755)
+
+    result = provision(box_world.engine, box_world.run)
+
+    ui = next(w for w in result.workers if w.task == "ui")
+    assert (ui.state, ui.created) == ("failed", ())
+    assert ui.error == (
+        f"cannot send {box_world.tip[:12]} to {box_world.ref} in {box_world.box} on host box (git push: remote: refs are frozen here / "
+        f"To box:{box_world.box} / ! [remote rejected] {box_world.tip} -> {box_world.ref} (pre-receive hook declined) / "
+        f"error: failed to push some refs to 'box:{box_world.box}'); {box_world.ref} there is absent; nothing was created"
+    )
+    assert box_world.herdr.count("worktree create") == 0
