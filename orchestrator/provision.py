@@ -169,7 +169,8 @@ class SetupRun:
     failed: str | None = None
 
 
-class BaseSent(_Model):
+@dataclass(frozen=True, kw_only=True)
+class BaseSent:
     """The commit a dependant on another host starts from, held by orch's ref in that host's checkout (read back there)."""
 
     sha: str
