@@ -33,6 +33,29 @@ def test_every_kind_a_phase_makes_is_in_the_table_and_every_table_kind_is_made()
     assert _kinds_made() == set(EFFECTS)
 
 
+def _result_models() -> set[tuple[str, str]]:
+    """(module, class name) of every result a phase passes to `engine.once` (``model=``) or provision's `rnd.once`."""
+    found = set()
+    for path in SOURCES.rglob("*.py"):
+        module = "orchestrator." + ".".join(path.relative_to(SOURCES).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "once":
+                rnd = isinstance(node.func.value, ast.Name) and node.func.value.id == "rnd"
+                named = [k.value for k in node.keywords if k.arg == "model"] + (node.args[5:6] if rnd else [])
+                found.update((module, each.id) for each in named if isinstance(each, ast.Name) and each.id != "model")
+    return found
+
+
+def test_every_effect_result_is_a_frozen_record_of_orchs_own_or_one_of_herdrs_response_models() -> None:
+    from orchestrator.herdr_models import Wire
+
+    models = {f"{module}:{name}": getattr(importlib.import_module(module), name) for module, name in _result_models()}
+    assert {"orchestrator.provision:Checkout", "orchestrator.dispatch:PromptOutcome", "orchestrator.messages:AgentPrompted"} <= models.keys()
+    odd = [name for name, model in models.items()
+           if not (dataclasses.is_dataclass(model) and model.__dataclass_params__.frozen) and not issubclass(model, Wire)]  # type: ignore[attr-defined]  # fmt: skip
+    assert odd == []
+
+
 def test_every_kind_names_a_settle_function_that_exists() -> None:
     for kind, spec in EFFECTS.items():
         assert spec.settle.startswith("orchestrator."), kind
