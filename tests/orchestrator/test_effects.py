@@ -87,6 +87,7 @@ STORED_TODAY = [
     ("orchestrator.provision:SetupRun",
      '{"runs": [{"command": "make deps", "exit_code": 0, "seconds": 1.5, "output_tail": "ok", "error": null}, '
      '{"command": "make gen", "exit_code": null, "seconds": 600.0, "output_tail": "", "error": "timed out"}], "failed": "make gen"}'),
+    ("orchestrator.provision:BaseSent", '{"sha": "' + "c" * 40 + '", "ref": "refs/orch/base/feature-b"}'),
     ("orchestrator.retire:Sent", '{"pane_id": "w1:p3"}'),
     ("orchestrator.retire:Closed", '{"pane_id": "w1:p3"}'),
     ("orchestrator.retire:Removed", '{"path": "/src/w.worktrees/a", "via": "herdr", "workspace_id": "w2"}'),
