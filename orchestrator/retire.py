@@ -386,16 +386,10 @@ def _stop_pane(engine: Engine, run: Run, ladder: _Ladder, exit_command: Callable
             ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
             ladder.holds.append(f"pane {pane}: {reason}")
             return
-        key = f"{task}:retire{ladder.round}"
-        try:
-            engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command, **at},
-                        lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent)  # fmt: skip
-            engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"], **at},
-                        lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent)  # fmt: skip
-        except (HerdrCommandError, InFlightEffect) as exc:
-            reason = f"{command} could not be sent: {one_line(exc.message)}"
-            ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=reason))
-            ladder.holds.append(f"pane {pane}: {reason}")
+        unsent = _type_exit(engine, run, worker, pane, command, f"{task}:retire{ladder.round}")
+        if unsent is not None:
+            ladder.items.append(Item(kind="agent", id=pane, action="kept", reason=unsent))
+            ladder.holds.append(f"pane {pane}: {unsent}")
             return
         back = _await_shell(engine, herdr, pane, command, timeout_s)
         if back == "pane_gone":
@@ -442,7 +436,6 @@ def exit_for_slot(
     only at rest, each keystroke an ``engine.once`` effect), under keys of its own; success is the FactKind.AGENT_EXITED fact.
     """
     herdr, task, pane = engine.herdr_of(worker), worker.task_label, worker.pane_id
-    at = engine.on_host(worker.host)
     disposition = worker.final_disposition.value if worker.final_disposition else None
     if pane is None or _agent_in(herdr, pane) is None:
         engine.ledger.record_fact(run.run_id, FactKind.AGENT_EXITED, task_label=task, detail=AgentExited(pane=pane, disposition=disposition, how="no agent in its pane"))
@@ -458,19 +451,28 @@ def exit_for_slot(
         status = _stop_working(engine, run, ladder, exit_timeout_s)
     if status not in AT_REST:
         return f"agent is {status}; {command} not sent"
-    key = f"{task}:free-slot"
-    try:
-        # Settled like the ladder's own keystrokes (orchestrator.effects: settle_pane_send_text / _keys).
-        engine.once(run.run_id, task, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command, **at},
-                    lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent)  # fmt: skip
-        engine.once(run.run_id, task, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"], **at},
-                    lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent)  # fmt: skip
-    except (HerdrCommandError, InFlightEffect) as exc:
-        return f"{command} could not be sent: {one_line(exc.message)}"
+    # The same keystrokes as the ladder's, under keys of its own.
+    unsent = _type_exit(engine, run, worker, pane, command, f"{task}:free-slot")
+    if unsent is not None:
+        return unsent
     back = _await_shell(engine, herdr, pane, command, exit_timeout_s)
     if back not in ("shell", "pane_gone"):
         return back
     engine.ledger.record_fact(run.run_id, FactKind.AGENT_EXITED, task_label=task, detail=AgentExited(pane=pane, disposition=disposition, how=command))
+    return None
+
+
+def _type_exit(engine: Engine, run: Run, worker: Worker, pane: str, command: str, key: str) -> str | None:
+    """Type the agent's exit command and Enter into the worker's pane, each an ``engine.once`` effect under ``key``
+    (settled by read-back: orchestrator.effects, settle_pane_send_text / _keys). None, or why it was not sent."""
+    herdr, at = engine.herdr_of(worker), engine.on_host(worker.host)
+    try:
+        engine.once(run.run_id, worker.task_label, "pane_send_text", f"{key}:exit_text", {"pane": pane, "text": command, **at},
+                    lambda: _sent(pane, lambda: herdr.pane_send_text(pane, command)), model=Sent)  # fmt: skip
+        engine.once(run.run_id, worker.task_label, "pane_send_keys", f"{key}:exit_enter", {"pane": pane, "keys": ["Enter"], **at},
+                    lambda: _sent(pane, lambda: herdr.pane_send_keys(pane, "Enter")), model=Sent)  # fmt: skip
+    except (HerdrCommandError, InFlightEffect) as exc:
+        return f"{command} could not be sent: {one_line(exc.message)}"
     return None
 
 
