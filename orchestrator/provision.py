@@ -716,15 +716,21 @@ def _reuse_checkout(rnd: _Round, job: _Job, found: WorktreeInfo) -> tuple[str, s
         if panes:
             job.reused.append(f"workspace {found.open_workspace_id}")
             return panes[0].pane_id, found.open_workspace_id
-    request = {"workspace": rnd.ws, "path": found.path, "label": layout.label}
+    return _open_checkout(rnd, job, herdr, found.path, {"workspace": rnd.ws})
+
+
+def _open_checkout(rnd: _Round, job: _Job, herdr: Herdr, path: str, at: dict[str, str], where: str = "") -> tuple[str, str]:
+    """`worktree open` of an existing checkout (``at``: in the repo workspace here, ``cwd`` its checkout on another
+    host): its root pane and workspace, which the run created (and retire closes) unless it was open already."""
+    label = job.planned.worktree.label
 
     def act() -> Checkout:
-        opened = herdr.worktree_open(workspace=rnd.ws, path=found.path, label=layout.label)
+        opened = herdr.worktree_open(**at, path=path, label=label)
         return Checkout(path=opened.worktree.path, branch=opened.worktree.branch, workspace_id=opened.workspace.workspace_id, root_pane_id=opened.root_pane.pane_id if opened.root_pane else None, already_open=opened.already_open)
 
-    opened: Checkout = rnd.once(job, "worktree_open", "worktree_open", request, act, Checkout)
+    opened: Checkout = rnd.once(job, "worktree_open", "worktree_open", {**at, "path": path, "label": label}, act, Checkout)
     if opened.root_pane_id is None or opened.workspace_id is None:
-        raise _Fail("reuse", f"worktree open gave no pane for {found.path}: there was nowhere to start the agent")
+        raise _Fail("reuse", f"worktree open gave no pane for {path}{where}: there was nowhere to start the agent")
     if not opened.already_open:
         job.created.append("workspace")
         rnd.update(job, created_workspace_ids=_add(rnd.worker(job.task).created_workspace_ids, opened.workspace_id))
@@ -881,20 +887,7 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
         if panes:
             pane, workspace = panes[0].pane_id, found.open_workspace_id
         else:
-            request = {"cwd": host.checkout, "path": found.path, "label": layout.label}
-
-            def open_it() -> Checkout:
-                opened = herdr.worktree_open(cwd=host.checkout, path=found.path, label=layout.label)
-                return Checkout(path=opened.worktree.path, branch=opened.worktree.branch, workspace_id=opened.workspace.workspace_id,
-                                root_pane_id=opened.root_pane.pane_id if opened.root_pane else None, already_open=opened.already_open)
-
-            opened: Checkout = rnd.once(job, "worktree_open", "worktree_open", request, open_it, Checkout)
-            if opened.root_pane_id is None or opened.workspace_id is None:
-                raise _Fail("reuse", f"worktree open gave no pane for {found.path} {where}: there was nowhere to start the agent")
-            if not opened.already_open:
-                job.created.append("workspace")
-                rnd.update(job, created_workspace_ids=_add(rnd.worker(job.task).created_workspace_ids, opened.workspace_id))
-            pane, workspace = opened.root_pane_id, opened.workspace_id
+            pane, workspace = _open_checkout(rnd, job, herdr, found.path, {"cwd": host.checkout}, f" {where}")
     else:
         if created is None and git.branch_exists(host.checkout, layout.branch, on=ssh):
             _remote_starts_from(rnd, host, layout.branch, base_sha, f"the existing branch {layout.branch} {where}", then="nothing was created")
