@@ -344,3 +344,15 @@ def test_troubleshooting_says_what_to_do_when_a_worker_is_stuck() -> None:
         name, sub, _ = cli.resolve_command(ctx, argv[:1])
         assert sub is not None and name is not None, command
         sub.make_context(name, argv[1:], parent=ctx)  # raises on an option or argument the command does not take
+
+
+def test_the_callback_walk_names_at_most_eight_files_each_there() -> None:
+    """ARCHITECTURE's "Following one callback, file by file": a newcomer follows `orch inbox add` to the ledger in at most
+    eight files (issue 25), and every file it names exists."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    section = text.split("### Following one callback, file by file\n", 1)[1].split("\n### ", 1)[0]
+    steps = [line for line in section.splitlines() if re.match(r"\d+\. ", line)]
+    named = list(dict.fromkeys(re.findall(r"`((?:orchestrator|packets|registry)/[\w/]+\.py)`", "\n".join(steps))))
+    assert [int(line.split(".", 1)[0]) for line in steps] == list(range(1, len(steps) + 1))
+    assert len(named) <= 8, named
+    assert [path for path in named if not (ROOT / path).is_file()] == []
