@@ -181,7 +181,13 @@ def from_json(model: type[M], response: Mapping[str, Any]) -> M:
         from registry.records import build
 
         return build(model, response)
-    validated: M = model.model_validate(response)  # type: ignore[attr-defined]
+    try:
+        validated: M = model.model_validate(response)  # type: ignore[attr-defined]
+    except ValueError as exc:  # pydantic's ValidationError: one line, as a record's is (it never escapes the engine)
+        from orchestrator.herdr import validation_summary
+        from registry import RegistryError
+
+        raise RegistryError(f"invalid {model.__name__.lower()}: {validation_summary(exc)}") from None  # type: ignore[arg-type]
     return validated
 
 

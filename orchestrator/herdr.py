@@ -312,7 +312,7 @@ class HerdrCli:
         try:
             machines = MachineStatusList.model_validate_json(call.stdout).machines
         except pydantic.ValidationError as exc:
-            raise _protocol(call, _validation_summary(exc)) from None
+            raise _protocol(call, validation_summary(exc)) from None
         found = next((m for m in machines if selector in (m.id, m.label)), machines[0] if len(machines) == 1 else None)
         if found is None:
             raise _protocol(call, f"machine status lists no machine {selector!r}")
@@ -547,7 +547,7 @@ class HerdrCli:
         try:
             result = SuccessEnvelope.model_validate_json(call.stdout).result
         except pydantic.ValidationError as exc:
-            raise _protocol(call, _validation_summary(exc)) from None
+            raise _protocol(call, validation_summary(exc)) from None
         if not isinstance(result, expected):
             raise _protocol(call, f"expected a {expected.__name__} result, got type {result.type!r}")
         return result
@@ -558,7 +558,7 @@ class HerdrCli:
         try:
             return model.model_validate_json(call.stdout)
         except pydantic.ValidationError as exc:
-            raise _protocol(call, _validation_summary(exc)) from None
+            raise _protocol(call, validation_summary(exc)) from None
 
     def _run(self, args: list[str], *, timeout: float | None = None, retry_reads: bool = False, retry_busy: bool = False) -> HerdrCall:
         """Run herdr with retries where the call is safe to repeat; return the successful call or raise."""
@@ -839,8 +839,9 @@ def _protocol(call: HerdrCall, detail: str) -> HerdrProtocolError:
     return HerdrProtocolError(f"{call.command}: unexpected output: {detail}", call=call, hint=_BUG_HINT)
 
 
-def _validation_summary(exc: pydantic.ValidationError) -> str:
-    """One line naming the first problem, so a pydantic error never crosses the boundary."""
+def validation_summary(exc: pydantic.ValidationError) -> str:
+    """One line naming the first problem, so a pydantic error never crosses the boundary (nor leaves the engine:
+    orchestrator.effects.from_json)."""
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"]) or "(root)"
     more = f" (+{exc.error_count() - 1} more)" if exc.error_count() > 1 else ""

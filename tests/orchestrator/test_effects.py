@@ -141,3 +141,6 @@ def test_a_stored_response_that_does_not_fit_its_record_is_one_line_naming_each_
     with pytest.raises(RegistryError) as raised:
         from_json(_model("orchestrator.dialogs:DialogKeys"), {"pane_id": 2, "keys": "Enter", "colour": "red"})
     assert str(raised.value) == "invalid dialogkeys: colour: not a field; pane_id: must be str, not int; keys: must be tuple[str, ...], not str; dialog: missing"
+    with pytest.raises(RegistryError) as raised:
+        from_json(AgentPrompted, {"type": "agent_prompted", "agent": {"agent_status": "working"}})
+    assert str(raised.value) == "invalid agentprompted: agent.terminal_id: Field required (+6 more)"
