@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from orchestrator import remote
 from orchestrator.agents import facts
+from orchestrator.checks import remote_argv
+from orchestrator.fetch import SCRATCH_TEMPLATE
 from orchestrator.herdr import HerdrCli, argv_of, call_argv, record_call
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from orchestrator.retire import default_exit_command
@@ -122,7 +124,7 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
         for w in workers:
             _dispatch(w, herdr)
         for w in workers:
-            _verify(w, git, resolved)
+            _verify(w, git, resolved, out)
         if plan.integration.enabled and plan.integration.branch:
             for w in workers:
                 git(f"integrate: merge {w.task}", "merge", "--no-ff", "--no-edit", "-m", f"<merge message:{w.task}>", f"<head:{w.task}>",
@@ -244,7 +246,7 @@ def _dispatch(w: ResolvedWorker, add: Add) -> None:
     add(f"check-in: {w.task}'s screen", "agent_read", w.name, source="recent-unwrapped", lines=60, host=on)
 
 
-def _verify(w: ResolvedWorker, add: Add, resolved: ResolvedPlan) -> None:
+def _verify(w: ResolvedWorker, add: Add, resolved: ResolvedPlan, out: list[Command]) -> None:
     head = f"<head:{w.task}>"
     if w.host != CONTROLLER_HOST:
         # Its head read back on its host, then exactly that commit fetched home (orchestrator.fetch).
@@ -257,7 +259,23 @@ def _verify(w: ResolvedWorker, add: Add, resolved: ResolvedPlan) -> None:
         add(f"verify {w.task}: its head", "rev-parse", "--verify", "--quiet", f"refs/heads/{w.worktree.branch}^{{commit}}")
     add(f"verify {w.task}: its commits", "rev-list", "--reverse", f"{BASE}..{head}")
     add(f"verify {w.task}: its changed files", "diff", "--name-only", "--no-renames", "-z", BASE, head)
-    if w.worker.verify:
+    if w.worker.verify and w.checks_on != CONTROLLER_HOST:
+        # verify_on = "host": re-run on its host, in a checkout of its head orch makes there (orchestrator.fetch.rerun_on_host).
+        on, host = w.checks_on, resolved.plan.hosts[w.checks_on]
+
+        def ssh(why: str, argv: Sequence[str]) -> None:
+            line = remote.ssh_argv(host.ssh, argv)
+            out.append(Command(line[0], tuple(line[1:]), f"verify {w.task}: {why}"))
+
+        ssh(f"a fresh folder on {on} for its checks", ["mktemp", "-d", "-t", SCRATCH_TEMPLATE])
+        add(f"verify {w.task}: a scratch checkout of its head on {on}", "worktree", "add", "--detach", "--quiet", "<scratch>/checkout", head,
+            cwd=host.checkout, host=on)
+        for command in w.worker.verify:
+            ssh(f"re-run a check on {on}", remote_argv(command, "<scratch>/checkout"))
+        add(f"verify {w.task}: remove the scratch checkout on {on}", "worktree", "remove", "--force", "<scratch>/checkout", cwd=host.checkout, host=on)
+        add(f"verify {w.task}: forget it on {on}", "worktree", "prune", cwd=host.checkout, host=on)
+        ssh(f"remove the folder on {on}", ["rm", "-rf", "--", "<scratch>"])
+    elif w.worker.verify:
         add(f"verify {w.task}: a scratch checkout for its checks", "worktree", "add", "--detach", "--quiet", "<scratch>", head)
         add(f"verify {w.task}: remove the scratch checkout", "worktree", "remove", "--force", "<scratch>")
 

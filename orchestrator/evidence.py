@@ -73,6 +73,8 @@ class Verification:
 
 
 CheckRunner = Callable[[str, Path], CheckRun]
+# Where the checks are re-run, given the subject and the head commit: ``rerun_checks`` here, or on the worker's host.
+Rerun = Callable[["Subject", str], tuple[CheckRun, ...]]
 
 
 def run_check(command: str, cwd: Path) -> CheckRun:
@@ -120,10 +122,13 @@ def attribute(repo: Path, commits: list[str], task: str, workers: set[str]) -> t
     return own, unattributed
 
 
-def verify(subject: Subject, claim: ResultReport, runner: CheckRunner = run_check) -> Verification:
+def verify(
+    subject: Subject, claim: ResultReport, runner: CheckRunner = run_check, *, rerun: Rerun | None = None, where: str | None = None
+) -> Verification:
     """Compare the claim with git and with a re-run of the checks; every reason names its evidence.
 
-    blocked (integration pauses, a person decides) beats rejected (sent back or dropped) beats accepted.
+    ``rerun``: where the checks are re-run instead of a scratch checkout here (``where`` names it in the reasons: "on
+    host box"). blocked (integration pauses, a person decides) beats rejected (sent back or dropped) beats accepted.
     """
     blocking: list[str] = []
     rejecting: list[str] = []
@@ -191,18 +196,19 @@ def verify(subject: Subject, claim: ResultReport, runner: CheckRunner = run_chec
             missing.append(report)
             rejecting.append(f"cited report {report} cannot be opened")
 
-    checks = rerun_checks(subject, head, runner)
+    checks = rerun_checks(subject, head, runner) if rerun is None else rerun(subject, head)
+    there = f" {where}" if where else ""
     for run in checks:
         if run.exit_code is None:
             # Fail closed, and louder than a failing check: the controller cannot reproduce the evidence at all.
-            blocking.append(f"check `{run.command}` could not run: {run.error} (evidence cannot be reproduced)")
+            blocking.append(f"check `{run.command}` could not run{there}: {run.error} (evidence cannot be reproduced)")
         elif run.exit_code != 0:
-            rejecting.append(f"check `{run.command}` failed on re-run (exit {run.exit_code})")
+            rejecting.append(f"check `{run.command}` failed on re-run{there} (exit {run.exit_code})")
     rerun_by_command = {run.command: run for run in checks}
     for claimed in claim.checks:
-        rerun = rerun_by_command.get(claimed.command)
-        if claimed.exit_code == 0 and rerun is not None and not rerun.passed:
-            rejecting.append(f"worker reported `{claimed.command}` passing, but it does not pass on re-run")
+        again = rerun_by_command.get(claimed.command)
+        if claimed.exit_code == 0 and again is not None and not again.passed:
+            rejecting.append(f"worker reported `{claimed.command}` passing, but it does not pass on re-run{there}")
 
     disposition: Disposition = "blocked" if blocking else "rejected" if rejecting else "accepted"
     return Verification(

@@ -14,21 +14,28 @@ here. Provisioning sends exactly that commit into the host's checkout under orch
 from it (``orchestrator.provision._send_base``, effect ``base_push``). Nothing is ever pushed to a remote, nor to any
 branch.
 
-Decided (issue 26 leaves it open): checks are re-run on the controller, never on the worker's host. The agent had a
-shell there and could have changed its toolchain, the controller's re-run is the one that stops a run's processes
-cleanly (``orchestrator.checks``), and the integration the checks vouch for happens on the controller too.
+Where the checks are re-run is the plan's choice (``verify_on``, per host or per worker). The default is the
+controller: the agent had a shell on its host and could have changed its toolchain there, and the integration the
+checks vouch for happens on the controller too. ``verify_on = "host"`` spreads that load to the worker's host
+(``rerun_on_host``): a scratch checkout of exactly the worker's head commit, made by orch in a fresh temporary folder
+there (never the worker's own checkout, which its agent can still touch), each command under ``timeout`` over ssh, the
+checkout and folder removed afterwards. A host that stops answering leaves the checks not run, naming it: the worker
+is blocked, never accepted, and verified again once it answers.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from orchestrator import git, remote
-from orchestrator.errors import one_line
+from orchestrator.checks import CHECK_TIMEOUT_S, CheckRun, run_command_on
+from orchestrator.errors import HostUnreachable, one_line
+from orchestrator.git import GitError
 from orchestrator.locations import run_dir
 from orchestrator.reportfiles import Opened
 
@@ -124,3 +131,53 @@ def head_at_home(repo: Path | str, run_id: str, task: str, branch: str, name: st
     if found.sha is None:
         return found
     return bring_home(repo, run_id, task, name, host, found.sha)
+
+
+SCRATCH_TEMPLATE = "orch-verify-XXXXXXXX"  # mktemp's: a fresh folder in the host's TMPDIR (else /tmp)
+
+
+def _not_run(commands: Sequence[str], why: str) -> tuple[CheckRun, ...]:
+    return tuple(CheckRun(command=command, exit_code=None, seconds=0.0, output_tail="", error=why) for command in commands)
+
+
+def rerun_on_host(
+    name: str, host: Host, sha: str, commands: Sequence[str], *, runner: remote.Runner = remote.run_process, timeout: float = CHECK_TIMEOUT_S
+) -> tuple[CheckRun, ...]:
+    """Re-run ``commands`` on the worker's host in a checkout of exactly ``sha`` that orch makes there for them (`git
+    worktree add --detach` of the host's checkout, in a fresh ``mktemp -d`` folder), each as ``run_command_on`` does
+    (under ``timeout`` there, output kept), and remove the checkout and the folder afterwards.
+
+    A command that could not run there has exit code None and says why, naming the host: the host unreachable (the
+    commands after it are not tried), or no checkout of ``sha`` could be made."""
+    if not commands:
+        return ()
+    made = remote.run_remote(host.ssh, ["mktemp", "-d", "-t", SCRATCH_TEMPLATE], runner=runner)
+    folder = made.stdout.strip()
+    if made.unreachable:
+        return _not_run(commands, f"host {name} is unreachable (ssh {host.ssh}: {made.detail()})")
+    if made.returncode != 0 or not folder.startswith("/") or "\n" in folder:
+        return _not_run(commands, f"no scratch folder on host {name}: {made.detail()}")
+    scratch = f"{folder}/checkout"
+    runs: list[CheckRun] = []
+    try:
+        git.add_scratch_worktree(host.checkout, scratch, sha, on=host.ssh)
+        for command in commands:
+            runs.append(run_command_on(command, ssh=host.ssh, cwd=scratch, timeout=timeout, runner=runner))
+    except HostUnreachable as exc:
+        return (*runs, *_not_run(commands[len(runs):], f"host {name} is unreachable ({exc.message})"))
+    except GitError as exc:
+        said = one_line(exc.result.stderr) if exc.result is not None else ""
+        return _not_run(commands, f"no checkout of {sha[:12]} could be made on host {name}: {said or exc.message}")
+    finally:
+        _remove_scratch(host, folder, scratch, runner)
+    return tuple(runs)
+
+
+def _remove_scratch(host: Host, folder: str, scratch: str, runner: remote.Runner) -> None:
+    """The scratch checkout and its folder gone from the host (it only held a copy of committed work); a host that
+    does not answer keeps them in its temporary folder, where nothing reads them."""
+    try:
+        git.remove_scratch_worktree(host.checkout, scratch, on=host.ssh)
+    except HostUnreachable:
+        return
+    remote.run_remote(host.ssh, ["rm", "-rf", "--", folder], runner=runner)

@@ -151,15 +151,15 @@ def toplevel(checkout: Path | str, *, on: str | None = None) -> str:
     return run_git(["rev-parse", "--show-toplevel"], cwd=checkout, on=on).stdout.strip()
 
 
-def add_scratch_worktree(repo: Path | str, path: Path | str, rev: str) -> None:
-    """A detached checkout of ``rev`` at ``path``, for running checks without touching a live worker."""
-    run_git(["worktree", "add", "--detach", "--quiet", str(path), rev], cwd=repo)
+def add_scratch_worktree(repo: Path | str, path: Path | str, rev: str, *, on: str | None = None) -> None:
+    """A detached checkout of ``rev`` at ``path``, for running checks without touching a live worker (``on``: that host's)."""
+    run_git(["worktree", "add", "--detach", "--quiet", str(path), rev], cwd=repo, on=on)
 
 
-def remove_scratch_worktree(repo: Path | str, path: Path | str) -> None:
+def remove_scratch_worktree(repo: Path | str, path: Path | str, *, on: str | None = None) -> None:
     """Remove a scratch checkout this process created (it only ever holds a copy of committed work)."""
-    run_git(["worktree", "remove", "--force", str(path)], cwd=repo, check=False)
-    run_git(["worktree", "prune"], cwd=repo, check=False)
+    run_git(["worktree", "remove", "--force", str(path)], cwd=repo, check=False, on=on)
+    run_git(["worktree", "prune"], cwd=repo, check=False, on=on)
 
 
 def commits_only_on(repo: Path | str, head: str, branch: str | None, *, on: str | None = None) -> list[str]:

@@ -39,6 +39,8 @@ from registry.kinds import CONTROLLER_HOST
 
 Mode = Literal["direct", "plan-first"]
 Placement = Literal["worktree", "sibling"]
+# Where a worker's verification commands are re-run (issue 26): on the controller, or on the host the worker ran on.
+VerifyOn = Literal["controller", "host"]
 
 # The spec's stop conditions (§2): every worker gets these; a plan entry's `stop_conditions` adds to them.
 DEFAULT_STOP_CONDITIONS: tuple[str, ...] = (
@@ -172,6 +174,8 @@ class Host(_Model):
     """The `orch` executable on that host (a name on the PATH of a non-interactive SSH shell, or an absolute path)."""
     orch_home: Annotated[StrictStr, AfterValidator(_remote_absolute)] | None = None
     """ORCH_HOME for orch on that host (absolute), where a remote worker's callbacks wait in a spool until the controller collects them; unset means that orch's own default (`~/.local/state/orch`)."""
+    verify_on: VerifyOn = "controller"
+    """Where the verification commands of the workers on this host are re-run: `controller` (in a scratch checkout there, of the commit fetched home) or `host` (on this host, over ssh, in a fresh scratch checkout of exactly the worker's head commit, removed afterwards; never in the worker's own checkout). A worker's own `verify_on` overrides it."""
 
     @field_validator("machine", "ssh", "orch")
     @classmethod
@@ -204,6 +208,8 @@ class Worker(_Model):
     """Evidence the result must carry (file references, genuine command output)."""
     verify: _Items = ()
     """Verification commands the controller re-runs before accepting."""
+    verify_on: VerifyOn | None = None
+    """Where its `verify` commands are re-run: `controller`, or `host` (the host it runs on, over ssh); unset means its host's `verify_on`, then `controller`. On the controller's own machine both are the controller."""
     stop_conditions: _Items = ()
     """Extra stop conditions, added to the defaults (unexpected structure, repeated failures, authentication, out-of-claim edits)."""
     mode: Mode | None = None
@@ -296,6 +302,7 @@ class ResolvedWorker(BaseModel):
     stop_conditions: tuple[str, ...]
     worker: Worker
     host: str = CONTROLLER_HOST
+    checks_on: str = CONTROLLER_HOST  # the host its verification commands are re-run on (`verify_on` resolved)
 
     @property
     def after(self) -> tuple[str, ...]:
@@ -631,6 +638,7 @@ def _resolve(plan: Plan, settings: Settings, source: str, indexes: list[int]) ->
             stop_conditions=(*DEFAULT_STOP_CONDITIONS, *(s for s in worker.stop_conditions if s not in DEFAULT_STOP_CONDITIONS)),
             worker=worker,
             host=host,
+            checks_on=host if (worker.verify_on or (plan.hosts[host].verify_on if host in plan.hosts else "controller")) == "host" else CONTROLLER_HOST,
         )
         first_on_branch.setdefault(worker.branch, entry)
         resolved.append(entry)
@@ -786,7 +794,7 @@ def check_report(resolved: ResolvedPlan) -> dict[str, Any]:
                 "checks": len(w.worker.verify),
                 "mode": w.mode,
                 "after": list(w.after),
-                **({"host": w.host} if plan.hosts else {}),
+                **({"host": w.host, "checks_on": w.checks_on} if plan.hosts else {}),
             }
             for w in resolved.workers
         ],
@@ -823,7 +831,8 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
             w.worktree.label,
             str(w.worktree.path),
             ", ".join(w.worker.claim) or "(read-only)",
-            str(len(w.worker.verify)),
+            # Where they are re-run, in a plan with hosts: on the controller (`local`) or on the worker's own host.
+            f"{len(w.worker.verify)} on {w.checks_on}" if hosted and w.worker.verify else str(len(w.worker.verify)),
             w.mode,
             ", ".join(w.after) or "-",
         )

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator import evidence, git
 from orchestrator.checks import CheckRun
@@ -37,6 +37,8 @@ class WorkerVerdict(BaseModel):
     base_sha: str | None
     decided_by: Literal["evidence", "person"]
     verification: Verification
+    # Where its checks were re-run (the plan's `verify_on`): shown in the text, journalled, not in --json.
+    checks_on: str = Field(default=CONTROLLER_HOST, exclude=True)
 
 
 class NotVerified(BaseModel):
@@ -121,6 +123,27 @@ def _subject(engine: Engine, run: Run, worker: Worker, peers: Iterable[Worker]) 
     )  # fmt: skip
 
 
+def checks_host(engine: Engine, run: Run, worker: Worker) -> str:
+    """Where the worker's checks are re-run (the plan's ``verify_on`` resolved): the controller, or its own host."""
+    if worker.host == CONTROLLER_HOST:
+        return CONTROLLER_HOST
+    try:
+        return engine.planned(engine.plan_for(run), worker.task_label).checks_on
+    except OrchError:
+        return CONTROLLER_HOST  # _subject already said what is wrong with the plan; nothing runs anywhere then
+
+
+def _rerun_on(engine: Engine, run: Run, host: str) -> evidence.Rerun | None:
+    """The checks re-run on ``host`` (over ssh, in a scratch checkout orch makes there), or None: on the controller."""
+    if host == CONTROLLER_HOST:
+        return None
+    from orchestrator import fetch, remote
+
+    config = engine.host_config(run.run_id, host)
+    runner = engine.remote_runner or remote.run_process
+    return lambda subject, head: fetch.rerun_on_host(host, config, head, subject.verification, runner=runner)
+
+
 def _unverifiable(reason: str) -> Verification:
     return Verification(
         disposition="blocked", reasons=(reason,), head_sha=None, commits=(), changed_files=(), outside_claim=(), checks=(),
@@ -133,6 +156,7 @@ def _cause(verdict: WorkerVerdict, **extra: Any) -> dict[str, Any]:
         "phase": "verify", "decided_by": verdict.decided_by, "disposition": found.disposition,
         "reasons": list(found.reasons), "head_sha": found.head_sha,
         "checks": [{"command": run.command, "exit_code": run.exit_code, "error": run.error} for run in found.checks],
+        **({"checks_on": verdict.checks_on} if verdict.checks_on != CONTROLLER_HOST else {}),
         **extra,
     }  # fmt: skip
 
@@ -169,6 +193,7 @@ def verify_run(engine: Engine, run: Run, tasks: Iterable[str] | None = None, *, 
                 continue
         engine.echo(f"verify: {worker.task_label}")
         subject = _subject(engine, run, worker, everyone)
+        on = CONTROLLER_HOST
         if isinstance(subject, str):
             found = _unverifiable(subject)
         else:
@@ -178,9 +203,11 @@ def verify_run(engine: Engine, run: Run, tasks: Iterable[str] | None = None, *, 
                 from orchestrator.fetch import open_report_of
 
                 subject = records.replace(subject, reports_found=tuple(r for r in claim.reports if open_report_of(engine, worker, r).text is not None))
-            found = evidence.verify(subject, claim, runner or evidence.run_check)
+            on = checks_host(engine, run, worker)
+            found = evidence.verify(subject, claim, runner or evidence.run_check, rerun=_rerun_on(engine, run, on), where=None if on == CONTROLLER_HOST else f"on host {on}")
         verdict = WorkerVerdict(
             task=worker.task_label, branch=worker.branch, base_sha=worker.base_sha or run.base_sha, decided_by="evidence", verification=found,
+            checks_on=on,
         )
         ledger.transition(
             run.run_id, worker.task_label, S.VERIFYING, S(found.disposition), cause=_cause(verdict),
@@ -252,9 +279,10 @@ def stored_verification(worker: Worker) -> Verification | None:
 # --- rendering -----------------------------------------------------------------------------------------------------
 
 
-def _check_line(run: CheckRun) -> str:
+def _check_line(run: CheckRun, on: str) -> str:
     status = f"exit {run.exit_code}" if run.exit_code is not None else f"not run ({run.error})"
-    return f"    check  {status}: {inert_line(run.command)}"
+    there = "" if on == CONTROLLER_HOST else f" on {on}"
+    return f"    check  {status}{there}: {inert_line(run.command)}"
 
 
 def render_verify(result: VerifyResult) -> str:
@@ -267,7 +295,7 @@ def render_verify(result: VerifyResult) -> str:
         by = " (by the person)" if verdict.decided_by == "person" else ""
         lines.append(f"  {verdict.task:<{width}}  {found.disposition}{by}  {where}")
         lines.extend(f"    reason {inert_line(reason)}" for reason in found.reasons)
-        lines.extend(_check_line(run) for run in found.checks)
+        lines.extend(_check_line(run, verdict.checks_on) for run in found.checks)
     if result.not_verified:
         lines.append("not verified: " + ", ".join(f"{w.task} ({w.state})" for w in result.not_verified))
     if result.integration_paused_by:

@@ -101,7 +101,10 @@ def box(make_world: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.Monk
     # What a shell on the box sees, over the real sshd and through the simulator's forwarding alike.
     box_env = {"PATH": f"{box_sim.paths.bin}:{ORCH_BIN}:/usr/bin:/bin", "HOME": str(box_root), "HERDR_SIM_HOME": str(box_sim.home),
                "HERDR_SOCKET_PATH": str(box_sim.paths.socket_for("acme")), "HERDR_SESSION": "acme",
-               "HERDR_SIM_VERSION": versions.current().name, "LANG": "C.UTF-8"}  # fmt: skip
+               "HERDR_SIM_VERSION": versions.current().name, "LANG": "C.UTF-8",
+               # Only a shell on the box has these: a check that needs them passes there and nowhere else.
+               "ORCH_E2E_HOST": "box", "TMPDIR": str(box_root / "tmp")}  # fmt: skip
+    (box_root / "tmp").mkdir()
     server = LoopbackSshd(tmp_path / "sshd", box_env).start()
     try:
         monkeypatch.setenv("PATH", f"{server.bin_dir}:{os.environ['PATH']}")  # the worker's own ssh to its box
@@ -214,14 +217,20 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True, timeout=60).stdout.strip()
 
 
-def test_a_remote_workers_commits_are_fetched_home_by_sha_verified_and_integrated_there(fleet: Fleet) -> None:
+def _commit_on_the_box(fleet: Fleet) -> str:
+    """The worker's commit in its checkout on the box, on its branch; its SHA."""
     box = fleet.checkout
     _git(box, "switch", "--quiet", "-c", "feat/api-pagination")
     (box / "src" / "api").mkdir(parents=True)
     (box / "src" / "api" / "pages.py").write_text("PAGE = 50\n")
     _git(box, "add", "-A")
     _git(box, "commit", "--quiet", "-m", "feat: cursor pages")
-    head = _git(box, "rev-parse", "HEAD")
+    return _git(box, "rev-parse", "HEAD")
+
+
+def test_a_remote_workers_commits_are_fetched_home_by_sha_verified_and_integrated_there(fleet: Fleet) -> None:
+    box = fleet.checkout
+    head = _commit_on_the_box(fleet)
     box_refs = _git(box, "for-each-ref", "--format=%(refname) %(objectname)")
     (box / "REPORT.md").write_text("# Pages\nCursor pagination, 50 a page.\n")  # a report file on the box, in its checkout
     fleet.call_back(fleet.envelope(
@@ -355,3 +364,70 @@ def test_preflight_fails_closed_naming_the_box_when_its_sshd_is_gone_and_creates
     )
     assert _what_exists(box) == before
     assert (before["runs"], before["run folders"], before["box orch home"]) == ([], [], False)
+
+
+def _checks_on_the_box(fleet: Fleet, verify: str) -> None:
+    """The run's plan (its snapshot) re-runs the worker's checks on the box (`verify_on = "host"`): ``verify``."""
+    engine = fleet.world.engine()
+    snapshot = engine.run_dir(fleet.run_id) / "plan.toml"
+    engine.close()
+    text = snapshot.read_text().replace('verify = ["test -f src/api/pages.py"]', f"verify = [{verify}]")
+    snapshot.write_text(text.replace('host = "box"\n', 'host = "box"\nverify_on = "host"\n'))
+
+
+def _result_on_the_box(fleet: Fleet, check: str) -> str:
+    """The worker's commit on the box and its result, sent through its spool; its head."""
+    head = _commit_on_the_box(fleet)
+    fleet.call_back(fleet.envelope(
+        f"Status: done\nCommits: {head}\nChanged files: src/api/pages.py\nChecks:\n- {check} => exit 0\nResidual risk: none", kind="result",
+    ))  # fmt: skip
+    return head
+
+
+def test_a_remote_workers_checks_rerun_on_its_host_where_the_plan_says(fleet: Fleet) -> None:
+    # The check passes only in a shell on the box (ORCH_E2E_HOST), and only in a checkout of the worker's commit.
+    check = 'test -f src/api/pages.py && test "$ORCH_E2E_HOST" = box'
+    _checks_on_the_box(fleet, f"'{check}'")
+    head = _result_on_the_box(fleet, check)
+    (fleet.checkout / "src" / "api" / "pages.py").unlink()  # the agent can still touch its own checkout: never used
+
+    waited = fleet.world.orch("wait", "--run", fleet.run_id, "--timeout", "0", "--json")
+
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    observed = [(o["what"], o["text"]) for o in json.loads(waited.stdout)["observations"] if o["what"] == "verified"]
+    assert observed == [("verified", "accepted")]
+    engine = fleet.world.engine()
+    try:
+        worker = engine.ledger.get_worker(fleet.run_id, TASK)
+        cause = [e.detail["cause"] for e in engine.ledger.events(fleet.run_id, task_label=TASK) if e.to_state == S.ACCEPTED]
+    finally:
+        engine.close()
+    found = json.loads(worker.controller_verification or "{}")
+    assert (found["head_sha"], [(c["command"], c["exit_code"], c["output_tail"], c["error"]) for c in found["checks"]]) == (head, [(check, 0, "", None)])
+    assert [(c["checks_on"], c["checks"]) for c in cause] == [("box", [{"command": check, "exit_code": 0, "error": None}])]
+    # Its scratch checkout and folder are gone from the box; the box's repository forgot it.
+    assert list((fleet.checkout.parents[2] / "tmp").iterdir()) == []
+    assert _git(fleet.checkout, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_a_box_gone_while_its_checks_rerun_there_leaves_the_worker_unverified_naming_it(fleet: Fleet) -> None:
+    # The first check takes the box's sshd down (the listener killed; its own session ends normally): the next check
+    # cannot be run there. The worker is blocked with the reason, never accepted; its checkout on the box stays.
+    _checks_on_the_box(fleet, f"'kill -9 {fleet.sshd.proc.pid if fleet.sshd.proc else 0}', 'true'")
+    _result_on_the_box(fleet, "true")
+
+    waited = fleet.world.orch("wait", "--run", fleet.run_id, "--timeout", "0", "--json")
+
+    engine = fleet.world.engine()
+    try:
+        worker = engine.ledger.get_worker(fleet.run_id, TASK)
+    finally:
+        engine.close()
+    found = json.loads(worker.controller_verification or "{}")
+    said = [re.sub(r"port [0-9]+:", "port <port>:", r) for r in found["reasons"]]
+    assert (worker.state, said) == (S.BLOCKED, [
+        "check `true` could not run on host box: host box is unreachable (ssh orch-box true: ssh failed: ssh: connect to host 127.0.0.1 "
+        "port <port>: Connection refused) (evidence cannot be reproduced)",
+        "worker reported `true` passing, but it does not pass on re-run on host box",
+    ]), waited.stdout + waited.stderr
+    assert worker.final_disposition is S.BLOCKED  # integration pauses for it; `orch verify` again once the box answers

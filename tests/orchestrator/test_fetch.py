@@ -120,3 +120,72 @@ def test_a_superseded_remote_worker_names_the_head_fetched_home_never_a_branch_o
         engine.close()
     assert [v.verification.head_sha for v in fetched.verdicts] == [head]
     assert [v.verification.head_sha for v in never.verdicts] == [None]
+
+
+# --- checks re-run on the worker's host (verify_on = "host") ---------------------------------------------------------
+
+# The same stand-in as `ssh` on PATH (orch's own ssh calls: git on the host, mktemp, the checks), unreachable while the
+# file DOWN exists (a host gone in the middle of verification).
+SSH_ON_PATH = """#!/bin/sh
+[ -e "$ORCH_TEST_DOWN" ] && { echo "ssh: connect to host me@box port 22: Connection refused" >&2; exit 255; }
+""" + SSH.removeprefix("#!/bin/sh\n")
+
+
+@pytest.fixture
+def on_box(box, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The box, reached by orch's own `ssh` (the stand-in, first on PATH), its temporary folder a folder of this test."""
+    home, work, host, head, _runner = box
+    (tmp_path / "path").mkdir()
+    ssh = tmp_path / "path" / "ssh"
+    ssh.write_text(SSH_ON_PATH)
+    ssh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'path'}:{os.environ['PATH']}")
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "box-tmp"))
+    monkeypatch.setenv("ORCH_TEST_DOWN", str(tmp_path / "down"))
+    (tmp_path / "box-tmp").mkdir()
+    return work, host, head, tmp_path
+
+
+def test_checks_rerun_on_the_host_in_a_fresh_checkout_of_the_head_that_is_removed_after(on_box) -> None:  # type: ignore[no-untyped-def]
+    work, host, head, tmp_path = on_box
+    (work.path / "src" / "api" / "pages.py").write_text("broken by the agent after its result\n")  # the live checkout
+
+    runs = fetch.rerun_on_host("box", host, head, [
+        'test "$(cat src/api/pages.py)" = "x = 1" && git rev-parse HEAD && pwd',  # exactly the head, not the live tree
+        "echo out; echo err >&2; exit 3",
+        "exit 255",  # the command's own 255 is no lost link (ssh exits 255 too)
+    ])  # fmt: skip
+
+    scratch = runs[0].output_tail.splitlines()[-1]
+    assert [(r.exit_code, r.error) for r in runs] == [(0, None), (3, None), (255, None)]
+    assert (runs[0].output_tail, runs[1].output_tail, runs[2].output_tail) == (f"{head}\n{scratch}", "out\nerr", "")
+    assert scratch.startswith(f"{tmp_path / 'box-tmp'}/orch-verify-") and scratch.endswith("/checkout")
+    assert list((tmp_path / "box-tmp").iterdir()) == []  # the checkout and its folder are gone
+    assert work.git("worktree", "list", "--porcelain").count("worktree ") == 1
+    assert (work.path / "src" / "api" / "pages.py").read_text() == "broken by the agent after its result\n"
+
+
+def test_a_host_gone_during_its_checks_leaves_them_not_run_naming_it(on_box) -> None:  # type: ignore[no-untyped-def]
+    work, host, head, tmp_path = on_box
+    down = tmp_path / "down"
+
+    runs = fetch.rerun_on_host("box", host, head, [f"touch {down}", "true", "make"])
+
+    gone = "host box is unreachable (ssh me@box true: ssh failed: ssh: connect to host me@box port 22: Connection refused)"
+    assert [(r.command, r.exit_code, r.error) for r in runs] == [(f"touch {down}", 0, None), ("true", None, gone), ("make", None, gone)]
+
+    # Gone from the start: nothing runs, each check says why.
+    runs = fetch.rerun_on_host("box", host, head, ["true"])
+    assert [(r.exit_code, r.error) for r in runs] == [
+        (None, "host box is unreachable (ssh me@box: ssh: connect to host me@box port 22: Connection refused)"),
+    ]
+
+
+def test_a_check_out_of_time_on_the_host_and_a_head_it_lacks_are_not_run_and_say_why(on_box) -> None:  # type: ignore[no-untyped-def]
+    work, host, head, tmp_path = on_box
+    (slow,) = fetch.rerun_on_host("box", host, head, ["echo started; exec sleep 30"], timeout=0.5)
+    assert (slow.exit_code, slow.output_tail, slow.error) == (None, "started", "timed out after 0.5s")
+
+    (lacking,) = fetch.rerun_on_host("box", host, "1" * 40, ["true"])
+    assert (lacking.exit_code, lacking.error) == (None, f"no checkout of 111111111111 could be made on host box: fatal: invalid reference: {'1' * 40}")
+    assert list((tmp_path / "box-tmp").iterdir()) == []

@@ -255,3 +255,26 @@ def test_a_stored_verification_of_another_shape_is_one_line_naming_the_field(fle
         "invalid verification: disposition: must be 'accepted' or 'rejected' or 'superseded' or 'blocked', not str; "
         "checks.0.seconds: must be float, not str"
     )
+
+
+def test_checks_rerun_on_a_workers_host_say_where_in_the_text_and_not_in_the_json() -> None:
+    from orchestrator.checks import CheckRun
+    from orchestrator.effects import to_json
+    from orchestrator.evidence import Verification
+    from orchestrator.verify import VerifyResult, WorkerVerdict
+
+    found = Verification(
+        disposition="rejected", reasons=("check `make test` failed on re-run on host buildbox (exit 2)",), head_sha="a" * 40,
+        commits=("a" * 40,), changed_files=("src/cli/page.py",), outside_claim=(),
+        checks=(CheckRun(command="make test", exit_code=2, seconds=1.0, output_tail="FAIL"),),
+    )  # fmt: skip
+    verdict = WorkerVerdict(task="cli", branch="feat/cli", base_sha="b" * 40, decided_by="evidence", verification=found, checks_on="buildbox")
+    result = VerifyResult(run_id=RUN_ID, verdicts=(verdict,), not_verified=(), integration_paused_by=())
+
+    assert render_verify(result) == (
+        f"verify {RUN_ID}: 1 worker verified\n"
+        f"  cli  rejected  feat/cli @ {'a' * 12}\n"
+        "    reason check `make test` failed on re-run on host buildbox (exit 2)\n"
+        "    check  exit 2 on buildbox: make test\n"
+    )
+    assert sorted(to_json(result)["verdicts"][0]) == ["base_sha", "branch", "decided_by", "task", "verification"]
