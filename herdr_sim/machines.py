@@ -6,7 +6,9 @@ API command over non-interactive SSH to the profile's remote session (../shared/
 The simulator plays the SSH hop with a network file (``$HERDR_SIM_NETWORK``, JSON ``{"targets": {TARGET: {"home":
 SIM_HOME, "down": false}}}``): a target it lists reaches the simulated herdr whose home is ``home``; one it does not
 list, or marks ``down``, is unreachable; ``"drop_after": ["worktree create"]`` drops the link once after the remote server
-ran that command (its answer is lost). A forwarded command runs as that herdr's own client, in the profile's
+ran that command (its answer is lost); ``"down_at": ["worktree list"]`` takes the target down (``down`` set true in
+the file, for ssh too) when that command arrives, before it runs: a host lost mid-run stays lost until a test brings
+it back. A forwarded command runs as that herdr's own client, in the profile's
 session, without the caller's pane context (herdr drops it for a remote target), and its answer comes back unchanged.
 herdr documents no JSON for `machine list` or `machine status`: the fields here are ours (id, label, ssh_target,
 remote_session, enabled; status adds reachable and error).
@@ -92,6 +94,7 @@ def forward(home: Path, selector: str, args: list[str]) -> int:
     if isinstance(machine, str):
         print(f"error: {machine}", file=sys.stderr)
         return 2
+    _goes_down_at(machine["ssh_target"], args)
     target = _target(machine)
     if isinstance(target, str):
         # Never falls back to local, never retries (DELTA "Transport"); the outcome of a mutation is unknown to herdr too.
@@ -132,6 +135,22 @@ def _drops_after(target: str, args: list[str]) -> bool:
     entry["drop_after"] = drops
     Path(path).write_text(json.dumps(data))
     return True
+
+
+def _goes_down_at(target: str, args: list[str]) -> None:
+    """The target goes down for good when a command of its ``down_at`` list arrives (taken off the list)."""
+    path = os.environ.get(NETWORK_ENV)
+    if not path or not Path(path).is_file():
+        return
+    data = json.loads(Path(path).read_text())
+    entry = data.get("targets", {}).get(target, {})
+    downs = list(entry.get("down_at", []))
+    command = " ".join(args[:2])
+    if command not in downs:
+        return
+    downs.remove(command)
+    entry["down_at"], entry["down"] = downs, True
+    Path(path).write_text(json.dumps(data))
 
 
 def _status(machine: dict[str, Any]) -> dict[str, Any]:

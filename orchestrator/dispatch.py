@@ -34,8 +34,10 @@ from orchestrator.errors import (
     HerdrTimeout,
     HerdrUnavailable,
     HerdrWaitExpired,
+    HostUnreachable,
     OrchError,
 )
+from orchestrator import held as holds
 from orchestrator.herdr_models import AT_REST, AgentInfo, AgentStatus
 from orchestrator.intake import catch_up
 from orchestrator.messages import BASELINE_COMPLETION
@@ -43,6 +45,7 @@ from orchestrator.plan import ResolvedPlan
 from orchestrator.quirks import excerpt, quirks
 from registry.facts import DispatchDiagnosis, FactKind
 from registry import Effect, EffectStatus, Run, StaleState, Worker, WorkerState
+from registry.kinds import CONTROLLER_HOST
 
 if TYPE_CHECKING:
     from orchestrator.herdr import Herdr
@@ -58,7 +61,8 @@ SENDABLE = AT_REST
 UNKNOWN: tuple[type[HerdrFailure], ...] = (HerdrTimeout, HerdrProtocolError)
 
 # blocked: herdr (0.8.2+) refused the prompt because the agent sits at a dialog; nothing was written.
-Outcome = Literal["accepted", "stalled", "unknown", "skipped", "blocked", "failed"]
+# held: its host did not answer (orchestrator.held); a later check-in sends it (or reads the prompt's fate back) there.
+Outcome = Literal["accepted", "stalled", "unknown", "skipped", "blocked", "failed", "held"]
 Suggestion = Literal["approval_prompt", "shell_prompt", "agent_prompt", "nothing", "unrecognised"]
 
 
@@ -128,8 +132,8 @@ class DispatchResult(BaseModel):
 
     @property
     def ok(self) -> bool:
-        """No worker failed, stalled or was left with an unknown outcome."""
-        return all(w.outcome in ("accepted", "skipped") for w in self.workers)
+        """No worker failed, stalled or was left with an unknown outcome (one held for its host goes on later)."""
+        return all(w.outcome in ("accepted", "skipped", "held") for w in self.workers)
 
 
 @dataclass(eq=False)
@@ -213,6 +217,13 @@ def dispatch(engine: Engine, run: Run, tasks: Sequence[str] | None = None, *, ga
             item.request.update(packet=str(item.briefing.path), sha256=item.briefing.sha256, bytes=item.briefing.size)
         try:
             _send(engine, run, item, wait=path == "single", timeout_ms=timeout_ms)
+        except HostUnreachable as exc:
+            if item.worker.host == CONTROLLER_HOST:
+                stop.set()
+                raise
+            # Its host alone is gone: the prompt's effect stays in flight (read back there when it answers), the
+            # other workers' packets go on.
+            _hold(engine, run, item, exc)
         except BaseException:
             stop.set()
             raise
@@ -284,12 +295,31 @@ def _not_sendable(worker: Worker) -> str:
 
 def _preflight(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> bool:
     """Resolve the target right before sending (spec §4); True when the worker may be sent its packet now."""
+    try:
+        return _resolve(engine, run, plan, item)
+    except HostUnreachable as exc:
+        if item.worker.host == CONTROLLER_HOST:
+            raise
+        _hold(engine, run, item, exc)
+        return False
+
+
+def _hold(engine: Engine, run: Run, item: _Item, exc: HostUnreachable) -> None:
+    """A ready worker whose host does not answer: held (orchestrator.held), its packet sent (or, if a prompt may have
+    landed, read back) by a later check-in once the host answers; never failed for it, never sent twice."""
+    line = holds.hold(engine.ledger, run, item.task, item.worker.host, "dispatch", exc)
+    item.report = _report(item, "held", line)
+
+
+def _resolve(engine: Engine, run: Run, plan: ResolvedPlan, item: _Item) -> bool:
     worker = item.worker
     try:
         info = engine.herdr_of(worker).agent_get(worker.name)
     except (HerdrNotFound, HerdrTargetAmbiguous) as exc:
         _fail(engine, run, item, exc)
         return False
+    if worker.host != CONTROLLER_HOST:
+        holds.release(engine.ledger, run, item.task)
     if worker.pane_id and info.pane_id != worker.pane_id:
         item.report = _report(item, "skipped", f"agent {worker.name} is in pane {info.pane_id}, but the ledger has {worker.pane_id}; not sending")
         return False
@@ -391,6 +421,8 @@ def _send(engine: Engine, run: Run, item: _Item, *, wait: bool, timeout_ms: int)
             raise  # herdr unreachable or broken: the whole dispatch stops here
         item.report = _report(item, "skipped", f"not sent: {exc.message}")
         return
+    if item.worker.host != CONTROLLER_HOST:
+        holds.release(engine.ledger, run, item.task)  # its host answered: a prompt left in flight was read back there
     cause: dict[str, object] = {"phase": "dispatch", "effect": item.key, **item.request, "outcome": to_json(item.outcome)}
     try:
         worker = engine.ledger.transition(run.run_id, item.task, WorkerState.READY, WorkerState.DISPATCHED, cause=cause, reply_target=name)
@@ -445,7 +477,17 @@ def _confirm(engine: Engine, run: Run, items: list[_Item], *, gate_ms: int) -> N
         listed: dict[tuple[str, str], AgentInfo] = {}
         for host in dict.fromkeys(i.worker.host for i in waiting):
             herdr = engine.herdr_at(run.run_id, host)
-            listed.update({(host, info.name): info for info in herdr.agent_list() if info.name})
+            try:
+                listed.update({(host, info.name): info for info in herdr.agent_list() if info.name})
+            except HostUnreachable as exc:
+                if host == CONTROLLER_HOST:
+                    raise
+                # Sent, and its host went away before acceptance was read: check-ins read it there once it answers.
+                for item in [i for i in waiting if i.worker.host == host]:
+                    item.worker = engine.ledger.get_worker(run.run_id, item.task)
+                    item.report = _report(item, "held", f"sent; acceptance is read at a later check-in: host {host} did not answer ({exc.message})")
+        waiting = [i for i in waiting if i.report is None]
+        items = [i for i in items if i.report is None]
         for item in waiting:
             info = listed.get((item.worker.host, item.worker.name))
             if info is not None and _is_accepted(info, item):

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from orchestrator import held as holds
 from orchestrator import spool
 from orchestrator.effects import unsettled
 from orchestrator.engine import Engine
@@ -14,7 +15,7 @@ from orchestrator.driver import RunDriven
 from orchestrator.errors import HerdrError, HerdrUnavailable, OrchError
 from orchestrator.intake import Added, Raw, add_message, render_added
 from orchestrator.integrate import IntegrateResult, integrate_run, render_integrate
-from orchestrator.fleet import advance
+from orchestrator.fleet import advance, give_up_held, held_expired, held_workers
 from orchestrator.hints import TEXT, orch_command
 from orchestrator.observe import _STEP_WHAT as STEP_WHAT
 from orchestrator.observe import ObserveResult, Observation, WorkerStatus, answers_owed, check_in, render_observe
@@ -24,7 +25,7 @@ from orchestrator.repeats import ask_later
 from orchestrator.retire import RetireResult, render_retire, retire
 from orchestrator.verify import PENDING, VerifyResult, render_verify, verify_run
 from registry import EventKind, RegistryError, Run, RunStatus, WorkerState
-from registry.machine import AT_WORK, STARTING, UNVERIFIED, WAITING_ON_PERSON
+from registry.machine import AT_WORK, MOVING, STARTING, UNVERIFIED, WAITING_ON_PERSON
 
 S = WorkerState
 
@@ -167,10 +168,29 @@ def settled_check_in(engine: Engine, run: Run, *, lifecycle: bool = True) -> tup
 
 
 def _advance(engine: Engine, run: Run, rounds: int, notes: list[Observation], *, hold: Sequence[str] = ()) -> None:
-    # As `orch run` does: the agent controller's check-in is where queued workers start as slots free.
-    if engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)):
-        for step in advance(engine, run, hold=hold):
-            notes.append(Observation(round=rounds, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
+    # As `orch run` does: the agent controller's check-in is where queued workers start as slots free, and where a
+    # worker held for its host (orchestrator.held) is started again; once nothing else moves and its host had its
+    # bound, it is given up, its host named.
+    steps = []
+    if engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)) or held_workers(engine, run):
+        steps += advance(engine, run, hold=hold)
+    if held_workers(engine, run) and not _others_move(engine, run) and held_expired(engine, run, _interval(engine, run)):
+        steps += give_up_held(engine, run, "the run ended before it answered")
+    for step in steps:
+        notes.append(Observation(round=rounds, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
+
+
+def _others_move(engine: Engine, run: Run) -> bool:
+    """Whether anything in the run still moves without the person (as `orch run`'s loop asks before it ends)."""
+    ledger = engine.ledger
+    return any(w.state in MOVING for w in ledger.list_workers(run.run_id)) or bool(ledger.list_inbox(run.run_id, unhandled=True)) or bool(answers_owed(engine, run))
+
+
+def _interval(engine: Engine, run: Run) -> float:
+    try:
+        return float(engine.plan_for(run).plan.defaults.checkin_interval_s)
+    except OrchError:
+        return 60.0
 
 
 def verify_received(engine: Engine, run: Run, rounds: int, notes: list[Observation]) -> VerifyResult | None:
@@ -253,10 +273,7 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
     """
     clock = engine.clock
     if interval_s is None:
-        try:
-            interval_s = float(engine.plan_for(run).plan.defaults.checkin_interval_s)
-        except OrchError:
-            interval_s = 60.0
+        interval_s = _interval(engine, run)
     start = clock.monotonic()
     deadline = start + timeout_s
     notes: list[Observation] = []
@@ -276,7 +293,8 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
             finally:
                 engine.let_go(run.run_id)
             woke = _woke(notes, (), False) if notes else None  # a worker failed for what herdr lost wakes the controller
-    queued = bool(engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)))
+    queued = bool(engine.ledger.list_workers(run.run_id, states=(S.QUEUED,))) or held_workers(engine, run)
+    held_tried = clock.monotonic()  # a held worker is tried again at the wait's first check-in, then every interval
     if woke is None and not any(s.do == "wait" for s in next_steps(engine, run)) and not queued and not check_in_due(engine, run, interval_s):
         woke = "finish"  # nothing to wait for: say so at once (next[] says what instead)
     remote = bool(spool.remote_hosts(engine, run))
@@ -287,7 +305,9 @@ def wait_run(engine: Engine, run: Run, *, timeout_s: float = WAIT_S, poll_s: flo
             # it wakes the wait as a local callback does instead of waiting for the next lifecycle check-in.
             collected_at = clock.monotonic()
             collect_between(engine, run)
-        if check_in_due(engine, run, interval_s) or (rounds == 0 and queued):
+        retry = held_workers(engine, run) and clock.monotonic() - held_tried >= interval_s
+        if check_in_due(engine, run, interval_s) or (rounds == 0 and queued) or retry:
+            held_tried = clock.monotonic()
             try:
                 # One driver per run while it checks in; between check-ins the lock is free for `orch answer` & co.
                 engine.drive(run.run_id)
@@ -410,8 +430,9 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
     queued = [w.task_label for w in workers if w.state is S.QUEUED]
     owed = answers_owed(engine, run)
     unverified = [w.task_label for w in workers if w.state in UNVERIFIED]
+    held = holds.held(engine.ledger, r)
     wait = orch_command("wait", "--run", r, as_json=as_json)
-    if moving or owed or unverified:
+    if moving or owed or unverified or held:
         # A planned answer not sent yet goes out at a later check-in, and a result that came in after a check-in is
         # verified by the next one: `orch wait` makes both, one form for every step that needs no decision.
         why = [f"{', '.join(moving)} still working"] if moving else []
@@ -419,6 +440,9 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
             why.append(f"the plan's answer to {', '.join(owed)} is not sent yet")
         if unverified:
             why.append(f"{', '.join(unverified)} sent a result to verify")
+        for host in dict.fromkeys(h.host for h in held.values()):
+            names = ", ".join(t for t, h in held.items() if h.host == host)
+            why.append(f"{names} held: host {host} does not answer, it starts once it does (`orch finish` ends the run without it)")
         steps.append(NextStep(do="wait", task=None, command=wait, why=f"{'; '.join(why)}: orch checks in while it waits and returns when something needs you"))
     else:
         reason = "no worker is working or waiting for verification"
@@ -544,6 +568,8 @@ def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: M
             f"run {run.run_id} has results not verified yet: {', '.join(w.task_label for w in pending)}",
             hint=f"verify them first: `{orch_command('verify', '--run', run.run_id, as_json=as_json)}`",
         )
+    # The agent controller ends the run: a worker still held for its host ends not done, its host named.
+    give_up_held(engine, run, "the run was finished before it answered")
     questions = unsettled(engine, run)
     if questions:
         raise OrchError(

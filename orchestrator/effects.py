@@ -208,7 +208,7 @@ def settle_in_flight(engine: Engine, run: Run) -> list[CannotTell]:
     the next attempt key when it gets there); what read-back cannot decide stays in flight and its question is returned.
     """
     from orchestrator.engine import CannotTell
-    from orchestrator.errors import HerdrError
+    from orchestrator.errors import HerdrError, HostUnreachable
 
     questions = []
     for effect in engine.ledger.in_flight(run.run_id):
@@ -216,6 +216,8 @@ def settle_in_flight(engine: Engine, run: Run) -> list[CannotTell]:
             answer = engine.settle_effect(run, effect)
         except HerdrError:
             continue  # e.g. the pane is gone: left in flight, its phase meets the same error and records it
+        except HostUnreachable:
+            continue  # its host does not answer: left in flight, read back there once it does (orchestrator.held)
         if isinstance(answer, CannotTell):
             questions.append(answer)
     return questions
@@ -228,7 +230,7 @@ def unsettled(engine: Engine, run: Run) -> list[str]:
     is never finished with an effect in flight.
     """
     from orchestrator.engine import CannotTell
-    from orchestrator.errors import HerdrError, HerdrNotFound, one_line
+    from orchestrator.errors import HerdrError, HerdrNotFound, HostUnreachable, one_line
 
     lines = []
     for effect in engine.ledger.in_flight(run.run_id):
@@ -244,6 +246,13 @@ def unsettled(engine: Engine, run: Run) -> list[str]:
             lines.append(
                 f"{effect.kind} for {who} (effect {effect.id}) is in flight and its read-back failed: {one_line(exc.message)} "
                 f"-> look at herdr, then `orch resume {run.run_id}`"
+            )
+            continue
+        except HostUnreachable as exc:
+            host = effect.request.get("host") or "its host"
+            lines.append(
+                f"{effect.kind} for {who} (effect {effect.id}) is in flight on host {host}, which does not answer: {one_line(exc.message)} "
+                f"-> once it answers, `orch resume {run.run_id}` reads it back there"
             )
             continue
         if isinstance(answer, CannotTell):

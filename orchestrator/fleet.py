@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 
+from orchestrator import held as holds
 from orchestrator.dispatch import dispatch
 from orchestrator.engine import Engine
 from orchestrator.integrate import integrate_run
@@ -30,7 +31,7 @@ class Step:
     """One thing ``advance`` did, for the check-in output and the live display."""
 
     task: str | None
-    what: str  # started, skipped, queued, freed, kept, integrated, provision_failed, dispatch
+    what: str  # started, skipped, queued, freed, kept, integrated, provision_failed, dispatch, held, host_back, given_up
     text: str
 
 
@@ -43,6 +44,7 @@ def advance(engine: Engine, run: Run, *, keep: Iterable[str] = (), hold: Iterabl
     controller can still send them back (`orch send` makes them working again); a later check-in frees them."""
     ledger = engine.ledger
     steps: list[Step] = []
+    was_held = holds.held(ledger, run.run_id)
     queued = ledger.list_workers(run.run_id, states=(S.QUEUED,))
     if queued:
         plan = engine.plan_for(run)
@@ -95,9 +97,28 @@ def advance(engine: Engine, run: Run, *, keep: Iterable[str] = (), hold: Iterabl
     if ledger.list_workers(run.run_id, states=(S.READY,)):
         dispatched = dispatch(engine, run)
         for sent in dispatched.workers:
-            if sent.outcome not in ("accepted", "skipped"):
+            if sent.outcome not in ("accepted", "skipped", "held"):
                 steps.append(Step(task=sent.task, what="dispatch", text=f"{sent.outcome}: {sent.detail}"))
+    # A worker held for its host is said when it is held and when its host answers, not at every check-in between.
+    now_held = holds.held(ledger, run.run_id)
+    steps += [Step(task=t, what="held", text=h.line()) for t, h in now_held.items() if t not in was_held]
+    steps += [Step(task=t, what="host_back", text=f"host {h.host} answers again: its start goes on") for t, h in was_held.items() if t not in now_held]
     return steps
+
+
+def held_workers(engine: Engine, run: Run) -> bool:
+    """Whether any worker of the run is held for its host (orchestrator.held): a check-in tries to start it again."""
+    return bool(holds.held(engine.ledger, run.run_id))
+
+
+def give_up_held(engine: Engine, run: Run, why: str) -> list[Step]:
+    """End every held worker not done, its host named (orchestrator.held.give_up): the run ends without it."""
+    return [Step(task=task, what="given_up", text=f"failed: {reason}") for task, reason in holds.give_up(engine.ledger, run, why)]
+
+
+def held_expired(engine: Engine, run: Run, interval_s: float) -> bool:
+    """Whether the held workers have waited their bound (``orchestrator.held.HOLD_LIMIT`` check-in intervals)."""
+    return holds.expired(engine.ledger, run.run_id, engine.clock.now(), interval_s)
 
 
 def give_up_queued(engine: Engine, run: Run, reason: str) -> list[Step]:

@@ -70,6 +70,7 @@ What = Literal[
 _STEP_WHAT: dict[str, What] = {
     "started": "started", "skipped": "skipped", "queued": "queued", "freed": "slot_freed", "kept": "slot_kept",
     "integrated": "integrated", "provision_failed": "start_failed", "dispatch": "start_failed",
+    "held": "host_unreachable", "host_back": "started", "given_up": "failed",
 }  # fmt: skip
 
 

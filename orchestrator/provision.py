@@ -35,9 +35,11 @@ from orchestrator.errors import (
     HerdrUnavailable,
     HerdrWaitExpired,
     HerdrWorktreeCreateFailed,
+    HostUnreachable,
     OrchError,
     one_line,
 )
+from orchestrator import held as holds
 from orchestrator.hints import TEXT, orch_command
 from orchestrator.layout import quote
 from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, SplitDirection, TabInfo, WorktreeInfo
@@ -52,7 +54,8 @@ from registry.machine import NOT_ADMITTED
 if TYPE_CHECKING:
     from orchestrator.herdr import Herdr
 
-OutcomeState = Literal["ready", "failed", "provisioning", "queued", "skipped"]
+# held: its host did not answer (orchestrator.held); it starts at a later check-in once the host answers.
+OutcomeState = Literal["ready", "failed", "provisioning", "queued", "skipped", "held"]
 
 T = TypeVar("T")
 
@@ -96,8 +99,9 @@ class ProvisionResult(BaseModel):
 
     @property
     def ok(self) -> bool:
-        """True when every worker is ready, or waits queued for a slot or a predecessor."""
-        return all(w.state in ("ready", "queued") for w in self.workers)
+        """True when every worker is ready, or waits queued for a slot or a predecessor, or held for its host (the run
+        goes on: a later check-in starts it once the host answers)."""
+        return all(w.state in ("ready", "queued", "held") for w in self.workers)
 
 
 # --- effect results kept in the ledger (our own shapes: what later steps and a resumed run need) ---
@@ -414,6 +418,7 @@ class _Job:
     notes: list[str] = field(default_factory=list)
     error: str | None = None  # why the worker is left in provisioning (an in-flight effect)
     stopped: bool = False
+    held: bool = False  # its host did not answer: held for a later check-in (orchestrator.held)
 
     @property
     def task(self) -> str:
@@ -487,6 +492,9 @@ class _Round:
     # The same reads of every other host with a worker to provision (worktrees of its checkout, all its tabs,
     # panes and agents), by host name; ids in one mean nothing to another.
     hosts: dict[str, Snapshot] = field(default_factory=dict)
+    # Hosts that did not answer this round (host -> the exception): their workers are held, not tried again this round.
+    gone: dict[str, HostUnreachable] = field(default_factory=dict)
+    _gone_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def herdr(self, job: _Job) -> Herdr:
         """The herdr boundary of the host the worker runs on."""
@@ -1087,8 +1095,21 @@ def _guarded(rnd: _Round, job: _Job, stage: Callable[[_Round, _Job], None]) -> N
     """Run one stage; a failure is recorded on this worker only (the round goes on for the others)."""
     if job.stopped:
         return
+    host = job.planned.host
+    if host != CONTROLLER_HOST and host in rnd.gone:
+        _hold(rnd, job, rnd.gone[host])
+        return
     try:
         stage(rnd, job)
+    except HostUnreachable as exc:
+        if host == CONTROLLER_HOST:
+            raise
+        # Another host gone (asleep, off the network, its link dropped): this worker is held, the round goes on for
+        # the others; an effect the drop left unknown stays in flight for read-back once the host answers.
+        with rnd._gone_lock:
+            rnd.gone.setdefault(host, exc)
+        _hold(rnd, job, exc)
+        return
     except _Fail as fail:
         _fail(rnd, job, fail.step, fail.message)
     except InFlightEffect as exc:
@@ -1108,8 +1129,16 @@ def _guarded(rnd: _Round, job: _Job, stage: Callable[[_Round, _Job], None]) -> N
         job.error = exc.message
     except OrchError as exc:
         _fail(rnd, job, "herdr", exc.message)
+    if host != CONTROLLER_HOST:
+        holds.release(rnd.engine.ledger, rnd.run, job.task)  # its host answered this stage
     if job.error is not None or rnd.worker(job.task).state is not WorkerState.PROVISIONING:
         job.stopped = True
+
+
+def _hold(rnd: _Round, job: _Job, exc: HostUnreachable) -> None:
+    """The worker waits for its host (orchestrator.held): left in provisioning, nothing failed, said once."""
+    job.error = holds.hold(rnd.engine.ledger, rnd.run, job.task, job.planned.host, "provision", exc)
+    job.held = job.stopped = True
 
 
 def _pane_stage(rnd: _Round, job: _Job) -> None:
@@ -1178,11 +1207,11 @@ def _fail(rnd: _Round, job: _Job, step: str, message: str) -> None:
     rnd.engine.ledger.transition(rnd.run.run_id, job.task, WorkerState.PROVISIONING, WorkerState.FAILED, cause={"phase": "provision", "step": step, "error": message})
 
 
-def _outcome(engine: Engine, run: Run, job: _Job, *, error: str | None = None, already: bool = False) -> WorkerOutcome:
+def _outcome(engine: Engine, run: Run, job: _Job, *, error: str | None = None, already: bool = False, held: bool = False) -> WorkerOutcome:
     worker = engine.ledger.get_worker(run.run_id, job.task)
     if error is None and worker.state is WorkerState.FAILED:
         error = _failure_reason(engine, worker)
-    state: OutcomeState = _OUTCOMES.get(worker.state, "provisioning")
+    state: OutcomeState = "held" if held and worker.state is WorkerState.PROVISIONING else _OUTCOMES.get(worker.state, "provisioning")
     return WorkerOutcome(
         task=job.task, name=worker.name, kind=worker.kind, placement=job.planned.placement, state=state, already=already,
         pane_id=worker.pane_id, tab_label=worker.tab_label, worktree_path=worker.worktree_path, branch=job.planned.worktree.branch,
@@ -1221,7 +1250,10 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
     refused: dict[str, str] = {}
     for planned in plan.workers:
         if planned.mode == "plan-first" and rows[planned.task].state is WorkerState.PROVISIONING:
-            problem = plan_mode_problem(planned.kind) or plan_mode_problem(planned.kind, engine.herdr_at(run.run_id, planned.host).features())
+            try:
+                problem = plan_mode_problem(planned.kind) or plan_mode_problem(planned.kind, engine.herdr_at(run.run_id, planned.host).features())
+            except HostUnreachable:
+                problem = None  # its host does not answer: the worker is held below, and this is asked again when it does
             if problem:
                 refused[planned.task] = problem
                 ledger.transition(run.run_id, planned.task, WorkerState.PROVISIONING, WorkerState.FAILED, cause={"phase": "provision", "step": "mode", "error": problem})
@@ -1252,12 +1284,16 @@ def provision(engine: Engine, run: Run) -> ProvisionResult:
         workspace = run.workspace_id
         tabs = SharedRead(lambda: herdr.tab_list(workspace=workspace))
         hosts: dict[str, Snapshot] = {}
+        gone: dict[str, HostUnreachable] = {}
         for host in dict.fromkeys(jobs[t].planned.host for t in pending):
             if host != CONTROLLER_HOST:
                 there = engine.herdr_at(run.run_id, host)
                 checkout = engine.host_config(run.run_id, host).checkout
-                hosts[host] = Snapshot(worktrees=there.worktree_list(cwd=checkout).worktrees, tabs=there.tab_list(), panes=there.pane_list(), agents=there.agent_list())
-        rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot, tabs=tabs, hosts=hosts)
+                try:
+                    hosts[host] = Snapshot(worktrees=there.worktree_list(cwd=checkout).worktrees, tabs=there.tab_list(), panes=there.pane_list(), agents=there.agent_list())
+                except HostUnreachable as exc:
+                    gone[host] = exc  # its workers are held this round (orchestrator.held); the others go on
+        rnd = _Round(engine=engine, run=run, plan=plan, snapshot=snapshot, tabs=tabs, hosts=hosts, gone=gone)
         outcomes.update(_schedule(rnd, {t: jobs[t] for t in pending}, plan.plan.defaults.concurrency))
     return ProvisionResult(
         run_id=run.run_id, workspace_id=run.workspace_id, workers=tuple(outcomes[p.task] for p in plan.workers), schedule=tuple(render_schedule(scheduled)),
@@ -1292,7 +1328,7 @@ def _schedule(rnd: _Round, jobs: dict[str, _Job], concurrency: int) -> dict[str,
                 node = running.pop(future)
                 future.result()
                 graph.done(node)
-    return {task: _outcome(rnd.engine, rnd.run, job, error=job.error) for task, job in jobs.items()}
+    return {task: _outcome(rnd.engine, rnd.run, job, error=job.error, held=job.held) for task, job in jobs.items()}
 
 
 # --- rendering ---
@@ -1300,9 +1336,10 @@ def _schedule(rnd: _Round, jobs: dict[str, _Job], concurrency: int) -> dict[str,
 
 def render_provision(result: ProvisionResult) -> str:
     """One line per worker (task, state, pane, tab label, path, what was reused or created), then reasons and notes."""
-    counts = {state: sum(w.state == state for w in result.workers) for state in ("ready", "failed", "provisioning", "queued", "skipped")}
+    counts = {state: sum(w.state == state for w in result.workers) for state in ("ready", "failed", "provisioning", "queued", "skipped", "held")}
     head = f"provision {result.run_id} (workspace {result.workspace_id}): {counts['ready']} ready, {counts['failed']} failed"
-    head += "".join(f", {counts[state]} {label}" for state, label in (("provisioning", "still provisioning"), ("queued", "queued"), ("skipped", "skipped")) if counts[state])
+    labels = (("provisioning", "still provisioning"), ("held", "held for their host"), ("queued", "queued"), ("skipped", "skipped"))
+    head += "".join(f", {counts[state]} {label}" for state, label in labels if counts[state])
     rows = []
     for w in result.workers:
         if w.already:

@@ -13,7 +13,8 @@ from orchestrator.repeats import named_workers
 from orchestrator.report import pane_fates
 from orchestrator.transcripts import transcript_of
 from packets import inert_line
-from registry.facts import BaseMoved, read_facts
+from orchestrator.held import held
+from registry.facts import BaseMoved, FactKind, HostAnswered, read_fact, read_facts
 from registry import CONTROLLER_HOST, Event, InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
 
 
@@ -39,6 +40,8 @@ class WorkerStatus(_Model):
     last_callback_age_s: int | None
     pending_question: str | None
     transcript: str | None = None  # the terminal history saved at retire (orchestrator/transcripts.py)
+    # Its host did not answer while it was starting (orchestrator.held): held for a later check-in, or given up.
+    host_note: str | None = None
 
 
 class PossibleMergeLine(_Model):
@@ -116,6 +119,7 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
     events = ledger.events(run_id)
     rows = []
     fates = pane_fates(ledger, run_id)
+    now_held = held(ledger, run_id)
     for worker in ledger.list_workers(run_id):
         last = _last_callback(worker, inbox)
         rows.append(
@@ -128,6 +132,7 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
                 last_callback_at=last.received_at if last else None,
                 last_callback_age_s=int((now - last.received_at).total_seconds()) if last else None,
                 pending_question=worker.pending_question, transcript=transcript_of(events, worker.task_label),
+                host_note=f"held: {now_held[worker.task_label].line()}" if worker.task_label in now_held else _given_up(events, worker),
             )
         )  # fmt: skip
     return RunStatusView(
@@ -140,6 +145,15 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
             if m.verdict is InboxVerdict.KEPT_ASIDE and (tasks := named_workers(run, ledger.list_workers(run_id), m.raw))
         ),
     )  # fmt: skip
+
+
+def _given_up(events: Sequence[Event], worker: Worker) -> str | None:
+    """Why a worker held for its host was given up (orchestrator.held.give_up), while it is still failed for it."""
+    if worker.state is not WorkerState.FAILED:
+        return None
+    ends = [read_fact(e, HostAnswered) for e in events if e.kind == FactKind.HOST_ANSWERED and e.task_label == worker.task_label]
+    reason = ends[-1].get("given_up") if ends else None
+    return f"given up: {reason}" if reason else None
 
 
 def _base_moved(events: Sequence[Event]) -> str | None:
@@ -211,12 +225,14 @@ def render_status(view: RunStatusView, width: int | None = None) -> str:
         if rows
         else "no workers"
     )
+    hosts = [f"  {w.task}: {_one_line(w.host_note)}" for w in view.workers if w.host_note]
+    gone = ("\nhosts not answering:\n" + "\n".join(hosts) + "\n") if hosts else ""
     kept = [f"  {w.task}: {w.transcript}" for w in view.workers if w.transcript]
     transcripts = ("\ntranscripts:\n" + "\n".join(kept) + "\n") if kept else ""
     # Worker text, shown inert on one line and cut short: what was kept aside, for the person to see, never obeyed.
     merges = [f"  #{m.inbox_id} ({', '.join(m.tasks)}): {_one_line(m.text[:MERGE_SHOWN])}{'…' if len(m.text) > MERGE_SHOWN else ''}" for m in view.possible_merges]
     merged = ("\npossible merges, kept aside (the live workers they name asked to repeat; nothing in them acted on):\n" + "\n".join(merges) + "\n") if merges else ""
-    return tabulate(header, tablefmt="plain") + "\n\n" + table + "\n" + transcripts + merged
+    return tabulate(header, tablefmt="plain") + "\n\n" + table + "\n" + gone + transcripts + merged
 
 
 def render_run_list(runs: RunList, width: int | None = None) -> str:

@@ -59,6 +59,10 @@ class FactKind(StrEnum):
     WORKTREES_FOLDER = "worktrees_folder"
     # A run's last collection of a remote host's spool (before it is judged) reached that host, or not (its messages wait there).
     SPOOL_LAST = "spool_last"
+    # A worker still starting (provisioning or ready) met its host unreachable: held, not failed; later check-ins try again.
+    HOST_HELD = "host_held"
+    # A held worker's host answered again: its start goes on (or it was given up at the end of the run, ``given_up``).
+    HOST_ANSWERED = "host_answered"
 
 
 class CallbackCause(TypedDict):
@@ -333,9 +337,11 @@ class Restarted(TypedDict):
 
 
 class WorktreesFolder(TypedDict):
-    """`<repo>.worktrees/` beside the checkout, which the run's first checkout creates."""
+    """`<repo>.worktrees/` beside the checkout, which the run's first checkout creates (on ``host`` when another
+    host's: a path there)."""
 
     path: str
+    host: NotRequired[str]
 
 
 class SpoolLast(TypedDict):
@@ -343,6 +349,21 @@ class SpoolLast(TypedDict):
 
     host: str
     problem: str | None
+
+
+class HostHeld(TypedDict):
+    """A starting worker held because its host did not answer during ``stage`` (provision or dispatch)."""
+
+    host: str
+    stage: str
+    error: str
+
+
+class HostAnswered(TypedDict):
+    """A held worker released: its host answered (``given_up`` None), or the run ended first (``given_up`` the reason)."""
+
+    host: str
+    given_up: str | None
 
 
 # --- the ledger's own journal rows (registry.kinds.EventKind) ---------------------------------------------------------
@@ -432,6 +453,8 @@ DETAILS: Mapping[FactKind, type] = {
     FactKind.RESTARTED: Restarted,
     FactKind.WORKTREES_FOLDER: WorktreesFolder,
     FactKind.SPOOL_LAST: SpoolLast,
+    FactKind.HOST_HELD: HostHeld,
+    FactKind.HOST_ANSWERED: HostAnswered,
 }
 
 

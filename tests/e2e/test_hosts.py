@@ -323,3 +323,74 @@ def test_after_across_hosts_each_dependant_starts_from_the_integration_commit_ho
         "core: started", "core: integrated", "ui-theme: started", "ui-theme: integrated", "docs: started",
     ]
     engine.close()
+
+
+def test_a_host_lost_before_provisioning_holds_its_worker_while_the_controllers_goes_on_and_it_starts_once_back(two_hosts: TwoHosts) -> None:
+    """The agent controller's door: the build box goes away after preflight; `orch provision` and `orch dispatch` start
+    the controller's worker and hold the box's (never failed for it, exit 0); `orch status` names the host; once the
+    box answers, `orch wait`'s check-ins provision and dispatch it there, and the run ends PASS."""
+    world = two_hosts.world
+    plan = two_hosts.plan(remote_worker=True, local_worker=True, integration=True)
+    assert world.orch("preflight", str(plan)).returncode == 0
+    run_id = json.loads(world.orch("status", "--json").stdout)["run_id"]
+    two_hosts.set_down(True)
+
+    provision = world.orch("provision", "--run", run_id)
+    dispatch = world.orch("dispatch", "--run", run_id)
+
+    assert (provision.returncode, dispatch.returncode) == (0, 0), provision.stdout + provision.stderr + dispatch.stdout + dispatch.stderr
+    held = ("ui-theme: held: host buildbox did not answer during provision (herdr --machine buildbox worktree list: machine 'buildbox' (session acme): "
+            "ssh: connect to host me@buildbox port 22: Connection refused); it starts once buildbox answers, at a later check-in")
+    assert held in provision.stdout.splitlines(), provision.stdout
+    status = world.orch("status", "--run", run_id)
+    assert status.stdout.split("hosts not answering:\n", 1)[1] == f"  {held}\n", status.stdout
+    states = {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
+    assert (states["api-pagination"] in ("working", "result"), states["ui-theme"]) == (True, "provisioning"), states  # its agent may be quick
+
+    two_hosts.set_down(False)
+
+    def now() -> dict[str, str]:
+        world.orch("wait", "--run", run_id, "--timeout", "10", "--json", timeout=120)
+        return {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
+
+    eventually(lambda: now() == {"api-pagination": "accepted", "ui-theme": "accepted"}, lambda: f"both accepted: {now()}", timeout_s=240)
+    engine = world.engine()
+    creates = [e for e in engine.ledger.list_effects(run_id) if e.kind == "worktree_create" and e.task_label == "ui-theme"]
+    assert [(e.status, e.request["host"]) for e in creates] == [("confirmed", "buildbox")]
+    kinds = [e.kind for e in engine.ledger.events(run_id, task_label="ui-theme") if e.kind in ("host_held", "host_answered")]
+    assert kinds == ["host_held", "host_answered"]
+    finish = world.orch("finish", "--run", run_id)
+    assert finish.returncode == 0, finish.stdout + finish.stderr  # PASS
+
+
+def test_orch_run_gives_a_host_that_never_comes_back_its_bound_then_ends_partial_naming_it(two_hosts: TwoHosts) -> None:
+    """`orch run`: the build box goes away as provisioning first asks it (after preflight passed). The controller's
+    worker is provisioned, dispatched, accepted and integrated; the box's is held, then, once nothing else moves and
+    three check-in intervals passed, failed with its host named. PARTIAL (exit 10), no crash, no exit 3."""
+    world = two_hosts.world
+    plan = two_hosts.plan(remote_worker=True, local_worker=True, integration=True)
+    data = json.loads(two_hosts.network.read_text())
+    data["targets"]["me@buildbox"]["down_at"] = ["worktree list"]
+    two_hosts.network.write_text(json.dumps(data))
+
+    done = world.orch("run", str(plan), "--interval", "1", timeout=300)
+
+    assert done.returncode == 10, done.stdout + done.stderr
+    run_id = json.loads(world.orch("status", "--json").stdout)["run_id"]
+    report = json.loads(world.orch("report", "--run", run_id, "--json").stdout)
+    assert report["verdict"] == "PARTIAL"
+    states = {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
+    # A worker that failed before its agent started is kept for inspection, as on the controller.
+    assert states == {"api-pagination": "retired", "ui-theme": "retained"}
+    failed = [b["text"] for b in report["blockers"] if b["kind"] == "failed"]
+    assert len(failed) == 1 and failed[0].startswith("host buildbox did not answer since "), failed
+    assert two_hosts.text(failed[0]).endswith(
+        "(herdr --machine buildbox worktree list: machine 'buildbox' (session acme): ssh: connect to host me@buildbox port 22: Connection refused); "
+        "the run ended before it answered, so it never started; whatever was made for it on buildbox is kept there, never removed blind "
+        "(its checkout would be <tmp>/buildbox/src/acme/widgets.worktrees/widgets-feat-ui-theme)"
+    ), failed
+    said = [line.split(" ", 1)[1] for line in done.stderr.splitlines() if line.split(" ", 1)[-1].startswith("ui-theme: ")]
+    assert [line.split(" (", 1)[0] for line in said] == [
+        "ui-theme: started: admitted to slot 2 of 4", "ui-theme: held: host buildbox did not answer during provision",
+        "ui-theme: provisioning", f"ui-theme: given up: failed: {failed[0].split(' (', 1)[0]}", "ui-theme: retained",
+    ], done.stderr

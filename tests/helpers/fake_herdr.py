@@ -194,6 +194,8 @@ class FakeHerdr:
         ]
         self.current_pane: str | None = None
         self.faults: dict[str, list[_Fault]] = {}
+        # Set: every call fails with it before acting (a host whose link is gone: `HostUnreachable`), until cleared.
+        self.down: HerdrFailure | None = None
         self._next_workspace = 1
         self._next_terminal = 1
         self._next_split = 1
@@ -670,6 +672,9 @@ class FakeHerdr:
         argv = (self.binary, *args)
         command = " ".join(args[:2])
         with self._lock:
+            if self.down is not None:
+                self._record(argv, 255, "", self.down.message)
+                raise self.down
             queued = self.faults.get(command, [])
             fault = next((f for f in queued if f.word is None or f.word in args), None)
             if fault is not None:
