@@ -6,7 +6,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from orchestrator.engine import Engine
 from orchestrator.errors import ExitCode, OrchError
@@ -188,6 +188,7 @@ class VerificationItem(_Model):
     disposition: str | None
     reasons: tuple[str, ...]
     seqs: tuple[int, ...]
+    checks_on: str | None = Field(default=None, exclude=True)  # the host its checks were re-run on, when not the controller
 
 
 class RetiredItem(_OnHost):
@@ -448,11 +449,12 @@ def _verification(worker: Worker, journal: _Journal) -> VerificationItem:
     fact, verification = found[-1]
     reasons = verification.get("reasons")
     disposition = verification.get("disposition")
+    on = verification.get("checks_on")
     return VerificationItem(
         task=worker.task_label, name=worker.name, verified=True, checks=_checks(verification),
         disposition=disposition if isinstance(disposition, str) else None,
         reasons=tuple(r for r in reasons if isinstance(r, str)) if isinstance(reasons, list) else (),
-        seqs=(fact.seq,),
+        seqs=(fact.seq,), checks_on=on if isinstance(on, str) else None,
     )  # fmt: skip
 
 
@@ -851,7 +853,8 @@ def _verification_text(v: VerificationItem, *, reasons: bool = True) -> str:
     if not v.verified:
         return f"{v.name}: not verified"
     checks = ", ".join(_check_text(c) for c in v.checks) or "no checks"
-    text = f"{v.name}: {checks} -> {v.disposition or '?'}"
+    where = f" on {v.checks_on}" if v.checks_on and v.checks else ""
+    text = f"{v.name}: {checks}{where} -> {v.disposition or '?'}"
     # A disposition other than accepted is not evidence without its why (an exit 0 can still be blocked).
     return text + (f" ({'; '.join(' '.join(r.split()) for r in v.reasons)})" if reasons and v.reasons else "")
 

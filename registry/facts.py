@@ -96,6 +96,7 @@ class Verification(TypedDict, total=False):
     disposition: str
     reasons: list[str]
     checks: list[Check]
+    checks_on: str  # the worker's host, when the plan re-ran its checks there (`verify_on = "host"`); absent: the controller
 
 
 class LadderEntry(TypedDict):
@@ -128,6 +129,7 @@ class Cause(TypedDict, total=False):
     reasons: list[str]
     head_sha: str | None
     checks: list[Check]
+    checks_on: str
     # The retire ladder.
     items: list[LadderEntry]
     # A worker lost from outside orch: how (LOST, a `Lost`), and the pane it had.

@@ -405,6 +405,8 @@ def test_a_remote_workers_checks_rerun_on_its_host_where_the_plan_says(fleet: Fl
     found = json.loads(worker.controller_verification or "{}")
     assert (found["head_sha"], [(c["command"], c["exit_code"], c["output_tail"], c["error"]) for c in found["checks"]]) == (head, [(check, 0, "", None)])
     assert [(c["checks_on"], c["checks"]) for c in cause] == [("box", [{"command": check, "exit_code": 0, "error": None}])]
+    report = fleet.world.orch("report", "--run", fleet.run_id)
+    assert [line for line in report.stdout.splitlines() if " -> accepted" in line] == [f"Verification: {TASK}: `{check}` exit 0 on box -> accepted"], report.stdout
     # Its scratch checkout and folder are gone from the box; the box's repository forgot it.
     assert list((fleet.checkout.parents[2] / "tmp").iterdir()) == []
     assert _git(fleet.checkout, "worktree", "list", "--porcelain").count("worktree ") == 1
