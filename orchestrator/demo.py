@@ -215,13 +215,13 @@ class Stage:
         self.box: SimServer | None = None
         self.box_server_pid: int | None = None
         self.box_seen: set[int] = set()
-        self._path = f"{root / 'bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}"  # the simulated `ssh` first
+        self._outer_path = os.environ.get("PATH", "/usr/bin:/bin")  # the machine's own PATH, both hosts start from
 
     def overrides(self) -> dict[str, str]:
         """What the simulated server (and so every pane and agent) runs with."""
         hosts = {
             machines.NETWORK_ENV: str(self.root / "network.json"),
-            "PATH": self._path,
+            "PATH": f"{self.root / 'bin'}:{self._outer_path}",  # the simulated `ssh` first, on the controller
             # Saved machines are played by the newest profile (`herdr machine status` is 0.9.2+), client and server.
             versions.ENV: versions.NEWEST.name,
             versions.SERVER_ENV: "",
@@ -249,10 +249,9 @@ class Stage:
     def box_login(self) -> dict[str, str]:
         """The build box's environment as its sshd gives it to a command: its own HOME, herdr and PATH (orch there)."""
         assert self.box is not None
-        env = {name: value for name, value in self.overrides().items() if name not in (machines.NETWORK_ENV, "PATH")}
+        env = {name: value for name, value in self._box_overrides().items() if name != machines.NETWORK_ENV}
         env.update(
-            HOME=str(self.box_root / "home"),
-            PATH=f"{self.box.paths.bin}:{Path(orch_executable()).parent}:{self._path.split(':', 1)[1]}",
+            PATH=f"{self.box.paths.bin}:{env['PATH']}",
             HERDR_SIM_HOME=str(self.box.home),
             HERDR_SOCKET_PATH=str(self.box.paths.socket_for(self.organization)),
             HERDR_SESSION=self.organization,
@@ -292,7 +291,7 @@ class Stage:
         # The box's checkout is a clone of the controller's repository at the same base, as a person would make it.
         (self.box_root / "home").mkdir(parents=True)
         run_git(["clone", "--quiet", str(self.src_root / self.organization / "widgets"), str(self.box_checkout)], cwd=self.root)
-        self.box = SimServer(self.box_sim_home, {**self.overrides(), "HOME": str(self.box_root / "home")}, session=self.organization)
+        self.box = SimServer(self.box_sim_home, self._box_overrides(), session=self.organization)
         try:
             self.box.__enter__()
         finally:
@@ -303,6 +302,10 @@ class Stage:
         saved = controller.run(["machine", "add", BOX_TARGET, "--label", BOX, "--remote-session", self.organization])
         if saved.returncode != 0:
             raise OrchError(f"the demo could not save its build box as a herdr machine: {saved.stderr.strip()}")
+
+    def _box_overrides(self) -> dict[str, str]:
+        # The box's server, panes and agents: a HOME of their own there, orch on the PATH (as on a real box).
+        return {**self.overrides(), "HOME": str(self.box_root / "home"), "PATH": f"{Path(orch_executable()).parent}:{self._outer_path}"}
 
     def plan_text(self) -> str:
         """The plan this stage runs: the demo's, or with ``hosts`` the two-host one with the build box's paths."""
