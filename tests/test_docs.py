@@ -322,9 +322,6 @@ def test_the_readme_names_the_run_folder_as_orch_makes_it() -> None:
 def test_troubleshooting_says_what_to_do_when_a_worker_is_stuck() -> None:
     """docs/troubleshooting.md's "A worker is stuck": what orch does on its own, which command when, how to give it up;
     every state it names is a worker state, every command parses as printed, the stall reason is the code's."""
-    import shlex
-
-    from orchestrator.cli import cli
     from orchestrator.observe import STALL_LIMIT
     from registry import WorkerState
 
@@ -339,11 +336,7 @@ def test_troubleshooting_says_what_to_do_when_a_worker_is_stuck() -> None:
     commands = [c for c in re.findall(r"`(orch [^`]+)`", section) if len(c.split()) > 2]  # (`orch run` alone is prose)
     assert len(commands) >= 8
     for command in commands:
-        argv = shlex.split(command.replace("TASK", "api").replace("RUN", "w1:p1-20261202T060000Z"))[1:]
-        ctx = cli.make_context("orch", argv[:1])
-        name, sub, _ = cli.resolve_command(ctx, argv[:1])
-        assert sub is not None and name is not None, command
-        sub.make_context(name, argv[1:], parent=ctx)  # raises on an option or argument the command does not take
+        _assert_parses(command.replace("TASK", "api").replace("RUN", "w1:p1-20261202T060000Z"))
 
 
 def test_the_callback_walk_names_at_most_eight_files_each_there() -> None:
@@ -356,3 +349,34 @@ def test_the_callback_walk_names_at_most_eight_files_each_there() -> None:
     assert [int(line.split(".", 1)[0]) for line in steps] == list(range(1, len(steps) + 1))
     assert len(named) <= 8, named
     assert [path for path in named if not (ROOT / path).is_file()] == []
+
+
+def _assert_parses(command: str) -> None:
+    """``orch …`` as a doc prints it: its command exists and takes every option and argument given."""
+    import shlex
+
+    from orchestrator.cli import cli
+
+    argv = shlex.split(command)[1:]
+    ctx = cli.make_context("orch", argv[:1])
+    name, sub, _ = cli.resolve_command(ctx, argv[:1])
+    assert sub is not None and name is not None, command
+    sub.make_context(name, argv[1:], parent=ctx)  # raises on an option or argument the command does not take
+
+
+def test_the_readme_fleet_guide_plan_and_commands_are_what_orch_takes(tmp_path: Path) -> None:
+    """README "Fleets across machines": its plan is valid with a worker on each host, every orch command in it parses."""
+    from orchestrator.config import Settings
+    from orchestrator.plan import load_plan
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Fleets across machines\n") :]
+    section = section[: section.index("\n## ", 1)]
+    plan = tmp_path / "plan.toml"
+    plan.write_text(section[section.index("```toml\n") + 8 : section.index("```\n", section.index("```toml\n"))])
+    resolved = load_plan(plan, Settings.from_env({"HOME": str(tmp_path)}))
+    assert [(w.task, w.host) for w in resolved.plan.workers] == [("api-docs", None), ("build-speed", "buildbox")]
+    commands = [c for c in re.findall(r"`(orch [^`]+)`", section) if len(c.split()) > 2]
+    assert len(commands) >= 3
+    for command in commands:
+        _assert_parses(command)
