@@ -520,8 +520,8 @@ def closing_lines(outcome: DemoOutcome) -> list[str]:
         f"Plan: {outcome.plan} (inside a real herdr pane: `orch run plan.toml`)",
     ]
     if isinstance(outcome, HostsOutcome):
-        return [*lines[:2], f"Plan: {outcome.plan} (with a real build box set up as README \"Fleets across machines\" says, "
-                            "inside a herdr pane: `orch run plan.toml`)", *_hosts_closing(c, outcome.buildbox)]
+        return [*lines[:2], f"Plan: {outcome.plan} (a two-host plan: point its [hosts.buildbox] at a real build box as README "
+                            "\"Fleets across machines\" says, then inside a herdr pane: `orch run plan.toml`)", *_hosts_closing(c, outcome.buildbox)]
     if c.removed:
         lines.append(f"Cleaned up: the simulated herdr ({_cleanup_words(c)}); tmux socket {c.tmux_socket} closed.")
         lines.extend(f"Clean-up problem: {p}" for p in c.problems)
