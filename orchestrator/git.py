@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator import remote
+from orchestrator import crash_seam, remote
 from orchestrator.children import run_child
 from orchestrator.errors import HostUnreachable, OrchError, one_line
 
@@ -77,7 +77,11 @@ def run_git(args: list[str], *, cwd: Path | str | None = None, check: bool = Tru
     try:
         # Like herdr's, a git call outlives a terminal's Ctrl-C: killed halfway, `git worktree add` or a merge would be
         # left half done, and a read such as `rev-parse --verify` would answer "no such commit" for the whole run.
-        proc = run_child(argv, env=os.environ, timeout=timeout)
+        # On another host, the crash matrix may stop orch around it (a remote checkout's removal among them).
+        if on is None:
+            proc = run_child(argv, env=os.environ, timeout=timeout)
+        else:
+            proc = crash_seam.around(argv, lambda: run_child(argv, env=os.environ, timeout=timeout))
     except FileNotFoundError as exc:
         _told(GitResult(argv, 127, "", str(exc), time.monotonic() - started))
         raise GitError("git is not installed or not on PATH") from exc
@@ -230,7 +234,8 @@ def _fetch(repo: Path | str, args: tuple[str, ...], *, ssh: str, timeout: float,
     argv = ("git", "-C", str(repo), verb, "--quiet", *args)
     started = time.monotonic()
     try:
-        proc = run_child(argv, env=env, timeout=timeout)
+        # A fetch from another host (a worker's commit by its SHA): the crash matrix may stop orch around it.
+        proc = crash_seam.around(argv, lambda: run_child(argv, env=env, timeout=timeout))
     except FileNotFoundError as exc:
         _told(GitResult(argv, 127, "", str(exc), time.monotonic() - started))
         raise GitError("git is not installed or not on PATH") from exc

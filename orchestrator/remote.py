@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from orchestrator import crash_seam
 from orchestrator.children import run_child
 from orchestrator.errors import HostUnreachable, one_line
 
@@ -68,7 +69,8 @@ def run_remote(target: str, argv: Sequence[str], *, runner: Runner = run_process
     """Run ``argv`` on ``target`` over ssh; a missing ssh or a time-out is a result with exit 255, never an exception."""
     local = ssh_argv(target, argv)
     try:
-        proc = runner(local, env=os.environ, timeout=timeout)
+        # The crash matrix may stop orch around it (the spool's listing and acknowledgement, a setup, a read-back).
+        proc = crash_seam.around(local, lambda: runner(local, env=os.environ, timeout=timeout))
     except (FileNotFoundError, PermissionError) as exc:
         return RemoteResult(tuple(local), SSH_FAILED, "", f"cannot run ssh: {exc.strerror or exc}")
     except subprocess.TimeoutExpired:
