@@ -18,7 +18,9 @@ import compileall
 import json
 import os
 import re
+import shlex
 import signal
+import sqlite3
 import subprocess
 import sys
 import shutil
@@ -33,14 +35,76 @@ from typing import Any
 
 from orchestrator import demo
 from orchestrator.demo import Stage, build_project, demo_data
+from herdr_sim.ssh import install
+from herdr_sim.testing import SimServer
 import contextlib
 
 ORCH = [sys.executable, "-m", "orchestrator"]
 PROJECT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 # The plan every case runs: the demo's 3 workers, or (`--plan wide`) wide_plan.toml's 5 (concurrency 2, `after`,
-# two sibling pairs) with wide_scenarios.toml's scripted agents for the two the demo lacks.
+# two sibling pairs) with wide_scenarios.toml's scripted agents for the two the demo lacks, or (`--plan remote`) two of
+# the demo's workers, usage-docs on a second simulated host (REMOTE_PLAN).
 PLAN = "demo"
+# The remote sample's plan: the demo's greeting on the controller and its usage-docs (a question the plan answers, a
+# commit, a result) on `buildbox`, a second simulated herdr reached as herdr's saved machine and by ssh (the tests'
+# stand-in ssh, herdr_sim/ssh.py), with its own HOME, checkout and ORCH_HOME (as tests/e2e/test_hosts.py).
+REMOTE_PLAN = """\
+organization = "acme"
+repo = "widgets"
+base = "main"
+
+[defaults]
+concurrency = 2
+checkin_interval_s = 1
+
+[integration]
+enabled = true
+branch = "chore/demo-integration"
+
+[hosts.buildbox]
+machine = "buildbox"
+ssh = "me@buildbox"
+checkout = "{checkout}"
+orch = "{orch}"
+orch_home = "{orch_home}"
+
+[[workers]]
+task = "greeting"
+kind = "codex"
+objective = "Add widgets.greet.greet(name), returning 'Hello, <name>!', with a unit test."
+deliverable = "widgets/greet.py and tests/test_greet.py committed on feat/greeting."
+branch = "feat/greeting"
+claim = ["widgets/greet.py", "tests/test_greet.py"]
+verify = ["python3 -m unittest discover -s tests -q"]
+
+[[workers]]
+task = "usage-docs"
+kind = "pi"
+host = "buildbox"
+objective = "Write a usage guide for the widgets package."
+deliverable = "docs/usage.md committed on docs/usage."
+branch = "docs/usage"
+claim = ["docs/"]
+verify = ["grep -q 'Python 3.11' docs/usage.md"]
+
+[[workers.answers]]
+when = "which python version"
+answer = "Python 3.11 or newer."
+"""
+BOX = "buildbox"
+# The box's orch, as the plan names it: the clone's own, behind a wrapper that logs what `inbox add --spool` answered
+# (each spooled entry's id), so the matrix can check each one was recorded exactly once.
+BOX_ORCH = """\
+#!/bin/sh
+if [ "$1 $2" = "inbox add" ]; then
+    out=$("{orch}" "$@"); code=$?
+    printf '%s\\n' "$out"
+    printf '%s\\n' "$out" >>"{log}"
+    exit $code
+fi
+exec "{orch}" "$@"
+"""
 SETTLE_MS = "100"  # herdr's own agent settle is 3 s; the matrix needs hundreds of runs
 INTERVAL = "0.3"  # seconds between check-ins
 RESUMES = 6  # a converging run reports after one resume; a few more show a stall is not just slowness
@@ -86,13 +150,90 @@ class MatrixStage(Stage):
                 "HERDR_SIM_CLIENT_CACHE": str(self.root.parent / "herdr-client")}
 
 
-def command(argv: Sequence[str]) -> tuple[str, ...]:
-    """The herdr command path of a logged argv (`agent prompt`), without --session."""
+class BoxStage(MatrixStage):
+    """The remote sample's second host: a simulated herdr server of its own (session acme), with the same scripted
+    agents and settle as the controller's, and no workspace of the person's (its herdr starts with its own w1)."""
+
+    held: dict[str, list[str]]
+
+    def start(self) -> dict[str, str]:
+        (self.root / "tmp").mkdir(parents=True)
+        (self.root / "home").mkdir()
+        (self.root / "scenarios.toml").write_text(demo_data("scenarios.toml"), encoding="utf-8")
+        self.sim = SimServer(self.sim_home, self.overrides(), session=self.organization)
+        try:
+            self.sim.__enter__()
+        finally:
+            self.server_pid = self.sim.proc.pid if self.sim.proc is not None else None
+        self.held = {"panes": [p["pane_id"] for p in on_box(self, "pane", "list").get("panes", [])],
+                     "workspaces": [w["workspace_id"] for w in on_box(self, "workspace", "list").get("workspaces", [])]}
+        return self.sim.env()
+
+
+def on_box(box: Stage, *argv: str) -> dict[str, Any]:
+    """One herdr command on the box's own server (as a client there): its result, or {} when it failed."""
+    assert box.sim is not None
+    done = subprocess.run([str(box.sim.paths.bin / "herdr"), *argv], env=box.sim.env(), capture_output=True, text=True, timeout=60)
+    return json.loads(done.stdout)["result"] if done.returncode == 0 else {}
+
+
+def start_box(root: Path, repo: Path, env: dict[str, str]) -> tuple[BoxStage, Path, dict[str, Any]]:
+    """Start the second host beside a case's controller: its herdr, a clone of the repository, its ORCH_HOME, the
+    ssh target and the controller's saved machine for it; ``env`` (the controller's) gains the network and the ssh.
+    Returns the box's stage, its checkout, and the values the plan's [hosts.buildbox] takes."""
+    box = BoxStage(root / "box", "acme")
+    box_env = box.start()
+    assert box.sim is not None
+    checkout = box.root / "src" / "acme" / "widgets"
+    subprocess.run(["git", "clone", "--quiet", str(repo), str(checkout)], check=True, timeout=60, env={**os.environ, **demo._GIT_ISOLATION})
+    orch = box.root / "orch"
+    orch.write_text(BOX_ORCH.format(orch=Path(sys.executable).parent / "orch", log=root / "spooled.log"))
+    orch.chmod(0o755)
+    # What a command over ssh sees on the box: its own login environment only (herdr_sim.ssh hands nothing across).
+    remote_env = {key: box_env[key] for key in ("HOME", "TMPDIR", "HERDR_SIM_HOME", "HERDR_SOCKET_PATH", "HERDR_SESSION", "HERDR_SIM_SETTLE_MS",
+                                                "HERDR_SIM_FORKSERVER", "HERDR_SIM_CLIENT_CACHE", "PYTHONDONTWRITEBYTECODE") if key in box_env}
+    remote_env.update(demo._GIT_ISOLATION, PATH=f"{box.sim.paths.bin}:{Path(sys.executable).parent}:/usr/bin:/bin", LANG="C.UTF-8")
+    if "HERDR_SIM_VERSION" in os.environ:
+        remote_env["HERDR_SIM_VERSION"] = os.environ["HERDR_SIM_VERSION"]
+    network = root / "network.json"
+    network.write_text(json.dumps({"targets": {"me@buildbox": {"home": str(box.sim.home), "env": remote_env, "cwd": str(box.root)}}}))
+    install(root / "ssh-bin")
+    env["HERDR_SIM_NETWORK"] = str(network)
+    env["PATH"] = f"{root / 'ssh-bin'}:{env['PATH']}"
+    saved = subprocess.run([env["ORCH_HERDR"], "machine", "add", "me@buildbox", "--label", BOX, "--remote-session", "acme"], env=env,
+                           capture_output=True, text=True, timeout=60)
+    if saved.returncode != 0:
+        raise RuntimeError(f"herdr machine add: {saved.stderr.strip()}")
+    return box, checkout, {"checkout": checkout, "orch": orch, "orch_home": box.root / "orch-home"}
+
+
+def split(argv: Sequence[str]) -> tuple[str, list[str]]:
+    """Where a logged call went, and its command words: ("", herdr's words without --session) for the controller's
+    herdr, (LABEL, herdr's words) for `herdr --machine LABEL …`, (TARGET, ["ssh", the remote argv…]) for a command
+    over ssh, ("fetch", git's words) for a `git fetch` (a remote worker's commit by its SHA)."""
+    name = os.path.basename(argv[0]) if argv else ""
+    if name == "ssh" and "--" in argv:
+        at = list(argv).index("--")
+        return argv[at - 1], ["ssh", *shlex.split(argv[at + 1])]
+    if name == "git":
+        return "fetch", list(argv)
     words = list(argv[1:])
     if words[:1] == ["--session"]:
-        words = words[2:]
-    two = tuple(words[:2])
-    return two if two in READS or two in COUNTED or len(words) < 2 or words[1].startswith("-") is False else tuple(words[:1])
+        return "", words[2:]
+    if words[:1] == ["--machine"]:
+        return words[1], words[2:]
+    return "", words
+
+
+def herdr_call(argv: Sequence[str]) -> bool:
+    """A call to a herdr (the controller's, or another host's through `--machine`), not one over ssh or a fetch."""
+    return bool(argv) and os.path.basename(argv[0]) not in ("ssh", "git")
+
+
+def is_read(argv: Sequence[str]) -> bool:
+    """A herdr call that changes nothing (any host's); a call over ssh or a fetch is never one."""
+    _, words = split(argv)
+    return tuple(words[:2]) in READS or tuple(words[:1]) in READS
 
 
 class Stopped(Exception):
@@ -145,23 +286,23 @@ TEMP_ROOT = re.compile(r"/[^ ]*/orch-crash-[^/ ]+")
 
 def signature(argv: Sequence[str]) -> str | None:
     """A run-independent name for a counted call (ids differ from run to run; names, branches and texts do not)."""
-    words = [TEMP_ROOT.sub("<root>", RUN_ID.sub("<run>", word)) for word in argv[1:]]
-    if words[:1] == ["--session"]:
-        words = words[2:]
+    host, words = split(argv)
+    words = [TEMP_ROOT.sub("<root>", RUN_ID.sub("<run>", word)) for word in words]
     path = tuple(words[:2])
     if path not in COUNTED:
         return None
+    where = f"on {host}: " if host else ""  # ids and names are per host: the same on two hosts is no duplicate
     opts = dict(zip(words[2::1], words[3::1], strict=False))
     if path == ("worktree", "create"):
-        return f"worktree create {opts.get('--branch')}"
+        return f"{where}worktree create {opts.get('--branch')}"
     if path == ("pane", "split"):
-        return f"pane split {opts.get('--cwd')}"
+        return f"{where}pane split {opts.get('--cwd')}"
     if path == ("pane", "move"):
-        return f"pane move {opts.get('--label')}"
+        return f"{where}pane move {opts.get('--label')}"
     if path == ("agent", "start"):
-        return f"agent start {words[2]}"
+        return f"{where}agent start {words[2]}"
     text = words[4] if len(words) > 4 and words[3] == "--" else (words[3] if len(words) > 3 else "")
-    return f"agent prompt {words[2]} {' '.join(text.split())[:80]}"
+    return f"{where}agent prompt {words[2]} {' '.join(text.split())[:80]}"
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
@@ -180,12 +321,13 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> Outcome:
     # Named orch-crash-* too: TEMP_ROOT then masks the whole case root in logged paths.
     root = Path(tempfile.mkdtemp(prefix="orch-crash-", dir=parent))
     stage = MatrixStage(root, "acme")
+    box: BoxStage | None = None
     try:
         repo = stage.src_root / "acme" / "widgets"
         repo.mkdir(parents=True)
         build_project(repo)
         plan = root / "plan.toml"
-        plan.write_text(demo_data("plan.toml") if PLAN == "demo" else (HERE / "wide_plan.toml").read_text())
+        plan.write_text(demo_data("plan.toml") if PLAN == "demo" else (HERE / "wide_plan.toml").read_text() if PLAN == "wide" else "")
         env = stage.start()
         if PLAN == "wide":
             with open(stage.root / "scenarios.toml", "a", encoding="utf-8") as scenarios:
@@ -195,6 +337,9 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> Outcome:
                    HERDR_SIM_CALL_LOG=str(root / "herdr.log"))
         env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
         env.pop("ORCH_TEST_CRASH_AT", None)
+        if PLAN == "remote":
+            box, box_checkout, host = start_box(root, repo, env)
+            plan.write_text(REMOTE_PLAN.format(**host))
 
         def orch(args: list[str], crash: str | None) -> subprocess.CompletedProcess[str]:
             run_env = dict(env)
@@ -235,15 +380,18 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> Outcome:
         outcome.facts["open"] = still_open(stage, env)
         outcome.facts["commits"] = commits(repo)
         outcome.facts["created_panes"] = created_panes(outcome.calls, env["HERDR_PANE_ID"])
+        if box is not None:
+            outcome.facts.update(box_facts(box, box_checkout, root, repo))
     except Stopped:
         outcome.problems.append("not finished: the matrix was interrupted")
     except Exception as exc:  # a broken case is a problem of that case, not the end of the matrix
         outcome.problems.append(f"harness: {type(exc).__name__}: {exc}")
     finally:
         if not keep:
-            cleanup = stage.tear_down()
-            if cleanup.problems:
-                outcome.problems.append("tear-down: " + "; ".join(cleanup.problems))
+            for each in (box, stage):  # the box's folder is inside the controller's: torn down first
+                cleanup = each.tear_down() if each is not None else None
+                if cleanup is not None and cleanup.problems:
+                    outcome.problems.append("tear-down: " + "; ".join(cleanup.problems))
         outcome.seconds = time.monotonic() - started
     return outcome
 
@@ -262,6 +410,37 @@ def still_open(stage: Stage, env: dict[str, str]) -> dict[str, list[str]]:
     workspaces = [w["workspace_id"] for w in herdr("workspace", "list").get("workspaces", []) if w["workspace_id"] != env["HERDR_WORKSPACE_ID"]]
     agents = [a.get("name") or a.get("pane_id") for a in herdr("agent", "list").get("agents", [])]
     return {"panes": panes, "workspaces": workspaces, "agents": agents}
+
+
+def box_facts(box: Stage, checkout: Path, root: Path, repo: Path) -> dict[str, Any]:
+    """What the remote sample checks on the box and of its spool: what its herdr still holds, the worker branch's
+    commits there, the worktrees its checkout still lists, the spool entries never acknowledged, and each spooled
+    message's id against the ledger's records of it (``spool:buildbox:<id>``, each exactly once)."""
+    panes = [p["pane_id"] for p in on_box(box, "pane", "list").get("panes", [])]
+    workspaces = [w["workspace_id"] for w in on_box(box, "workspace", "list").get("workspaces", [])]
+    agents = [a.get("name") or a.get("pane_id") for a in on_box(box, "agent", "list").get("agents", [])]
+    worktrees = subprocess.run(["git", "-C", str(checkout), "worktree", "list", "--porcelain"], capture_output=True, text=True, timeout=30).stdout
+    left = sorted(p.name for p in (box.root / "orch-home" / "spool").rglob("*") if p.is_file())
+    sent = re.findall(r"^spooled (\S+) for run", (root / "spooled.log").read_text() if (root / "spooled.log").exists() else "", re.M)
+    with contextlib.closing(sqlite3.connect(f"file:{root / 'orch-home' / 'ledger.sqlite3'}?mode=ro", uri=True)) as db:
+        sources = [row[0] for row in db.execute("SELECT source FROM inbox WHERE source LIKE 'spool:%'")]
+    recorded = collections.Counter(sources)
+    heads = subprocess.run(["git", "-C", str(checkout), "for-each-ref", "--format=%(objectname) %(refname:short)", "refs/heads"],
+                           capture_output=True, text=True, timeout=30).stdout.split("\n")
+    missing = [name for sha, _, name in (line.partition(" ") for line in heads if line) if name != "main"
+               and subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True, timeout=30).returncode != 0]
+    return {
+        # What the box's herdr held before the run (its own first workspace and pane) is not the run's.
+        "box_open": {"panes": [p for p in panes if p not in box.held["panes"]], "workspaces": [w for w in workspaces if w not in box.held["workspaces"]],
+                     "agents": agents},
+        "box_commits": commits(checkout),
+        "box_worktrees": [line.split(" ", 1)[1] for line in worktrees.splitlines() if line.startswith("worktree ") and line != f"worktree {checkout}"],
+        "box_heads_missing_at_home": missing,
+        "spool_left": left,
+        "spooled": len(sent),
+        "spool_unrecorded": [i for i in sent if recorded[f"spool:{BOX}:{i}"] == 0],
+        "spool_twice": sorted(s for s, n in recorded.items() if n > 1),
+    }
 
 
 def commits(repo: Path) -> dict[str, list[str]]:
@@ -283,12 +462,12 @@ def commits(repo: Path) -> dict[str, list[str]]:
 
 
 def created_panes(calls: Iterable[dict[str, Any]], controller: str) -> list[str]:
-    """Every pane id a creating herdr call answered with."""
+    """Every pane id a creating herdr call answered with (``LABEL:id`` on another host, whose ids collide with ours)."""
     found: list[str] = []
     for call in calls:
-        words = call["argv"][1:]
-        if words[:1] == ["--session"]:
-            words = words[2:]
+        host, words = split(call["argv"])
+        if host:
+            words = [words[0], words[1], f"{host}:{words[2]}", *words[3:]] if len(words) > 2 else words
         if tuple(words[:2]) not in {("worktree", "create"), ("pane", "split"), ("pane", "move"), ("workspace", "create"), ("tab", "create")}:
             continue
         if call["rc"] != 0:
@@ -296,6 +475,7 @@ def created_panes(calls: Iterable[dict[str, Any]], controller: str) -> list[str]
         if tuple(words[:2]) == ("pane", "move") and words[2] in found:
             found.remove(words[2])  # the moved pane lives on under the id the move answered with
         for pane in _pane_ids(json.loads(call["stdout"] or "{}")):
+            pane = f"{host}:{pane}" if host else pane
             if pane != controller and pane not in found:
                 found.append(pane)
     return found
@@ -325,7 +505,7 @@ def judge(outcome: Outcome, clean: Outcome) -> None:
             outcome.problems.append(f"verdict {facts['verdict']} (clean: {want['verdict']})")
         if facts["workers"] != want["workers"]:
             outcome.problems.append(f"workers {facts['workers']} (clean: {want['workers']})")
-        reported = {item["id"] for item in facts["retired"] if item["what"] == "pane"}
+        reported = {f"{item['host']}:{item['id']}" if item.get("host") else item["id"] for item in facts["retired"] if item["what"] == "pane"}
         missing = [p for p in facts["created_panes"] if p not in reported]
         if missing:
             outcome.problems.append(f"created panes missing from the report: {', '.join(missing)}")
@@ -337,12 +517,41 @@ def judge(outcome: Outcome, clean: Outcome) -> None:
         outcome.problems.append(f"left open in herdr: {left}")
     if facts.get("commits") != want["commits"]:
         outcome.problems.append(f"commits {facts.get('commits')} (clean: {want['commits']})")
+    if "box_open" in want:
+        judge_box(outcome, clean)
     mine = collections.Counter(s for c in outcome.calls if (s := signature(c["argv"])))
     base = collections.Counter(s for c in clean.calls if (s := signature(c["argv"])))
     extra = mine - base
-    outcome.duplicates = sum(extra.values())
+    outcome.duplicates += sum(extra.values())
     if extra:
         outcome.problems.append("made more than once: " + "; ".join(f"{s} x{n + base[s]}" for s, n in sorted(extra.items())))
+
+
+def judge_box(outcome: Outcome, clean: Outcome) -> None:
+    """The remote sample's own guarantees: nothing more of the run left on the box, the worker's commits kept there and
+    held at home before its checkout went, every spooled message recorded exactly once and none left unacknowledged."""
+    facts, want = outcome.facts, clean.facts
+    if "box_open" not in facts:
+        return  # the case never got that far: its problem is already said
+    # The clean run leaves the box's repository workspace (herdr opened it, with a shell, for the worktree group the
+    # remote `worktree create --cwd CHECKOUT` started): what a crash leaves must be no more than that.
+    if facts["box_open"] != want["box_open"]:
+        outcome.problems.append(f"left open on {BOX}: {facts['box_open']} (clean: {want['box_open']})")
+    if facts["box_commits"] != want["box_commits"]:
+        outcome.problems.append(f"commits on {BOX} {facts['box_commits']} (clean: {want['box_commits']})")
+    if facts["box_worktrees"] != want["box_worktrees"]:
+        outcome.problems.append(f"checkouts on {BOX} {facts['box_worktrees']} (clean: {want['box_worktrees']})")
+    if facts["box_heads_missing_at_home"]:
+        outcome.problems.append(f"{BOX}'s worker commits not held at home: {facts['box_heads_missing_at_home']}")
+    if facts["spool_left"]:
+        outcome.problems.append(f"spool entries never acknowledged on {BOX}: {facts['spool_left']}")
+    if facts["spool_unrecorded"]:
+        outcome.problems.append(f"spooled but never recorded: {facts['spool_unrecorded']}")
+    if facts["spool_twice"]:
+        outcome.duplicates += len(facts["spool_twice"])
+        outcome.problems.append(f"spooled message recorded twice: {facts['spool_twice']}")
+    if not facts["spooled"]:
+        outcome.problems.append(f"nothing was spooled on {BOX}: the remote worker never called back")
 
 
 def evidence(outcome: Outcome) -> str:
@@ -352,11 +561,10 @@ def evidence(outcome: Outcome) -> str:
     lines += [f"    step {i} stderr: {err.strip()}" for i, err in enumerate(outcome.facts.get("stderr", [])) if err.strip()]
     lines += [f"    report item: {item}" for item in outcome.facts.get("retired", [])]
     for call in outcome.calls:
-        words = call["argv"][1:]
-        if words[:1] == ["--session"]:
-            words = words[2:]
-        if tuple(words[:2]) in READS or tuple(words[:1]) in READS:
+        host, words = split(call["argv"])
+        if is_read(call["argv"]):
             continue
+        words = [f"--machine {host}", *words] if host else words
         try:
             panes = sorted(set(_pane_ids(json.loads(call.get("stdout") or "{}"))))
         except ValueError:
@@ -370,10 +578,7 @@ def mutating(calls: Sequence[dict[str, Any]]) -> list[int]:
     """The call numbers (1-based, in `orch run`'s own count) of the calls that change something in herdr."""
     numbers = []
     for call in calls:
-        words = call["argv"][1:]
-        if words[:1] == ["--session"]:
-            words = words[2:]
-        if tuple(words[:2]) not in READS and tuple(words[:1]) not in READS:
+        if not is_read(call["argv"]):
             numbers.append(call["n"])
     return numbers
 
@@ -390,6 +595,44 @@ def first_cases(clean: Outcome, every: int = 1, offset: int = 0) -> list[Case]:
     return cases
 
 
+def call_key(argv: Sequence[str]) -> str:
+    """The words a call to the other host is found by in the seam's count (``K:when:KILL:TEXT``): its herdr command with
+    the machine, the remote command's own words over ssh (git's subcommand and option, orch's), or git's fetch."""
+    host, words = split(argv)
+    if herdr_call(argv):
+        return f"--machine {host} {' '.join(words[:2])}"
+    if host == "fetch":
+        return "fetch --quiet"
+    remote = [w for w in words[1:] if w != "env" and not re.fullmatch(r"[A-Z_]+=.*", w)]
+    if remote[:2] == ["git", "-C"]:
+        # `worktree remove`, `rev-parse --verify`, `rev-list` (not its SHA, which differs from run to run)
+        return " ".join(w for w in remote[3:5] if w.isalpha() or w.startswith("-"))
+    if os.path.basename(remote[0]) == "orch":
+        return " ".join(remote[1:3])  # `inbox spooled`, `inbox ack`
+    return " ".join(remote[:2])
+
+
+# What a call over ssh changes or brings home: a spool listing is recorded in the ledger (then acknowledged), an
+# acknowledgement removes entries there, a fetch makes a ref at home, `git worktree remove` removes a checkout there.
+REMOTE_EFFECTS = ("inbox spooled", "inbox ack", "fetch --quiet", "worktree remove")
+
+
+def remote_cases(clean: Outcome, every: int = 1, offset: int = 0, reads: bool = False) -> list[Case]:
+    """SIGKILL before and after each call of `orch run` that reaches the other host and changes something there or
+    brings something home: its herdr's (`--machine`) creates, renames, starts, prompts, keys and closes, the spool's
+    listing (recorded at home) and acknowledgement over ssh, the fetch of its commit by SHA, the removal of its checkout
+    (``reads``: its reads too); every ``every``-th of them from ``offset``. Each is named by its words and its
+    ordinal among the run's calls holding them (`kill-after-2:inbox ack`): the same call whatever reads come before."""
+    run_pid = clean.started[0]["pid"] if clean.started else None
+    own = [c["argv"] for c in clean.started if c["pid"] == run_pid]
+    points = []
+    for i, argv in enumerate(own):
+        if split(argv)[0] and (reads or (not is_read(argv) if herdr_call(argv) else call_key(argv) in REMOTE_EFFECTS)):
+            key = call_key(argv)
+            points.append((sum(1 for before in own[: i + 1] if key in " ".join(before)), key))
+    return [Case(f"kill-{when}-{k}:{key}", f"{k}:{when}:KILL:{key}") for k, key in points[offset::every] for when in ("before", "after")]
+
+
 def unknown_cases(clean: Outcome, every: int = 1, offset: int = 0) -> list[Case]:
     """The herdr call killed (orch alive) before it reached herdr and after herdr acted, at every mutating call.
 
@@ -400,11 +643,9 @@ def unknown_cases(clean: Outcome, every: int = 1, offset: int = 0) -> list[Case]
     seen: collections.Counter[str] = collections.Counter()
     points = []
     for call in own:
-        words = call["argv"][1:]
-        if words[:1] == ["--session"]:
-            words = words[2:]
-        if tuple(words[:2]) in READS or tuple(words[:1]) in READS:
-            continue
+        _, words = split(call["argv"])
+        if is_read(call["argv"]) or not herdr_call(call["argv"]):
+            continue  # the seam loses only herdr calls (any host's), counted per command
         path = " ".join(words[:2])
         seen[path] += 1
         points.append((path, seen[path]))
@@ -431,8 +672,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the stages of the cases (debugging); they are left in the temp dir")
     parser.add_argument("--every", type=int, default=1, help="only every Nth call (a quicker, partial matrix while debugging)")
     parser.add_argument("--offset", type=int, default=0, help="with --every: start at this call (0-based), to split the matrix")
-    parser.add_argument("--plan", choices=("demo", "wide"), default="demo",
-                        help="the plan shape: the demo's 3 workers, or 5 (concurrency 2, `after`, two sibling pairs)")
+    parser.add_argument("--plan", choices=("demo", "wide", "remote"), default="demo",
+                        help="the plan shape: the demo's 3 workers, or 5 (concurrency 2, `after`, two sibling pairs), or 2 on two "
+                             "hosts (remote: SIGKILL before and after each call that reaches the second host, no second crashes)")
+    parser.add_argument("--reads", action="store_true", help="with --plan remote: crash around the reads that reach the other host too")
+    parser.add_argument("--list", action="store_true", help="with --plan remote: list the clean run's calls that reach the other host, and stop")
     parser.add_argument("--unknown", action="store_true",
                         help="the unknown-outcome matrix: kill the herdr call (orch alive) before and after every mutating call")
     args = parser.parse_args(argv)
@@ -515,6 +759,18 @@ def _matrix(args: argparse.Namespace, parent: Path) -> int:
         print(f"crash matrix: the clean run did not report: {clean.problems} {clean.facts.get('stderr')}", file=sys.stderr)
         return 1
     print(f"clean run: {len(clean.calls)} herdr calls, verdict {clean.facts['verdict']}, {clean.seconds:.0f}s", file=sys.stderr)
+    if args.plan == "remote":
+        judge_box(clean, clean)  # what must hold of any run, crash or not (every message recorded once, …)
+        if clean.problems:
+            print(f"crash matrix: the clean run broke a guarantee: {' | '.join(clean.problems)}", file=sys.stderr)
+            return 1
+        own = [c for c in clean.started if c["pid"] == clean.started[0]["pid"] and split(c["argv"])[0]]
+        kinds = collections.Counter("herdr --machine" if herdr_call(c["argv"]) else split(c["argv"])[1][0] for c in own)
+        print(f"clean run: {len(own)} calls reach {BOX} ({', '.join(f'{n} {k}' for k, n in sorted(kinds.items()))})", file=sys.stderr)
+        if args.list:
+            for case in remote_cases(clean, reads=True)[::2]:
+                print(f"  {case.name.removeprefix('kill-before-')}", file=sys.stderr)
+            return 0
     probed: set[Case] = set()
     if args.only:
         cases = [parse_case(name) for name in args.only]
@@ -522,6 +778,9 @@ def _matrix(args: argparse.Namespace, parent: Path) -> int:
     elif args.unknown:
         cases = unknown_cases(clean, args.every, args.offset)
         plan = f"{len(cases)} lost herdr calls (orch alive)"
+    elif args.plan == "remote":
+        cases = remote_cases(clean, args.every, args.offset, args.reads)
+        plan = f"{len(cases)} cases, SIGKILL around the calls that reach {BOX}"
     else:
         # The probes are the kill-after-N cases of the first-crash points themselves, run first: how many herdr calls
         # each one's resume made is the number of second crashes it gets, queued as soon as it is known.
@@ -543,6 +802,8 @@ def _matrix(args: argparse.Namespace, parent: Path) -> int:
             judge(done, clean)
             results.append(done)
             mark = "ok" if not done.problems else "FAILED: " + " | ".join(done.problems)
+            if done.case.run_crash and done.case.run_crash.split(":")[2:3] == ["KILL"] and done.facts.get("exits", [None])[0] != -signal.SIGKILL:
+                mark += ", never stopped: this run made fewer such calls than the clean one"
             print(f"  {done.case.name}: {mark} ({done.seconds:.0f}s)", file=sys.stderr, flush=True)
             if done.problems:
                 # A failed case is torn down like the others, so what it says here is all CI keeps of it.
@@ -555,6 +816,9 @@ def _matrix(args: argparse.Namespace, parent: Path) -> int:
 
 def parse_case(name: str) -> Case:
     """A case from its printed name (for --only)."""
+    keyed = re.fullmatch(r"kill-(before|after)-(\d+):(.+)", name)
+    if keyed:
+        return Case(name, f"{keyed[2]}:{keyed[1]}:KILL:{keyed[3]}")
     parts = name.split("-")
     if parts[0] == "kill" and parts[1] in ("before", "after") and len(parts) == 3:
         return Case(name, f"{parts[2]}:{parts[1]}:KILL")
