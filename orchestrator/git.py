@@ -234,7 +234,7 @@ def _fetch(repo: Path | str, args: tuple[str, ...], *, ssh: str, timeout: float,
     argv = ("git", "-C", str(repo), verb, "--quiet", *args)
     started = time.monotonic()
     try:
-        # A fetch from another host (a worker's commit by its SHA): the crash matrix may stop orch around it.
+        # To or from another host (a worker's commit fetched by its SHA, a base pushed): the crash matrix may stop orch around it.
         proc = crash_seam.around(argv, lambda: run_child(argv, env=env, timeout=timeout))
     except FileNotFoundError as exc:
         _told(GitResult(argv, 127, "", str(exc), time.monotonic() - started))

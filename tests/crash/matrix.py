@@ -210,13 +210,13 @@ def start_box(root: Path, repo: Path, env: dict[str, str]) -> tuple[BoxStage, Pa
 def split(argv: Sequence[str]) -> tuple[str, list[str]]:
     """Where a logged call went, and its command words: ("", herdr's words without --session) for the controller's
     herdr, (LABEL, herdr's words) for `herdr --machine LABEL …`, (TARGET, ["ssh", the remote argv…]) for a command
-    over ssh, ("fetch", git's words) for a `git fetch` (a remote worker's commit by its SHA)."""
+    over ssh, ("git", git's words) for a `git fetch` or `git push` (a remote worker's commit by its SHA, a base sent)."""
     name = os.path.basename(argv[0]) if argv else ""
     if name == "ssh" and "--" in argv:
         at = list(argv).index("--")
         return argv[at - 1], ["ssh", *shlex.split(argv[at + 1])]
     if name == "git":
-        return "fetch", list(argv)
+        return "git", list(argv)
     words = list(argv[1:])
     if words[:1] == ["--session"]:
         return "", words[2:]
@@ -601,8 +601,8 @@ def call_key(argv: Sequence[str]) -> str:
     host, words = split(argv)
     if herdr_call(argv):
         return f"--machine {host} {' '.join(words[:2])}"
-    if host == "fetch":
-        return "fetch --quiet"
+    if host == "git":
+        return f"{words[3]} --quiet"  # `git -C REPO fetch|push --quiet …`
     remote = [w for w in words[1:] if w != "env" and not re.fullmatch(r"[A-Z_]+=.*", w)]
     if remote[:2] == ["git", "-C"]:
         # `worktree remove`, `rev-parse --verify`, `rev-list` (not its SHA, which differs from run to run)
@@ -613,8 +613,9 @@ def call_key(argv: Sequence[str]) -> str:
 
 
 # What a call over ssh changes or brings home: a spool listing is recorded in the ledger (then acknowledged), an
-# acknowledgement removes entries there, a fetch makes a ref at home, `git worktree remove` removes a checkout there.
-REMOTE_EFFECTS = ("inbox spooled", "inbox ack", "fetch --quiet", "worktree remove")
+# acknowledgement removes entries there, a fetch makes a ref at home (a push, one there), `git worktree remove` removes
+# a checkout there.
+REMOTE_EFFECTS = ("inbox spooled", "inbox ack", "fetch --quiet", "push --quiet", "worktree remove")
 
 
 def remote_cases(clean: Outcome, every: int = 1, offset: int = 0, reads: bool = False) -> list[Case]:
