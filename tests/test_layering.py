@@ -123,11 +123,12 @@ def test_only_the_named_runners_start_processes() -> None:
     assert (_importers(PROCESS_MODULES, *ORCH_PACKAGES) | spawning) - PROCESS_RUNNERS == set()
 
 
-def test_the_crash_seam_is_its_own_module_and_only_the_herdr_boundary_calls_it() -> None:
-    """The crash matrix's environment seam lives in orchestrator/crash_seam.py; the boundary runs herdr through it."""
+def test_the_crash_seam_is_its_own_module_and_only_the_boundaries_that_leave_this_process_call_it() -> None:
+    """The crash matrix's environment seam lives in orchestrator/crash_seam.py; the boundary runs herdr through it, and
+    the two modules that reach another host without herdr (ssh in remote.py, git's ssh, fetch and push in git.py)."""
     reading = {_rel(path) for path in _modules(*ORCH_PACKAGES) if "ORCH_TEST_" in path.read_text()}
     assert reading == {"orchestrator/crash_seam.py"}
-    assert _importers({"orchestrator.crash_seam"}, *ORCH_PACKAGES) == {"orchestrator/herdr.py"}
+    assert _importers({"orchestrator.crash_seam"}, *ORCH_PACKAGES) == {"orchestrator/herdr.py", "orchestrator/remote.py", "orchestrator/git.py"}
 
 
 def test_the_simulators_cli_keeps_a_module_per_herdr_noun() -> None:
