@@ -83,7 +83,12 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
         ssh = remote.ssh_argv(resolved.plan.hosts[host].ssh, ["git", "-C", cwd, *argv])
         out.append(Command(ssh[0], tuple(ssh[1:]), why))
 
+    def ssh(why: str, host: str, *argv: str) -> None:
+        line = remote.ssh_argv(resolved.plan.hosts[host].ssh, list(argv))
+        out.append(Command(line[0], tuple(line[1:]), why))
+
     repo_ws = "<workspace:repo>"
+    noted: set[str] = set()  # hosts whose `<checkout>.worktrees/` provisioning has looked for
     herdr("preflight: herdr version", "version")
     herdr("preflight: commands this herdr has", "api_schema_methods")
     herdr("preflight: server running", "status")
@@ -120,6 +125,10 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
             herdr(f"provision on {name}: agents", "agent_list", host=name)
         git("provision: remotes (fetch gate)", "remote")
         for w in workers:
+            if w.placement == "worktree" and w.host != CONTROLLER_HOST and w.host not in noted:
+                noted.add(w.host)
+                ssh(f"provision {w.task}: does {w.host}'s worktrees folder exist yet (once per host; retire removes one the run made, once empty)",
+                    w.host, "test", "-e", str(w.worktree.path.parent))
             _provision(w, resolved, herdr, git, repo_ws)
         for w in workers:
             _dispatch(w, herdr)
@@ -154,6 +163,9 @@ def plan_commands(resolved: ResolvedPlan) -> list[Command]:
                 herdr(f"retire {w.task}: remove its checkout ({held})", "worktree_remove", f"<workspace:{w.task}>", host=w.host)
             else:
                 out.append(Command("#", (), f"retire {w.task}: its checkout is kept (integration off: its commits exist only on {w.worktree.branch})"))
+    for name in sorted(noted):
+        folder = next(str(w.worktree.path.parent) for w in resolved.workers if w.host == name and w.placement == "worktree")
+        ssh(f"retire: {name}'s worktrees folder, if the run made it (rmdir: only when empty)", name, "rmdir", "--", folder)
     return out
 
 

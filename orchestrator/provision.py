@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import PurePosixPath
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict
 from tabulate import tabulate
 
-from orchestrator import fetch, git
+from orchestrator import fetch, git, remote
 from orchestrator.agents import facts, plan_mode_problem
 from orchestrator.checks import CheckRun, run_command, run_command_on
 from orchestrator.dialogs import READY_TIMEOUT_FLOOR_S, DialogStop, NotReady, answer_trust_dialog, await_ready_sign
@@ -899,6 +900,8 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
     else:
         if created is None and git.branch_exists(host.checkout, layout.branch, on=ssh):
             _remote_starts_from(rnd, host, layout.branch, base_sha, f"the existing branch {layout.branch} {where}", then="nothing was created")
+        if created is None:
+            _note_remote_worktrees_folder(rnd, job.planned.host, ssh, str(PurePosixPath(path).parent))
         request = {"cwd": host.checkout, "branch": layout.branch, "base": base_sha, "path": path, "label": layout.label}
 
         def act() -> Checkout:
@@ -949,6 +952,19 @@ def _send_base(rnd: _Round, job: _Job, host: Any, sha: str) -> None:
     request = {"sha": sha, "ref": ref, "checkout": checkout}
     rnd.once(job, "base_push", "base_push", request, act, BaseSent)
     job.notes.append(f"sent {sha[:12]} to {ref} in {where}")
+
+
+def _note_remote_worktrees_folder(rnd: _Round, host: str, ssh: str, folder: str) -> None:
+    """Before the run's first checkout on another host: record that `<checkout>.worktrees/` does not exist there yet
+    (the checkouts create it), so retire removes it there once it is empty, as on the controller."""
+    engine, run = rnd.engine, rnd.run
+    with rnd._moved_lock:  # two workers of one host in one round ask once
+        known = read_facts(engine.ledger.events(run.run_id), WorktreesFolder)
+        if any(f.get("host") == host and f.get("path") == folder for f in known):
+            return
+        if remote.exists(ssh, folder, runner=engine.remote_runner or remote.run_process):
+            return
+        engine.ledger.record_fact(run.run_id, FactKind.WORKTREES_FOLDER, detail=WorktreesFolder(path=folder, host=host))
 
 
 def _remote_starts_from(rnd: _Round, host: Any, branch: str, base_sha: str, what: str, *, then: str) -> None:

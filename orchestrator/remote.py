@@ -94,3 +94,9 @@ def exists(target: str, path: str, *, runner: Runner = run_process) -> bool:
     if found.unreachable:
         raise HostUnreachable(f"ssh {target} test -e {path}: ssh failed: {found.detail()}", hint=f"orch needs `ssh -o BatchMode=yes {target} true` to work without a prompt")
     return found.returncode == 0
+
+
+def remove_empty_dir(target: str, path: str, *, runner: Runner = run_process) -> bool:
+    """``rmdir PATH`` on ``target``: removed only when empty (rmdir never removes anything inside); False when it was
+    not removed (not empty, gone, or the host not reached), which is never an error: the folder stays."""
+    return run_remote(target, ["rmdir", "--", path], runner=runner).returncode == 0

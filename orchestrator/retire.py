@@ -255,12 +255,22 @@ def _kept_integration(engine: Engine, run: Run, path: str, reason: str) -> Item:
 
 
 def _remove_worktrees_folder(engine: Engine, run: Run) -> None:
-    """`<repo>.worktrees/`, when this run's provisioning created it, goes once it is empty (an empty folder is litter)."""
+    """`<repo>.worktrees/`, when this run's provisioning created it, goes once it is empty (an empty folder is litter);
+    on another host, `<checkout>.worktrees/` there, by `rmdir` over ssh (a host not reached keeps it: a later retire
+    tries again)."""
     made = read_facts(engine.ledger.events(run.run_id), WorktreesFolder)
-    if not made:
-        return
-    with suppress(OSError):  # not empty (another run's checkouts, the person's files), or already gone: it stays
-        Path(str(made[-1].get("path"))).rmdir()
+    here = [f for f in made if not f.get("host")]
+    if here:
+        with suppress(OSError):  # not empty (another run's checkouts, the person's files), or already gone: it stays
+            Path(str(here[-1].get("path"))).rmdir()
+    there = {(str(f.get("host")), str(f.get("path"))) for f in made if f.get("host")}
+    for host, path in sorted(there):
+        try:
+            ssh = str(engine.host_config(run.run_id, host).ssh)
+        except OrchError:
+            continue  # a plan without that host any more: nothing to reach it by
+        # rmdir removes only an empty folder: anything inside (a checkout kept, another run's, the person's) keeps it.
+        remote.remove_empty_dir(ssh, path, runner=engine.remote_runner or remote.run_process)
 
 
 def _check_input(run: Run, by_task: Mapping[str, Worker], tasks: Sequence[str] | None, keep: set[str], abandon: Mapping[str, str]) -> None:

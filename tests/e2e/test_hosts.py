@@ -180,6 +180,8 @@ def test_a_plan_with_a_worker_on_each_of_two_hosts_ends_pass_integrated_and_reti
     assert [w["workspace_id"] for w in box_herdr(two_hosts, "workspace", "list")["result"]["workspaces"]] == ["w1"]
     assert box_herdr(two_hosts, "agent", "list")["result"]["agents"] == []
     assert not Path(remote_path).exists() and not Path(str(local.worktree_path)).exists()
+    # The run made `<checkout>.worktrees/` on each host; emptied, it went on each (the box's over ssh).
+    assert (Path(remote_path).parent.exists(), Path(str(local.worktree_path)).parent.exists()) == (False, False)
     retired = {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
     assert retired == {"api-pagination": "retired", "ui-theme": "retired"}, finish.stdout
     # The report names each retired id with its host when it is not the controller's.
@@ -227,6 +229,7 @@ def test_a_remote_worktree_create_whose_answer_is_lost_is_settled_by_read_back_w
     back = world.orch("retire", "--run", run_id)
     assert back.returncode == 0, back.stdout + back.stderr
     assert (world.engine().ledger.get_worker(run_id, "api-pagination").state, Path(remote_path).exists()) == ("retired", False), back.stdout
+    assert not Path(remote_path).parent.exists()  # the box's `<checkout>.worktrees/`, emptied, went with it
 
 
 def test_a_host_without_workers_is_checked_and_the_run_goes_on(two_hosts: TwoHosts) -> None:
@@ -394,3 +397,31 @@ def test_orch_run_gives_a_host_that_never_comes_back_its_bound_then_ends_partial
         "ui-theme: started: admitted to slot 2 of 4", "ui-theme: held: host buildbox did not answer during provision",
         "ui-theme: provisioning", f"ui-theme: given up: failed: {failed[0].split(' (', 1)[0]}", "ui-theme: retained",
     ], done.stderr
+
+
+def test_cancel_gives_up_a_remote_worker_on_its_own_host_and_never_touches_the_controllers_pane_of_the_same_id(two_hosts: TwoHosts) -> None:
+    """`orch cancel` is retire's ladder with abandon: the build box's agent exits and its pane, workspace and clean
+    checkout go there (and the emptied `<checkout>.worktrees/`); the controller's bystander with the very same ids stays."""
+    world = two_hosts.world
+    plan = two_hosts.plan(remote_worker=True, local_worker=True)
+    bystander = world.herdr("workspace", "create", "--cwd", str(two_hosts.root), "--no-focus")["result"]["root_pane"]
+    assert world.orch("preflight", str(plan)).returncode == 0
+    run_id = json.loads(world.orch("status", "--json").stdout)["run_id"]
+    assert world.orch("provision", "--run", run_id).returncode == 0
+    remote = world.engine().ledger.get_worker(run_id, "ui-theme")
+    assert (remote.host, remote.pane_id, remote.created_workspace_ids) == ("buildbox", bystander["pane_id"], (bystander["workspace_id"],))
+    remote_path = str(remote.worktree_path)
+
+    done = world.orch("cancel", run_id, "--reason", "wrong base branch")
+
+    assert done.returncode == 10, done.stdout + done.stderr  # PARTIAL: nothing was dispatched, nothing failed
+    states = {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
+    assert states == {"api-pagination": "retired", "ui-theme": "retired"}, done.stdout
+    assert box_herdr(two_hosts, "agent", "list")["result"]["agents"] == []
+    assert [w["workspace_id"] for w in box_herdr(two_hosts, "workspace", "list")["result"]["workspaces"]] == ["w1"]
+    assert (Path(remote_path).exists(), Path(remote_path).parent.exists()) == (False, False)
+    assert world.herdr("pane", "get", bystander["pane_id"])["result"]["pane"]["workspace_id"] == bystander["workspace_id"]
+    report = json.loads(world.orch("report", "--run", run_id, "--json").stdout)
+    items = {(r["what"], r["id"], r.get("host"), r["status"]) for r in report["retired"] if r["task"] == "ui-theme"}
+    assert items == {("pane", bystander["pane_id"], "buildbox", "closed"), ("worktree", remote_path, "buildbox", "closed"),
+                     ("workspace", bystander["workspace_id"], "buildbox", "closed")}
