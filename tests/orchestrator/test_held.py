@@ -5,6 +5,7 @@ named in its failure. Against two shared fake herdrs (the controller's and the b
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -197,3 +198,51 @@ def test_a_held_worker_whose_host_never_answers_is_given_up_at_the_end_of_the_ru
     assert shown.split("pagination-docs  pagination-docs  claude  failed   failed         w1:p2 on buildbox  -                -\n", 1)[1] == (
         f"\nhosts not answering:\n  pagination-docs: given up: {reason}\n"
     )
+
+
+def test_the_agent_controllers_wait_tries_a_held_worker_each_interval_then_gives_it_up_and_wakes(tmp_path: Path) -> None:
+    from orchestrator.door import next_steps, wait_run
+
+    engine, _herdr, box = two_hosts(tmp_path)
+    run = make_run(engine, ready=("pagination-docs",))
+    engine.ledger.update_run(RUN_ID, controller_kind="agent")
+    for task in ("api-pagination", "api-tests"):
+        engine.ledger.transition(RUN_ID, task, S.PROVISIONING, S.FAILED, cause={"test": True})  # out of the way
+    # The box's spool cannot be listed either (ssh exits 255, as ssh does for a host that is gone).
+    engine.remote_runner = lambda argv, *, env, timeout: subprocess.CompletedProcess(argv, 255, "", "ssh: connect to host me@buildbox port 22: Connection refused")
+    box.down = GONE
+    assert [s.what for s in advance(engine, run)] == ["held"]
+    [step] = next_steps(engine, run)
+    assert (step.do, step.why) == (
+        "wait", "pagination-docs held: host buildbox does not answer, it starts once it does (`orch finish` ends the run without it): "
+        "orch checks in while it waits and returns when something needs you",
+    )
+
+    waited = wait_run(engine, run, timeout_s=600, poll_s=5, interval_s=60)
+
+    # Tried at the wait's first check-in and at each interval after, then given up once HOLD_LIMIT intervals passed.
+    assert (waited.woke, states(engine)["pagination-docs"]) == ("failed", "failed")
+    assert box.count("agent get") == held.HOLD_LIMIT + 2  # the first dispatch, then one try per check-in
+    assert [(o.task, o.what) for o in waited.observations if o.task == "pagination-docs"] == [("pagination-docs", "failed")]
+    assert [s.do for s in waited.next] == ["finish"]
+
+
+def test_resume_leaves_an_effect_on_a_host_that_does_not_answer_in_flight_and_the_runs_end_names_it(tmp_path: Path) -> None:
+    from orchestrator.effects import settle_in_flight, unsettled
+
+    engine, _herdr, box = two_hosts(tmp_path)
+    run = make_run(engine, ready=("pagination-docs",))
+    box.agent("pagination-docs").on_prompt = lambda: setattr(box, "down", GONE)
+    box.fail_next("agent prompt", error=GONE, after=True)
+    dispatch(engine, run, ["pagination-docs"])
+    effect = engine.ledger.find_effect(RUN_ID, dispatch_key("pagination-docs"))
+    assert effect is not None
+
+    # `orch resume` (and the door taking a run up) settles what it can: this one waits for its host, no exit 3.
+    assert settle_in_flight(engine, run) == []
+    assert engine.ledger.get_effect(effect.id).status is EffectStatus.INTENDED
+    # Were the run to end with it (a worker no longer starting), it is the person's question, naming the host.
+    assert unsettled(engine, run) == [
+        f"agent_prompt for pagination-docs (effect {effect.id}) is in flight on host buildbox, which does not answer: {GONE.message} "
+        f"-> once it answers, `orch resume {RUN_ID}` reads it back there"
+    ]
