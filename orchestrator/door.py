@@ -476,7 +476,7 @@ def take_up(engine: Engine, run: Run) -> tuple[Run, list[Observation]]:
     notes: list[Observation] = []
 
     def note(task: str | None, what: str, text: str) -> None:
-        kind = {"started again": "restarted", "failed": "failed"}.get(what)
+        kind = {"started again": "restarted", "failed": "failed", "host unreachable": "host_unreachable"}.get(what)
         if kind is not None:
             notes.append(Observation(round=0, task=task, what=kind, text=text))  # type: ignore[arg-type]
         engine.echo(f"{task}: {what}: {text}" if task else text)

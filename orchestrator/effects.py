@@ -208,7 +208,8 @@ def settle_in_flight(engine: Engine, run: Run) -> list[CannotTell]:
     the next attempt key when it gets there); what read-back cannot decide stays in flight and its question is returned.
     """
     from orchestrator.engine import CannotTell
-    from orchestrator.errors import HerdrError, HostUnreachable
+    from orchestrator.errors import HerdrError, HerdrUnavailable
+    from registry.kinds import CONTROLLER_HOST
 
     questions = []
     for effect in engine.ledger.in_flight(run.run_id):
@@ -216,8 +217,10 @@ def settle_in_flight(engine: Engine, run: Run) -> list[CannotTell]:
             answer = engine.settle_effect(run, effect)
         except HerdrError:
             continue  # e.g. the pane is gone: left in flight, its phase meets the same error and records it
-        except HostUnreachable:
-            continue  # its host does not answer: left in flight, read back there once it does (orchestrator.held)
+        except HerdrUnavailable:
+            if engine.effect_host(effect) == CONTROLLER_HOST:
+                raise  # the controller's herdr down: the run stops until it is back
+            continue  # another host not answering: left in flight, read back once it answers (its workers wait)
         if isinstance(answer, CannotTell):
             questions.append(answer)
     return questions

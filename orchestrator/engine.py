@@ -242,12 +242,14 @@ class Engine:
     def effect_herdr(self, effect: Effect) -> Herdr:
         """The herdr boundary an effect was made through: its request's ``host``, else its worker's (a run-level
         effect: the controller's)."""
-        from registry.kinds import CONTROLLER_HOST
+        return self.herdr_at(effect.run_id, self.effect_host(effect))
 
+    def effect_host(self, effect: Effect) -> str:
+        """The host an effect was made on: its request's ``host``, else its worker's (a run-level effect: the controller)."""
         host = effect.request.get("host")
         if host is None and effect.task_label is not None:
             host = self.ledger.get_worker(effect.run_id, effect.task_label).host
-        return self.herdr_at(effect.run_id, str(host or CONTROLLER_HOST))
+        return str(host or CONTROLLER_HOST)
 
     @staticmethod
     def on_host(host: str) -> dict[str, str]:

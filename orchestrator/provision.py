@@ -889,7 +889,10 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
         if effect.task_label == job.task and effect.kind == "worktree_create":
             engine.settle_effect(run, effect)  # an earlier process's create: read back on that host, never made twice
     created = _confirmed(rnd, job, "worktree_create")
-    if found is not None and created is None:
+    # A create of this very start is replayed below; a worker started again (its host's herdr lost its pane) finds the
+    # checkout its first start made, and opens it again rather than asking for a second create.
+    key = engine.start_key(run.run_id, job.task, "worktree_create")
+    if found is not None and (created is None or (created.key != key and not created.key.startswith(f"{key}#"))):
         job.reused.append("worktree")
         _remote_starts_from(rnd, host, layout.branch, base_sha, f"the checkout {found.path} of {layout.branch} {where}", then="no agent was started in it")
         panes = [p for p in herdr.pane_list(workspace=found.open_workspace_id) if _same_path(p.cwd, found.path)] if found.open_workspace_id else []

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.effects import settle_in_flight, unsettled
 from orchestrator.engine import CannotTell, Engine, LedgerLost
 from orchestrator import git, spool
-from orchestrator.errors import ExitCode, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, OrchError, one_line
+from orchestrator.errors import ExitCode, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, HostUnreachable, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_held, give_up_queued, held_expired, held_workers
 from orchestrator.integrate import integrate_run
 from orchestrator.observe import Observation, answers_owed, check_in, saved_work
@@ -241,90 +241,113 @@ def _stopped(engine: Engine, run: Run, stage: str, exc: OrchError) -> OrchError:
 def reread_world(engine: Engine, run: Run, progress: Progress | None = None) -> list[str]:
     """Resume after herdr lost the run's world (it restarted: real herdr keeps no panes): what is gone, and the rule.
 
-    Every worker that still needs its agent is read back. One whose pane herdr no longer has (or whose pane id now
-    names a pane elsewhere: a restarted herdr hands its ids out again):
+    Every worker that still needs its agent is read back, each through the herdr of its own host (a worker on another
+    host by that host's server, ``Engine.herdr_of``: a build box's herdr may restart while the controller's does not).
+    One whose pane that herdr no longer has (or whose pane id now names a pane elsewhere: a restarted herdr hands its
+    ids out again):
     - never sent its packet (provisioning, or ready with no prompt made or in flight): nothing of its work can be lost,
       so it is started again (``restart``): worktree reused, a new pane and agent, then its packet as usual;
     - was sent its packet (its agent may have worked): fails, with its pane, its commits and any uncommitted changes
       named; its worktree is kept, nothing of its work is deleted, and it is never sent the packet a second time.
-    A worker whose result is in goes on to verification and integration (git alone). When the run's repo workspace is
-    gone too, the run finds (or makes) it again before anything starts (``orch resume`` finishes preflight), and a
-    worker that was provisioning without a pane yet starts again as well. Returns the lines said (none when herdr lost
-    nothing of the run).
+    Another host whose herdr does not answer now is not taken to have lost anything: its workers are kept as they are,
+    each named (``TASK: host unreachable: …``), and looked at again at the next check-in. A worker whose result is in
+    goes on to verification and integration (git alone). When the run's repo workspace is gone too, the run finds (or
+    makes) it again before anything starts (``orch resume`` finishes preflight), and a worker that was provisioning
+    without a pane yet starts again as well. Returns the lines said (none when herdr lost nothing of the run).
     """
-    herdr, ledger = engine.herdr, engine.ledger
+    ledger = engine.ledger
     workspace = run.workspace_id
     if workspace is None:
         return []
     try:
-        herdr.workspace_get(workspace)
+        engine.herdr.workspace_get(workspace)
         workspace_gone = False
     except HerdrNotFound:
         workspace_gone = True
     except HerdrMissing:
         return []  # no herdr binary at all: the run's first herdr step says so
-    lines = []
+    lines: list[str] = []
+    kept: list[str] = []
+    silent: dict[str, str] = {}  # another host that did not answer: what it said
     for worker in ledger.list_workers(run.run_id, states=NEEDS_PANE):
         if worker.state is S.BLOCKED and blocked_by_verification(worker):
             continue
-        if worker.host != CONTROLLER_HOST:
-            # The controller's herdr restarting says nothing of another host's server, and its pane ids there mean
-            # nothing here (another pane may carry the same id): check-ins read that worker on its own host.
-            continue
-        pane = worker.pane_id
-        if pane is None:
-            if workspace_gone and worker.state is S.PROVISIONING:
-                lines += restart(engine, run, worker, f"herdr no longer has the run's workspace {workspace} (herdr restarted while orch was stopped)")
-            elif worker.state is S.PROVISIONING and (lost := _lost_split_target(engine, run, worker)) is not None:
-                # A sibling split from its owner's pane before herdr lost it: its split, asked again, would name the
-                # owner's new pane under the first start's key.
-                lines += restart(engine, run, worker, f"the pane {lost} it was being split from is gone (herdr restarted while orch was stopped)")
-            continue
+        remote = worker.host != CONTROLLER_HOST
         try:
-            info = herdr.pane_get(pane)
-        except HerdrNotFound:
-            info = None
-        if info is not None and (worker.worktree_path is None or _inside(info.cwd or info.foreground_cwd, worker.worktree_path)):
-            continue
-        gone = "is gone" if info is None else f"now names a pane in {info.cwd or info.foreground_cwd}"
-        why = f"its pane {pane} {gone} (herdr restarted, or it was closed, while orch was stopped)"
-        if worker.state in STARTING and not _packet_may_have_landed(engine, run, worker):
-            lines += restart(engine, run, worker, why)
-            continue
-        unsaved = ""
-        path = worker.worktree_path
-        if path and Path(path).is_dir():
-            try:
-                changed = git.status_porcelain(path)
-            except git.GitError:
-                changed = []
-            if changed:
-                unsaved = f"; {len(changed)} uncommitted change(s) in {path} (not committed, kept there)"
-        reason = f"{why} while it was {worker.state.value}; saved: {saved_work(engine, run, worker)}{unsaved}"
-        try:
-            ledger.transition(run.run_id, worker.task_label, worker.state, S.FAILED, cause={"phase": "resume", "reason": reason, LOST: Lost.PANE_CLOSED, "pane": pane})
-        except StaleState:
-            continue
-        lines.append(f"{worker.task_label}: failed: {reason}")
+            if worker.host in silent:
+                raise HostUnreachable(silent[worker.host])  # asked once per host
+            lines += _reread_worker(engine, run, worker, workspace_gone=workspace_gone, workspace=workspace)
+        except HerdrUnavailable as exc:
+            if not remote:
+                raise
+            # Another host's herdr not answering (the link, or its server restarting) is no evidence that it lost the
+            # worker: kept as it is, named, and read at the next check-in on that host.
+            silent.setdefault(worker.host, one_line(exc.message))
+            kept.append(f"{worker.task_label}: host unreachable: host {worker.host} did not answer while orch read its world back "
+                        f"({silent[worker.host]}); {worker.task_label} is kept as it was ({worker.state.value}), never taken as lost, "
+                        "and looked at again at the next check-in")
     if workspace_gone:
         # Found (or made) again by preflight before anything starts: the workers started again, and those still
         # queued, need a repo workspace in the world herdr has now.
         ledger.update_run(run.run_id, cause={"phase": "resume", "reason": f"herdr no longer has workspace {workspace}"}, workspace_id=None, repo_tab_id=None)
     if lines or workspace_gone:
         ledger.record_fact(run.run_id, FactKind.HERDR_LOST_PANES, detail=HerdrLostPanes(workspace_id=workspace, workspace_gone=workspace_gone, lines=lines))
+    lines += kept
     if progress is not None:
         for line in lines:
             progress.note(line, engine.clock.now())
     return lines
 
 
+def _reread_worker(engine: Engine, run: Run, worker: Worker, *, workspace_gone: bool, workspace: str) -> list[str]:
+    """``reread_world`` for one worker, through its host's herdr: the lines said (none when its pane is where it was)."""
+    herdr, remote = engine.herdr_of(worker), worker.host != CONTROLLER_HOST
+    where = f" on host {worker.host}" if remote else ""
+    pane = worker.pane_id
+    if pane is None:
+        # The run's repo workspace is the controller's: a worker on another host keeps a workspace of its own there.
+        if workspace_gone and not remote and worker.state is S.PROVISIONING:
+            return restart(engine, run, worker, f"herdr no longer has the run's workspace {workspace} (herdr restarted while orch was stopped)")
+        if worker.state is S.PROVISIONING and (lost := _lost_split_target(engine, run, worker)) is not None:
+            # A sibling split from its owner's pane before herdr lost it: its split, asked again, would name the
+            # owner's new pane under the first start's key.
+            return restart(engine, run, worker, f"the pane {lost}{where} it was being split from is gone (herdr restarted while orch was stopped)")
+        return []
+    try:
+        info = herdr.pane_get(pane)
+    except HerdrNotFound:
+        info = None
+    if info is not None and (worker.worktree_path is None or _inside(info.cwd or info.foreground_cwd, worker.worktree_path, here=not remote)):
+        return []
+    gone = "is gone" if info is None else f"now names a pane in {info.cwd or info.foreground_cwd}"
+    why = f"its pane {pane}{where} {gone} (herdr{where} restarted, or it was closed, while orch was stopped)"
+    if worker.state in STARTING and not _packet_may_have_landed(engine, run, worker):
+        return restart(engine, run, worker, why)
+    unsaved = ""
+    path = worker.worktree_path
+    ssh = str(engine.host_config(run.run_id, worker.host).ssh) if remote else None
+    if path and (remote or Path(path).is_dir()):
+        try:
+            changed = git.status_porcelain(path, on=ssh)
+        except (git.GitError, HerdrUnavailable):
+            changed = []  # a checkout gone there, or ssh not answering: what it saved still says where its work is
+        if changed:
+            unsaved = f"; {len(changed)} uncommitted change(s) in {path}{where} (not committed, kept there)"
+    reason = f"{why} while it was {worker.state.value}; saved: {saved_work(engine, run, worker)}{unsaved}"
+    try:
+        engine.ledger.transition(run.run_id, worker.task_label, worker.state, S.FAILED, cause={"phase": "resume", "reason": reason, LOST: Lost.PANE_CLOSED, "pane": pane})
+    except StaleState:
+        return []
+    return [f"{worker.task_label}: failed: {reason}"]
+
+
 def _lost_split_target(engine: Engine, run: Run, worker: Worker) -> str | None:
-    """The pane a pane-less worker's recorded split was asked of, when herdr no longer has it (None otherwise)."""
+    """The pane a pane-less worker's recorded split was asked of, when its host's herdr no longer has it (None otherwise)."""
     for effect in engine.ledger.list_effects(run.run_id, task_label=worker.task_label):
         target = effect.request.get("pane") if effect.kind == "pane_split" and effect.status is not EffectStatus.ABANDONED else None
         if isinstance(target, str):
             try:
-                engine.herdr.pane_get(target)
+                engine.herdr_of(worker).pane_get(target)
             except HerdrNotFound:
                 return target
     return None
@@ -359,11 +382,15 @@ def restart(engine: Engine, run: Run, worker: Worker, why: str) -> list[str]:
     return [f"{task}: started again: {reason}"]
 
 
-def _inside(cwd: str | None, checkout: str) -> bool:
+def _inside(cwd: str | None, checkout: str, *, here: bool = True) -> bool:
+    """Whether ``cwd`` is ``checkout`` or below it; another host's paths (``here`` False) are compared as it prints them."""
     if cwd is None:
         return True  # herdr says nothing of where it is: no evidence that the id names another pane
-    here, root = Path(os.path.realpath(cwd)), Path(os.path.realpath(checkout))
-    return here == root or root in here.parents
+    if not here:
+        root = checkout.rstrip("/")
+        return cwd.rstrip("/") == root or cwd.startswith(f"{root}/")
+    found, root_path = Path(os.path.realpath(cwd)), Path(os.path.realpath(checkout))
+    return found == root_path or root_path in found.parents
 
 
 def _stop_for_effects(engine: Engine, run: Run, progress: Progress, questions: Sequence[str]) -> RunOutcome:

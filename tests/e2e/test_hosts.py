@@ -425,3 +425,63 @@ def test_cancel_gives_up_a_remote_worker_on_its_own_host_and_never_touches_the_c
     items = {(r["what"], r["id"], r.get("host"), r["status"]) for r in report["retired"] if r["task"] == "ui-theme"}
     assert items == {("pane", bystander["pane_id"], "buildbox", "closed"), ("worktree", remote_path, "buildbox", "closed"),
                      ("workspace", bystander["workspace_id"], "buildbox", "closed")}
+
+
+def test_resume_after_the_build_boxs_herdr_restarted_reads_its_world_there_starts_its_worker_again_and_ends_pass(
+    two_hosts: TwoHosts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build box's herdr server goes away once its worker is ready (its agent started, no packet sent), and comes back with nothing of before: `orch resume` reads the box's world with the box's herdr, starts its worker
+    again there (its checkout reused, a new workspace, pane and agent), and the run ends PASS, integrated at home."""
+    import io
+
+    from orchestrator.progress import Progress
+    from orchestrator.run import HerdrDown, run_plan
+
+    world = two_hosts.world
+    for name in ("PATH", "HERDR_SIM_NETWORK"):  # orch's ssh and git run here, in this process: the stand-in ssh first
+        monkeypatch.setenv(name, world.env[name])
+    engine = world.engine()
+    engine.controller = "run"
+    real, stopped = engine.herdr.runner, []  # type: ignore[attr-defined]
+
+    def ready() -> bool:
+        runs = engine.ledger.list_runs()
+        return bool(runs) and engine.ledger.get_worker(runs[0].run_id, "ui-theme").state == "ready"
+
+    def runner(argv: Any, *, env: Any, timeout: float) -> Any:
+        # The box's next call once its worker is ready (its agent started, no packet asked for yet).
+        if list(argv[1:3]) == ["--machine", "buildbox"] and not stopped and ready():
+            stopped.append(argv)
+            two_hosts.box.stop()  # a restart's first half: every pane and agent there gone
+        return real(argv, env=env, timeout=timeout)
+
+    engine.herdr.runner = runner  # type: ignore[attr-defined]  # the box's herdr (`--machine`) is built from it on first use
+
+    with pytest.raises(HerdrDown) as raised:
+        run_plan(engine, two_hosts.plan(remote_worker=False, local_worker=True, integration=True), Progress(io.StringIO(), live=False), interval_s=0.3)
+
+    run_id = engine.ledger.list_runs()[0].run_id
+    box_worker = engine.ledger.get_worker(run_id, "ui-theme")
+    assert (stopped != [], box_worker.state, box_worker.host) == (True, "ready", "buildbox"), raised.value.message
+    first_pane = box_worker.pane_id
+    engine.close()
+    two_hosts.box.__enter__()  # back, empty: a restarted herdr keeps no panes
+
+    resumed = world.orch("resume", run_id, "--interval", "0.3", timeout=600)
+
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    said = [line.split(" ", 1)[1] for line in resumed.stderr.splitlines() if "ui-theme: started again:" in line]
+    assert said == [f"ui-theme: started again: its pane {first_pane} on host buildbox is gone (herdr on host buildbox restarted, or it was closed, "
+                    "while orch was stopped) while it was ready, before any packet was sent, so nothing of its work can be lost; its worktree "
+                    f"{two_hosts.box_checkout.parent / 'widgets.worktrees' / 'widgets-feat-ui-theme'} is kept and reused"], resumed.stderr
+    engine = world.engine()
+    report = json.loads(world.orch("report", "--run", run_id, "--json").stdout)
+    assert report["verdict"] == "PASS", report["verdict_reasons"]
+    assert [e.kind for e in engine.ledger.events(run_id, task_label="ui-theme") if e.kind == "restarted"] == ["restarted"]
+    # Started again on the box from the checkout its first start made (one create there, then an open), and its work
+    # fetched home and merged on the controller.
+    creates = [(e.key, e.status) for e in engine.ledger.list_effects(run_id, task_label="ui-theme") if e.kind in ("worktree_create", "worktree_open")]
+    assert creates == [("ui-theme:worktree_create", "confirmed"), ("ui-theme:start2:worktree_open", "confirmed")]
+    merged = world.repo.git("log", "--format=%s", "chore/integration")
+    assert sorted(line.split(":")[0] for line in merged.splitlines() if line.startswith(("ui-theme:", "api-pagination:"))) == ["api-pagination", "ui-theme"]
+    engine.close()

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -305,4 +307,141 @@ def test_resume_after_herdr_lost_a_pane_names_the_unsaved_work_in_its_kept_workt
         f"saved: no branch recorded, the worktree {checkout} (kept); 1 uncommitted change(s) in {checkout} (not committed, kept there)"
     ]
     assert (checkout / "notes.md").read_text() == "half a page\n"
+    engine.close()
+
+
+# --- another host's herdr restarted: its world read back through its own herdr ---
+
+# ssh's options skipped, one target whose command string runs as sshd would run it.
+HOST_SSH = """#!/bin/sh
+while [ $# -gt 0 ]; do case "$1" in -[BbcDEeFIiJLlmOoPpQRSWw]) shift 2;; -*) shift;; *) break;; esac; done
+[ "$1" = me@buildbox ] || { echo "ssh: Could not resolve hostname $1: Name or service not known" >&2; exit 255; }
+shift; [ "$1" = -- ] && shift
+exec sh -c "$*"
+"""
+
+
+def _hosts_run(tmp_path: Path, box_checkout: Path, box_herdr: Any, workers: dict[str, tuple[str, tuple[WorkerState, ...], dict[str, Any]]]) -> tuple[Engine, Any]:
+    """A run with a controller (FakeHerdr in <tmp>/ctl) and the build box (``box_herdr``), its workers as given:
+    task -> (host, the states it walked through from provisioning, its row's fields)."""
+    from fake_herdr import FakeHerdr
+
+    settings = Settings(home=tmp_path, orch_home=tmp_path / "orch", policy_dir=tmp_path / "policies", src_root=tmp_path / "src")
+    engine = Engine(settings=settings, herdr=FakeHerdr(cwd=tmp_path / "ctl"), clock=FakeClock(), env={})  # type: ignore[arg-type]
+    engine.host_herdrs["buildbox"] = box_herdr
+    plan = (f'organization = "acme"\nrepo = "widgets"\nbase = "main"\n\n[hosts.buildbox]\nmachine = "buildbox"\nssh = "me@buildbox"\n'
+            f'checkout = "{box_checkout}"\n')
+    plan += "".join(f'\n[[workers]]\ntask = "{t}"\nobjective = "x"\ndeliverable = "x"\nbranch = "feat/{t}"\nclaim = ["{t}/**"]\n'
+                    + ('host = "buildbox"\n' if host != "local" else "") for t, (host, _, _) in workers.items())
+    engine.run_dir(RUN).mkdir(parents=True)
+    (engine.run_dir(RUN) / "plan.toml").write_text(plan)
+    ledger = engine.ledger
+    run = ledger.create_run(RUN, controller_target="w1:p1", repo_path=str(tmp_path / "ctl"),
+                            fields={"controller_kind": "run", "workspace_id": "w1", "repo_tab_id": "w1:t1"})
+    for task, (host, states, fields) in workers.items():
+        ledger.add_worker(RUN, task, name=task, kind="codex", objective="x", host=host, **fields)
+        for before, after in pairwise((S.PROVISIONING, *states)):
+            ledger.transition(RUN, task, before, after)
+    return engine, run
+
+
+def test_resume_reads_another_hosts_world_through_its_herdr_starting_again_or_failing_each_worker_it_lost(
+    tmp_path: Path, git_repo_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build box's herdr restarted (the controller's did not): its workers are read back there, never here, where
+    the same ids name other panes. One no packet reached starts again; one that had its packet fails with what it saved,
+    on the box; one whose pane the box still has is untouched, and so is the controller's worker of the same pane id."""
+    from fake_herdr import FakeHerdr
+
+    from orchestrator.run import reread_world
+
+    box = git_repo_factory(tmp_path / "box" / "widgets")
+    base = box.head()
+    asked = tmp_path / "box" / "widgets.worktrees" / "widgets-feat-asked"
+    box.git("worktree", "add", "--quiet", "-b", "feat/asked", str(asked))
+    work = box.commit("asked: half", {"asked/a.txt": "a\n"}, cwd=asked)
+    (asked / "asked" / "b.txt").write_text("b\n")
+    ok = tmp_path / "box" / "ok"
+    ok.mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "ssh").write_text(HOST_SSH)
+    (tmp_path / "bin" / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    box_herdr = FakeHerdr(cwd=ok)  # the box's server now: one pane, w1:p1, in ok's checkout
+    engine, run = _hosts_run(tmp_path, box.path, box_herdr, {
+        "here": ("local", (S.READY, S.DISPATCHED), {"pane_id": "w1:p1"}),
+        "ok": ("buildbox", (S.READY, S.DISPATCHED), {"pane_id": "w1:p1", "worktree_path": str(ok)}),
+        "fresh": ("buildbox", (S.READY,), {}),
+        "asked": ("buildbox", (S.READY, S.DISPATCHED), {"pane_id": "w1:p9", "worktree_path": str(asked), "branch": "feat/asked", "base_sha": base}),
+    })  # fmt: skip
+    # fresh's pane id names a pane of the controller's herdr: it is still lost, since only the box's herdr is asked.
+    here_pane = engine.herdr.workspace_create(cwd=tmp_path / "ctl").root_pane.pane_id  # type: ignore[union-attr]
+    engine.ledger.update_worker(RUN, "fresh", pane_id=here_pane)
+
+    lines = reread_world(engine, run, Progress(io.StringIO(), live=False))
+
+    lost = "(herdr on host buildbox restarted, or it was closed, while orch was stopped)"
+    assert lines == [
+        f"fresh: started again: its pane {here_pane} on host buildbox is gone {lost} while it was ready, before any packet was sent, "
+        "so nothing of its work can be lost",
+        f"asked: failed: its pane w1:p9 on host buildbox is gone {lost} while it was dispatched; saved: 1 commit on feat/asked ({work[:7]}), "
+        f"the worktree {asked} (kept); 1 uncommitted change(s) in {asked} on host buildbox (not committed, kept there)",
+    ]
+    after = {w.task_label: (w.state, w.pane_id) for w in engine.ledger.list_workers(RUN)}
+    assert after == {"here": (S.DISPATCHED, "w1:p1"), "ok": (S.DISPATCHED, "w1:p1"), "fresh": (S.PROVISIONING, None), "asked": (S.FAILED, "w1:p9")}
+    assert [c for c in box_herdr.argvs() if c[:2] == ("pane", "get")] == [("pane", "get", "w1:p1"), ("pane", "get", here_pane), ("pane", "get", "w1:p9")]
+    assert (asked / "asked" / "b.txt").read_text() == "b\n"
+    assert engine.start_key(RUN, "fresh", "worktree_create") == "fresh:start2:worktree_create"
+    engine.close()
+
+
+class _Silent:
+    """Another host's herdr that does not answer (its link down, or its server restarting): every call raises."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        from orchestrator.errors import HostUnreachable
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.asked.append(name)
+            raise HostUnreachable("herdr --machine buildbox pane get: machine 'buildbox' (session acme): ssh: connect to host buildbox port 22: Connection refused")
+
+        return call
+
+
+def test_resume_keeps_the_workers_of_a_host_that_does_not_answer_names_them_and_settles_the_rest(tmp_path: Path) -> None:
+    """Never taken as lost: each is named and kept as it was, the host asked once; its effect in flight stays in flight
+    (read back once it answers); the controller's world is read back and settled as ever."""
+    from orchestrator.run import take_up
+
+    silent = _Silent()
+    engine, run = _hosts_run(tmp_path, tmp_path / "box", silent, {
+        "one": ("buildbox", (S.READY,), {"pane_id": "w1:p2"}),
+        "two": ("buildbox", (S.READY, S.DISPATCHED), {"pane_id": "w1:p3"}),
+        "here": ("local", (S.READY,), {"pane_id": "w1:p7"}),
+    })  # fmt: skip
+    starting = engine.ledger.intend(RUN, "one", "agent_start", "one:agent_start", {"name": "one", "pane": "w1:p2", "host": "buildbox"})
+    notes: list[tuple[str | None, str, str]] = []
+
+    taken, questions = take_up(engine, run, lambda task, what, text: notes.append((task, what, text)))
+
+    said = "herdr --machine buildbox pane get: machine 'buildbox' (session acme): ssh: connect to host buildbox port 22: Connection refused"
+    assert notes == [
+        ("here", "started again", "its pane w1:p7 is gone (herdr restarted, or it was closed, while orch was stopped) while it was ready, "
+         "before any packet was sent, so nothing of its work can be lost"),
+        ("one", "host unreachable", f"host buildbox did not answer while orch read its world back ({said}); one is kept as it was (ready), "
+         "never taken as lost, and looked at again at the next check-in"),
+        ("two", "host unreachable", f"host buildbox did not answer while orch read its world back ({said}); two is kept as it was (dispatched), "
+         "never taken as lost, and looked at again at the next check-in"),
+        (None, "settling", "settling 1 side effect(s) left in flight by read-back: agent_start (one)"),
+    ]
+    assert (questions, silent.asked) == ([], ["pane_get", "agent_get"])
+    assert {w.task_label: (w.state, w.pane_id) for w in engine.ledger.list_workers(RUN)} == {
+        "one": (S.READY, "w1:p2"), "two": (S.DISPATCHED, "w1:p3"), "here": (S.PROVISIONING, None)}
+    assert str(engine.ledger.get_effect(starting.id).status) == "intended"
+    lost = [e.detail["lines"] for e in engine.ledger.events(RUN) if e.kind == "herdr_lost_panes"]
+    assert lost == [[notes[0][0] + ": started again: " + notes[0][2]]]  # the kept workers are no loss
+    assert taken.status == "active"
     engine.close()
