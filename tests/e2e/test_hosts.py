@@ -430,12 +430,14 @@ def test_cancel_gives_up_a_remote_worker_on_its_own_host_and_never_touches_the_c
 def test_resume_after_the_build_boxs_herdr_restarted_reads_its_world_there_starts_its_worker_again_and_ends_pass(
     two_hosts: TwoHosts, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The build box's herdr server goes away once its worker is ready (its agent started, no packet sent), and comes back with nothing of before: `orch resume` reads the box's world with the box's herdr, starts its worker
-    again there (its checkout reused, a new workspace, pane and agent), and the run ends PASS, integrated at home."""
+    """The build box's herdr server goes away once its worker is ready (its agent started, no packet sent) and the
+    person stops `orch run` meanwhile (Ctrl-C); the box's herdr comes back with nothing of before. `orch resume` reads
+    the box's world with the box's herdr, starts its worker again there (its checkout reopened, a new workspace, pane
+    and agent), and the run ends PASS, integrated at home."""
     import io
 
     from orchestrator.progress import Progress
-    from orchestrator.run import HerdrDown, run_plan
+    from orchestrator.run import Interrupted, run_plan
 
     world = two_hosts.world
     for name in ("PATH", "HERDR_SIM_NETWORK"):  # orch's ssh and git run here, in this process: the stand-in ssh first
@@ -453,11 +455,12 @@ def test_resume_after_the_build_boxs_herdr_restarted_reads_its_world_there_start
         if list(argv[1:3]) == ["--machine", "buildbox"] and not stopped and ready():
             stopped.append(argv)
             two_hosts.box.stop()  # a restart's first half: every pane and agent there gone
+            raise KeyboardInterrupt  # and the person stops orch run
         return real(argv, env=env, timeout=timeout)
 
     engine.herdr.runner = runner  # type: ignore[attr-defined]  # the box's herdr (`--machine`) is built from it on first use
 
-    with pytest.raises(HerdrDown) as raised:
+    with pytest.raises(Interrupted) as raised:
         run_plan(engine, two_hosts.plan(remote_worker=False, local_worker=True, integration=True), Progress(io.StringIO(), live=False), interval_s=0.3)
 
     run_id = engine.ledger.list_runs()[0].run_id
