@@ -442,7 +442,7 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
             why.append(f"{', '.join(unverified)} sent a result to verify")
         for host in dict.fromkeys(h.host for h in held.values()):
             names = ", ".join(t for t, h in held.items() if h.host == host)
-            why.append(f"{names} held: host {host} does not answer, it starts once it does (`orch finish` ends the run without it)")
+            why.append(f"{names} held: host {host} does not answer, it starts once it does (`orch finish --run {r}` ends the run without it)")
         steps.append(NextStep(do="wait", task=None, command=wait, why=f"{'; '.join(why)}: orch checks in while it waits and returns when something needs you"))
     else:
         reason = "no worker is working or waiting for verification"

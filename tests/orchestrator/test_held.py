@@ -214,7 +214,7 @@ def test_the_agent_controllers_wait_tries_a_held_worker_each_interval_then_gives
     assert [s.what for s in advance(engine, run)] == ["held"]
     [step] = next_steps(engine, run)
     assert (step.do, step.why) == (
-        "wait", "pagination-docs held: host buildbox does not answer, it starts once it does (`orch finish` ends the run without it): "
+        "wait", f"pagination-docs held: host buildbox does not answer, it starts once it does (`orch finish --run {RUN_ID}` ends the run without it): "
         "orch checks in while it waits and returns when something needs you",
     )
 
