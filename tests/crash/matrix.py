@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import signal
+import string
 import sqlite3
 import subprocess
 import sys
@@ -35,7 +36,6 @@ from typing import Any
 
 from orchestrator import demo
 from orchestrator.demo import Stage, build_project, demo_data
-from herdr_sim.ssh import install
 from herdr_sim.testing import SimServer
 import contextlib
 
@@ -43,56 +43,10 @@ ORCH = [sys.executable, "-m", "orchestrator"]
 PROJECT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 # The plan every case runs: the demo's 3 workers, or (`--plan wide`) wide_plan.toml's 5 (concurrency 2, `after`,
-# two sibling pairs) with wide_scenarios.toml's scripted agents for the two the demo lacks, or (`--plan remote`) two of
-# the demo's workers, usage-docs on a second simulated host (REMOTE_PLAN).
+# two sibling pairs) with wide_scenarios.toml's scripted agents for the two the demo lacks, or (`--plan remote`) the
+# two-host demo's (`orch demo --hosts`: usage-docs on a simulated build box, orchestrator.demo.Stage with hosts).
 PLAN = "demo"
-# The remote sample's plan: the demo's greeting on the controller and its usage-docs (a question the plan answers, a
-# commit, a result) on `buildbox`, a second simulated herdr reached as herdr's saved machine and by ssh (the tests'
-# stand-in ssh, herdr_sim/ssh.py), with its own HOME, checkout and ORCH_HOME (as tests/e2e/test_hosts.py).
-REMOTE_PLAN = """\
-organization = "acme"
-repo = "widgets"
-base = "main"
-
-[defaults]
-concurrency = 2
-checkin_interval_s = 1
-
-[integration]
-enabled = true
-branch = "chore/demo-integration"
-
-[hosts.buildbox]
-machine = "buildbox"
-ssh = "me@buildbox"
-checkout = "{checkout}"
-orch = "{orch}"
-orch_home = "{orch_home}"
-
-[[workers]]
-task = "greeting"
-kind = "codex"
-objective = "Add widgets.greet.greet(name), returning 'Hello, <name>!', with a unit test."
-deliverable = "widgets/greet.py and tests/test_greet.py committed on feat/greeting."
-branch = "feat/greeting"
-claim = ["widgets/greet.py", "tests/test_greet.py"]
-verify = ["python3 -m unittest discover -s tests -q"]
-
-[[workers]]
-task = "usage-docs"
-kind = "pi"
-host = "buildbox"
-objective = "Write a usage guide for the widgets package."
-deliverable = "docs/usage.md committed on docs/usage."
-branch = "docs/usage"
-claim = ["docs/"]
-verify = ["grep -q 'Python 3.11' docs/usage.md"]
-
-[[workers.answers]]
-when = "which python version"
-answer = "Python 3.11 or newer."
-"""
-BOX = "buildbox"
+BOX = demo.BOX
 # The box's orch, as the plan names it: the clone's own, behind a wrapper that logs what `inbox add --spool` answered
 # (each spooled entry's id), so the matrix can check each one was recorded exactly once.
 BOX_ORCH = """\
@@ -150,61 +104,16 @@ class MatrixStage(Stage):
                 "HERDR_SIM_CLIENT_CACHE": str(self.root.parent / "herdr-client")}
 
 
-class BoxStage(MatrixStage):
-    """The remote sample's second host: a simulated herdr server of its own (session acme), with the same scripted
-    agents and settle as the controller's, and no workspace of the person's (its herdr starts with its own w1)."""
-
-    held: dict[str, list[str]]
-
-    def start(self) -> dict[str, str]:
-        (self.root / "tmp").mkdir(parents=True)
-        (self.root / "home").mkdir()
-        (self.root / "scenarios.toml").write_text(demo_data("scenarios.toml"), encoding="utf-8")
-        self.sim = SimServer(self.sim_home, self.overrides(), session=self.organization)
-        try:
-            self.sim.__enter__()
-        finally:
-            self.server_pid = self.sim.proc.pid if self.sim.proc is not None else None
-        self.held = {"panes": [p["pane_id"] for p in on_box(self, "pane", "list").get("panes", [])],
-                     "workspaces": [w["workspace_id"] for w in on_box(self, "workspace", "list").get("workspaces", [])]}
-        return self.sim.env()
-
-
-def on_box(box: Stage, *argv: str) -> dict[str, Any]:
-    """One herdr command on the box's own server (as a client there): its result, or {} when it failed."""
-    assert box.sim is not None
-    done = subprocess.run([str(box.sim.paths.bin / "herdr"), *argv], env=box.sim.env(), capture_output=True, text=True, timeout=60)
+def on_box(box: SimServer, *argv: str) -> dict[str, Any]:
+    """One herdr command on the build box's own server (as a client there): its result, or {} when it failed."""
+    done = subprocess.run([str(box.paths.bin / "herdr"), *argv], env=box.env(), capture_output=True, text=True, timeout=60)
     return json.loads(done.stdout)["result"] if done.returncode == 0 else {}
 
 
-def start_box(root: Path, repo: Path, env: dict[str, str]) -> tuple[BoxStage, Path, dict[str, Any]]:
-    """Start the second host beside a case's controller: its herdr, a clone of the repository, its ORCH_HOME, the
-    ssh target and the controller's saved machine for it; ``env`` (the controller's) gains the network and the ssh.
-    Returns the box's stage, its checkout, and the values the plan's [hosts.buildbox] takes."""
-    box = BoxStage(root / "box", "acme")
-    box_env = box.start()
-    assert box.sim is not None
-    checkout = box.root / "src" / "acme" / "widgets"
-    subprocess.run(["git", "clone", "--quiet", str(repo), str(checkout)], check=True, timeout=60, env={**os.environ, **demo._GIT_ISOLATION})
-    orch = box.root / "orch"
-    orch.write_text(BOX_ORCH.format(orch=Path(sys.executable).parent / "orch", log=root / "spooled.log"))
-    orch.chmod(0o755)
-    # What a command over ssh sees on the box: its own login environment only (herdr_sim.ssh hands nothing across).
-    remote_env = {key: box_env[key] for key in ("HOME", "TMPDIR", "HERDR_SIM_HOME", "HERDR_SOCKET_PATH", "HERDR_SESSION", "HERDR_SIM_SETTLE_MS",
-                                                "HERDR_SIM_FORKSERVER", "HERDR_SIM_CLIENT_CACHE", "PYTHONDONTWRITEBYTECODE") if key in box_env}
-    remote_env.update(demo._GIT_ISOLATION, PATH=f"{box.sim.paths.bin}:{Path(sys.executable).parent}:/usr/bin:/bin", LANG="C.UTF-8")
-    if "HERDR_SIM_VERSION" in os.environ:
-        remote_env["HERDR_SIM_VERSION"] = os.environ["HERDR_SIM_VERSION"]
-    network = root / "network.json"
-    network.write_text(json.dumps({"targets": {"me@buildbox": {"home": str(box.sim.home), "env": remote_env, "cwd": str(box.root)}}}))
-    install(root / "ssh-bin")
-    env["HERDR_SIM_NETWORK"] = str(network)
-    env["PATH"] = f"{root / 'ssh-bin'}:{env['PATH']}"
-    saved = subprocess.run([env["ORCH_HERDR"], "machine", "add", "me@buildbox", "--label", BOX, "--remote-session", "acme"], env=env,
-                           capture_output=True, text=True, timeout=60)
-    if saved.returncode != 0:
-        raise RuntimeError(f"herdr machine add: {saved.stderr.strip()}")
-    return box, checkout, {"checkout": checkout, "orch": orch, "orch_home": box.root / "orch-home"}
+def box_held(box: SimServer) -> dict[str, list[str]]:
+    """The panes and workspaces the build box's herdr holds (before the run: none of them is the run's)."""
+    return {"panes": [p["pane_id"] for p in on_box(box, "pane", "list").get("panes", [])],
+            "workspaces": [w["workspace_id"] for w in on_box(box, "workspace", "list").get("workspaces", [])]}
 
 
 def split(argv: Sequence[str]) -> tuple[str, list[str]]:
@@ -320,8 +229,7 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> Outcome:
         return outcome
     # Named orch-crash-* too: TEMP_ROOT then masks the whole case root in logged paths.
     root = Path(tempfile.mkdtemp(prefix="orch-crash-", dir=parent))
-    stage = MatrixStage(root, "acme")
-    box: BoxStage | None = None
+    stage = MatrixStage(root, "acme", hosts=PLAN == "remote")
     try:
         repo = stage.src_root / "acme" / "widgets"
         repo.mkdir(parents=True)
@@ -337,9 +245,16 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> Outcome:
                    HERDR_SIM_CALL_LOG=str(root / "herdr.log"))
         env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
         env.pop("ORCH_TEST_CRASH_AT", None)
+        held: dict[str, list[str]] = {}
         if PLAN == "remote":
-            box, box_checkout, host = start_box(root, repo, env)
-            plan.write_text(REMOTE_PLAN.format(**host))
+            assert stage.box is not None
+            held = box_held(stage.box)
+            orch = root / "box-bin" / "orch"  # the box's orch, behind the wrapper that logs each spooled entry's id
+            orch.parent.mkdir()
+            orch.write_text(BOX_ORCH.format(orch=Path(sys.executable).parent / "orch", log=root / "spooled.log"))
+            orch.chmod(0o755)
+            plan.write_text(string.Template(demo_data("plan-hosts.toml")).substitute(checkout=stage.box_checkout, orch=orch,
+                                                                                    orch_home=stage.box_root / "orch-home"))
 
         def orch(args: list[str], crash: str | None) -> subprocess.CompletedProcess[str]:
             run_env = dict(env)
@@ -380,18 +295,17 @@ def run_case(case: Case, parent: Path, keep: bool = False) -> Outcome:
         outcome.facts["open"] = still_open(stage, env)
         outcome.facts["commits"] = commits(repo)
         outcome.facts["created_panes"] = created_panes(outcome.calls, env["HERDR_PANE_ID"])
-        if box is not None:
-            outcome.facts.update(box_facts(box, box_checkout, root, repo))
+        if stage.box is not None:
+            outcome.facts.update(box_facts(stage, held, repo))
     except Stopped:
         outcome.problems.append("not finished: the matrix was interrupted")
     except Exception as exc:  # a broken case is a problem of that case, not the end of the matrix
         outcome.problems.append(f"harness: {type(exc).__name__}: {exc}")
     finally:
         if not keep:
-            for each in (box, stage):  # the box's folder is inside the controller's: torn down first
-                cleanup = each.tear_down() if each is not None else None
-                if cleanup is not None and cleanup.problems:
-                    outcome.problems.append("tear-down: " + "; ".join(cleanup.problems))
+            cleanup = stage.tear_down()
+            if cleanup.problems:
+                outcome.problems.append("tear-down: " + "; ".join(cleanup.problems))
         outcome.seconds = time.monotonic() - started
     return outcome
 
@@ -412,15 +326,16 @@ def still_open(stage: Stage, env: dict[str, str]) -> dict[str, list[str]]:
     return {"panes": panes, "workspaces": workspaces, "agents": agents}
 
 
-def box_facts(box: Stage, checkout: Path, root: Path, repo: Path) -> dict[str, Any]:
+def box_facts(stage: Stage, held: dict[str, list[str]], repo: Path) -> dict[str, Any]:
     """What the remote sample checks on the box and of its spool: what its herdr still holds, the worker branch's
     commits there, the worktrees its checkout still lists, the spool entries never acknowledged, and each spooled
     message's id against the ledger's records of it (``spool:buildbox:<id>``, each exactly once)."""
-    panes = [p["pane_id"] for p in on_box(box, "pane", "list").get("panes", [])]
-    workspaces = [w["workspace_id"] for w in on_box(box, "workspace", "list").get("workspaces", [])]
+    assert stage.box is not None
+    box, checkout, root = stage.box, stage.box_checkout, stage.root
+    now = box_held(box)
     agents = [a.get("name") or a.get("pane_id") for a in on_box(box, "agent", "list").get("agents", [])]
     worktrees = subprocess.run(["git", "-C", str(checkout), "worktree", "list", "--porcelain"], capture_output=True, text=True, timeout=30).stdout
-    left = sorted(p.name for p in (box.root / "orch-home" / "spool").rglob("*") if p.is_file())
+    left = sorted(p.name for p in (stage.box_root / "orch-home" / "spool").rglob("*") if p.is_file())
     sent = re.findall(r"^spooled (\S+) for run", (root / "spooled.log").read_text() if (root / "spooled.log").exists() else "", re.M)
     with contextlib.closing(sqlite3.connect(f"file:{root / 'orch-home' / 'ledger.sqlite3'}?mode=ro", uri=True)) as db:
         sources = [row[0] for row in db.execute("SELECT source FROM inbox WHERE source LIKE 'spool:%'")]
@@ -431,8 +346,7 @@ def box_facts(box: Stage, checkout: Path, root: Path, repo: Path) -> dict[str, A
                and subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{sha}^{{commit}}"], capture_output=True, timeout=30).returncode != 0]
     return {
         # What the box's herdr held before the run (its own first workspace and pane) is not the run's.
-        "box_open": {"panes": [p for p in panes if p not in box.held["panes"]], "workspaces": [w for w in workspaces if w not in box.held["workspaces"]],
-                     "agents": agents},
+        "box_open": {**{kind: [i for i in ids if i not in held[kind]] for kind, ids in now.items()}, "agents": agents},
         "box_commits": commits(checkout),
         "box_worktrees": [line.split(" ", 1)[1] for line in worktrees.splitlines() if line.startswith("worktree ") and line != f"worktree {checkout}"],
         "box_heads_missing_at_home": missing,
@@ -764,6 +678,12 @@ def _matrix(args: argparse.Namespace, parent: Path) -> int:
         judge_box(clean, clean)  # what must hold of any run, crash or not (every message recorded once, …)
         if clean.problems:
             print(f"crash matrix: the clean run broke a guarantee: {' | '.join(clean.problems)}", file=sys.stderr)
+            return 1
+        # Every kind of side effect the sample is about must be in the clean run, or the sample silently lost it.
+        named = {case.run_crash.split(":", 3)[3] for case in remote_cases(clean) if case.run_crash}
+        lacking = [key for key in REMOTE_EFFECTS if key != "push --quiet" and key not in named]
+        if lacking:
+            print(f"crash matrix: the clean run made no call to {BOX} of: {', '.join(lacking)}", file=sys.stderr)
             return 1
         own = [c for c in clean.started if c["pid"] == clean.started[0]["pid"] and split(c["argv"])[0]]
         kinds = collections.Counter("herdr --machine" if herdr_call(c["argv"]) else split(c["argv"])[1][0] for c in own)
