@@ -157,8 +157,12 @@ def retire(
     *,
     exit_command: Callable[[str], str | None] = default_exit_command,
     exit_timeout_s: float = EXIT_TIMEOUT_S,
+    say: Callable[[str], None] | None = None,
 ) -> RetireResult:
-    """Retire the run's finished workers (all, or ``tasks``); ``keep`` retains, ``abandon`` maps task -> the person's reason."""
+    """Retire the run's finished workers (all, or ``tasks``); ``keep`` retains, ``abandon`` maps task -> the person's reason.
+
+    ``say`` hears a progress line as the ladder goes (it waits on each agent to leave: seconds per worker).
+    """
     ledger = engine.ledger
     workers = ledger.list_workers(run.run_id)
     by_task = {w.task_label: w for w in workers}
@@ -176,11 +180,17 @@ def retire(
         else:
             finished.append(outcome)
 
-    for ladder in ladders:
+    if say is not None and ladders:
+        say(f"retiring {_count(len(ladders), 'worker')}: asking each agent to exit, then closing panes and removing worktrees")
+    for number, ladder in enumerate(ladders, 1):
         try:
             _stop_pane(engine, run, ladder, exit_command, exit_timeout_s)
         except HostUnreachable as exc:
             _host_gone(ladder, ladder.worker.pane_id or ladder.task, "pane", exc)
+        if say is not None:
+            say(f"{ladder.task}: {_ladder_so_far(ladder)} ({number} of {len(ladders)})")
+    if say is not None and any(ladder.worker.worktree_path for ladder in ladders):
+        say("retiring: removing the worktrees that hold no work")
     _remove_worktrees(engine, run, ladders, ledger.list_workers(run.run_id))
     for ladder in ladders:
         # A ladder stopped at the pane (confirmation_required, an agent that would not exit) stops there; a kept
@@ -779,6 +789,11 @@ def _by_worker(repo: Path | str, commits: Sequence[str], tasks: Sequence[str], *
         by = f"by {owner}" if owner else f"with no {COMMIT_TRAILER_KEY} trailer of theirs"
         parts.append(f"commit {shas[0][:7]} {by}" if len(shas) == 1 else f"{len(shas)} commits {by} ({shas[0][:7]} and {len(shas) - 1} more)")
     return ", ".join(parts)
+
+
+def _ladder_so_far(ladder: _Ladder) -> str:
+    """The agent and pane steps of one worker's ladder in a few words (the report says the why of anything kept)."""
+    return ", ".join(f"{item.kind} {item.action}" for item in ladder.items) or "no pane to close"
 
 
 def _count(n: int, noun: str) -> str:

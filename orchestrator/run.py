@@ -200,7 +200,7 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
             if integrated.stopped_at:
                 progress.note(f"integration stopped at {integrated.stopped_at}", engine.clock.now())
             stage = "retire"
-            retire(engine, run, keep=keep)
+            retire(engine, run, keep=keep, say=lambda line: progress.note(line, engine.clock.now()))
             show()
     except OUTAGE as exc:
         raise herdr_down(engine, run, stage, exc) from None

@@ -87,6 +87,22 @@ def test_demo_passes_with_three_workers_and_leaves_only_its_ledger_and_report(is
         "tmux socket <stage>/sim/tmux.sock closed.\n"
     ), stderr
 
+    # Retiring takes seconds per worker (each agent is asked to exit and waited for): every step says so as it goes,
+    # between the last acceptance and the workers' retired lines.
+    lines = [line.split(" ", 1)[1] for line in stderr.splitlines() if re.match(r"\d\d:\d\d:\d\d ", line)]
+    start = lines.index("retiring 3 workers: asking each agent to exit, then closing panes and removing worktrees")
+    assert re.fullmatch(r"(greeting|area-tests|usage-docs): accepted \(last callback: result\)", lines[start - 1]), stderr
+    assert lines[start:] == [
+        "retiring 3 workers: asking each agent to exit, then closing panes and removing worktrees",
+        "greeting: agent exited, pane closed (1 of 3)",
+        "area-tests: agent exited, pane closed (2 of 3)",
+        "usage-docs: agent exited, pane closed (3 of 3)",
+        "retiring: removing the worktrees that hold no work",
+        "greeting: retired (last callback: result)",
+        "area-tests: retired (last callback: result)",
+        "usage-docs: retired (last callback: result)",
+    ], stderr
+
     # The final report, read back from the ledger the demo left behind: PASS with the three workers.
     assert (outcome["finished"], outcome["exit_code"], outcome["report"]["verdict"]) == (True, 0, "PASS")
     assert (outcome["state_dir"], outcome["ledger"], outcome["report_path"]) == (

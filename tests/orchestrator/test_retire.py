@@ -193,6 +193,36 @@ def test_full_ladder_exits_closes_and_removes_a_merged_worktree(world: Any) -> N
     ]
 
 
+def test_retire_says_each_step_as_it_goes_so_a_long_ladder_never_looks_hung(world: Any) -> None:
+    merged = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", worktree=True, commit=True)
+    world.repo.git("merge", "--quiet", "--no-ff", "-m", "merge", "feat/feature-a")
+    add_worker(world, "feature-b", S.FAILED, pane="w1")
+    agent(world, "w1:p3").exits = False
+    add_worker(world, "feature-c", S.ACCEPTED, pane="w1")
+    said: list[str] = []
+
+    result = retire(world.engine, run_of(world), keep=["feature-c"], exit_timeout_s=2, say=said.append)
+
+    # Kept on request is no ladder: two workers are retired, each named once its agent and pane are dealt with.
+    assert said == [
+        "retiring 2 workers: asking each agent to exit, then closing panes and removing worktrees",
+        "feature-a: agent exited, pane closed (1 of 2)",
+        "feature-b: agent kept (2 of 2)",
+        "retiring: removing the worktrees that hold no work",
+    ]
+    assert [(w.task, w.outcome) for w in result.workers] == [("feature-a", "retired"), ("feature-b", "retained"), ("feature-c", "retained")]
+    assert merged is not None and not merged.exists()
+
+
+def test_retire_with_nothing_to_ladder_says_nothing(world: Any) -> None:
+    add_worker(world, "feature-a", S.ACCEPTED, pane="w1")
+    said: list[str] = []
+
+    retire(world.engine, run_of(world), keep=["feature-a"], say=said.append)
+
+    assert said == []
+
+
 def test_unmerged_worktree_is_kept_and_the_worker_retained(world: Any) -> None:
     path = add_worker(world, "feature-a", S.ACCEPTED, pane="w1", worktree=True, commit=True)
     assert path is not None
