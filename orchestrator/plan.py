@@ -831,8 +831,9 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
             w.worktree.label,
             str(w.worktree.path),
             ", ".join(w.worker.claim) or "(read-only)",
-            # Where they are re-run, in a plan with hosts: on the controller (`local`) or on the worker's own host.
-            f"{len(w.worker.verify)} on {w.checks_on}" if hosted and w.worker.verify else str(len(w.worker.verify)),
+            # Where they are re-run, in a plan with hosts: on the controller or on the worker's own host. Said as
+            # `verify_on` and the README say it ("controller"), not by the controller's host key (`local`, in --json).
+            _checks_where(w) if hosted and w.worker.verify else str(len(w.worker.verify)),
             w.mode,
             ", ".join(w.after) or "-",
         )
@@ -851,6 +852,11 @@ def render_check(resolved: ResolvedPlan, width: int | None = None) -> str:
         + tables.table(worker_rows, (*(("host",) if hosted else ()), "task", "agent", "kind", "placement", "branch", "tab label", "worktree", "claim", "checks", "mode", "after"), width)
         + "\n"
     )
+
+
+def _checks_where(w: ResolvedWorker) -> str:
+    """A worker's checks column in a plan with hosts: how many, and where they are re-run."""
+    return f"{len(w.worker.verify)} on {'controller' if w.checks_on == CONTROLLER_HOST else w.checks_on}"
 
 
 def _hosts_table(resolved: ResolvedPlan, width: int | None) -> str:
