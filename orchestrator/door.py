@@ -15,7 +15,7 @@ from orchestrator.driver import RunDriven
 from orchestrator.errors import HerdrError, HerdrUnavailable, OrchError
 from orchestrator.intake import Added, Raw, add_message, render_added
 from orchestrator.integrate import IntegrateResult, integrate_run, render_integrate
-from orchestrator.fleet import advance, give_up_held, held_expired, held_workers
+from orchestrator.fleet import advance, give_up_held, held_expired, held_workers, lost_workers
 from orchestrator.hints import TEXT, orch_command
 from orchestrator.observe import _STEP_WHAT as STEP_WHAT
 from orchestrator.observe import ObserveResult, Observation, WorkerStatus, answers_owed, check_in, render_observe
@@ -174,7 +174,7 @@ def _advance(engine: Engine, run: Run, rounds: int, notes: list[Observation], *,
     steps = []
     if engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)) or held_workers(engine, run):
         steps += advance(engine, run, hold=hold)
-    if held_workers(engine, run) and not _others_move(engine, run) and held_expired(engine, run, _interval(engine, run)):
+    if (held_workers(engine, run) or lost_workers(engine, run)) and not _others_move(engine, run) and held_expired(engine, run, _interval(engine, run)):
         steps += give_up_held(engine, run, "the run ended before it answered")
     for step in steps:
         notes.append(Observation(round=rounds, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
@@ -183,7 +183,8 @@ def _advance(engine: Engine, run: Run, rounds: int, notes: list[Observation], *,
 def _others_move(engine: Engine, run: Run) -> bool:
     """Whether anything in the run still moves without the person (as `orch run`'s loop asks before it ends)."""
     ledger = engine.ledger
-    return any(w.state in MOVING for w in ledger.list_workers(run.run_id)) or bool(ledger.list_inbox(run.run_id, unhandled=True)) or bool(answers_owed(engine, run))
+    gone = lost_workers(engine, run)  # at work on a host that does not answer: nothing comes of it meanwhile
+    return any(w.state in MOVING and w.task_label not in gone for w in ledger.list_workers(run.run_id)) or bool(ledger.list_inbox(run.run_id, unhandled=True)) or bool(answers_owed(engine, run))
 
 
 def _interval(engine: Engine, run: Run) -> float:
@@ -426,13 +427,14 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
         elif o.what in ("blocked", "blocked_ui") and o.task:
             steps.append(NextStep(do="decide", task=o.task, command=orch_command("answer", "--run", r, o.task, text=True, as_json=as_json),
                                   why="the worker needs the user's decision (authority, a token, scope): ask the user, then answer"))  # fmt: skip
-    moving = [w.task_label for w in workers if w.state in AT_WORK]
+    lost = holds.lost(engine.ledger, r)
+    moving = [w.task_label for w in workers if w.state in AT_WORK and w.task_label not in lost]
     queued = [w.task_label for w in workers if w.state is S.QUEUED]
     owed = answers_owed(engine, run)
     unverified = [w.task_label for w in workers if w.state in UNVERIFIED]
     held = holds.held(engine.ledger, r)
     wait = orch_command("wait", "--run", r, as_json=as_json)
-    if moving or owed or unverified or held:
+    if moving or owed or unverified or held or lost:
         # A planned answer not sent yet goes out at a later check-in, and a result that came in after a check-in is
         # verified by the next one: `orch wait` makes both, one form for every step that needs no decision.
         why = [f"{', '.join(moving)} still working"] if moving else []
@@ -443,6 +445,10 @@ def next_steps(engine: Engine, run: Run, observations: Iterable[Observation] = (
         for host in dict.fromkeys(h.host for h in held.values()):
             names = ", ".join(t for t, h in held.items() if h.host == host)
             why.append(f"{names} held: host {host} does not answer, it starts once it does (`orch finish --run {r}` ends the run without it)")
+        for host in dict.fromkeys(h.host for h in lost.values()):
+            names = ", ".join(t for t, h in lost.items() if h.host == host)
+            why.append(f"{names} at work on host {host}, which does not answer: its work stays there, orch goes on once {host} answers "
+                       f"(`orch finish --run {r}` ends the run without it)")
         steps.append(NextStep(do="wait", task=None, command=wait, why=f"{'; '.join(why)}: orch checks in while it waits and returns when something needs you"))
     else:
         reason = "no worker is working or waiting for verification"
@@ -549,7 +555,8 @@ def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: M
     if spool.remote_hosts(engine, run) and spool.collect_last(engine, run)[0]:
         settled_check_in(engine, run, lifecycle=False)
     workers = engine.ledger.list_workers(run.run_id)
-    busy = [w for w in workers if w.state in AT_WORK and w.task_label not in (abandon or {})]
+    lost = holds.lost(engine.ledger, run.run_id)  # at work on a host that does not answer: ended below, its host named
+    busy = [w for w in workers if w.state in AT_WORK and w.task_label not in (abandon or {}) and w.task_label not in lost]
     if busy:
         names = ", ".join(f"{w.task_label} ({w.state})" for w in busy)
         raise OrchError(
@@ -568,7 +575,7 @@ def finish_run(engine: Engine, run: Run, *, keep: Iterable[str] = (), abandon: M
             f"run {run.run_id} has results not verified yet: {', '.join(w.task_label for w in pending)}",
             hint=f"verify them first: `{orch_command('verify', '--run', run.run_id, as_json=as_json)}`",
         )
-    # The agent controller ends the run: a worker still held for its host ends not done, its host named.
+    # The agent controller ends the run: a worker still held for (or lost with) its host ends not done, its host named.
     give_up_held(engine, run, "the run was finished before it answered")
     questions = unsettled(engine, run)
     if questions:

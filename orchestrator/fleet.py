@@ -111,13 +111,19 @@ def held_workers(engine: Engine, run: Run) -> bool:
     return bool(holds.held(engine.ledger, run.run_id))
 
 
+def lost_workers(engine: Engine, run: Run) -> set[str]:
+    """The run's workers at work on a host that has not answered a check-in since (orchestrator.held.lose): they do
+    not count as moving; the bound of held workers ends them once nothing else moves."""
+    return set(holds.lost(engine.ledger, run.run_id))
+
+
 def give_up_held(engine: Engine, run: Run, why: str) -> list[Step]:
-    """End every held worker not done, its host named (orchestrator.held.give_up): the run ends without it."""
+    """End every held or lost worker not done, its host named (orchestrator.held.give_up): the run ends without it."""
     return [Step(task=task, what="given_up", text=f"failed: {reason}") for task, reason in holds.give_up(engine.ledger, run, why)]
 
 
 def held_expired(engine: Engine, run: Run, interval_s: float) -> bool:
-    """Whether the held workers have waited their bound (``orchestrator.held.HOLD_LIMIT`` check-in intervals)."""
+    """Whether the held and lost workers have waited their bound (``orchestrator.held.HOLD_LIMIT`` check-in intervals)."""
     return holds.expired(engine.ledger, run.run_id, engine.clock.now(), interval_s)
 
 

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator import git, messages, remote
+from orchestrator import held as holds
 from orchestrator.dialogs import approval_form, flat
 from orchestrator.dispatch import completion_baseline
 from orchestrator.engine import Engine, InFlightEffect
@@ -208,7 +209,13 @@ class _Round:
                     # stall is counted against them); the controller's and other hosts' go on.
                     self.unreachable.add(host)
                     self.note(None, "host_unreachable", f"host {host}: {exc.message}; its workers are checked again next round")
+                    # A worker at work there is lost from now: the bound of orchestrator.held ends it once nothing else moves.
+                    for worker in self.ledger.list_workers(self.run.run_id, states=tuple(AT_WORK)):
+                        if worker.host == host:
+                            holds.lose(self.ledger, self.run, worker.task_label, host, exc.message)
                     continue
+                if host != CONTROLLER_HOST:
+                    holds.found(self.ledger, self.run, host)
                 for info in listed:
                     self.agents[(host, info.pane_id)] = info
                     if info.name:

@@ -19,7 +19,7 @@ from orchestrator.effects import settle_in_flight, unsettled
 from orchestrator.engine import CannotTell, Engine, LedgerLost
 from orchestrator import git, spool
 from orchestrator.errors import ExitCode, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, HostUnreachable, OrchError, one_line
-from orchestrator.fleet import Step, advance, give_up_held, give_up_queued, held_expired, held_workers
+from orchestrator.fleet import Step, advance, give_up_held, give_up_queued, held_expired, held_workers, lost_workers
 from orchestrator.integrate import integrate_run
 from orchestrator.observe import Observation, answers_owed, check_in, saved_work
 from orchestrator.preflight import PreflightResult, finish_preflight, preflight
@@ -164,12 +164,14 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                 stage = "observe"
                 show()
                 workers = ledger.list_workers(run.run_id)
+                # A worker at work on a host that stopped answering (lost) does not move: nothing comes of it meanwhile.
+                gone = lost_workers(engine, run)
                 # A worker whose question the plan answers waits on orch (a send to try again), never on the person.
-                if any(w.state in MOVING for w in workers) or ledger.list_inbox(run.run_id, unhandled=True) or answers_owed(engine, run):
+                if any(w.state in MOVING and w.task_label not in gone for w in workers) or ledger.list_inbox(run.run_id, unhandled=True) or answers_owed(engine, run):
                     engine.clock.sleep(interval)
                     continue
-                # Nothing else moves: a held worker's host gets its bound (orchestrator.held.HOLD_LIMIT check-ins).
-                if held_workers(engine, run) and not held_expired(engine, run, interval):
+                # Nothing else moves: a held or lost worker's host gets its bound (orchestrator.held.HOLD_LIMIT check-ins).
+                if (held_workers(engine, run) or gone) and not held_expired(engine, run, interval):
                     engine.clock.sleep(interval)
                     continue
                 # A remote worker's callback spooled after this check-in is judged before the run is: one more
@@ -181,7 +183,7 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                     if added:
                         continue
                 break
-            # A held worker whose host never answered ends not done, its host named (the run's verdict is never PASS).
+            # A held or lost worker whose host never answered ends not done, its host named (the verdict is never PASS).
             _steps(progress, engine, give_up_held(engine, run, "the run ended before it answered"))
             # A run never goes on to integrate, retire and finish with an effect whose outcome is unknown: what
             # read-back settles now is settled, what it cannot is the person's one question.

@@ -13,7 +13,7 @@ from orchestrator.repeats import named_workers
 from orchestrator.report import pane_fates
 from orchestrator.transcripts import transcript_of
 from packets import inert_line
-from orchestrator.held import held
+from orchestrator.held import waiting
 from registry.facts import BaseMoved, FactKind, HostAnswered, read_fact, read_facts
 from registry import CONTROLLER_HOST, Event, InboxMessage, InboxVerdict, Ledger, RunStatus, RunVerdict, Worker, WorkerState
 
@@ -119,7 +119,7 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
     events = ledger.events(run_id)
     rows = []
     fates = pane_fates(ledger, run_id)
-    now_held = held(ledger, run_id)
+    now_held = waiting(ledger, run_id)  # held while starting, or lost while at work
     for worker in ledger.list_workers(run_id):
         last = _last_callback(worker, inbox)
         rows.append(
@@ -132,7 +132,7 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
                 last_callback_at=last.received_at if last else None,
                 last_callback_age_s=int((now - last.received_at).total_seconds()) if last else None,
                 pending_question=worker.pending_question, transcript=transcript_of(events, worker.task_label),
-                host_note=f"held: {now_held[worker.task_label].line()}" if worker.task_label in now_held else _given_up(events, worker),
+                host_note=now_held[worker.task_label].note() if worker.task_label in now_held else _given_up(events, worker),
             )
         )  # fmt: skip
     return RunStatusView(
@@ -148,7 +148,7 @@ def build_status(ledger: Ledger, run_id: str, now: datetime) -> RunStatusView:
 
 
 def _given_up(events: Sequence[Event], worker: Worker) -> str | None:
-    """Why a worker held for its host was given up (orchestrator.held.give_up), while it is still failed for it."""
+    """Why a worker held for (or lost with) its host was given up (orchestrator.held.give_up), while it is still failed for it."""
     if worker.state is not WorkerState.FAILED:
         return None
     ends = [read_fact(e, HostAnswered) for e in events if e.kind == FactKind.HOST_ANSWERED and e.task_label == worker.task_label]

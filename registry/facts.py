@@ -354,7 +354,7 @@ class SpoolLast(TypedDict):
 
 
 class HostHeld(TypedDict):
-    """A starting worker held because its host did not answer during ``stage`` (provision or dispatch)."""
+    """A worker waiting for its host: starting and held (``stage`` provision or dispatch), or at work and lost (``work``)."""
 
     host: str
     stage: str

@@ -1,7 +1,7 @@
 """A worker on another host that meets its host gone while it starts is held, never failed for it and never a stop of
 the run (orchestrator.held): provision and dispatch go on for the others, a later round starts it (reading back what
 the dropped link left unknown, never a second create or prompt), and at the run's end a host that never answered is
-named in its failure. Against two shared fake herdrs (the controller's and the build box's) and a real ledger."""
+named in its failure. A worker already at work there whose host stops answering is lost, under the same bound. Against two shared fake herdrs (the controller's and the build box's) and a real ledger."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from orchestrator.config import Settings
 from orchestrator.dispatch import dispatch, dispatch_key, render_dispatch
 from orchestrator.engine import Engine
 from orchestrator.errors import HostUnreachable
-from orchestrator.fleet import advance, give_up_held, held_expired
+from orchestrator.fleet import Step, advance, give_up_held, held_expired
 from orchestrator.provision import provision, render_provision
 from orchestrator.status import build_status, render_status
 from registry import EffectStatus, Run, WorkerState
@@ -81,6 +81,17 @@ def states(engine: Engine) -> dict[str, str]:
 def facts(engine: Engine) -> list[tuple[str, str | None]]:
     kinds = (FactKind.HOST_HELD, FactKind.HOST_ANSWERED)
     return [(e.kind, e.task_label) for e in engine.ledger.events(RUN_ID) if e.kind in kinds]
+
+
+def wait_out_the_bound(engine: Engine, run: Run) -> list[Step]:
+    """The bound, HOLD_LIMIT check-in intervals (60 s) since the worker was held or lost, passes; then it is given up."""
+    clock = engine.clock
+    assert isinstance(clock, FakeClock)
+    clock.advance(held.HOLD_LIMIT * 60 - 1)
+    assert not held_expired(engine, run, 60)
+    clock.advance(1)
+    assert held_expired(engine, run, 60)
+    return give_up_held(engine, run, "the run ended before it answered")
 
 
 def test_a_ready_worker_whose_host_is_gone_is_held_while_the_controllers_workers_get_their_packets(tmp_path: Path) -> None:
@@ -175,12 +186,7 @@ def test_a_held_worker_whose_host_never_answers_is_given_up_at_the_end_of_the_ru
     clock = engine.clock
     assert isinstance(clock, FakeClock)
 
-    # The bound: HOLD_LIMIT check-in intervals since it was held.
-    clock.advance(held.HOLD_LIMIT * 60 - 1)
-    assert not held_expired(engine, run, 60)
-    clock.advance(1)
-    assert held_expired(engine, run, 60)
-    given = give_up_held(engine, run, "the run ended before it answered")
+    given = wait_out_the_bound(engine, run)
 
     reason = (
         "host buildbox did not answer since 2026-11-30 08:00:00Z (herdr --machine buildbox agent get: machine 'buildbox' (session acme): "
@@ -246,3 +252,145 @@ def test_resume_leaves_an_effect_on_a_host_that_does_not_answer_in_flight_and_th
         f"agent_prompt for pagination-docs (effect {effect.id}) is in flight on host buildbox, which does not answer: {GONE.message} "
         f"-> once it answers, `orch resume {RUN_ID}` reads it back there"
     ]
+
+
+# --- a worker already at work on a host that stops answering (lost) --------------------------------------------------
+
+LOST_SINCE = "2026-11-30 08:00:00Z"
+LOST_REASON = (
+    f"host buildbox did not answer since {LOST_SINCE} ({GONE.message}); {{why}}, so its work was never brought home; "
+    "its work is kept on buildbox (its checkout /srv/acme/widgets.worktrees/widgets-docs-pagination-guide and its commits there), "
+    "nothing there touched"
+)
+
+
+def at_work_on_the_box(tmp_path: Path, controller: str = "agent") -> tuple[Engine, FakeHerdr, Run]:
+    """pagination-docs working on the build box (its packet taken), the controller's two workers out of the way, the
+    box's spool not listable (ssh exits 255, as for a host that is gone)."""
+    engine, _herdr, box = two_hosts(tmp_path)
+    make_run(engine, ready=("pagination-docs",))
+    engine.ledger.update_run(RUN_ID, controller_kind=controller)
+    for task in ("api-pagination", "api-tests"):
+        engine.ledger.transition(RUN_ID, task, S.PROVISIONING, S.FAILED, cause={"test": True})
+    engine.ledger.transition(RUN_ID, "pagination-docs", S.READY, S.DISPATCHED, cause={"test": True})
+    engine.ledger.transition(RUN_ID, "pagination-docs", S.DISPATCHED, S.WORKING, cause={"test": True})
+    engine.remote_runner = lambda argv, *, env, timeout: subprocess.CompletedProcess(argv, 255, "", "ssh: connect to host me@buildbox port 22: Connection refused")
+    return engine, box, engine.ledger.get_run(RUN_ID)
+
+
+def test_a_working_worker_whose_host_stops_answering_is_lost_until_it_answers_again(tmp_path: Path) -> None:
+    from orchestrator.door import next_steps
+    from orchestrator.observe import check_in
+
+    engine, box, run = at_work_on_the_box(tmp_path)
+    box.down = GONE
+
+    notes, _waiting, _states = check_in(engine, run, 1)
+    check_in(engine, run, 2)
+
+    assert [(o.task, o.what) for o in notes] == [(None, "host_unreachable"), (None, "host_unreachable")]
+    assert facts(engine) == [("host_held", "pagination-docs")]  # lost once, however many check-ins miss the box
+    assert list(held.lost(engine.ledger, RUN_ID)) == ["pagination-docs"] and held.held(engine.ledger, RUN_ID) == {}
+    assert states(engine)["pagination-docs"] == "working"  # no stall counted against it
+    [step] = next_steps(engine, run)
+    assert (step.do, step.why) == (
+        "wait", f"pagination-docs at work on host buildbox, which does not answer: its work stays there, orch goes on once buildbox answers "
+        f"(`orch finish --run {RUN_ID}` ends the run without it): orch checks in while it waits and returns when something needs you",
+    )
+    shown = render_status(build_status(engine.ledger, RUN_ID, engine.clock.now()), width=400)
+    assert shown.split("\nhosts not answering:\n", 1)[1] == (
+        f"  pagination-docs: lost: host buildbox did not answer a check-in ({GONE.message}); its work stays there, and orch reads it "
+        "again once buildbox answers\n"
+    )
+
+    # The box answers again before the bound: its worker is read back as ever, and is no longer lost.
+    box.down = None
+    box.calls.clear()
+    check_in(engine, run, 3)
+
+    assert facts(engine) == [("host_held", "pagination-docs"), ("host_answered", "pagination-docs")]
+    assert held.lost(engine.ledger, RUN_ID) == {} and states(engine)["pagination-docs"] == "working"
+    assert box.commands()[:2] == ["agent list", "agent read"]  # read back on the box: its agent looked at again as ever
+
+
+def test_a_lost_worker_is_given_up_after_the_held_workers_bound_its_host_named_and_its_work_kept_there(tmp_path: Path) -> None:
+    from orchestrator.observe import check_in
+
+    engine, box, run = at_work_on_the_box(tmp_path)
+    box.down = GONE
+    check_in(engine, run, 1)
+
+    given = wait_out_the_bound(engine, run)
+
+    reason = LOST_REASON.format(why="the run ended before it answered")
+    assert [(s.task, s.what, s.text) for s in given] == [("pagination-docs", "given_up", f"failed: {reason}")]
+    assert states(engine)["pagination-docs"] == "failed" and held.lost(engine.ledger, RUN_ID) == {}
+    assert box.commands() == ["agent list"]  # nothing on the box was touched
+
+
+def test_the_agent_controllers_wait_gives_a_lost_worker_up_after_the_bound_and_wakes(tmp_path: Path) -> None:
+    from orchestrator.door import wait_run
+
+    engine, box, run = at_work_on_the_box(tmp_path)
+    box.down = GONE
+
+    waited = wait_run(engine, run, timeout_s=600, poll_s=5, interval_s=60)
+
+    assert (waited.woke, states(engine)["pagination-docs"]) == ("failed", "failed")
+    [failed] = [o for o in waited.observations if o.task == "pagination-docs"]
+    assert (failed.what, failed.text) == ("failed", f"failed: {LOST_REASON.format(why='the run ended before it answered')}")
+    assert [s.do for s in waited.next] == ["finish"]
+
+
+def test_orch_finish_ends_a_lost_worker_at_once_and_the_run_is_partial(tmp_path: Path) -> None:
+    from orchestrator.door import finish_run
+    from orchestrator.observe import check_in
+
+    engine, box, run = at_work_on_the_box(tmp_path)
+    box.down = GONE
+    check_in(engine, run, 1)
+
+    finished = finish_run(engine, engine.ledger.get_run(RUN_ID))
+
+    worker = engine.ledger.get_worker(RUN_ID, "pagination-docs")
+    assert worker.state is S.RETAINED  # retire could not reach the box: its pane and checkout stay there
+    # FAIL, as the verdict's rule has it when no worker was accepted (beside an accepted one it is PARTIAL: the e2e).
+    assert finished.report.verdict.value == "FAIL"
+    reason = LOST_REASON.format(why="the run was finished before it answered")
+    assert [e.detail["given_up"] for e in engine.ledger.events(RUN_ID) if e.kind == FactKind.HOST_ANSWERED] == [reason]
+
+
+def test_orch_run_ends_a_lost_worker_after_the_bound_its_host_named(tmp_path: Path) -> None:
+    import io
+
+    from orchestrator import run as person
+    from orchestrator.progress import Progress
+
+    engine, box, run = at_work_on_the_box(tmp_path, controller="run")
+    box.down = GONE
+    said = io.StringIO()
+
+    outcome = person.drive(engine, run, Progress(said, live=False), interval_s=60)
+
+    clock = engine.clock
+    assert isinstance(clock, FakeClock)
+    # FAIL: no worker of this run was accepted (beside an accepted one it is PARTIAL: the e2e); never exit 3.
+    assert (outcome.finished, outcome.report.verdict.value, outcome.exit_code) == (True, "FAIL", 11)
+    assert engine.ledger.get_worker(RUN_ID, "pagination-docs").state is S.RETAINED
+    reason = LOST_REASON.format(why="the run ended before it answered")
+    refused = "ssh: connect to host me@buildbox port 22: Connection refused"
+    rounds = [
+        f"{at} run: host unreachable: host buildbox: cannot list its spool: {refused}\n"
+        f"{at} run: host unreachable: host buildbox: {GONE.message}; its workers are checked again next round\n"
+        for at in ("08:00:00", "08:01:00", "08:02:00", "08:03:00")
+    ]
+    assert said.getvalue() == (
+        "08:00:00 api-pagination: failed\n08:00:00 api-tests: failed\n08:00:00 pagination-docs: working\n"
+        + "".join(rounds)
+        + f"08:03:00 host buildbox was not collected from before the run was judged (cannot list its spool: {refused}); messages its "
+        "workers spooled after the last check-in are kept there\n"
+        f"08:03:00 pagination-docs: given up: failed: {reason}\n"
+        "08:03:00 api-pagination: retained\n08:03:00 api-tests: retained\n08:03:00 pagination-docs: retained\n"
+    )
+    # The bound, in check-in intervals: HOLD_LIMIT of them once nothing else moved, then the run ends.
+    assert box.count("agent list") == held.HOLD_LIMIT + 1
