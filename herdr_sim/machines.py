@@ -7,8 +7,8 @@ The simulator plays the SSH hop with a network file (``$HERDR_SIM_NETWORK``, JSO
 SIM_HOME, "down": false}}}``): a target it lists reaches the simulated herdr whose home is ``home``; one it does not
 list, or marks ``down``, is unreachable; ``"drop_after": ["worktree create"]`` drops the link once after the remote server
 ran that command (its answer is lost); ``"down_at": ["worktree list"]`` takes the target down (``down`` set true in
-the file, for ssh too) when that command arrives, before it runs: a host lost mid-run stays lost until a test brings
-it back. A forwarded command runs as that herdr's own client, in the profile's
+the file, for ssh too) when that command arrives, before it runs (a command listed N times: at its Nth arrival, each
+arrival taking one off the list): a host lost mid-run stays lost until a test brings it back. A forwarded command runs as that herdr's own client, in the profile's
 session, without the caller's pane context (herdr drops it for a remote target), and its answer comes back unchanged.
 herdr documents no JSON for `machine list` or `machine status`: the fields here are ours (id, label, ssh_target,
 remote_session, enabled; status adds reachable and error).
@@ -138,7 +138,8 @@ def _drops_after(target: str, args: list[str]) -> bool:
 
 
 def _goes_down_at(target: str, args: list[str]) -> None:
-    """The target goes down for good when a command of its ``down_at`` list arrives (taken off the list)."""
+    """The target goes down for good when a command of its ``down_at`` list arrives (taken off the list) and was
+    its last entry there: a command listed N times takes the target down at its Nth arrival."""
     path = os.environ.get(NETWORK_ENV)
     if not path or not Path(path).is_file():
         return
@@ -149,7 +150,9 @@ def _goes_down_at(target: str, args: list[str]) -> None:
     if command not in downs:
         return
     downs.remove(command)
-    entry["down_at"], entry["down"] = downs, True
+    entry["down_at"] = downs
+    if command not in downs:
+        entry["down"] = True
     Path(path).write_text(json.dumps(data))
 
 

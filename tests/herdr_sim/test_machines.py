@@ -56,3 +56,19 @@ def test_a_saved_machine_forwards_to_its_own_server_with_colliding_ids(tmp_path:
     assert (not_forwarded.returncode, not_forwarded.stderr) == (
         2, "error: `integration status` is not an API-backed machine command; --machine does not run local management commands or attach a TUI\n",
     )
+
+
+def test_a_command_listed_n_times_in_down_at_takes_the_target_down_at_its_nth_arrival(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from herdr_sim.machines import _goes_down_at
+
+    network = tmp_path / "network.json"
+    monkeypatch.setenv(NETWORK_ENV, str(network))
+    network.write_text(json.dumps({"targets": {"me@box": {"home": "/nowhere", "down_at": ["agent list", "agent list"]}}}))
+
+    seen = []
+    for args in (["agent", "list"], ["agent", "get", "w1:p1"], ["agent", "list"], ["agent", "list"]):
+        _goes_down_at("me@box", args)
+        entry = json.loads(network.read_text())["targets"]["me@box"]
+        seen.append((entry["down_at"], entry.get("down", False)))
+
+    assert seen == [(["agent list"], False), (["agent list"], False), ([], True), ([], True)]
