@@ -390,6 +390,8 @@ def test_orch_run_ends_a_lost_worker_after_the_bound_its_host_named(tmp_path: Pa
         + f"08:03:00 host buildbox was not collected from before the run was judged (cannot list its spool: {refused}); messages its "
         "workers spooled after the last check-in are kept there\n"
         f"08:03:00 pagination-docs: given up: failed: {reason}\n"
+        "08:03:00 retiring 1 worker: asking each agent to exit, then closing panes and removing worktrees\n"
+        "08:03:00 pagination-docs: pane kept (1 of 1)\n08:03:00 retiring: removing the worktrees that hold no work\n"
         "08:03:00 api-pagination: retained\n08:03:00 api-tests: retained\n08:03:00 pagination-docs: retained\n"
     )
     # The bound, in check-in intervals: HOLD_LIMIT of them once nothing else moved, then the run ends.
