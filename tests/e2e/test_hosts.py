@@ -3,11 +3,12 @@ preflight checks the host through the controller's saved machine and ssh; a plan
 integrated on the controller, each provisioned, dispatched and retired on its own host with ids colliding across the
 two; a link dropped after a remote `worktree create` is settled by read-back; a host gone at retire keeps its checkout;
 an unreachable host fails closed at preflight, named; `after` across hosts starts each dependant from the integration
-commit holding its predecessor's work (issue 26)."""
+commit holding its predecessor's work; a host lost while its worker works gets the held workers' bound (issue 26)."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,8 @@ from herdr_sim.testing import SimServer, eventually
 pytestmark = pytest.mark.e2e
 
 ORCH_BIN = Path(sys.executable).parent
+# The box goes down at its Nth `agent list`: dispatch's acceptance and the first check-ins list it before.
+LISTS_BEFORE_DOWN = 8
 
 
 @dataclass
@@ -488,3 +491,42 @@ def test_resume_after_the_build_boxs_herdr_restarted_reads_its_world_there_start
     merged = world.repo.git("log", "--format=%s", "chore/integration")
     assert sorted(line.split(":")[0] for line in merged.splitlines() if line.startswith(("ui-theme:", "api-pagination:"))) == ["api-pagination", "ui-theme"]
     engine.close()
+
+
+def test_orch_run_gives_a_host_lost_while_its_worker_works_the_same_bound_then_ends_partial_naming_it(two_hosts: TwoHosts) -> None:
+    """`orch run`: the build box goes away once its worker is working (its agent has its packet and works on: down at
+    the box's LISTS_BEFORE_DOWN-th `agent list`, after dispatch's acceptance and the first check-ins listed it). The
+    check-ins note the host unreachable; the controller's worker is accepted and integrated; once nothing else moves
+    and three check-in intervals passed, the box's worker is failed with its host named and its work kept there (its
+    checkout and commits on the box, retained). PARTIAL (exit 10), no exit 3."""
+    world = two_hosts.world
+    plan = two_hosts.plan(remote_worker=True, local_worker=True, integration=True)
+    # Works on, never done, its output moving at every check-in (never stalled): only its host going away ends it.
+    ticks = "".join(f'[[task.ui-theme]]\ndo = "run"\ncommand = "sleep 0.5; echo tick {n}"\n\n' for n in range(600))
+    (two_hosts.box.home / "scenarios.toml").write_text(ticks)
+    data = json.loads(two_hosts.network.read_text())
+    data["targets"]["me@buildbox"]["down_at"] = ["agent list"] * LISTS_BEFORE_DOWN
+    two_hosts.network.write_text(json.dumps(data))
+
+    done = world.orch("run", str(plan), "--interval", "1", timeout=300)
+
+    assert done.returncode == 10, done.stdout + done.stderr
+    run_id = json.loads(world.orch("status", "--json").stdout)["run_id"]
+    engine = world.engine()
+    moves = [str(e.to_state) for e in engine.ledger.events(run_id, task_label="ui-theme") if e.to_state is not None]
+    held = [e.detail["stage"] for e in engine.ledger.events(run_id, task_label="ui-theme") if e.kind == "host_held"]
+    engine.close()
+    assert ("working" in moves, held) == (True, ["work"]), (moves, held, done.stderr)  # lost while working, never held starting
+    since = re.compile(r"since \d{4}-\d\d-\d\d \d\d:\d\d:\d\dZ")
+    lines = [since.sub("since <at>", two_hosts.text(line)) for line in done.stdout.splitlines() if line.startswith(("Workers:", "Blockers:"))]
+    checkout = "<tmp>/buildbox/src/acme/widgets.worktrees/widgets-feat-ui-theme"
+    reason = ("host buildbox did not answer since <at> (herdr --machine buildbox agent list: machine 'buildbox' (session acme): ssh: connect to host "
+              "me@buildbox port 22: Connection refused); the run ended before it answered, so its work was never brought home; its work is kept on "
+              f"buildbox (its checkout {checkout} and its commits there), nothing there touched")
+    assert lines == [
+        "Workers: api-pagination=retired/accepted+integrated, ui-theme=retained/failed on buildbox",
+        f"Blockers: ui-theme failed: {reason}",
+    ], done.stdout
+    said = [since.sub("since <at>", two_hosts.text(line.split(" ", 1)[1])) for line in done.stderr.splitlines() if line.split(" ", 1)[-1].startswith("ui-theme: ")]
+    assert said == ["ui-theme: started: admitted to slot 2 of 4", "ui-theme: working", f"ui-theme: given up: failed: {reason}",
+                    "ui-theme: pane kept (2 of 2)", "ui-theme: retained"], done.stderr
