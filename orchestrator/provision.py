@@ -47,7 +47,7 @@ from orchestrator.herdr_models import AgentInfo, PaneInfo, PaneLayoutSnapshot, S
 from orchestrator.plan import ResolvedPlan, ResolvedWorker
 from orchestrator.report import MOVED_OUT
 from orchestrator.schedule import admit, render_schedule
-from registry.facts import BaseMoved, FactKind, WorktreesFolder, cause_of, read_facts
+from registry.facts import BaseMoved, FactKind, HostWorkspace, WorktreesFolder, cause_of, read_facts
 from registry import Effect, Run, Worker, WorkerState
 from registry.kinds import CONTROLLER_HOST
 from registry.machine import NOT_ADMITTED
@@ -905,6 +905,7 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
             _remote_starts_from(rnd, host, layout.branch, base_sha, f"the existing branch {layout.branch} {where}", then="nothing was created")
         if created is None:
             _note_remote_worktrees_folder(rnd, job.planned.host, ssh, str(PurePosixPath(path).parent))
+            _note_host_workspace(rnd, job, str(host.checkout), snap)
         request = {"cwd": host.checkout, "branch": layout.branch, "base": base_sha, "path": path, "label": layout.label}
 
         def act() -> Checkout:
@@ -917,6 +918,7 @@ def _provision_remote_checkout(rnd: _Round, job: _Job) -> None:
         except HerdrWorktreeCreateFailed as exc:
             raise _Fail("create", f"worktree create {where} failed: {exc.herdr_message or exc.message}; orch never retries with another name") from None
         job.created.append("worktree")
+        _learn_host_workspace(rnd, job, herdr, str(host.checkout))
         worker = rnd.worker(job.task)
         rnd.update(job, created_worktree_paths=_add(worker.created_worktree_paths, path))
         if checkout.workspace_id:
@@ -968,6 +970,35 @@ def _note_remote_worktrees_folder(rnd: _Round, host: str, ssh: str, folder: str)
         if remote.exists(ssh, folder, runner=engine.remote_runner or remote.run_process):
             return
         engine.ledger.record_fact(run.run_id, FactKind.WORKTREES_FOLDER, detail=WorktreesFolder(path=folder, host=host))
+
+
+def _note_host_workspace(rnd: _Round, job: _Job, checkout: str, snap: Snapshot) -> None:
+    """Before the run's first checkout on another host: when no workspace holds that host's primary checkout open,
+    record that this create is about to open one (herdr opens a worktree group's parent with its first linked
+    worktree), so retire closes it again there once it holds nothing but its shell. One the person had open is theirs."""
+    engine, run, host = rnd.engine, rnd.run, job.planned.host
+    primary = next((w for w in snap.worktrees if not w.is_linked_worktree and _same_path(w.path, checkout)), None)
+    if primary is None or primary.open_workspace_id is not None:
+        return
+    with rnd._moved_lock:  # two workers of one host in one round: the first create opens it
+        if any(f["host"] == host for f in read_facts(engine.ledger.events(run.run_id), HostWorkspace)):
+            return
+        engine.ledger.record_fact(run.run_id, FactKind.HOST_WORKSPACE, task_label=job.task,
+                                  detail=HostWorkspace(host=host, task=job.task, checkout=checkout))  # fmt: skip
+
+
+def _learn_host_workspace(rnd: _Round, job: _Job, herdr: Herdr, checkout: str) -> None:
+    """After the create ``_note_host_workspace`` expected to open the primary checkout's workspace: its id, as that
+    host's ``worktree list`` reads it back (a create response names only the new linked workspace)."""
+    engine, run, host = rnd.engine, rnd.run, job.planned.host
+    facts = [f for f in read_facts(engine.ledger.events(run.run_id), HostWorkspace) if f["host"] == host]
+    if not facts or facts[-1]["task"] != job.task or "workspace" in facts[-1]:
+        return
+    listed = herdr.worktree_list(cwd=checkout).worktrees
+    primary = next((w for w in listed if not w.is_linked_worktree and _same_path(w.path, checkout)), None)
+    if primary is not None and primary.open_workspace_id is not None:
+        engine.ledger.record_fact(run.run_id, FactKind.HOST_WORKSPACE, task_label=job.task,
+                                  detail=HostWorkspace(host=host, task=job.task, checkout=checkout, workspace=primary.open_workspace_id))  # fmt: skip
 
 
 def _remote_starts_from(rnd: _Round, host: Any, branch: str, base_sha: str, what: str, *, then: str) -> None:

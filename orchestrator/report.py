@@ -29,6 +29,7 @@ from registry import (
     WorkerState,
 )
 from registry.facts import (
+    host_workspaces,
     BaseMoved,
     Cause,
     Change,
@@ -543,6 +544,11 @@ def _retired(run: Run, workers: Sequence[Worker], effects: Sequence[Effect], jou
             settle(worker.task_label, worker.name, "workspace", workspace, worker)
     for workspace in run.created_workspace_ids:
         settle(None, None, "workspace", workspace, None)
+    by_task = {w.task_label: w for w in workers}
+    for opened in host_workspaces(journal.events).values():
+        # Another host's primary-checkout workspace, opened there by a worker's first `worktree create`.
+        if "workspace" in opened and (opener := by_task.get(opened["task"])) is not None:
+            settle(opener.task_label, opener.name, "workspace", opened["workspace"], opener)
     home = [e for e in every_effect if host_of(e.task_label, e.request) == CONTROLLER_HOST]
     integration = _integration_item(home, [e for e in all_retained if host_of(e.task_label) == CONTROLLER_HOST], journal)
     return (*raw_items, integration) if integration is not None else tuple(raw_items)

@@ -28,7 +28,7 @@ from orchestrator.hints import TEXT, orch_command
 from orchestrator.report import INTEGRATION_KEPT, INTEGRATION_REMOVED, MOVED_OUT, Wait, open_wait
 from packets import inert_line
 from packets.render import COMMIT_TRAILER_KEY
-from registry.facts import Abandoned, AgentExited, FactKind, Retained, WorktreesFolder, read_facts
+from registry.facts import Abandoned, AgentExited, FactKind, HostWorkspace, Retained, WorktreesFolder, host_workspaces, read_facts
 from registry import Effect, EffectStatus, Run, Worker
 from registry.machine import ABANDON_TO_SUPERSEDED, LADDER_DONE, RETIRABLE, UNACCEPTED, WAITING_ON_PERSON, WorkerState
 from registry.kinds import EventKind
@@ -212,6 +212,8 @@ def retire(
         for item in run_items:
             if item.action == "kept":
                 ledger.record_fact(run.run_id, FactKind.RETAINED, detail=Retained(item=item.id, what=item.kind, reason=item.reason))
+    if settled:
+        run_items.extend(_close_host_workspaces(engine, run))
     integration = _retire_integration(engine, run, settled=settled)
     _remove_worktrees_folder(engine, run)
     return RetireResult(run_id=run.run_id, workers=tuple(results[w.task_label] for w in selected), workspaces=tuple(run_items), integration=integration)
@@ -262,6 +264,32 @@ def _retire_integration(engine: Engine, run: Run, *, settled: bool) -> Item | No
 def _kept_integration(engine: Engine, run: Run, path: str, reason: str) -> Item:
     engine.ledger.record_fact(run.run_id, FactKind.RETAINED, detail=Retained(item=path, what="worktree", reason=reason))
     return Item(kind="worktree", id=path, action="kept", reason=reason)
+
+
+def _close_host_workspaces(engine: Engine, run: Run) -> list[Item]:
+    """Once every worker is retired: another host's primary-checkout workspace that a worker's ``worktree create``
+    opened there (provision's ``host_workspace`` fact), closed as any side-effect workspace is (its one shell's pane,
+    never `workspace close`), under that worker's name. A host not reached keeps it, said; a later retire asks again."""
+    items: list[Item] = []
+    for host, fact in sorted(host_workspaces(engine.ledger.events(run.run_id)).items()):
+        task = fact["task"]
+        try:
+            herdr = engine.herdr_at(run.run_id, host)
+            workspace = fact.get("workspace")
+            if workspace is None:  # the create's read-back did not get to read it: the primary's workspace now
+                listed = herdr.worktree_list(cwd=fact["checkout"]).worktrees
+                workspace = next((w.open_workspace_id for w in listed if not w.is_linked_worktree and w.open_workspace_id), None)
+                if workspace is None:
+                    continue
+                engine.ledger.record_fact(run.run_id, FactKind.HOST_WORKSPACE, task_label=task, detail=HostWorkspace(**fact, workspace=workspace))
+            found = _close_leftovers(engine, run, task, [workspace], herdr=herdr)
+        except HostUnreachable as exc:
+            found = [Item(kind="workspace", id=fact.get("workspace") or fact["checkout"], action="kept", reason=f"{HOST_GONE.format(host=host)} ({one_line(exc.message)})")]
+        for item in found:
+            if item.action == "kept":
+                engine.ledger.record_fact(run.run_id, FactKind.RETAINED, task_label=task, detail=Retained(item=item.id, what=item.kind, reason=item.reason))
+        items.extend(found)
+    return items
 
 
 def _remove_worktrees_folder(engine: Engine, run: Run) -> None:

@@ -63,6 +63,9 @@ class FactKind(StrEnum):
     HOST_HELD = "host_held"
     # A held worker's host answered again: its start goes on (or it was given up at the end of the run, ``given_up``).
     HOST_ANSWERED = "host_answered"
+    # The first checkout orch makes on another host opens its primary checkout's workspace there (herdr opens a
+    # worktree group's parent with it when none is open): retire closes it again once it holds only that shell.
+    HOST_WORKSPACE = "host_workspace"
 
 
 class CallbackCause(TypedDict):
@@ -346,6 +349,16 @@ class WorktreesFolder(TypedDict):
     host: NotRequired[str]
 
 
+class HostWorkspace(TypedDict):
+    """The workspace of ``checkout`` (another host's primary checkout), not open before ``task``'s ``worktree create``
+    there: recorded without ``workspace`` before the create, then with the id ``worktree list`` reads back after it."""
+
+    host: str
+    task: str
+    checkout: str
+    workspace: NotRequired[str]
+
+
 class SpoolLast(TypedDict):
     """The last collection of a remote host's spool before the run was judged: ``problem`` when it was not collected."""
 
@@ -457,6 +470,7 @@ DETAILS: Mapping[FactKind, type] = {
     FactKind.SPOOL_LAST: SpoolLast,
     FactKind.HOST_HELD: HostHeld,
     FactKind.HOST_ANSWERED: HostAnswered,
+    FactKind.HOST_WORKSPACE: HostWorkspace,
 }
 
 
@@ -488,6 +502,11 @@ def read_facts(events: Iterable[Journalled], record: type[T]) -> list[T]:
     """The detail of every fact of ``record``'s kind among events, in their order."""
     kind = _KIND_OF[record]
     return [read_fact(event, record) for event in events if event.kind == kind]
+
+
+def host_workspaces(events: Iterable[Journalled]) -> dict[str, HostWorkspace]:
+    """Each host's last ``host_workspace`` fact (the one with the workspace's id once provisioning read it back)."""
+    return {fact["host"]: fact for fact in read_facts(events, HostWorkspace)}
 
 
 def read_row(event: Journalled | None, record: type[T]) -> T | None:

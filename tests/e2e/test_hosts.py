@@ -180,7 +180,8 @@ def test_a_plan_with_a_worker_on_each_of_two_hosts_ends_pass_integrated_and_reti
     # is untouched, and so is the controller's own pane.
     assert world.herdr("pane", "get", bystander["pane_id"])["result"]["pane"]["workspace_id"] == bystander["workspace_id"]
     assert world.herdr("pane", "get", world.controller_pane)["result"]["pane"]["pane_id"] == world.controller_pane
-    assert [w["workspace_id"] for w in box_herdr(two_hosts, "workspace", "list")["result"]["workspaces"]] == ["w1"]
+    # The box's primary-checkout workspace, which herdr opened with the first worktree orch made there, went too.
+    assert box_herdr(two_hosts, "workspace", "list")["result"]["workspaces"] == []
     assert box_herdr(two_hosts, "agent", "list")["result"]["agents"] == []
     assert not Path(remote_path).exists() and not Path(str(local.worktree_path)).exists()
     # The run made `<checkout>.worktrees/` on each host; emptied, it went on each (the box's over ssh).
@@ -191,7 +192,7 @@ def test_a_plan_with_a_worker_on_each_of_two_hosts_ends_pass_integrated_and_reti
     report = json.loads(world.orch("report", "--run", run_id, "--json").stdout)
     items = {(r["task"], r["what"], r["id"], r.get("host"), r["status"]) for r in report["retired"] if r["task"] == "ui-theme"}
     assert items == {("ui-theme", "pane", bystander["pane_id"], "buildbox", "closed"), ("ui-theme", "worktree", remote_path, "buildbox", "closed"),
-                     ("ui-theme", "workspace", bystander["workspace_id"], "buildbox", "closed")}
+                     ("ui-theme", "workspace", bystander["workspace_id"], "buildbox", "closed"), ("ui-theme", "workspace", "w1", "buildbox", "closed")}
     assert all("host" not in r for r in report["retired"] if r["task"] != "ui-theme")
 
 
@@ -421,13 +422,31 @@ def test_cancel_gives_up_a_remote_worker_on_its_own_host_and_never_touches_the_c
     states = {w["task"]: w["state"] for w in json.loads(world.orch("status", "--run", run_id, "--json").stdout)["workers"]}
     assert states == {"api-pagination": "retired", "ui-theme": "retired"}, done.stdout
     assert box_herdr(two_hosts, "agent", "list")["result"]["agents"] == []
-    assert [w["workspace_id"] for w in box_herdr(two_hosts, "workspace", "list")["result"]["workspaces"]] == ["w1"]
+    assert box_herdr(two_hosts, "workspace", "list")["result"]["workspaces"] == []
     assert (Path(remote_path).exists(), Path(remote_path).parent.exists()) == (False, False)
     assert world.herdr("pane", "get", bystander["pane_id"])["result"]["pane"]["workspace_id"] == bystander["workspace_id"]
     report = json.loads(world.orch("report", "--run", run_id, "--json").stdout)
     items = {(r["what"], r["id"], r.get("host"), r["status"]) for r in report["retired"] if r["task"] == "ui-theme"}
     assert items == {("pane", bystander["pane_id"], "buildbox", "closed"), ("worktree", remote_path, "buildbox", "closed"),
-                     ("workspace", bystander["workspace_id"], "buildbox", "closed")}
+                     ("workspace", bystander["workspace_id"], "buildbox", "closed"), ("workspace", "w1", "buildbox", "closed")}
+
+
+def test_a_workspace_the_person_had_open_on_the_box_checkout_is_theirs_and_stays_after_the_run(two_hosts: TwoHosts) -> None:
+    """orch closes the box's primary-checkout workspace only when its own `worktree create` opened it: one the person
+    had open there before the run (herdr makes it the new worktree's group parent) is never touched or reported."""
+    world = two_hosts.world
+    plan = two_hosts.plan(remote_worker=True)
+    theirs = box_herdr(two_hosts, "workspace", "create", "--cwd", str(two_hosts.box_checkout), "--no-focus")["result"]["workspace"]["workspace_id"]
+    assert world.orch("preflight", str(plan)).returncode == 0
+    run_id = json.loads(world.orch("status", "--json").stdout)["run_id"]
+    assert world.orch("provision", "--run", run_id).returncode == 0
+
+    done = world.orch("cancel", run_id, "--reason", "wrong base branch")
+
+    assert done.returncode == 10, done.stdout + done.stderr
+    assert [w["workspace_id"] for w in box_herdr(two_hosts, "workspace", "list")["result"]["workspaces"]] == [theirs]
+    report = json.loads(world.orch("report", "--run", run_id, "--json").stdout)
+    assert theirs not in {r["id"] for r in report["retired"] if r["what"] == "workspace"}
 
 
 def test_resume_after_the_build_boxs_herdr_restarted_reads_its_world_there_starts_its_worker_again_and_ends_pass(
