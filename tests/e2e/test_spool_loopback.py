@@ -35,7 +35,6 @@ pytestmark = [
 S = WorkerState
 ORCH_BIN = Path(sys.executable).parent
 TASK = "api-pagination"
-BOX_PANE = "w1:p2"  # the worker's pane on the box's own herdr (its ids are the box's)
 
 
 @dataclass
@@ -48,9 +47,10 @@ class Fleet:
     run_id: str
     prefix: tuple[str, ...]  # the worker's callback command, as its packet gives it
     checkout: Path  # the box's clone, where the worker commits
+    pane: str  # the worker's pane on the box's own herdr (its ids are the box's)
 
     def envelope(self, body: str, kind: str = "update") -> str:
-        return f"[herdr-orchestration run={self.run_id} task={TASK} from={TASK} kind={kind} reply-to={BOX_PANE}]\n{body}"
+        return f"[herdr-orchestration run={self.run_id} task={TASK} from={TASK} kind={kind} reply-to={self.pane}]\n{body}"
 
     def call_back(self, text: str) -> str:
         """The worker runs its packet's callback command in its own shell on the box."""
@@ -149,8 +149,10 @@ branch = "chore/integrate-fleet"
 def fleet(box: Box) -> Fleet:
     """The box with a run whose worker is on it."""
     world, plan, box_checkout = box.world, box.plan, box.checkout
-    # The run as provisioning leaves it (orch does not start remote workers itself yet): its plan snapshot, its
-    # saved message limit, and the worker registered on the box, dispatched.
+    # The run as provisioning leaves it: its plan snapshot, its saved message limit, and the worker registered on the
+    # box, dispatched, in a pane of the box's own herdr (a check-in reads the worker there, so the pane must be real).
+    made = box.sim.run(["workspace", "create", "--cwd", str(box_checkout), "--no-focus"])
+    pane = json.loads(made.stdout)["result"]["root_pane"]["pane_id"]
     engine = world.engine()
     run_id = f"{world.controller_pane}-20261202T070000Z"
     base = world.repo.git("rev-parse", "main")
@@ -159,14 +161,14 @@ def fleet(box: Box) -> Fleet:
     engine.run_dir(run_id).mkdir(parents=True, exist_ok=True)
     shutil.copy(plan, engine.run_dir(run_id) / "plan.toml")
     save_message_limit(engine, run_id, 65536)
-    engine.ledger.add_worker(run_id, TASK, name=TASK, kind="codex", objective="x", pane_id=BOX_PANE, reply_target=BOX_PANE, host="box",
+    engine.ledger.add_worker(run_id, TASK, name=TASK, kind="codex", objective="x", pane_id=pane, reply_target=pane, host="box",
                              branch="feat/api-pagination", base_sha=base, claimed_files=("src/api/**",),
                              worktree_path=str(box_checkout))  # fmt: skip
     engine.ledger.transition(run_id, TASK, S.PROVISIONING, S.READY)
     engine.ledger.transition(run_id, TASK, S.READY, S.DISPATCHED)
     prefix = engine.callback_prefix(run, "box")
     engine.close()
-    return Fleet(world, box.sshd, box.box_home, run_id, prefix, box_checkout)
+    return Fleet(world, box.sshd, box.box_home, run_id, prefix, box_checkout, pane)
 
 
 def test_a_callback_sent_while_the_controller_is_stopped_is_accepted_once_after_it_checks_in(fleet: Fleet) -> None:
@@ -186,8 +188,8 @@ def test_a_callback_sent_while_the_controller_is_stopped_is_accepted_once_after_
     assert fleet.spooled() == []
 
     # Another check-in, with a second callback spooled meanwhile: the first is not recorded again, the second once.
-    # (The controller's own herdr has no pane w1:p2, so the first check-in failed the worker: observing a remote
-    # worker through `herdr --machine` is not wired yet, and the late update is kept aside out of turn.)
+    # (The worker's pane on the box runs no agent, only a shell, so the first check-in, reading it there, failed the
+    # worker: "its agent exited outside orch"; the late update is kept aside out of turn.)
     second = fleet.call_back(fleet.envelope("Tests written")).split()[1]
     again = fleet.world.orch("observe", "--run", fleet.run_id, "--once", "--json")
     assert again.returncode == 0, again.stderr
