@@ -18,14 +18,14 @@ from orchestrator.integrate import IntegrateResult, integrate_run, render_integr
 from orchestrator.fleet import advance, give_up_held, held_expired, held_workers, lost_workers
 from orchestrator.hints import TEXT, orch_command
 from orchestrator.observe import _STEP_WHAT as STEP_WHAT
-from orchestrator.observe import ObserveResult, Observation, WorkerStatus, answers_owed, check_in, render_observe
+from orchestrator.observe import ObserveResult, Observation, WorkerStatus, answers_owed, check_in, others_move, render_observe
 from packets import inert_line
 from orchestrator.report import Blocker, Report, render_report, write_report
 from orchestrator.repeats import ask_later
 from orchestrator.retire import RetireResult, render_retire, retire
 from orchestrator.verify import PENDING, VerifyResult, render_verify, verify_run
 from registry import EventKind, RegistryError, Run, RunStatus, WorkerState
-from registry.machine import AT_WORK, MOVING, STARTING, UNVERIFIED, WAITING_ON_PERSON
+from registry.machine import AT_WORK, STARTING, UNVERIFIED, WAITING_ON_PERSON
 
 S = WorkerState
 
@@ -174,17 +174,10 @@ def _advance(engine: Engine, run: Run, rounds: int, notes: list[Observation], *,
     steps = []
     if engine.ledger.list_workers(run.run_id, states=(S.QUEUED,)) or held_workers(engine, run):
         steps += advance(engine, run, hold=hold)
-    if (held_workers(engine, run) or lost_workers(engine, run)) and not _others_move(engine, run) and held_expired(engine, run, _interval(engine, run)):
+    if (held_workers(engine, run) or lost_workers(engine, run)) and not others_move(engine, run) and held_expired(engine, run, _interval(engine, run)):
         steps += give_up_held(engine, run, "the run ended before it answered")
     for step in steps:
         notes.append(Observation(round=rounds, task=step.task, what=STEP_WHAT.get(step.what, "queued"), text=step.text))
-
-
-def _others_move(engine: Engine, run: Run) -> bool:
-    """Whether anything in the run still moves without the person (as `orch run`'s loop asks before it ends)."""
-    ledger = engine.ledger
-    gone = lost_workers(engine, run)  # at work on a host that does not answer: nothing comes of it meanwhile
-    return any(w.state in MOVING and w.task_label not in gone for w in ledger.list_workers(run.run_id)) or bool(ledger.list_inbox(run.run_id, unhandled=True)) or bool(answers_owed(engine, run))
 
 
 def _interval(engine: Engine, run: Run) -> float:

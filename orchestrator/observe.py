@@ -19,7 +19,7 @@ from orchestrator.provision import Renamed
 from orchestrator.quirks import excerpt
 from orchestrator.transcripts import save_transcript
 from orchestrator.errors import HerdrError, HerdrMissing, HerdrNotFound, HerdrUnavailable, HostUnreachable, OrchError
-from orchestrator.fleet import advance
+from orchestrator.fleet import advance, lost_workers
 from orchestrator.herdr_models import AT_REST, AgentInfo
 from orchestrator.plan import Answer
 from orchestrator.reportfiles import MAX_REPORTS, REPORT_LIMIT_BYTES, TOTAL_LIMIT_BYTES
@@ -29,7 +29,7 @@ from packets import EnvelopeError, inert_line, parse_message
 from packets.result import parse_result
 from registry.facts import LOST, FactKind, Lost, PlannedAnswerUnsent, Report, TabRenamed, read_fact, read_facts
 from registry import Effect, EffectStatus, InboxMessage, InboxVerdict, Run, StaleState, Worker, WorkerState
-from registry.machine import AT_WORK, OPEN, WAITING_ON_PERSON
+from registry.machine import MOVING, AT_WORK, OPEN, WAITING_ON_PERSON
 from registry.kinds import CONTROLLER_HOST
 
 S = WorkerState
@@ -770,6 +770,16 @@ def _active(engine: Engine, run: Run, waiting: set[str]) -> bool:
     if engine.ledger.list_inbox(run.run_id, unhandled=True) or answers_owed(engine, run):
         return True
     return any(w.task_label not in waiting for w in engine.ledger.list_workers(run.run_id, states=AT_WORK))
+
+
+def others_move(engine: Engine, run: Run) -> bool:
+    """Whether anything in the run still moves without the person: a worker moving on its own (one at work on a host
+    that does not answer is not: nothing comes of it meanwhile), a message not yet handled, an answer orch owes. Both
+    doors ask it before a held or lost worker's host gets its bound, and before `orch run` ends."""
+    gone = lost_workers(engine, run)
+    ledger = engine.ledger
+    return (any(w.state in MOVING and w.task_label not in gone for w in ledger.list_workers(run.run_id))
+            or bool(ledger.list_inbox(run.run_id, unhandled=True)) or bool(answers_owed(engine, run)))  # fmt: skip
 
 
 def answers_owed(engine: Engine, run: Run) -> list[str]:

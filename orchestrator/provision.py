@@ -977,7 +977,7 @@ def _note_host_workspace(rnd: _Round, job: _Job, checkout: str, snap: Snapshot) 
     record that this create is about to open one (herdr opens a worktree group's parent with its first linked
     worktree), so retire closes it again there once it holds nothing but its shell. One the person had open is theirs."""
     engine, run, host = rnd.engine, rnd.run, job.planned.host
-    primary = next((w for w in snap.worktrees if not w.is_linked_worktree and _same_path(w.path, checkout)), None)
+    primary = _primary(snap.worktrees, checkout)
     if primary is None or primary.open_workspace_id is not None:
         return
     with rnd._moved_lock:  # two workers of one host in one round: the first create opens it
@@ -994,11 +994,15 @@ def _learn_host_workspace(rnd: _Round, job: _Job, herdr: Herdr, checkout: str) -
     facts = [f for f in read_facts(engine.ledger.events(run.run_id), HostWorkspace) if f["host"] == host]
     if not facts or facts[-1]["task"] != job.task or "workspace" in facts[-1]:
         return
-    listed = herdr.worktree_list(cwd=checkout).worktrees
-    primary = next((w for w in listed if not w.is_linked_worktree and _same_path(w.path, checkout)), None)
+    primary = _primary(herdr.worktree_list(cwd=checkout).worktrees, checkout)
     if primary is not None and primary.open_workspace_id is not None:
         engine.ledger.record_fact(run.run_id, FactKind.HOST_WORKSPACE, task_label=job.task,
                                   detail=HostWorkspace(host=host, task=job.task, checkout=checkout, workspace=primary.open_workspace_id))  # fmt: skip
+
+
+def _primary(worktrees: tuple[WorktreeInfo, ...], checkout: str) -> WorktreeInfo | None:
+    """The host's primary checkout (not a linked worktree) in its ``worktree list``."""
+    return next((w for w in worktrees if not w.is_linked_worktree and _same_path(w.path, checkout)), None)
 
 
 def _remote_starts_from(rnd: _Round, host: Any, branch: str, base_sha: str, what: str, *, then: str) -> None:

@@ -28,7 +28,7 @@ from orchestrator.hints import TEXT, orch_command
 from orchestrator.report import INTEGRATION_KEPT, INTEGRATION_REMOVED, MOVED_OUT, Wait, open_wait
 from packets import inert_line
 from packets.render import COMMIT_TRAILER_KEY
-from registry.facts import Abandoned, AgentExited, FactKind, HostWorkspace, Retained, WorktreesFolder, host_workspaces, read_facts
+from registry.facts import Abandoned, AgentExited, FactKind, Retained, WorktreesFolder, host_workspaces, read_facts
 from registry import Effect, EffectStatus, Run, Worker
 from registry.machine import ABANDON_TO_SUPERSEDED, LADDER_DONE, RETIRABLE, UNACCEPTED, WAITING_ON_PERSON, WorkerState
 from registry.kinds import EventKind
@@ -272,19 +272,14 @@ def _close_host_workspaces(engine: Engine, run: Run) -> list[Item]:
     never `workspace close`), under that worker's name. A host not reached keeps it, said; a later retire asks again."""
     items: list[Item] = []
     for host, fact in sorted(host_workspaces(engine.ledger.events(run.run_id)).items()):
-        task = fact["task"]
+        # Without its id (the create's read-back never ran: every later start of the worker reads it) nothing is closed.
+        if "workspace" not in fact:
+            continue
+        task, workspace = fact["task"], fact["workspace"]
         try:
-            herdr = engine.herdr_at(run.run_id, host)
-            workspace = fact.get("workspace")
-            if workspace is None:  # the create's read-back did not get to read it: the primary's workspace now
-                listed = herdr.worktree_list(cwd=fact["checkout"]).worktrees
-                workspace = next((w.open_workspace_id for w in listed if not w.is_linked_worktree and w.open_workspace_id), None)
-                if workspace is None:
-                    continue
-                engine.ledger.record_fact(run.run_id, FactKind.HOST_WORKSPACE, task_label=task, detail=HostWorkspace(**fact, workspace=workspace))
-            found = _close_leftovers(engine, run, task, [workspace], herdr=herdr)
+            found = _close_leftovers(engine, run, task, [workspace], herdr=engine.herdr_at(run.run_id, host))
         except HostUnreachable as exc:
-            found = [Item(kind="workspace", id=fact.get("workspace") or fact["checkout"], action="kept", reason=f"{HOST_GONE.format(host=host)} ({one_line(exc.message)})")]
+            found = [Item(kind="workspace", id=workspace, action="kept", reason=f"{HOST_GONE.format(host=host)} ({one_line(exc.message)})")]
         for item in found:
             if item.action == "kept":
                 engine.ledger.record_fact(run.run_id, FactKind.RETAINED, task_label=task, detail=Retained(item=item.id, what=item.kind, reason=item.reason))

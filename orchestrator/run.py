@@ -21,7 +21,7 @@ from orchestrator import git, spool
 from orchestrator.errors import ExitCode, HerdrMissing, HerdrNotFound, HerdrTimeout, HerdrUnavailable, HostUnreachable, OrchError, one_line
 from orchestrator.fleet import Step, advance, give_up_held, give_up_queued, held_expired, held_workers, lost_workers
 from orchestrator.integrate import integrate_run
-from orchestrator.observe import Observation, answers_owed, check_in, saved_work
+from orchestrator.observe import Observation, check_in, others_move, saved_work
 from orchestrator.preflight import PreflightResult, finish_preflight, preflight
 from orchestrator.hints import TEXT, orch_command
 from orchestrator.progress import Progress, Row
@@ -31,7 +31,7 @@ from orchestrator.retire import retire
 from orchestrator.verify import blocked_by_verification, stored_verification, verify_run
 from registry.facts import LOST, EffectDecided, FactKind, HerdrLostPanes, Lost, Restarted
 from registry import Effect, EffectStatus, RegistryError, Run, RunStatus, StaleState, Worker, WorkerState
-from registry.machine import MOVING, NEEDS_PANE, STARTING, UNVERIFIED, WAITING_ON_PERSON
+from registry.machine import NEEDS_PANE, STARTING, UNVERIFIED, WAITING_ON_PERSON
 from registry.kinds import CONTROLLER_HOST
 
 S = WorkerState
@@ -163,15 +163,12 @@ def drive(engine: Engine, run: Run, progress: Progress, *, keep: Sequence[str] =
                     _steps(progress, engine, advance(engine, run, keep=keep))
                 stage = "observe"
                 show()
-                workers = ledger.list_workers(run.run_id)
-                # A worker at work on a host that stopped answering (lost) does not move: nothing comes of it meanwhile.
-                gone = lost_workers(engine, run)
                 # A worker whose question the plan answers waits on orch (a send to try again), never on the person.
-                if any(w.state in MOVING and w.task_label not in gone for w in workers) or ledger.list_inbox(run.run_id, unhandled=True) or answers_owed(engine, run):
+                if others_move(engine, run):
                     engine.clock.sleep(interval)
                     continue
                 # Nothing else moves: a held or lost worker's host gets its bound (orchestrator.held.HOLD_LIMIT check-ins).
-                if (held_workers(engine, run) or gone) and not held_expired(engine, run, interval):
+                if (held_workers(engine, run) or lost_workers(engine, run)) and not held_expired(engine, run, interval):
                     engine.clock.sleep(interval)
                     continue
                 # A remote worker's callback spooled after this check-in is judged before the run is: one more

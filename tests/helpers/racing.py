@@ -32,9 +32,14 @@ def race(target: Callable[[int, Barrier, Any], None], processes: int, wait_s: fl
     started = [context.Process(target=target, args=(index, barrier, results)) for index in range(processes)]
     for process in started:
         process.start()
-    outcomes = sorted((results.get(timeout=wait_s * 2) for _ in started), key=lambda outcome: outcome[0])
-    for process in started:
-        process.join(wait_s)
+    try:
+        outcomes = sorted((results.get(timeout=wait_s * 2) for _ in started), key=lambda outcome: outcome[0])
+    finally:  # a child that died without reporting must not leave the others running
+        for process in started:
+            process.join(wait_s)
+            if process.is_alive():
+                process.terminate()
+                process.join(wait_s)
     assert [(outcome[0], outcome[-1]) for outcome in outcomes] == [(index, None) for index in range(processes)]
     assert [process.exitcode for process in started] == [0] * processes
     return outcomes
