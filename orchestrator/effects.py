@@ -252,7 +252,7 @@ def unsettled(engine: Engine, run: Run) -> list[str]:
             )
             continue
         except HostUnreachable as exc:
-            host = effect.request.get("host") or "its host"
+            host = engine.effect_host(effect)
             lines.append(
                 f"{effect.kind} for {who} (effect {effect.id}) is in flight on host {host}, which does not answer: {one_line(exc.message)} "
                 f"-> once it answers, `orch resume {run.run_id}` reads it back there"

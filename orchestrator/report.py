@@ -309,11 +309,12 @@ class _Journal:
 
 def _effect_of(event: Event) -> int | None:
     """The effect a row is about: the ledger's rows of an effect, and the facts of its read-back (unknown, settled, decided)."""
-    rows: list[EffectRow | EffectUnknown | EffectSettled | EffectDecided] = [
-        *filter(None, [read_row(event, EffectRow)]), *read_facts([event], EffectUnknown), *read_facts([event], EffectSettled),
-        *read_facts([event], EffectDecided),
-    ]  # fmt: skip
-    return rows[0].get("effect_id") if rows else None
+    if (row := read_row(event, EffectRow)) is not None:
+        return row.get("effect_id")
+    for record in (EffectUnknown, EffectSettled, EffectDecided):
+        if found := read_facts([event], record):
+            return found[0].get("effect_id")
+    return None
 
 
 def open_wait(events: Sequence[Event], worker: Worker) -> Wait | None:

@@ -372,5 +372,5 @@ def plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {field.name: plain(getattr(value, field.name)) for field in dataclasses.fields(value)}
+        return {name: plain(each) for name, each in as_dict(value).items()}
     return value

@@ -54,6 +54,12 @@ def test_every_effect_result_is_a_frozen_record_of_orchs_own_or_one_of_herdrs_re
     odd = [name for name, model in models.items()
            if not (dataclasses.is_dataclass(model) and model.__dataclass_params__.frozen) and not issubclass(model, Wire)]  # type: ignore[attr-defined]  # fmt: skip
     assert odd == []
+    # and the ledger's codec can read each record back (a field type it cannot check would fail only at a replay)
+    from registry.records import fields_of
+
+    for model in models.values():
+        if dataclasses.is_dataclass(model):
+            assert fields_of(model)
 
 
 def test_every_kind_names_a_settle_function_that_exists() -> None:
